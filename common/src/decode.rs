@@ -1,0 +1,602 @@
+//! The streaming decoder: bytes in, header/records/trailer/damage out, never a panic.
+
+use crate::encode::DeltaState;
+use crate::frame::{self, FrameError, FrameHeader};
+use crate::model::*;
+use crate::varint::{get_i64, get_u64, VarintError};
+use crate::{sample_flag as sf, tag, FRAME_HEADER, FRAME_HEADER_LEN, FRAME_RECORDS, FRAME_SYNC, FRAME_TRAILER, MAGIC, PRELUDE_LEN};
+use alloc::collections::VecDeque;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt;
+
+/// Why bytes could not be decoded. `UnexpectedEof` means "feed more bytes"
+/// (or, at the real end of input, that the file was truncated); `Malformed`
+/// means the bytes are wrong and no amount of further input will fix them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DecodeError {
+    UnexpectedEof,
+    Malformed(&'static str),
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DecodeError::UnexpectedEof => f.write_str("the input ended in the middle of an item"),
+            DecodeError::Malformed(why) => write!(f, "malformed: {why}"),
+        }
+    }
+}
+
+impl From<VarintError> for DecodeError {
+    fn from(e: VarintError) -> Self {
+        match e {
+            VarintError::Eof => DecodeError::UnexpectedEof,
+            VarintError::Overflow => DecodeError::Malformed("varint longer than 64 bits"),
+        }
+    }
+}
+
+/// What kind of damage was found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DamageReason {
+    /// The first 12 bytes are not a labperf prelude.
+    BadPrelude,
+    /// Bytes that are not an intact frame (bad sync or header checksum).
+    Garbage,
+    /// A frame with an intact header but a wrong payload checksum.
+    BadPayload,
+    /// The input ended inside a frame.
+    Truncated,
+    /// A frame passed its checksum but its records could not be decoded
+    /// (a writer bug, or a record tag this decoder does not know).
+    BadRecords(&'static str),
+    /// Frames are missing between two intact frames (their bytes were cut out).
+    MissingFrames,
+    /// The input ended without a trailer; what came after the last frame is unknown.
+    NoTrailer,
+    /// The header frame is missing or damaged: event names are unknown.
+    NoHeader,
+}
+
+/// One damaged region and what it cost.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Damage {
+    /// Absolute file offset of the first damaged byte.
+    pub offset: u64,
+    /// Damaged bytes (0 for conditions with no bytes, like a missing trailer).
+    pub len: u64,
+    pub reason: DamageReason,
+    /// Frames known to be lost.
+    pub frames_lost: u32,
+    /// Records known to be lost; `None` when it cannot be known.
+    pub records_lost: Option<u64>,
+}
+
+impl fmt::Display for Damage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let what = match &self.reason {
+            DamageReason::BadPrelude => "not a labperf prelude (bad magic)",
+            DamageReason::Garbage => "unreadable bytes (bad frame header)",
+            DamageReason::BadPayload => "frame payload checksum mismatch",
+            DamageReason::Truncated => "file truncated inside a frame",
+            DamageReason::BadRecords(w) => w,
+            DamageReason::MissingFrames => "frames missing",
+            DamageReason::NoTrailer => "no trailer: the recording did not finish cleanly",
+            DamageReason::NoHeader => "header frame missing or damaged",
+        };
+        write!(f, "{what} at byte {} ({} bytes)", self.offset, self.len)?;
+        if self.frames_lost > 0 {
+            write!(f, ", {} frame(s) lost", self.frames_lost)?;
+        }
+        match self.records_lost {
+            Some(0) => Ok(()),
+            Some(n) => write!(f, ", {n} record(s) lost"),
+            None => write!(f, ", an unknown number of records lost"),
+        }
+    }
+}
+
+/// Totals of all damage seen.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Losses {
+    pub damaged_bytes: u64,
+    pub frames_lost: u32,
+    /// Records known lost.
+    pub records_lost: u64,
+    /// Whether some losses could not be counted (e.g. a truncated file without trailer).
+    pub unknown_loss: bool,
+    /// Long records skipped because their tag is newer than this decoder.
+    pub unknown_records: u64,
+    pub regions: u32,
+}
+
+impl Losses {
+    /// Nothing was lost or skipped.
+    pub fn is_clean(&self) -> bool {
+        *self == Losses::default()
+    }
+    fn add(&mut self, d: &Damage) {
+        self.regions += 1;
+        self.damaged_bytes += d.len;
+        self.frames_lost += d.frames_lost;
+        match d.records_lost {
+            Some(n) => self.records_lost += n,
+            None => self.unknown_loss = true,
+        }
+    }
+}
+
+/// One decoded item.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// The prelude was read: the file's wire version.
+    Version(u16),
+    Header(Header),
+    Record(Record),
+    Trailer(Trailer),
+    Damage(Damage),
+}
+
+/// A push-style streaming decoder.
+///
+/// Feed bytes with [`Decoder::push`], take items with [`Decoder::poll`] until it
+/// returns `None` (more input needed), and call [`Decoder::finish`] at the end of
+/// input to learn about truncation. Damage is reported in-line as
+/// [`Event::Damage`] and decoding resumes at the next intact frame.
+#[derive(Debug, Default)]
+pub struct Decoder {
+    buf: Vec<u8>,
+    /// File offset of `buf[0]`.
+    base: u64,
+    pos: usize,
+    prelude_done: bool,
+    finished: bool,
+    done: bool,
+    pending: VecDeque<Event>,
+    /// Start of the region being skipped while resynchronising.
+    garbage_from: Option<u64>,
+    next_seq: u32,
+    next_record: u64,
+    saw_header: bool,
+    saw_trailer: bool,
+    saw_frame: bool,
+    losses: Losses,
+}
+
+fn is_sync_at(buf: &[u8], i: usize) -> bool {
+    buf.len() >= i + 4 && buf[i..i + 4] == FRAME_SYNC
+}
+
+impl Decoder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Appends input bytes.
+    pub fn push(&mut self, bytes: &[u8]) {
+        if self.pos > 0 && self.pos >= self.buf.len() / 2 {
+            self.buf.drain(..self.pos);
+            self.base += self.pos as u64;
+            self.pos = 0;
+        }
+        self.buf.extend_from_slice(bytes);
+    }
+
+    /// Marks the end of input; the following polls report truncation.
+    pub fn finish(&mut self) {
+        self.finished = true;
+    }
+
+    /// Totals of the damage reported so far.
+    pub fn losses(&self) -> &Losses {
+        &self.losses
+    }
+
+    fn abs(&self, at: usize) -> u64 {
+        self.base + at as u64
+    }
+
+    fn damage(&mut self, d: Damage) {
+        self.losses.add(&d);
+        self.pending.push_back(Event::Damage(d));
+    }
+
+    /// The next decoded item, or `None` when more input is needed (or, after
+    /// [`Decoder::finish`], when everything has been reported).
+    pub fn poll(&mut self) -> Option<Event> {
+        loop {
+            if let Some(e) = self.pending.pop_front() {
+                return Some(e);
+            }
+            if self.done {
+                return None;
+            }
+            if !self.step() {
+                return self.pending.pop_front();
+            }
+        }
+    }
+
+    /// Makes progress; returns false when blocked on input.
+    fn step(&mut self) -> bool {
+        let avail = self.buf.len() - self.pos;
+        if !self.prelude_done {
+            if avail < PRELUDE_LEN {
+                if !self.finished {
+                    return false;
+                }
+                self.prelude_done = true;
+                if avail > 0 || !self.saw_frame {
+                    self.damage(Damage { offset: 0, len: avail as u64, reason: DamageReason::Truncated, frames_lost: 0, records_lost: None });
+                }
+                self.pos = self.buf.len();
+                return self.end();
+            }
+            self.prelude_done = true;
+            let p = &self.buf[self.pos..self.pos + PRELUDE_LEN];
+            if p[..8] == MAGIC {
+                let v = u16::from_le_bytes([p[8], p[9]]);
+                self.pending.push_back(Event::Version(v));
+                self.pos += PRELUDE_LEN;
+            } else {
+                // Not a prelude: maybe a damaged one; look for frames anyway.
+                self.damage(Damage { offset: 0, len: 0, reason: DamageReason::BadPrelude, frames_lost: 0, records_lost: Some(0) });
+            }
+            return true;
+        }
+        if avail == 0 && !self.finished {
+            return false;
+        }
+        match frame::parse(&self.buf[self.pos..]) {
+            Ok((h, payload, used)) => {
+                let payload = payload.to_vec();
+                let at = self.pos;
+                self.close_garbage(at, Some(&h));
+                self.pos += used;
+                self.frame(h, &payload, at);
+                true
+            }
+            Err(FrameError::BadPayload(h)) => {
+                let at = self.pos;
+                self.close_garbage(at, Some(&h));
+                let len = FRAME_HEADER_LEN as u64 + u64::from(h.payload_len);
+                self.pos += len as usize;
+                self.account(&h);
+                if h.kind == FRAME_HEADER {
+                    self.damage(Damage { offset: self.abs(at), len, reason: DamageReason::NoHeader, frames_lost: 1, records_lost: Some(0) });
+                } else {
+                    self.damage(Damage { offset: self.abs(at), len, reason: DamageReason::BadPayload, frames_lost: 1, records_lost: Some(u64::from(h.nrecords)) });
+                }
+                true
+            }
+            Err(FrameError::UnexpectedEof { header }) => {
+                if !self.finished {
+                    return false;
+                }
+                let at = self.pos;
+                if avail == 0 {
+                    return self.end();
+                }
+                if self.garbage_from.is_none() {
+                    self.garbage_from = Some(self.abs(at));
+                }
+                // The tail is a partial frame: report it with what its header says.
+                let from = self.garbage_from.take().unwrap_or(self.abs(at));
+                let len = self.abs(self.buf.len()) - from;
+                let (frames_lost, records_lost) = match header {
+                    Some(h) if h.kind == FRAME_RECORDS => (1, Some(u64::from(h.nrecords))),
+                    Some(_) => (1, Some(0)),
+                    None => (0, None),
+                };
+                self.damage(Damage { offset: from, len, reason: DamageReason::Truncated, frames_lost, records_lost });
+                if let Some(h) = header {
+                    self.account(&h);
+                }
+                self.pos = self.buf.len();
+                self.end()
+            }
+            Err(FrameError::BadHeader) => {
+                if self.garbage_from.is_none() {
+                    self.garbage_from = Some(self.abs(self.pos));
+                }
+                // Scan for the next sync word.
+                let start = self.pos + 1;
+                let found = (start..self.buf.len()).find(|&i| is_sync_at(&self.buf, i) || (self.buf.len() - i < 4 && FRAME_SYNC.starts_with(&self.buf[i..])));
+                match found {
+                    Some(i) if is_sync_at(&self.buf, i) => {
+                        self.pos = i;
+                        true
+                    }
+                    Some(i) => {
+                        // A possible sync word cut by the end of the input.
+                        self.pos = i;
+                        if self.finished {
+                            self.pos = self.buf.len();
+                            let from = self.garbage_from.take().unwrap_or(0);
+                            let len = self.abs(self.buf.len()) - from;
+                            self.damage(Damage { offset: from, len, reason: DamageReason::Garbage, frames_lost: 0, records_lost: None });
+                            return self.end();
+                        }
+                        false
+                    }
+                    None => {
+                        self.pos = self.buf.len();
+                        if self.finished {
+                            let from = self.garbage_from.take().unwrap_or(0);
+                            let len = self.abs(self.buf.len()) - from;
+                            self.damage(Damage { offset: from, len, reason: DamageReason::Garbage, frames_lost: 0, records_lost: None });
+                            return self.end();
+                        }
+                        false
+                    }
+                }
+            }
+        }
+    }
+
+    /// Called at the end of input once everything is consumed.
+    fn end(&mut self) -> bool {
+        if let Some(from) = self.garbage_from.take() {
+            let len = self.abs(self.buf.len()) - from;
+            self.damage(Damage { offset: from, len, reason: DamageReason::Garbage, frames_lost: 0, records_lost: None });
+        }
+        if !self.saw_trailer {
+            let at = self.abs(self.buf.len());
+            self.damage(Damage { offset: at, len: 0, reason: DamageReason::NoTrailer, frames_lost: 0, records_lost: None });
+        }
+        self.done = true;
+        true
+    }
+
+    /// Reports a skipped region that ends at `at`, where intact frame `h` starts,
+    /// with the frames and records the sequence numbers say are missing.
+    fn close_garbage(&mut self, at: usize, h: Option<&FrameHeader>) {
+        let from = self.garbage_from.take();
+        let (mut frames_lost, mut records_lost) = (0u32, Some(0u64));
+        if let Some(h) = h {
+            if h.seq > self.next_seq {
+                frames_lost = h.seq - self.next_seq;
+                records_lost = Some(h.first_record.saturating_sub(self.next_record));
+                if self.next_seq == 0 && !self.saw_header {
+                    // The header frame is among the lost ones.
+                    let offset = from.unwrap_or(self.abs(at));
+                    self.damage(Damage { offset, len: 0, reason: DamageReason::NoHeader, frames_lost: 1, records_lost: Some(0) });
+                    frames_lost -= 1;
+                }
+            }
+        }
+        if from.is_none() && frames_lost == 0 {
+            return;
+        }
+        let offset = from.unwrap_or(self.abs(at));
+        let len = self.abs(at) - offset;
+        let reason = if from.is_some() { DamageReason::Garbage } else { DamageReason::MissingFrames };
+        if len == 0 && frames_lost == 0 {
+            return;
+        }
+        self.damage(Damage { offset, len, reason, frames_lost, records_lost });
+    }
+
+    fn account(&mut self, h: &FrameHeader) {
+        self.saw_frame = true;
+        self.next_seq = h.seq.wrapping_add(1);
+        if h.kind == FRAME_RECORDS {
+            self.next_record = h.first_record + u64::from(h.nrecords);
+        }
+    }
+
+    fn frame(&mut self, h: FrameHeader, payload: &[u8], at: usize) {
+        self.account(&h);
+        match h.kind {
+            FRAME_HEADER => match postcard::from_bytes::<Header>(payload) {
+                Ok(hd) => {
+                    self.saw_header = true;
+                    self.pending.push_back(Event::Header(hd));
+                }
+                Err(_) => self.damage(Damage { offset: self.abs(at), len: payload.len() as u64, reason: DamageReason::NoHeader, frames_lost: 1, records_lost: Some(0) }),
+            },
+            FRAME_TRAILER => match postcard::from_bytes::<Trailer>(payload) {
+                Ok(t) => {
+                    self.saw_trailer = true;
+                    self.pending.push_back(Event::Trailer(t));
+                }
+                Err(_) => self.damage(Damage { offset: self.abs(at), len: payload.len() as u64, reason: DamageReason::BadRecords("undecodable trailer"), frames_lost: 0, records_lost: Some(0) }),
+            },
+            FRAME_RECORDS => {
+                let mut out = Vec::new();
+                let r = decode_records(payload, &mut out, &mut self.losses.unknown_records);
+                let n = out.len() as u64;
+                self.pending.extend(out.into_iter().map(Event::Record));
+                if let Err(e) = r {
+                    let why = match e {
+                        DecodeError::UnexpectedEof => "a record runs past the end of its frame",
+                        DecodeError::Malformed(w) => w,
+                    };
+                    let lost = u64::from(h.nrecords).saturating_sub(n + 0);
+                    self.damage(Damage { offset: self.abs(at), len: FRAME_HEADER_LEN as u64 + payload.len() as u64, reason: DamageReason::BadRecords(why), frames_lost: 0, records_lost: Some(lost) });
+                }
+            }
+            _ => {} // A newer frame kind: skipped by design.
+        }
+    }
+}
+
+/// Decodes the records of one records-frame payload into `out`. On error, `out`
+/// holds the records before the bad one. Unknown long records are skipped and counted.
+pub fn decode_records(p: &[u8], out: &mut Vec<Record>, unknown: &mut u64) -> Result<(), DecodeError> {
+    let mut st = DeltaState::default();
+    let mut threads: Vec<(u32, u32)> = Vec::new();
+    let mut pos = 0usize;
+    while pos < p.len() {
+        let t = p[pos];
+        pos += 1;
+        match t {
+            tag::SAMPLE => out.push(Record::Sample(decode_sample(p, &mut pos, &mut st, &threads)?)),
+            tag::THREAD => {
+                let pid = get_u32(p, &mut pos)?;
+                let tid = get_u32(p, &mut pos)?;
+                if threads.len() >= 1 << 20 {
+                    return Err(DecodeError::Malformed("thread table too large"));
+                }
+                threads.push((pid, tid));
+            }
+            t if t < tag::FIRST_LONG => return Err(DecodeError::Malformed("unknown fixed-layout record tag")),
+            t => {
+                let len = get_u64(p, &mut pos)?;
+                let end = pos.checked_add(usize::try_from(len).map_err(|_| DecodeError::Malformed("record length too large"))?).ok_or(DecodeError::Malformed("record length too large"))?;
+                let body = p.get(pos..end).ok_or(DecodeError::UnexpectedEof)?;
+                pos = end;
+                let bad = |_| DecodeError::Malformed("record body does not decode");
+                let r = match t {
+                    tag::MMAP2 => Record::Mmap2(postcard::from_bytes(body).map_err(bad)?),
+                    tag::COMM => Record::Comm(postcard::from_bytes(body).map_err(bad)?),
+                    tag::FORK => Record::Fork(postcard::from_bytes(body).map_err(bad)?),
+                    tag::EXIT => Record::Exit(postcard::from_bytes(body).map_err(bad)?),
+                    tag::LOST => Record::Lost(postcard::from_bytes(body).map_err(bad)?),
+                    tag::THROTTLE => Record::Throttle(postcard::from_bytes(body).map_err(bad)?),
+                    tag::INTERVAL => Record::Interval(postcard::from_bytes(body).map_err(bad)?),
+                    _ => {
+                        *unknown += 1;
+                        continue;
+                    }
+                };
+                out.push(r);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn get_u32(p: &[u8], pos: &mut usize) -> Result<u32, DecodeError> {
+    u32::try_from(get_u64(p, pos)?).map_err(|_| DecodeError::Malformed("value does not fit 32 bits"))
+}
+
+fn get_len(p: &[u8], pos: &mut usize) -> Result<usize, DecodeError> {
+    let n = get_u64(p, pos)?;
+    // Every element takes at least one byte: a longer count cannot be real.
+    if n > (p.len() - *pos) as u64 {
+        return Err(DecodeError::Malformed("element count exceeds the frame"));
+    }
+    Ok(n as usize)
+}
+
+fn decode_sample(p: &[u8], pos: &mut usize, st: &mut DeltaState, threads: &[(u32, u32)]) -> Result<Sample, DecodeError> {
+    let flags = *p.get(*pos).ok_or(DecodeError::UnexpectedEof)?;
+    *pos += 1;
+    if flags & 0x80 != 0 {
+        return Err(DecodeError::Malformed("reserved sample flag set"));
+    }
+    let ip = st.ip.wrapping_add(get_i64(p, pos)? as u64);
+    let time = st.time.wrapping_add(get_i64(p, pos)? as u64);
+    if flags & sf::THREAD != 0 {
+        st.thread = Some(get_u32(p, pos)?);
+    }
+    if flags & sf::EVENT != 0 {
+        st.event = get_u32(p, pos)?;
+    }
+    if flags & sf::CPU != 0 {
+        st.cpu = get_u32(p, pos)?;
+    }
+    if flags & sf::PERIOD != 0 {
+        st.period = st.period.wrapping_add(get_i64(p, pos)? as u64);
+    }
+    let mut values = Vec::new();
+    if flags & sf::VALUES != 0 {
+        let n = get_len(p, pos)?;
+        values.reserve(n);
+        for i in 0..n {
+            let prev = st.values.get(i).copied().unwrap_or(0);
+            values.push(prev.wrapping_add(get_i64(p, pos)? as u64));
+        }
+        st.values.clear();
+        st.values.extend_from_slice(&values);
+    }
+    let mut callchain = Vec::new();
+    if flags & sf::CALLCHAIN != 0 {
+        let n = get_len(p, pos)?;
+        callchain.reserve(n);
+        for _ in 0..n {
+            callchain.push(ip.wrapping_add(get_i64(p, pos)? as u64));
+        }
+    }
+    let (mut raw, mut data_src, mut addr) = (None, None, None);
+    if flags & sf::EXTRA != 0 {
+        let x = get_u64(p, pos)?;
+        if x & !(sf::EXTRA_RAW | sf::EXTRA_DATA_SRC | sf::EXTRA_ADDR) != 0 {
+            return Err(DecodeError::Malformed("unknown sample extra flag"));
+        }
+        if x & sf::EXTRA_RAW != 0 {
+            let n = get_len(p, pos)?;
+            raw = Some(p[*pos..*pos + n].to_vec());
+            *pos += n;
+        }
+        if x & sf::EXTRA_DATA_SRC != 0 {
+            data_src = Some(get_u64(p, pos)?);
+        }
+        if x & sf::EXTRA_ADDR != 0 {
+            st.addr = st.addr.wrapping_add(get_i64(p, pos)? as u64);
+            addr = Some(st.addr);
+        }
+    }
+    let thread = st.thread.ok_or(DecodeError::Malformed("sample before any thread was named"))?;
+    let &(pid, tid) = threads.get(thread as usize).ok_or(DecodeError::Malformed("sample names an undefined thread"))?;
+    st.ip = ip;
+    st.time = time;
+    Ok(Sample { event: st.event, pid, tid, ip, time, period: st.period, cpu: st.cpu, values, callchain, raw, data_src, addr })
+}
+
+/// Everything decoded from a whole file.
+#[derive(Debug, Default, Clone)]
+pub struct Decoded {
+    pub wire_version: Option<u16>,
+    pub header: Option<Header>,
+    pub records: Vec<Record>,
+    pub trailer: Option<Trailer>,
+    pub damage: Vec<Damage>,
+    pub losses: Losses,
+}
+
+impl Decoded {
+    /// Whether the input looked like a labperf file at all.
+    pub fn is_labperf(&self) -> bool {
+        self.wire_version.is_some() || self.header.is_some() || !self.records.is_empty() || self.trailer.is_some()
+    }
+}
+
+/// Decodes a whole file held in memory.
+pub fn decode_all(bytes: &[u8]) -> Decoded {
+    let mut d = Decoder::new();
+    d.push(bytes);
+    d.finish();
+    let mut out = Decoded::default();
+    while let Some(e) = d.poll() {
+        match e {
+            Event::Version(v) => out.wire_version = Some(v),
+            Event::Header(h) => out.header = Some(h),
+            Event::Record(r) => out.records.push(r),
+            Event::Trailer(t) => out.trailer = Some(t),
+            Event::Damage(dm) => out.damage.push(dm),
+        }
+    }
+    out.losses = d.losses().clone();
+    out
+}
+
+/// Human-readable summary of [`Losses`].
+pub fn describe_losses(l: &Losses) -> String {
+    use core::fmt::Write;
+    let mut s = String::new();
+    if l.is_clean() {
+        s.push_str("no damage");
+        return s;
+    }
+    let _ = write!(s, "{} damaged region(s), {} bytes, {} frame(s) and {} record(s) lost", l.regions, l.damaged_bytes, l.frames_lost, l.records_lost);
+    if l.unknown_loss {
+        s.push_str(", plus an unknown number after the last intact frame");
+    }
+    if l.unknown_records > 0 {
+        let _ = write!(s, "; {} record(s) of newer kinds skipped", l.unknown_records);
+    }
+    s
+}

@@ -1,0 +1,165 @@
+//! The labperf record format: its specification, encoder, streaming decoder and decode helpers.
+//!
+//! `no_std` + `alloc`, no I/O: the agents write the bytes this crate produces,
+//! the host feeds file bytes to [`Decoder`]. This page is the normative
+//! specification of the format; the freestanding C agent is written from it.
+//!
+//! # File layout (wire version 1)
+//!
+//! All fixed-width integers are **little-endian**, whatever the target's byte order.
+//!
+//! ```text
+//! prelude   12 bytes   magic "LABPERF\0" (8) | wire_version u16 | reserved u16 = 0
+//! frame     header frame (kind 1, seq 0): postcard(Header)
+//! frame*    records frames (kind 2, seq 1, 2, ...): a run of records, see below
+//! frame     trailer frame (kind 3, last seq): postcard(Trailer), written on a clean finish only
+//! ```
+//!
+//! ## Frames
+//!
+//! Every frame is a 36-byte frame header followed by `payload_len` payload bytes:
+//!
+//! | offset | size | field |
+//! |---|---|---|
+//! | 0 | 4 | sync `F5 4C 50 46` ([`FRAME_SYNC`]) |
+//! | 4 | 1 | kind: 1 header, 2 records, 3 trailer; other kinds are skipped by readers |
+//! | 5 | 1 | flags, 0 |
+//! | 6 | 2 | reserved, 0 |
+//! | 8 | 4 | seq: 0 for the header frame, then +1 per frame |
+//! | 12 | 8 | first_record: records in all earlier records frames |
+//! | 20 | 4 | nrecords: records in this frame (THREAD definitions not counted) |
+//! | 24 | 4 | payload_len, at most [`MAX_PAYLOAD`] |
+//! | 28 | 4 | payload_crc: CRC-32 ([`crc::crc32`], zlib's) of the payload |
+//! | 32 | 4 | header_crc: CRC-32 of bytes 0..32 of this frame header |
+//!
+//! A reader that meets a frame whose header CRC fails scans forward for the next
+//! sync word and resumes there; a frame whose header is intact but whose payload
+//! CRC fails is skipped whole, and its `nrecords` are reported lost. Gaps in `seq`
+//! and `first_record` tell exactly how many frames and records were lost between
+//! two intact frames. The agent closes a records frame at least every second and
+//! whenever it reaches 64 KiB, so a killed agent loses at most its last second.
+//!
+//! ## Postcard
+//!
+//! Header, trailer and the bodies of long records use [postcard] 1.x: unsigned
+//! integers as LEB128 varints, signed ones zigzag-mapped then varint, `u8` and
+//! `bool` as one byte, `Option` as a 0/1 byte then the value, strings and `Vec`s
+//! as a varint length then the elements, enums as a varint variant index then the
+//! fields, structs as their fields in declaration order. The types are those of
+//! the [`model`] module, in their declaration order.
+//!
+//! ## Records (frame kind 2)
+//!
+//! Each records frame is decoded on its own: at its start the delta state is
+//! reset to zero (`ip`, `time`, `period`, `cpu`, `event`, `addr`, all previous
+//! group values) and its thread table is empty. A record is a tag byte, then:
+//!
+//! * `0x00` SAMPLE: a flags byte, `zz(ip - prev_ip)`, `zz(time - prev_time)`,
+//!   then, in flag-bit order, only the fields whose flag is set (others repeat the
+//!   previous sample's value):
+//!   * bit 0 THREAD: varint index into the frame's thread table;
+//!   * bit 1 EVENT: varint index into `Header::events`;
+//!   * bit 2 CPU: varint cpu;
+//!   * bit 3 PERIOD: `zz(period - prev_period)`;
+//!   * bit 4 VALUES: varint `n`, then `n` × `zz(value[i] - prev_value[i])`
+//!     (`prev_value[i]` is 0 where the previous sample had fewer values);
+//!     a sample without this flag has **no** values (this one field does not repeat);
+//!   * bit 5 CALLCHAIN: varint `n`, then `n` × `zz(entry - ip)`;
+//!   * bit 6 EXTRA: varint sub-flags, then: bit 0 raw (varint length, bytes),
+//!     bit 1 data_src (varint), bit 2 addr (`zz(addr - prev_addr)`);
+//!   * bit 7: reserved, 0.
+//!
+//!   `zz` is zigzag of the two's-complement wrapping difference; the first sample
+//!   of a frame must set THREAD.
+//! * `0x01` THREAD: varint pid, varint tid; appends to the frame's thread table
+//!   (first entry is index 0). Not counted in `nrecords`.
+//! * `0x02..=0x0F`: reserved, fixed-layout; a reader that meets one cannot
+//!   continue the frame.
+//! * `0x10..`: varint body length, then a postcard body: `0x10` [`Mmap2`],
+//!   `0x11` [`Comm`], `0x12` FORK [`Task`], `0x13` EXIT [`Task`], `0x14` [`Lost`],
+//!   `0x15` [`Throttle`], `0x16` [`Interval`]. Readers skip unknown tags from
+//!   `0x10` on by their length, so new long records can be appended.
+//!
+//! # Versioning
+//!
+//! The format only grows: new frame kinds, new long-record tags, new trailing
+//! fields in new tags. [`WIRE_VERSION`] names the newest version this crate
+//! writes; every version ever written is a named constant and stays decodable
+//! (golden files in `tests/data/`).
+
+#![no_std]
+#![forbid(unsafe_code)]
+
+extern crate alloc;
+#[cfg(test)]
+extern crate std;
+
+pub mod crc;
+pub mod decode;
+pub mod encode;
+pub mod frame;
+pub mod model;
+pub mod varint;
+
+pub use decode::{decode_all, Damage, DamageReason, DecodeError, Decoded, Decoder, Event, Losses};
+pub use encode::Encoder;
+pub use model::*;
+
+/// First 8 bytes of every record file.
+pub const MAGIC: [u8; 8] = *b"LABPERF\0";
+/// Wire version 1: the first published layout.
+pub const WIRE_VERSION_1: u16 = 1;
+/// The wire version this crate writes.
+pub const WIRE_VERSION: u16 = WIRE_VERSION_1;
+/// Size of the prelude (magic, wire version, reserved).
+pub const PRELUDE_LEN: usize = 12;
+/// Sync word that starts every frame.
+pub const FRAME_SYNC: [u8; 4] = [0xF5, b'L', b'P', b'F'];
+/// Size of a frame header.
+pub const FRAME_HEADER_LEN: usize = 36;
+/// Largest payload a frame may carry.
+pub const MAX_PAYLOAD: u32 = 16 << 20;
+/// Frame kind: the file header.
+pub const FRAME_HEADER: u8 = 1;
+/// Frame kind: records.
+pub const FRAME_RECORDS: u8 = 2;
+/// Frame kind: the trailer.
+pub const FRAME_TRAILER: u8 = 3;
+
+/// Record tags.
+pub mod tag {
+    pub const SAMPLE: u8 = 0x00;
+    pub const THREAD: u8 = 0x01;
+    /// First tag of the length-prefixed (skippable) records.
+    pub const FIRST_LONG: u8 = 0x10;
+    pub const MMAP2: u8 = 0x10;
+    pub const COMM: u8 = 0x11;
+    pub const FORK: u8 = 0x12;
+    pub const EXIT: u8 = 0x13;
+    pub const LOST: u8 = 0x14;
+    pub const THROTTLE: u8 = 0x15;
+    pub const INTERVAL: u8 = 0x16;
+}
+
+/// SAMPLE flag bits.
+pub mod sample_flag {
+    pub const THREAD: u8 = 1 << 0;
+    pub const EVENT: u8 = 1 << 1;
+    pub const CPU: u8 = 1 << 2;
+    pub const PERIOD: u8 = 1 << 3;
+    pub const VALUES: u8 = 1 << 4;
+    pub const CALLCHAIN: u8 = 1 << 5;
+    pub const EXTRA: u8 = 1 << 6;
+    /// EXTRA sub-flags.
+    pub const EXTRA_RAW: u64 = 1 << 0;
+    pub const EXTRA_DATA_SRC: u64 = 1 << 1;
+    pub const EXTRA_ADDR: u64 = 1 << 2;
+}
+
+/// The 12-byte prelude for `version`.
+pub fn prelude(version: u16) -> [u8; PRELUDE_LEN] {
+    let mut p = [0u8; PRELUDE_LEN];
+    p[..8].copy_from_slice(&MAGIC);
+    p[8..10].copy_from_slice(&version.to_le_bytes());
+    p
+}

@@ -1,1 +1,35 @@
-fn main() {}
+//! labperf: the host CLI. Parses the command line and dispatches to `cmd/<verb>.rs`.
+
+mod cmd;
+
+use clap::{Parser, Subcommand};
+
+/// Profile programs on this machine or on lab machines, and report per function.
+#[derive(Debug, Parser)]
+#[command(name = "labperf", version, after_help = "EXAMPLES:\n  labperf record --local -- ./target/release/labperf-bench --duration 2\n  labperf report labperf.lpr --by dso\n  labperf info labperf.lpr\n  labperf dump labperf.lpr | head\n\nExit status: 0 success, 1 error, 2 usage error; `record` passes on a failing workload's status.")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    Record(cmd::record::Args),
+    Report(cmd::report::Args),
+    Dump(cmd::dump::Args),
+    Info(cmd::info::Args),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let r = match &cli.cmd {
+        Cmd::Record(a) => cmd::record::run(a),
+        Cmd::Report(a) => cmd::report::run(a),
+        Cmd::Dump(a) => cmd::dump::run(a),
+        Cmd::Info(a) => cmd::info::run(a),
+    };
+    if let Err(e) = r {
+        eprintln!("labperf: error: {e:#}");
+        std::process::exit(1);
+    }
+}

@@ -1,1 +1,111 @@
-fn main() {}
+//! labperf-bench: the known-answer workload. Each behaviour class is its own non-inlined function
+//! with a stable (unmangled) name; the run rotates through them for a given time split.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+mod classes;
+
+const USAGE: &str = "labperf-bench: rotates through behaviour classes, one named function each
+
+USAGE: labperf-bench [--duration SECS] [--classes LIST] [--slice-ms MS] [--list]
+
+  --duration SECS   how long to run in total (default 2; fractions allowed)
+  --classes LIST    comma-separated classes with optional weights, e.g.
+                    int_divider_stalls=2,nops=1 (default: all, weight 1)
+  --slice-ms MS     time per weight unit in each round (default 5)
+  --list            print the classes and their function names
+
+The time split is weight / sum(weights) per class. Each round starts at the
+next class, so slices never line up with a sampling period.
+
+EXAMPLE: labperf-bench --duration 3 --classes fp_divider_stalls=3,dcache_miss=1";
+
+fn main() {
+    let mut duration = 2.0f64;
+    let mut slice_ms = 5.0f64;
+    let mut sel: Vec<(usize, u32)> = Vec::new();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut i = 0;
+    let fail = |m: String| -> ! {
+        eprintln!("labperf-bench: {m}\n\n{USAGE}");
+        std::process::exit(2)
+    };
+    while i < args.len() {
+        let val = |i: usize| args.get(i + 1).cloned().unwrap_or_else(|| fail(format!("{} needs a value", args[i])));
+        match args[i].as_str() {
+            "--duration" => duration = val(i).parse().unwrap_or_else(|_| fail("--duration expects seconds".into())),
+            "--slice-ms" => slice_ms = val(i).parse().unwrap_or_else(|_| fail("--slice-ms expects milliseconds".into())),
+            "--classes" => {
+                for part in val(i).split(',').filter(|p| !p.is_empty()) {
+                    let (name, w) = part.split_once('=').unwrap_or((part, "1"));
+                    let idx = classes::CLASSES.iter().position(|c| c.name == name).unwrap_or_else(|| fail(format!("unknown class '{name}'")));
+                    let w: u32 = w.parse().unwrap_or_else(|_| fail(format!("weight of '{name}' must be a whole number")));
+                    sel.push((idx, w));
+                }
+            }
+            "--list" => {
+                for c in classes::CLASSES {
+                    println!("{:<20} {}", c.name, c.what);
+                }
+                return;
+            }
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                return;
+            }
+            o => fail(format!("unknown argument '{o}'")),
+        }
+        i += 2;
+    }
+    if !(duration > 0.0 && slice_ms > 0.0) {
+        fail("--duration and --slice-ms must be positive".into());
+    }
+    if sel.is_empty() {
+        sel = (0..classes::CLASSES.len()).map(|i| (i, 1)).collect();
+    }
+    sel.retain(|&(_, w)| w > 0);
+    let state = classes::State::new(sel.iter().any(|&(i, _)| classes::CLASSES[i].name == "dcache_miss"));
+    // Calibrate: work units per ~50 µs block for each class, so the clock is read rarely.
+    let blocks: Vec<u64> = sel.iter().map(|&(i, _)| calibrate(&state, i)).collect();
+    let end = Instant::now() + Duration::from_secs_f64(duration);
+    let mut round = 0usize;
+    let mut sink = 0u64;
+    while Instant::now() < end {
+        for k in 0..sel.len() {
+            let j = (k + round) % sel.len();
+            let (idx, w) = sel[j];
+            let slice = Duration::from_secs_f64(slice_ms * w as f64 / 1000.0);
+            sink = sink.wrapping_add(run_slice(&state, idx, blocks[j], slice));
+            if Instant::now() >= end {
+                break;
+            }
+        }
+        round += 1;
+    }
+    black_box(sink);
+}
+
+/// Runs class `idx` in blocks until `slice` has passed.
+#[inline(never)]
+fn run_slice(state: &classes::State, idx: usize, block: u64, slice: Duration) -> u64 {
+    let t = Instant::now();
+    let mut acc = 0u64;
+    while t.elapsed() < slice {
+        acc = acc.wrapping_add((classes::CLASSES[idx].run)(state, block));
+    }
+    acc
+}
+
+fn calibrate(state: &classes::State, idx: usize) -> u64 {
+    let mut n = 16u64;
+    loop {
+        let t = Instant::now();
+        black_box((classes::CLASSES[idx].run)(state, n));
+        let e = t.elapsed();
+        if e >= Duration::from_micros(200) || n >= 1 << 30 {
+            return (n as f64 * 50.0 / e.as_secs_f64().max(1e-9) / 1e6).max(1.0) as u64;
+        }
+        n *= 2;
+    }
+}

@@ -1,0 +1,10 @@
+//! Any other architecture: identity from the first lines of /proc/cpuinfo.
+
+use labperf_common::{Arch, CpuId};
+
+pub const ARCH: Arch = Arch::Other(String::new());
+
+pub fn cpu_id() -> CpuId {
+    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    CpuId::Unknown { cpuinfo: info.lines().take(8).collect::<Vec<_>>().join("\n") }
+}

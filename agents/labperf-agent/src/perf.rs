@@ -1,0 +1,319 @@
+//! perf_event_open: building attrs, opening with clear errors, the mmap ring buffer, kernel record parsing.
+
+use crate::events::EventSpec;
+use labperf_common::Attr;
+use perf_event_open_sys as sys;
+use perf_event_open_sys::bindings::{perf_event_attr, perf_event_mmap_page};
+use std::sync::atomic::{fence, Ordering};
+
+pub const SAMPLE_IP: u64 = 1 << 0;
+pub const SAMPLE_TID: u64 = 1 << 1;
+pub const SAMPLE_TIME: u64 = 1 << 2;
+pub const SAMPLE_ADDR: u64 = 1 << 3;
+pub const SAMPLE_READ: u64 = 1 << 4;
+pub const SAMPLE_CALLCHAIN: u64 = 1 << 5;
+pub const SAMPLE_ID: u64 = 1 << 6;
+pub const SAMPLE_CPU: u64 = 1 << 7;
+pub const SAMPLE_PERIOD: u64 = 1 << 8;
+pub const SAMPLE_STREAM_ID: u64 = 1 << 9;
+pub const SAMPLE_RAW: u64 = 1 << 10;
+pub const SAMPLE_WEIGHT: u64 = 1 << 14;
+pub const SAMPLE_DATA_SRC: u64 = 1 << 15;
+pub const SAMPLE_IDENTIFIER: u64 = 1 << 16;
+
+pub const FORMAT_TOTAL_TIME_ENABLED: u64 = 1 << 0;
+pub const FORMAT_TOTAL_TIME_RUNNING: u64 = 1 << 1;
+pub const FORMAT_ID: u64 = 1 << 2;
+pub const FORMAT_GROUP: u64 = 1 << 3;
+
+/// The attr size labperf passes: VER8 (136 bytes), accepted by every kernel
+/// since 6.3 and by older ones that ignore zero tails. Size 144 (with config4)
+/// gets E2BIG on 6.1.
+pub const ATTR_SIZE: u32 = 136;
+
+/// What to open, before it becomes a kernel attr.
+#[derive(Debug, Clone)]
+pub struct AttrPlan {
+    pub spec: EventSpec,
+    pub period: u64,
+    pub freq: bool,
+    pub sample_type: u64,
+    pub read_format: u64,
+    pub disabled: bool,
+    pub enable_on_exec: bool,
+    pub inherit: bool,
+    /// Side-band records (mmap2, comm, task) are asked of one event only.
+    pub sideband: bool,
+    pub build_id: bool,
+    pub watermark: u32,
+}
+
+impl AttrPlan {
+    pub fn to_kernel(&self) -> perf_event_attr {
+        // SAFETY: perf_event_attr is plain data; all-zero is its documented default.
+        let mut a: perf_event_attr = unsafe { std::mem::zeroed() };
+        a.type_ = self.spec.type_;
+        a.size = ATTR_SIZE;
+        a.config = self.spec.config;
+        a.__bindgen_anon_3.config1 = self.spec.config1;
+        a.__bindgen_anon_4.config2 = self.spec.config2;
+        a.__bindgen_anon_1.sample_period = self.period;
+        a.set_freq(self.freq as u64);
+        a.sample_type = self.sample_type;
+        a.read_format = self.read_format;
+        a.set_disabled(self.disabled as u64);
+        a.set_enable_on_exec(self.enable_on_exec as u64);
+        a.set_inherit(self.inherit as u64);
+        a.set_exclude_kernel((!self.spec.kernel) as u64);
+        a.set_exclude_hv(1);
+        a.set_exclude_user((!self.spec.user) as u64);
+        a.set_use_clockid(1);
+        a.clockid = libc::CLOCK_MONOTONIC;
+        if self.sideband {
+            a.set_mmap(1);
+            a.set_mmap2(1);
+            a.set_comm(1);
+            a.set_comm_exec(1);
+            a.set_task(1);
+            a.set_build_id(self.build_id as u64);
+        }
+        if self.watermark > 0 {
+            a.set_watermark(1);
+            a.__bindgen_anon_2.wakeup_watermark = self.watermark;
+        }
+        a
+    }
+}
+
+/// The portable form of a kernel attr, for the file header.
+pub fn portable(a: &perf_event_attr) -> Attr {
+    // SAFETY: reading plain-data unions and the bitfield word at offset 40.
+    unsafe {
+        let bytes = std::slice::from_raw_parts(a as *const _ as *const u8, std::mem::size_of::<perf_event_attr>());
+        let flags = u64::from_ne_bytes(bytes[40..48].try_into().unwrap());
+        Attr {
+            type_: a.type_,
+            size: a.size,
+            config: a.config,
+            sample_period_or_freq: a.__bindgen_anon_1.sample_period,
+            sample_type: a.sample_type,
+            read_format: a.read_format,
+            flags,
+            wakeup_events_or_watermark: a.__bindgen_anon_2.wakeup_events,
+            bp_type: a.bp_type,
+            config1: a.__bindgen_anon_3.config1,
+            config2: a.__bindgen_anon_4.config2,
+            branch_sample_type: a.branch_sample_type,
+            sample_regs_user: a.sample_regs_user,
+            sample_stack_user: a.sample_stack_user,
+            clockid: a.clockid,
+            sample_regs_intr: a.sample_regs_intr,
+            aux_watermark: a.aux_watermark,
+            sample_max_stack: a.sample_max_stack,
+            aux_sample_size: a.aux_sample_size,
+            sig_data: a.sig_data,
+            config3: a.config3,
+        }
+    }
+}
+
+/// An open perf event fd.
+#[derive(Debug)]
+pub struct Fd(pub i32);
+
+impl Drop for Fd {
+    fn drop(&mut self) {
+        // SAFETY: we own the fd.
+        unsafe { libc::close(self.0) };
+    }
+}
+
+impl Fd {
+    pub fn id(&self) -> u64 {
+        let mut id = 0u64;
+        // SAFETY: valid fd and out pointer.
+        unsafe { sys::ioctls::ID(self.0, &mut id) };
+        id
+    }
+    pub fn enable(&self) {
+        // SAFETY: valid fd.
+        unsafe { sys::ioctls::ENABLE(self.0, 0) };
+    }
+    pub fn disable(&self) {
+        // SAFETY: valid fd.
+        unsafe { sys::ioctls::DISABLE(self.0, 0) };
+    }
+    pub fn set_output(&self, to: &Fd) -> Result<(), i32> {
+        // SAFETY: valid fds.
+        if unsafe { sys::ioctls::SET_OUTPUT(self.0, to.0) } < 0 {
+            return Err(crate::sys::errno());
+        }
+        Ok(())
+    }
+    /// Reads up to `buf.len()` u64 words; returns how many were read.
+    pub fn read_u64s(&self, buf: &mut [u64]) -> usize {
+        // SAFETY: buffer valid for its length in bytes.
+        let n = unsafe { libc::read(self.0, buf.as_mut_ptr() as *mut libc::c_void, std::mem::size_of_val(buf)) };
+        if n < 0 {
+            0
+        } else {
+            n as usize / 8
+        }
+    }
+}
+
+/// Why an event did not open, as an errno.
+pub struct OpenError {
+    pub errno: i32,
+}
+
+pub fn open(attr: &mut perf_event_attr, pid: i32, cpu: i32, group: i32) -> Result<Fd, OpenError> {
+    // SAFETY: attr points to a valid, fully initialised perf_event_attr.
+    let fd = unsafe { sys::perf_event_open(attr, pid, cpu, group, 8 /* PERF_FLAG_FD_CLOEXEC */) };
+    if fd < 0 {
+        return Err(OpenError { errno: crate::sys::errno() });
+    }
+    Ok(Fd(fd))
+}
+
+/// A full-sentence explanation of a failed open, with the fix.
+pub fn explain(name: &str, plan: &AttrPlan, errno: i32) -> String {
+    let what = std::io::Error::from_raw_os_error(errno);
+    let paranoid = crate::sys::paranoid();
+    let p = paranoid.map(|v| v.to_string()).unwrap_or_else(|| "unknown".into());
+    let need = if plan.spec.kernel { 1 } else { 2 };
+    let fix = match errno {
+        libc::EACCES | libc::EPERM => format!(
+            "perf_event_paranoid is {p}; profiling your own processes{} needs it at most {need}. Run as root, grant CAP_PERFMON, or run `sudo sysctl kernel.perf_event_paranoid={need}`.",
+            if plan.spec.kernel { " including kernel mode" } else { " in user mode" }
+        ),
+        libc::ENOENT => "this kernel or PMU does not know the event. Run `labperf-agent list` to see the events this machine has.".into(),
+        libc::ENODEV => "no PMU here provides this event type (no hardware PMU, or the PMU driver is not loaded). Use a software event such as cpu-clock, or load the PMU driver.".into(),
+        libc::EOPNOTSUPP => format!(
+            "the PMU cannot {} this event with these settings (no overflow interrupt, or the exclude bits are not supported). Count it with `labperf-agent stat`, or choose another event.",
+            if plan.period > 0 { "sample" } else { "count" }
+        ),
+        libc::E2BIG => format!("the kernel's perf_event_attr is older than the {}-byte one labperf passed. Upgrade the kernel or report this with `uname -r`.", ATTR_SIZE),
+        libc::EMFILE | libc::ENFILE => "too many open files: raise the limit with `ulimit -n 4096`.".into(),
+        libc::EINVAL => "the kernel rejected the attr combination (period, sample type, read format or flags). Try fewer options or check `labperf-agent list` for the event's terms.".into(),
+        libc::ESRCH => "the target process does not exist (it may have exited).".into(),
+        libc::ENOSYS => "perf_event_open is not implemented here: this kernel was built without CONFIG_PERF_EVENTS, or this is an emulator (qemu-user) that does not forward it.".into(),
+        _ => "see perf_event_open(2) for this error.".into(),
+    };
+    format!("cannot open event '{name}': {what}. {fix}")
+}
+
+/// Explains an mmap failure of the ring buffer.
+pub fn explain_mmap(errno: i32, pages: usize) -> String {
+    let what = std::io::Error::from_raw_os_error(errno);
+    let limit = std::fs::read_to_string("/proc/sys/kernel/perf_event_mlock_kb").unwrap_or_default();
+    format!(
+        "cannot map the {pages}-page perf ring buffer: {what}. The locked-memory limit for perf buffers (kernel.perf_event_mlock_kb = {} KiB, plus `ulimit -l`) is too small: use --mmap-pages with fewer pages, raise `ulimit -l`, or run `sudo sysctl kernel.perf_event_mlock_kb=2048`.",
+        limit.trim()
+    )
+}
+
+/// An mmapped perf ring buffer: one metadata page plus 2^n data pages.
+pub struct Ring {
+    base: *mut u8,
+    len: usize,
+    data_size: u64,
+    scratch: Vec<u8>,
+}
+
+impl Ring {
+    pub fn new(fd: &Fd, data_pages: usize) -> Result<Ring, String> {
+        // SAFETY: sysconf is always safe.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+        let len = page * (1 + data_pages);
+        // SAFETY: mapping a perf fd as the kernel documents.
+        let p = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd.0, 0) };
+        if p == libc::MAP_FAILED {
+            return Err(explain_mmap(crate::sys::errno(), data_pages));
+        }
+        Ok(Ring { base: p as *mut u8, len, data_size: (page * data_pages) as u64, scratch: Vec::new() })
+    }
+
+    fn meta(&self) -> *mut perf_event_mmap_page {
+        self.base as *mut perf_event_mmap_page
+    }
+
+    /// Calls `f` with every complete record (header included) now in the buffer,
+    /// then releases the space to the kernel.
+    pub fn drain(&mut self, mut f: impl FnMut(&[u8])) {
+        let meta = self.meta();
+        // SAFETY: meta page is mapped; data_head is written by the kernel, read it volatile then fence.
+        let head = unsafe { std::ptr::read_volatile(std::ptr::addr_of!((*meta).data_head)) };
+        fence(Ordering::Acquire);
+        // SAFETY: as above; data_offset is set by the kernel once.
+        let (mut tail, off) = unsafe { (std::ptr::read_volatile(std::ptr::addr_of!((*meta).data_tail)), (*meta).data_offset) };
+        let off = if off == 0 { 4096.min(self.len as u64 - self.data_size) } else { off };
+        // SAFETY: the data area lies within the mapping.
+        let data = unsafe { std::slice::from_raw_parts(self.base.add(off as usize), self.data_size as usize) };
+        while tail + 8 <= head {
+            let at = (tail % self.data_size) as usize;
+            let mut hdr = [0u8; 8];
+            for (i, b) in hdr.iter_mut().enumerate() {
+                *b = data[(at + i) % data.len()];
+            }
+            let size = u16::from_ne_bytes([hdr[6], hdr[7]]) as u64;
+            if size < 8 || tail + size > head {
+                break;
+            }
+            if at + size as usize <= data.len() {
+                f(&data[at..at + size as usize]);
+            } else {
+                self.scratch.clear();
+                self.scratch.extend_from_slice(&data[at..]);
+                self.scratch.extend_from_slice(&data[..size as usize - (data.len() - at)]);
+                f(&self.scratch);
+            }
+            tail += size;
+        }
+        fence(Ordering::Release);
+        // SAFETY: writing data_tail hands the space back to the kernel.
+        unsafe { std::ptr::write_volatile(std::ptr::addr_of_mut!((*meta).data_tail), tail) };
+    }
+}
+
+impl Drop for Ring {
+    fn drop(&mut self) {
+        // SAFETY: unmapping our own mapping.
+        unsafe { libc::munmap(self.base as *mut libc::c_void, self.len) };
+    }
+}
+
+/// Little cursor over a kernel record in native byte order.
+pub struct Cur<'a> {
+    pub b: &'a [u8],
+    pub p: usize,
+}
+
+impl<'a> Cur<'a> {
+    pub fn new(b: &'a [u8]) -> Self {
+        Cur { b, p: 0 }
+    }
+    pub fn u64(&mut self) -> Option<u64> {
+        let v = u64::from_ne_bytes(self.b.get(self.p..self.p + 8)?.try_into().ok()?);
+        self.p += 8;
+        Some(v)
+    }
+    pub fn u32(&mut self) -> Option<u32> {
+        let v = u32::from_ne_bytes(self.b.get(self.p..self.p + 4)?.try_into().ok()?);
+        self.p += 4;
+        Some(v)
+    }
+    pub fn bytes(&mut self, n: usize) -> Option<&'a [u8]> {
+        let v = self.b.get(self.p..self.p.checked_add(n)?)?;
+        self.p += n;
+        Some(v)
+    }
+    /// A NUL-terminated, 8-byte padded string.
+    pub fn cstr(&mut self) -> String {
+        let rest = &self.b[self.p.min(self.b.len())..];
+        let end = rest.iter().position(|&c| c == 0).unwrap_or(rest.len());
+        let s = String::from_utf8_lossy(&rest[..end]).into_owned();
+        self.p += (end + 8) & !7;
+        s
+    }
+}

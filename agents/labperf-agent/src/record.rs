@@ -1,0 +1,559 @@
+//! `record`: opens sampling events on the workload, drains the ring buffers, writes the record file.
+
+use crate::events::{self, EventSpec};
+use crate::out::Out;
+use crate::perf::{self, AttrPlan, Cur, Fd, Ring};
+use crate::workload::{self, Workload, SIGNALLED};
+use crate::{sys, Opts};
+use labperf_common::*;
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+const PERF_RECORD_MMAP2: u32 = 10;
+const PERF_RECORD_LOST: u32 = 2;
+const PERF_RECORD_COMM: u32 = 3;
+const PERF_RECORD_EXIT: u32 = 4;
+const PERF_RECORD_THROTTLE: u32 = 5;
+const PERF_RECORD_UNTHROTTLE: u32 = 6;
+const PERF_RECORD_FORK: u32 = 7;
+const PERF_RECORD_SAMPLE: u32 = 9;
+const PERF_RECORD_LOST_SAMPLES: u32 = 13;
+const MISC_COMM_EXEC: u16 = 1 << 13;
+const MISC_MMAP_BUILD_ID: u16 = 1 << 14;
+
+/// Builds the file header common to record and stat.
+pub fn header(o: &Opts, events: Vec<EventDesc>, mode: &str, notes: Vec<String>, start: u64) -> Header {
+    let u = sys::uname();
+    Header {
+        agent_version: crate::VERSION.into(),
+        arch: sys::arch(),
+        endian: sys::endian(),
+        kernel_release: u.release,
+        cpu: crate::arch::cpu_id(),
+        hostname: u.nodename,
+        command: match o.pid {
+            Some(p) => vec!["--pid".into(), p.to_string()],
+            None => o.command.clone(),
+        },
+        clock_id: libc::CLOCK_MONOTONIC,
+        start_time_ns: start,
+        start_realtime_ns: sys::clock_ns(libc::CLOCK_REALTIME),
+        events,
+        mode: mode.into(),
+        notes,
+    }
+}
+
+/// The workload: spawned by us, or attached.
+pub enum Target {
+    Spawned(Workload),
+    Attached(i32),
+}
+
+impl Target {
+    pub fn new(o: &Opts) -> Result<Target, String> {
+        match o.pid {
+            Some(p) => {
+                // SAFETY: signal 0 only checks existence.
+                if unsafe { libc::kill(p, 0) } != 0 && sys::errno() == libc::ESRCH {
+                    return Err(format!("no process with pid {p}"));
+                }
+                Ok(Target::Attached(p))
+            }
+            None => Ok(Target::Spawned(Workload::spawn(&o.command)?)),
+        }
+    }
+    pub fn pid(&self) -> i32 {
+        match self {
+            Target::Spawned(w) => w.pid,
+            Target::Attached(p) => *p,
+        }
+    }
+    /// Threads to open events on: the child (followed by inherit), or every thread of the attached process.
+    pub fn tids(&self) -> Vec<i32> {
+        match self {
+            Target::Spawned(w) => vec![w.pid],
+            Target::Attached(p) => {
+                let mut v: Vec<i32> = std::fs::read_dir(format!("/proc/{p}/task")).map(|d| d.flatten().filter_map(|e| e.file_name().to_str()?.parse().ok()).collect()).unwrap_or_default();
+                if v.is_empty() {
+                    v.push(*p);
+                }
+                v
+            }
+        }
+    }
+    pub fn abort(self) {
+        if let Target::Spawned(w) = self {
+            w.abort();
+        }
+    }
+}
+
+/// What was opened: fds per CPU and how to read samples back.
+pub struct Opened {
+    pub descs: Vec<EventDesc>,
+    pub fds: Vec<Fd>,
+    pub rings: Vec<(Fd, Ring)>,
+    pub id_to_event: HashMap<u64, u32>,
+    pub sample_type: u64,
+    pub read_format: u64,
+    pub notes: Vec<String>,
+}
+
+fn notice(notes: &mut Vec<String>, s: String) {
+    eprintln!("labperf-agent: notice: {s}");
+    notes.push(s);
+}
+
+/// Default sampling period for an event when neither --period nor --freq is given.
+fn default_period(spec: &EventSpec) -> (u64, bool) {
+    if spec.type_ == events::PERF_TYPE_SOFTWARE && spec.config <= 1 {
+        (250_000, false) // 4 kHz of cpu-clock / task-clock (ns).
+    } else {
+        (4000, true)
+    }
+}
+
+fn open_all(o: &Opts, target: &Target) -> Result<Opened, String> {
+    let mut notes = Vec::new();
+    let asked = if o.events.is_empty() { vec!["cycles".to_string()] } else { o.events.clone() };
+    // (spec, is group member, leader index)
+    let mut specs: Vec<(EventSpec, Option<usize>)> = Vec::new();
+    let mut grouped = false;
+    for a in &asked {
+        let (list, g) = events::parse_list(a)?;
+        grouped |= g && list.len() > 1;
+        let leader = specs.len();
+        for (i, s) in list.into_iter().enumerate() {
+            specs.push((s, if g && i > 0 { Some(leader) } else { None }));
+        }
+    }
+    let spawned = matches!(target, Target::Spawned(_));
+    let cpus = sys::online_cpus();
+    let tids = target.tids();
+    let mut inherit = !o.no_inherit;
+    let mut build_id = true;
+    let samplers = specs.iter().filter(|(_, l)| l.is_none()).count();
+    loop {
+        let mut sample_type = perf::SAMPLE_IP | perf::SAMPLE_TID | perf::SAMPLE_TIME | perf::SAMPLE_PERIOD | perf::SAMPLE_CPU;
+        let mut read_format = 0;
+        if samplers > 1 {
+            sample_type |= perf::SAMPLE_IDENTIFIER;
+        }
+        if grouped {
+            sample_type |= perf::SAMPLE_READ;
+            read_format = perf::FORMAT_GROUP | perf::FORMAT_ID;
+        }
+        let plans: Vec<AttrPlan> = specs
+            .iter()
+            .enumerate()
+            .map(|(i, (s, leader))| {
+                let (dp, dfreq) = default_period(s);
+                let (period, freq) = match (leader, o.period, o.freq) {
+                    (Some(_), _, _) => (0, false),
+                    (None, Some(p), _) => (p, false),
+                    (None, None, Some(f)) => (f, true),
+                    (None, None, None) => (dp, dfreq),
+                };
+                AttrPlan {
+                    spec: s.clone(),
+                    period,
+                    freq,
+                    sample_type,
+                    read_format,
+                    disabled: leader.is_none() && spawned,
+                    enable_on_exec: leader.is_none() && spawned,
+                    inherit,
+                    sideband: i == 0,
+                    build_id,
+                    watermark: if i == 0 { (o.mmap_pages as u32 * 4096) / 4 } else { 0 },
+                }
+            })
+            .collect();
+        match open_plans(o, &plans, &specs, &cpus, &tids) {
+            Ok(mut op) => {
+                op.sample_type = sample_type;
+                op.read_format = read_format;
+                let mut all = notes;
+                all.append(&mut op.notes);
+                op.notes = all;
+                return Ok(op);
+            }
+            Err(Retry::WithoutInherit) if inherit && grouped => {
+                inherit = false;
+                notice(&mut notes, "this kernel refuses inherit with PERF_SAMPLE_READ: only the workload's main thread is followed".into());
+            }
+            Err(Retry::WithoutBuildId) if build_id => {
+                build_id = false;
+                notice(&mut notes, "this kernel cannot put build-ids in mmap records: the host will match binaries by path".into());
+            }
+            Err(Retry::Fallback(i, why)) => {
+                let (s, leader) = &specs[i];
+                if leader.is_some() {
+                    notice(&mut notes, format!("'{}' is not available here ({why}): dropped from the group; its columns will be empty", s.name));
+                    specs.remove(i);
+                } else {
+                    notice(&mut notes, format!("'{}' is not available here ({why}); falling back to cpu-clock (software timer sampling)", s.name));
+                    let mut cc = events::parse("cpu-clock").expect("cpu-clock is a known event");
+                    cc.user = s.user;
+                    cc.kernel = s.kernel;
+                    specs[i].0 = cc;
+                }
+            }
+            Err(Retry::Fatal(e)) => return Err(e),
+            Err(Retry::WithoutInherit) => return Err("the kernel refused the event group with PERF_SAMPLE_READ (EINVAL), even without inherit".into()),
+            Err(Retry::WithoutBuildId) => return Err("the kernel refused the side-band records (EINVAL), even without build-ids".into()),
+        }
+    }
+}
+
+enum Retry {
+    WithoutInherit,
+    WithoutBuildId,
+    Fallback(usize, String),
+    Fatal(String),
+}
+
+fn open_plans(o: &Opts, plans: &[AttrPlan], specs: &[(EventSpec, Option<usize>)], cpus: &[i32], tids: &[i32]) -> Result<Opened, Retry> {
+    let mut fds = Vec::new();
+    let mut rings: Vec<(Fd, Ring)> = Vec::new();
+    let mut id_to_event = HashMap::new();
+    let mut descs = Vec::new();
+    for (i, p) in plans.iter().enumerate() {
+        let a = p.to_kernel();
+        descs.push(EventDesc { name: p.spec.name.clone(), attr: perf::portable(&a), leader: specs[i].1.map(|l| l as u32) });
+    }
+    for &cpu in cpus {
+        for &tid in tids {
+            let mut ring_fd: Option<usize> = None;
+            let mut leader_fd = -1;
+            for (i, p) in plans.iter().enumerate() {
+                let mut a = p.to_kernel();
+                let group = if specs[i].1.is_some() { leader_fd } else { -1 };
+                let fd = match perf::open(&mut a, tid, cpu, group) {
+                    Ok(fd) => fd,
+                    Err(e) => {
+                        let hw = p.spec.is_hardware();
+                        return Err(match e.errno {
+                            libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV if hw => Retry::Fallback(i, std::io::Error::from_raw_os_error(e.errno).to_string()),
+                            libc::EINVAL if p.inherit && p.sample_type & perf::SAMPLE_READ != 0 => Retry::WithoutInherit,
+                            libc::EINVAL if p.build_id && p.sideband => Retry::WithoutBuildId,
+                            n => Retry::Fatal(perf::explain(&p.spec.name, p, n)),
+                        });
+                    }
+                };
+                id_to_event.insert(fd.id(), i as u32);
+                if specs[i].1.is_none() {
+                    leader_fd = fd.0;
+                    match ring_fd {
+                        None => {
+                            let ring = Ring::new(&fd, o.mmap_pages).map_err(Retry::Fatal)?;
+                            rings.push((fd, ring));
+                            ring_fd = Some(rings.len() - 1);
+                            continue;
+                        }
+                        Some(r) => fd.set_output(&rings[r].0).map_err(|e| Retry::Fatal(format!("cannot share the ring buffer between events: {}", std::io::Error::from_raw_os_error(e))))?,
+                    }
+                }
+                fds.push(fd);
+            }
+        }
+    }
+    Ok(Opened { descs, fds, rings, id_to_event, sample_type: 0, read_format: 0, notes: Vec::new() })
+}
+
+/// Converts one kernel record into labperf records.
+struct Conv<'a> {
+    op: &'a Opened,
+    samples: u64,
+    lost: u64,
+    throttled: u64,
+}
+
+impl Conv<'_> {
+    fn convert(&mut self, rec: &[u8]) -> Option<Record> {
+        let ty = u32::from_ne_bytes(rec[0..4].try_into().ok()?);
+        let misc = u16::from_ne_bytes(rec[4..6].try_into().ok()?);
+        let mut c = Cur::new(&rec[8..]);
+        Some(match ty {
+            PERF_RECORD_SAMPLE => {
+                let s = self.sample(&mut c)?;
+                self.samples += 1;
+                Record::Sample(s)
+            }
+            PERF_RECORD_MMAP2 => {
+                let (pid, tid) = (c.u32()?, c.u32()?);
+                let (addr, len, pgoff) = (c.u64()?, c.u64()?, c.u64()?);
+                let build_id = if misc & MISC_MMAP_BUILD_ID != 0 {
+                    let b = c.bytes(24)?;
+                    let n = usize::from(b[0]).min(20);
+                    Some(b[4..4 + n].to_vec())
+                } else {
+                    c.bytes(24)?;
+                    None
+                };
+                let (prot, flags) = (c.u32()?, c.u32()?);
+                Record::Mmap2(Mmap2 { pid, tid, addr, len, pgoff, prot, flags, build_id, path: c.cstr() })
+            }
+            PERF_RECORD_COMM => {
+                let (pid, tid) = (c.u32()?, c.u32()?);
+                Record::Comm(Comm { pid, tid, comm: c.cstr(), exec: misc & MISC_COMM_EXEC != 0 })
+            }
+            PERF_RECORD_FORK | PERF_RECORD_EXIT => {
+                let t = Task { pid: c.u32()?, ppid: c.u32()?, tid: c.u32()?, ptid: c.u32()?, time: c.u64()? };
+                if ty == PERF_RECORD_FORK {
+                    Record::Fork(t)
+                } else {
+                    Record::Exit(t)
+                }
+            }
+            PERF_RECORD_LOST => {
+                let id = c.u64()?;
+                let lost = c.u64()?;
+                self.lost += lost;
+                Record::Lost(Lost { event: self.op.id_to_event.get(&id).copied().unwrap_or(0), lost })
+            }
+            PERF_RECORD_LOST_SAMPLES => {
+                let lost = c.u64()?;
+                self.lost += lost;
+                Record::Lost(Lost { event: 0, lost })
+            }
+            PERF_RECORD_THROTTLE | PERF_RECORD_UNTHROTTLE => {
+                let time = c.u64()?;
+                let id = c.u64()?;
+                if ty == PERF_RECORD_THROTTLE {
+                    self.throttled += 1;
+                }
+                Record::Throttle(Throttle { time, event: self.op.id_to_event.get(&id).copied().unwrap_or(0), throttle: ty == PERF_RECORD_THROTTLE })
+            }
+            _ => return None,
+        })
+    }
+
+    fn sample(&self, c: &mut Cur) -> Option<Sample> {
+        let st = self.op.sample_type;
+        let mut s = Sample::default();
+        if st & perf::SAMPLE_IDENTIFIER != 0 {
+            s.event = self.op.id_to_event.get(&c.u64()?).copied().unwrap_or(0);
+        }
+        if st & perf::SAMPLE_IP != 0 {
+            s.ip = c.u64()?;
+        }
+        if st & perf::SAMPLE_TID != 0 {
+            s.pid = c.u32()?;
+            s.tid = c.u32()?;
+        }
+        if st & perf::SAMPLE_TIME != 0 {
+            s.time = c.u64()?;
+        }
+        if st & perf::SAMPLE_ADDR != 0 {
+            s.addr = Some(c.u64()?);
+        }
+        if st & perf::SAMPLE_ID != 0 {
+            c.u64()?;
+        }
+        if st & perf::SAMPLE_STREAM_ID != 0 {
+            c.u64()?;
+        }
+        if st & perf::SAMPLE_CPU != 0 {
+            s.cpu = c.u32()?;
+            c.u32()?;
+        }
+        if st & perf::SAMPLE_PERIOD != 0 {
+            s.period = c.u64()?;
+        }
+        if st & perf::SAMPLE_READ != 0 {
+            let rf = self.op.read_format;
+            let nr = c.u64()?;
+            if rf & perf::FORMAT_TOTAL_TIME_ENABLED != 0 {
+                c.u64()?;
+            }
+            if rf & perf::FORMAT_TOTAL_TIME_RUNNING != 0 {
+                c.u64()?;
+            }
+            for _ in 0..nr.min(64) {
+                s.values.push(c.u64()?);
+                if rf & perf::FORMAT_ID != 0 {
+                    c.u64()?;
+                }
+            }
+        }
+        if st & perf::SAMPLE_CALLCHAIN != 0 {
+            let nr = c.u64()?;
+            for _ in 0..nr.min(512) {
+                let e = c.u64()?;
+                if e < 0xffff_ffff_ffff_f000 {
+                    s.callchain.push(e);
+                }
+            }
+        }
+        if st & perf::SAMPLE_RAW != 0 {
+            let n = c.u32()? as usize;
+            s.raw = Some(c.bytes(n)?.to_vec());
+        }
+        if st & perf::SAMPLE_WEIGHT != 0 {
+            c.u64()?;
+        }
+        if st & perf::SAMPLE_DATA_SRC != 0 {
+            s.data_src = Some(c.u64()?);
+        }
+        Some(s)
+    }
+}
+
+/// Synthesizes mmap2 and comm records for an attached process from /proc.
+fn synthesize(pid: i32, out: &mut Out) -> Result<(), String> {
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+    out.push(&Record::Comm(Comm { pid: pid as u32, tid: pid as u32, comm: comm.trim().into(), exec: false }))?;
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).map_err(|e| format!("cannot read /proc/{pid}/maps: {e}"))?;
+    for line in maps.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() < 6 || !f[1].contains('x') {
+            continue;
+        }
+        let (a, b) = f[0].split_once('-').unwrap_or(("0", "0"));
+        let (start, end) = (u64::from_str_radix(a, 16).unwrap_or(0), u64::from_str_radix(b, 16).unwrap_or(0));
+        out.push(&Record::Mmap2(Mmap2 {
+            pid: pid as u32,
+            tid: pid as u32,
+            addr: start,
+            len: end - start,
+            pgoff: u64::from_str_radix(f[2], 16).unwrap_or(0),
+            prot: 5,
+            flags: 2,
+            build_id: None,
+            path: f[5..].join(" "),
+        }))?;
+    }
+    Ok(())
+}
+
+pub fn run(o: &Opts) -> Result<i32, String> {
+    workload::install_signal_handlers();
+    let target = Target::new(o)?;
+    let opened = match open_all(o, &target) {
+        Ok(op) => op,
+        Err(e) => {
+            target.abort();
+            return Err(e);
+        }
+    };
+    let start = sys::clock_ns(libc::CLOCK_MONOTONIC);
+    let path = o.output.clone().unwrap_or_else(|| "labperf.lpr".into());
+    let mode = if opened.read_format & perf::FORMAT_GROUP != 0 { "sample-read" } else { "sample" };
+    let hdr = header(o, opened.descs.clone(), mode, opened.notes.clone(), start);
+    let mut out = match Out::create(&path, &hdr, o.flush_ms) {
+        Ok(out) => out,
+        Err(e) => {
+            target.abort();
+            return Err(e);
+        }
+    };
+    let mut target = target;
+    match &mut target {
+        Target::Spawned(w) => w.go()?,
+        Target::Attached(pid) => {
+            synthesize(*pid, &mut out)?;
+            for fd in opened.rings.iter().map(|(f, _)| f).chain(&opened.fds) {
+                fd.enable();
+            }
+        }
+    }
+    let pid = target.pid();
+    let mut opened = opened;
+    let mut rings = std::mem::take(&mut opened.rings);
+    let ring_fds: Vec<i32> = rings.iter().map(|(fd, _)| fd.0).collect();
+    let mut conv = Conv { op: &opened, samples: 0, lost: 0, throttled: 0 };
+    let drain_all = |rings: &mut Vec<(Fd, Ring)>, conv: &mut Conv, out: &mut Out| -> Result<(), String> {
+        for (_, ring) in rings.iter_mut() {
+            let mut err = Ok(());
+            ring.drain(|rec| {
+                if err.is_ok() {
+                    if let Some(r) = conv.convert(rec) {
+                        err = out.push(&r);
+                    }
+                }
+            });
+            err?;
+        }
+        Ok(())
+    };
+    let t0 = Instant::now();
+    let mut last_progress = Instant::now();
+    let mut forwarded: Option<Instant> = None;
+    let mut exit = ExitStatus::default();
+    let mut pending_err: Option<String> = None;
+    loop {
+        let mut pfds: Vec<libc::pollfd> = ring_fds.iter().map(|&fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 }).collect();
+        // SAFETY: valid pollfd array.
+        unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, 100) };
+        if let Err(e) = drain_all(&mut rings, &mut conv, &mut out).and_then(|_| out.tick()) {
+            pending_err = Some(e);
+            break;
+        }
+        if o.progress && last_progress.elapsed() >= Duration::from_secs(1) {
+            last_progress = Instant::now();
+            eprintln!("labperf-agent: {:.0} s, {} samples, {} KiB written, {} lost", t0.elapsed().as_secs_f64(), conv.samples, out.bytes / 1024, conv.lost);
+        }
+        let sig = SIGNALLED.load(Ordering::SeqCst);
+        match &target {
+            Target::Spawned(_) => {
+                if let Some(st) = workload::wait(pid, false) {
+                    exit = st;
+                    break;
+                }
+                if sig != 0 {
+                    match forwarded {
+                        None => {
+                            // SAFETY: signalling our own child.
+                            unsafe { libc::kill(pid, sig) };
+                            forwarded = Some(Instant::now());
+                        }
+                        Some(t) if t.elapsed() > Duration::from_secs(3) => {
+                            // SAFETY: as above.
+                            unsafe { libc::kill(pid, libc::SIGKILL) };
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            Target::Attached(p) => {
+                // SAFETY: signal 0 only checks existence.
+                if sig != 0 || (unsafe { libc::kill(*p, 0) } != 0 && sys::errno() == libc::ESRCH) {
+                    break;
+                }
+            }
+        }
+    }
+    for fd in rings.iter().map(|(f, _)| f).chain(&opened.fds) {
+        fd.disable();
+    }
+    if let Err(e) = drain_all(&mut rings, &mut conv, &mut out) {
+        pending_err.get_or_insert(e);
+    }
+    if let Some(e) = pending_err {
+        if let Target::Spawned(_) = target {
+            // The file cannot be written: stop the workload rather than run it unobserved.
+            // SAFETY: signalling our own child.
+            unsafe { libc::kill(pid, libc::SIGTERM) };
+            let _ = workload::wait(pid, true);
+        }
+        return Err(e);
+    }
+    let (cpu_ns, rss) = sys::self_usage();
+    let trailer = Trailer {
+        samples: conv.samples,
+        lost: conv.lost,
+        throttled: conv.throttled,
+        agent_cpu_ns: cpu_ns,
+        agent_peak_rss_kib: rss,
+        exit: exit.clone(),
+        duration_ns: sys::clock_ns(libc::CLOCK_MONOTONIC).saturating_sub(start),
+        ..Default::default()
+    };
+    let (samples, lost) = (conv.samples, conv.lost);
+    let bytes = out.finish(&trailer)?;
+    eprintln!("labperf-agent: wrote {samples} samples ({bytes} bytes) to {path}{}", if lost > 0 { format!("; the kernel lost {lost} records (use a larger --mmap-pages or a longer --period)") } else { String::new() });
+    Ok(workload::exit_code(&exit))
+}

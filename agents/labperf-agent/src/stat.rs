@@ -1,0 +1,178 @@
+//! `stat`: counts events over the workload, optionally every -I ms, prints a table and records intervals.
+
+use crate::events;
+use crate::out::Out;
+use crate::perf::{self, AttrPlan, Fd};
+use crate::record::{header, Target};
+use crate::workload::{self, SIGNALLED};
+use crate::{sys, Opts};
+use labperf_common::*;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+const DEFAULT: &[&str] = &["task-clock", "context-switches", "cpu-migrations", "page-faults", "cycles", "instructions"];
+
+struct Counter {
+    name: String,
+    fds: Vec<Fd>,
+    prev: Count,
+}
+
+/// Sums value/enabled/running over the counter's fds (one per thread).
+fn read(c: &Counter, event: u32) -> Count {
+    let mut t = Count { event, ..Default::default() };
+    for fd in &c.fds {
+        let mut b = [0u64; 3];
+        if fd.read_u64s(&mut b) == 3 {
+            t.value += b[0];
+            t.time_enabled += b[1];
+            t.time_running += b[2];
+        }
+    }
+    t
+}
+
+/// Scales a count for multiplexing, as perf does.
+fn scaled(c: &Count) -> f64 {
+    if c.time_running == 0 {
+        0.0
+    } else {
+        c.value as f64 * c.time_enabled as f64 / c.time_running as f64
+    }
+}
+
+pub fn run(o: &Opts) -> Result<i32, String> {
+    workload::install_signal_handlers();
+    let mut target = Target::new(o)?;
+    let spawned = matches!(target, Target::Spawned(_));
+    let names: Vec<String> = if o.events.is_empty() { DEFAULT.iter().map(|s| s.to_string()).collect() } else { o.events.clone() };
+    let mut counters = Vec::new();
+    let mut descs = Vec::new();
+    let mut notes = Vec::new();
+    for n in &names {
+        let spec = match events::parse(n) {
+            Ok(s) => s,
+            Err(e) => {
+                target.abort();
+                return Err(e);
+            }
+        };
+        let plan = AttrPlan {
+            spec,
+            period: 0,
+            freq: false,
+            sample_type: 0,
+            read_format: perf::FORMAT_TOTAL_TIME_ENABLED | perf::FORMAT_TOTAL_TIME_RUNNING,
+            disabled: spawned,
+            enable_on_exec: spawned,
+            inherit: !o.no_inherit,
+            sideband: false,
+            build_id: false,
+            watermark: 0,
+        };
+        let mut fds = Vec::new();
+        let mut failed = None;
+        for tid in target.tids() {
+            let mut a = plan.to_kernel();
+            match perf::open(&mut a, tid, -1, -1) {
+                Ok(fd) => fds.push(fd),
+                Err(e) => {
+                    failed = Some(e.errno);
+                    break;
+                }
+            }
+        }
+        match failed {
+            None => {
+                descs.push(EventDesc { name: n.clone(), attr: perf::portable(&plan.to_kernel()), leader: None });
+                counters.push(Counter { name: n.clone(), fds, prev: Count::default() });
+            }
+            Some(e @ (libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV)) if o.events.is_empty() || plan.spec.is_hardware() => {
+                let s = format!("'{n}' is not supported here ({}): left out", std::io::Error::from_raw_os_error(e));
+                eprintln!("labperf-agent: notice: {s}");
+                notes.push(s);
+            }
+            Some(e) => {
+                target.abort();
+                return Err(perf::explain(n, &plan, e));
+            }
+        }
+    }
+    if counters.is_empty() {
+        target.abort();
+        return Err("none of the events could be opened; run `labperf-agent list` to see what this machine has".into());
+    }
+    let start = sys::clock_ns(libc::CLOCK_MONOTONIC);
+    let mut out = match &o.output {
+        Some(p) => Some(Out::create(p, &header(o, descs, "stat", notes, start), o.flush_ms)?),
+        None => None,
+    };
+    match &mut target {
+        Target::Spawned(w) => w.go()?,
+        Target::Attached(_) => counters.iter().flat_map(|c| &c.fds).for_each(Fd::enable),
+    }
+    let pid = target.pid();
+    let every = o.interval_ms.map(Duration::from_millis);
+    let t0 = Instant::now();
+    let mut next = every.map(|d| t0 + d);
+    let mut exit = ExitStatus::default();
+    let mut forwarded = false;
+    loop {
+        std::thread::sleep(Duration::from_millis(10).min(every.unwrap_or(Duration::from_millis(10))));
+        let done = match &target {
+            Target::Spawned(_) => workload::wait(pid, false).map(|s| exit = s).is_some(),
+            // SAFETY: signal 0 only checks existence.
+            Target::Attached(p) => (unsafe { libc::kill(*p, 0) }) != 0,
+        };
+        let sig = SIGNALLED.load(Ordering::SeqCst);
+        if sig != 0 && !forwarded {
+            forwarded = true;
+            match &target {
+                // SAFETY: signalling our own child.
+                Target::Spawned(_) => unsafe {
+                    libc::kill(pid, sig);
+                },
+                Target::Attached(_) => break,
+            }
+        }
+        if let (Some(n), Some(d)) = (next, every) {
+            if Instant::now() >= n || done {
+                next = Some(n + d);
+                let t = t0.elapsed();
+                let mut counts = Vec::new();
+                for (i, c) in counters.iter_mut().enumerate() {
+                    let now = read(c, i as u32);
+                    let delta = Count {
+                        event: i as u32,
+                        value: now.value.wrapping_sub(c.prev.value),
+                        time_enabled: now.time_enabled.wrapping_sub(c.prev.time_enabled),
+                        time_running: now.time_running.wrapping_sub(c.prev.time_running),
+                    };
+                    eprintln!("{:>12.3} {:>18.0} {}", t.as_secs_f64(), scaled(&delta), c.name);
+                    c.prev = now;
+                    counts.push(delta);
+                }
+                if let Some(out) = &mut out {
+                    out.push(&Record::Interval(Interval { time: t.as_nanos() as u64, tid: None, delta: true, counts }))?;
+                    out.tick()?;
+                }
+            }
+        }
+        if done {
+            break;
+        }
+    }
+    let totals: Vec<Count> = counters.iter().enumerate().map(|(i, c)| read(c, i as u32)).collect();
+    eprintln!("\n Performance counter stats for '{}':\n", o.command.join(" "));
+    for (c, t) in counters.iter().zip(&totals) {
+        let pct = if t.time_enabled > 0 { 100.0 * t.time_running as f64 / t.time_enabled as f64 } else { 0.0 };
+        eprintln!("{:>18.0}      {:<24} ({pct:.2}%)", scaled(t), c.name);
+    }
+    eprintln!("\n{:>18.9} seconds time elapsed\n", t0.elapsed().as_secs_f64());
+    if let Some(mut out) = out {
+        out.push(&Record::Interval(Interval { time: t0.elapsed().as_nanos() as u64, tid: None, delta: false, counts: totals }))?;
+        let (cpu_ns, rss) = sys::self_usage();
+        out.finish(&Trailer { agent_cpu_ns: cpu_ns, agent_peak_rss_kib: rss, exit: exit.clone(), duration_ns: sys::clock_ns(libc::CLOCK_MONOTONIC).saturating_sub(start), ..Default::default() })?;
+    }
+    Ok(workload::exit_code(&exit))
+}

@@ -1,0 +1,83 @@
+//! Facts about the running system: uname, hostname, clocks, rusage, sysfs reads.
+
+use labperf_common::{Arch, Endian};
+
+/// `uname -r`, `uname -m` and the node name.
+pub struct Uname {
+    pub release: String,
+    pub machine: String,
+    pub nodename: String,
+}
+
+fn cstr(b: &[libc::c_char]) -> String {
+    let bytes: Vec<u8> = b.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+pub fn uname() -> Uname {
+    // SAFETY: utsname is plain data; uname fills it.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointer to a utsname.
+    unsafe { libc::uname(&mut u) };
+    Uname { release: cstr(&u.release), machine: cstr(&u.machine), nodename: cstr(&u.nodename) }
+}
+
+pub fn arch() -> Arch {
+    match crate::arch::ARCH {
+        Arch::Other(_) => Arch::from_uname(&uname().machine),
+        a => a,
+    }
+}
+
+pub fn endian() -> Endian {
+    if cfg!(target_endian = "little") {
+        Endian::Little
+    } else {
+        Endian::Big
+    }
+}
+
+/// A clock's value in ns.
+pub fn clock_ns(clock: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: valid timespec pointer.
+    unsafe { libc::clock_gettime(clock, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The agent's own CPU time (ns) and peak RSS (KiB).
+pub fn self_usage() -> (u64, u64) {
+    // SAFETY: rusage is plain data; getrusage fills it.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointer.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
+    (tv(ru.ru_utime) + tv(ru.ru_stime), ru.ru_maxrss as u64)
+}
+
+/// `kernel.perf_event_paranoid`, if readable.
+pub fn paranoid() -> Option<i32> {
+    std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid").ok()?.trim().parse().ok()
+}
+
+/// Online CPU numbers from `/sys/devices/system/cpu/online` (e.g. `0-3,6`).
+pub fn online_cpus() -> Vec<i32> {
+    let s = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
+    let mut v = Vec::new();
+    for part in s.trim().split(',').filter(|p| !p.is_empty()) {
+        let mut it = part.splitn(2, '-');
+        let a: i32 = it.next().and_then(|x| x.parse().ok()).unwrap_or(0);
+        let b: i32 = it.next().and_then(|x| x.parse().ok()).unwrap_or(a);
+        v.extend(a..=b);
+    }
+    if v.is_empty() {
+        // SAFETY: sysconf is always safe to call.
+        let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1);
+        v.extend(0..n as i32);
+    }
+    v
+}
+
+pub fn errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}

@@ -1,0 +1,85 @@
+//! `labperf info FILE`: the header, the events as opened, totals and losses.
+
+use anyhow::{Context, Result};
+use labperf_common::{CpuId, Record};
+use std::path::PathBuf;
+
+/// Print a file's header, totals and losses.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "EXAMPLES:\n  labperf info labperf.lpr")]
+pub struct Args {
+    #[arg(default_value = "labperf.lpr")]
+    pub file: PathBuf,
+}
+
+pub fn run(a: &Args) -> Result<()> {
+    let (mut samples, mut lost, mut mmaps, mut other) = (0u64, 0u64, 0u64, 0u64);
+    let info = labperf::load::stream(&a.file, |r| match r {
+        Record::Sample(_) => samples += 1,
+        Record::Lost(l) => lost += l.lost,
+        Record::Mmap2(_) => mmaps += 1,
+        _ => other += 1,
+    })
+    .with_context(|| format!("cannot read {}", a.file.display()))?;
+    println!("file:            {} ({} bytes)", a.file.display(), info.bytes);
+    println!("wire version:    {}", info.wire_version.map(|v| v.to_string()).unwrap_or_else(|| "unknown (prelude damaged)".into()));
+    match &info.header {
+        None => println!("header:          missing or damaged"),
+        Some(h) => {
+            println!("agent:           {}", h.agent_version);
+            println!("target:          {} ({:?} endian), kernel {}", h.arch.name(), h.endian, h.kernel_release);
+            let cpu = match &h.cpu {
+                CpuId::X86 { vendor, family, model, stepping, model_name } => format!("{vendor} family {family:#x} model {model:#x} stepping {stepping} ({model_name})"),
+                CpuId::Arm { midr, implementer, part, variant, revision } => format!("MIDR {} implementer {implementer:#x} part {part:#x} r{variant}p{revision}", midr.map(|m| format!("{m:#x}")).unwrap_or_else(|| "unknown".into())),
+                CpuId::Alpha { model } => format!("Alpha {model}"),
+                CpuId::Unknown { cpuinfo } => cpuinfo.lines().next().unwrap_or("unknown").to_string(),
+            };
+            println!("cpu:             {cpu}");
+            println!("hostname:        {}", h.hostname);
+            println!("command:         {}", h.command.join(" "));
+            println!("mode:            {}", h.mode);
+            println!("clock:           id {} start {} ns (realtime {} ns)", h.clock_id, h.start_time_ns, h.start_realtime_ns);
+            for (i, e) in h.events.iter().enumerate() {
+                let a = &e.attr;
+                println!(
+                    "event {i}:         {}{} type={} config={:#x} config1={:#x} config2={:#x} {}={} sample_type={:#x} read_format={:#x} size={} flags=[{}]",
+                    e.name,
+                    e.leader.map(|l| format!(" (group of event {l})")).unwrap_or_default(),
+                    a.type_,
+                    a.config,
+                    a.config1,
+                    a.config2,
+                    if a.is_freq() { "freq" } else { "period" },
+                    a.sample_period_or_freq,
+                    a.sample_type,
+                    a.read_format,
+                    a.size,
+                    a.flag_names().join(",")
+                );
+            }
+            for n in &h.notes {
+                println!("note:            {n}");
+            }
+        }
+    }
+    println!("records:         {} ({samples} samples, {mmaps} mmaps, {other} other)", info.records);
+    match &info.trailer {
+        None => println!("trailer:         missing: the agent did not finish cleanly (killed?); records up to its last flush are above"),
+        Some(t) => {
+            println!("totals:          {} samples, {} lost, {} throttled, {} dropped by the agent", t.samples, t.lost, t.throttled, t.dropped);
+            println!("agent cost:      {:.3} s CPU, {} KiB peak RSS", t.agent_cpu_ns as f64 / 1e9, t.agent_peak_rss_kib);
+            println!("duration:        {:.3} s", t.duration_ns as f64 / 1e9);
+            println!("workload exit:   {}", match (t.exit.code, t.exit.signal) {
+                (Some(c), _) => format!("status {c}"),
+                (None, Some(s)) => format!("killed by signal {s}"),
+                _ => "unknown".into(),
+            });
+        }
+    }
+    println!("kernel lost:     {lost} records");
+    println!("damage:          {}", labperf_common::decode::describe_losses(&info.losses));
+    for d in &info.damage {
+        println!("  - {d}");
+    }
+    Ok(())
+}

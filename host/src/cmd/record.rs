@@ -1,0 +1,94 @@
+//! `labperf record --local`: runs the agent on this machine, then reports.
+
+use super::ReportOpts;
+use anyhow::{bail, Context, Result};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::Command;
+
+/// Options that shape a recording, shared with remote recording.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RecordOpts {
+    /// Event to sample (repeatable): cycles, cpu-clock, rHEX, pmu/event/, or a group {a,b}.
+    /// Without a hardware PMU, hardware events fall back to cpu-clock.
+    #[arg(short, long = "event")]
+    pub events: Vec<String>,
+    /// Sample every N events (ns for cpu-clock).
+    #[arg(short = 'c', long, conflicts_with = "freq")]
+    pub period: Option<u64>,
+    /// Sample about HZ times per second.
+    #[arg(short = 'F', long)]
+    pub freq: Option<u64>,
+    /// Where to write the record file.
+    #[arg(short, long, default_value = "labperf.lpr")]
+    pub output: PathBuf,
+}
+
+/// Record a workload with the agent, then print its profile.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "EXAMPLES:\n  labperf record --local -- ./target/release/labperf-bench --duration 2\n  labperf record --local -e cpu-clock -c 100000 -o run.lpr -- make -j2\n  labperf record --local --no-report -- ./my-prog --flag 'an argument'")]
+pub struct Args {
+    /// Run the agent on this machine (the default; lab hosts come with --host).
+    #[arg(long, default_value_t = true)]
+    pub local: bool,
+    #[command(flatten)]
+    pub rec: RecordOpts,
+    /// Only record; do not print the report.
+    #[arg(long)]
+    pub no_report: bool,
+    #[command(flatten)]
+    pub report: ReportOpts,
+    /// The workload and its arguments, passed on exactly as given.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+/// Finds the agent: $LABPERF_AGENT, next to this binary, or in the xtask output.
+pub fn find_agent() -> Result<PathBuf> {
+    if let Some(p) = std::env::var_os("LABPERF_AGENT") {
+        return Ok(p.into());
+    }
+    let exe = std::env::current_exe().context("cannot find the labperf executable's own path")?;
+    let dir = exe.parent().map(PathBuf::from).unwrap_or_default();
+    let mut candidates = vec![dir.join("labperf-agent")];
+    for up in dir.ancestors().take(4) {
+        candidates.push(up.join(format!("agents/{}-unknown-linux-musl/labperf-agent", std::env::consts::ARCH)));
+    }
+    candidates.into_iter().find(|p| p.is_file()).context("cannot find labperf-agent next to labperf or under target/agents/: build it with `cargo xtask build-agents`, or set LABPERF_AGENT=/path/to/labperf-agent")
+}
+
+pub fn run(a: &Args) -> Result<()> {
+    let agent = find_agent()?;
+    let mut cmd = Command::new(&agent);
+    cmd.arg("record").arg("-o").arg(&a.rec.output);
+    for e in &a.rec.events {
+        cmd.arg("-e").arg(e);
+    }
+    if let Some(p) = a.rec.period {
+        cmd.arg("-c").arg(p.to_string());
+    }
+    if let Some(f) = a.rec.freq {
+        cmd.arg("-F").arg(f.to_string());
+    }
+    if std::io::stderr().is_terminal() {
+        cmd.arg("--progress");
+    }
+    cmd.arg("--").args(&a.command);
+    let status = cmd.status().with_context(|| format!("cannot start the agent {}: check that it is executable", agent.display()))?;
+    match status.code() {
+        Some(125) => bail!("the agent could not record (its message is above); nothing was profiled"),
+        Some(127) => bail!("the workload '{}' could not be started (see above): check the command and PATH", a.command[0]),
+        _ => {}
+    }
+    if !a.rec.output.exists() {
+        bail!("the agent finished but wrote no {}: see its messages above", a.rec.output.display());
+    }
+    if !a.no_report {
+        super::report::print(&a.rec.output, &a.report)?;
+    }
+    if let Some(c) = status.code().filter(|&c| c != 0) {
+        eprintln!("note: the workload exited with status {c}");
+        std::process::exit(c);
+    }
+    Ok(())
+}

@@ -1,0 +1,36 @@
+//! `labperf report FILE`: the per-function (or per-DSO / per-PC) profile.
+
+use super::ReportOpts;
+use anyhow::{Context, Result};
+use std::path::PathBuf;
+
+/// Print a profile from a record file.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "EXAMPLES:\n  labperf report labperf.lpr\n  labperf report bench.lpr --by dso --format csv\n  labperf report bench.lpr --top 5 --format json")]
+pub struct Args {
+    /// The record file (written by labperf record or labperf-agent).
+    #[arg(default_value = "labperf.lpr")]
+    pub file: PathBuf,
+    #[command(flatten)]
+    pub opts: ReportOpts,
+}
+
+pub fn run(a: &Args) -> Result<()> {
+    print(&a.file, &a.opts)
+}
+
+/// Builds and prints a report; warnings go to stderr.
+pub fn print(file: &std::path::Path, o: &ReportOpts) -> Result<()> {
+    let r = labperf::report::build(file, o.by, o.symfs.clone()).with_context(|| format!("cannot report {}: check the path, or record one with `labperf record --local -- CMD`", file.display()))?;
+    if let Some(w) = r.info.damage_warning() {
+        eprintln!("{w}");
+    }
+    for w in &r.warnings {
+        eprintln!("warning: {w}");
+    }
+    if r.total_samples == 0 {
+        eprintln!("note: {} holds no samples (was the workload too short, or the period too long?)", file.display());
+    }
+    print!("{}", r.render(o.format, o.by, o.top));
+    Ok(())
+}

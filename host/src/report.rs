@@ -1,0 +1,146 @@
+//! Per-symbol / per-DSO / per-PC aggregation of samples and its table, CSV and JSON output.
+
+use crate::load::{self, FileInfo, LoadError};
+use crate::symbols::{Location, Symbolizer};
+use labperf_common::Record;
+use serde::Serialize;
+use std::collections::HashMap;
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum By {
+    Symbol,
+    Dso,
+    Pc,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Table,
+    Csv,
+    Json,
+}
+
+/// One output row.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Row {
+    pub name: String,
+    pub dso: String,
+    pub samples: u64,
+    pub period: u64,
+    /// Share of samples, percent.
+    pub percent: f64,
+}
+
+/// A finished report.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub total_samples: u64,
+    pub total_period: u64,
+    pub rows: Vec<Row>,
+    #[serde(skip)]
+    pub info: FileInfo,
+    pub warnings: Vec<String>,
+}
+
+fn short(dso: &str) -> &str {
+    dso.rsplit('/').next().unwrap_or(dso)
+}
+
+/// Reads `path` and aggregates its samples.
+pub fn build(path: &Path, by: By, symfs: Vec<PathBuf>) -> Result<Report, LoadError> {
+    let mut sym = Symbolizer::new(symfs);
+    // Samples are kept compact until all side-band records are known.
+    let mut samples: Vec<(u32, u64, u64)> = Vec::new();
+    let info = load::stream(path, |r| match r {
+        Record::Sample(s) => samples.push((s.pid, s.ip, s.period)),
+        other => sym.observe(other),
+    })?;
+    let mut cache: HashMap<(u32, u64), usize> = HashMap::new();
+    let mut keys: Vec<(String, String)> = Vec::new();
+    let mut index: HashMap<(String, String), usize> = HashMap::new();
+    let mut acc: Vec<(u64, u64)> = Vec::new();
+    let (mut total, mut total_period) = (0u64, 0u64);
+    for &(pid, ip, period) in &samples {
+        let k = match cache.get(&(pid, ip)) {
+            Some(&k) => k,
+            None => {
+                let Location { dso, sym: s, vaddr } = sym.resolve(pid, ip);
+                let key = match by {
+                    By::Symbol => (s.map(|n| n.to_string()).unwrap_or_else(|| format!("{}+{vaddr:#x}", short(&dso))), dso.to_string()),
+                    By::Dso => (dso.to_string(), dso.to_string()),
+                    By::Pc => (format!("{vaddr:#x}{}", s.map(|n| format!(" <{n}>")).unwrap_or_default()), dso.to_string()),
+                };
+                let k = *index.entry(key.clone()).or_insert_with(|| {
+                    keys.push(key);
+                    acc.push((0, 0));
+                    keys.len() - 1
+                });
+                cache.insert((pid, ip), k);
+                k
+            }
+        };
+        acc[k].0 += 1;
+        acc[k].1 += period;
+        total += 1;
+        total_period += period;
+    }
+    let mut rows: Vec<Row> = keys
+        .into_iter()
+        .zip(acc)
+        .map(|((name, dso), (samples, period))| Row { name, dso, samples, period, percent: if total > 0 { 100.0 * samples as f64 / total as f64 } else { 0.0 } })
+        .collect();
+    rows.sort_by(|a, b| b.samples.cmp(&a.samples).then_with(|| a.name.cmp(&b.name)));
+    Ok(Report { total_samples: total, total_period, rows, warnings: std::mem::take(&mut sym.warnings), info })
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+impl Report {
+    /// Renders the top `top` rows (0 = all).
+    pub fn render(&self, format: Format, by: By, top: usize) -> String {
+        let rows = if top == 0 { &self.rows[..] } else { &self.rows[..top.min(self.rows.len())] };
+        let mut s = String::new();
+        match format {
+            Format::Table => {
+                let what = match by {
+                    By::Symbol => "Symbol",
+                    By::Dso => "DSO",
+                    By::Pc => "PC",
+                };
+                let _ = writeln!(s, "# {} samples, total period {}", self.total_samples, self.total_period);
+                let _ = writeln!(s, "{:>8}  {:>9}  {:<40}  {}", "Overhead", "Samples", what, if by == By::Dso { "" } else { "DSO" });
+                for r in rows {
+                    let dso = if by == By::Dso { "" } else { short(&r.dso) };
+                    let _ = writeln!(s, "{:>7.2}%  {:>9}  {:<40}  {}", r.percent, r.samples, r.name, dso);
+                }
+            }
+            Format::Csv => {
+                s.push_str("name,dso,samples,period,percent\n");
+                for r in rows {
+                    let _ = writeln!(s, "{},{},{},{},{:.4}", csv_field(&r.name), csv_field(&r.dso), r.samples, r.period, r.percent);
+                }
+            }
+            Format::Json => {
+                #[derive(Serialize)]
+                struct J<'a> {
+                    total_samples: u64,
+                    total_period: u64,
+                    rows: &'a [Row],
+                    warnings: &'a [String],
+                    damaged: bool,
+                }
+                s = serde_json::to_string_pretty(&J { total_samples: self.total_samples, total_period: self.total_period, rows, warnings: &self.warnings, damaged: !self.info.losses.is_clean() }).expect("rows serialize");
+                s.push('\n');
+            }
+        }
+        s
+    }
+}

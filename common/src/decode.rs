@@ -4,7 +4,10 @@ use crate::encode::DeltaState;
 use crate::frame::{self, FrameError, FrameHeader};
 use crate::model::*;
 use crate::varint::{get_i64, get_u64, VarintError};
-use crate::{sample_flag as sf, tag, FRAME_HEADER, FRAME_HEADER_LEN, FRAME_RECORDS, FRAME_SYNC, FRAME_TRAILER, MAGIC, PRELUDE_LEN};
+use crate::{
+    sample_flag as sf, tag, FRAME_HEADER, FRAME_HEADER_LEN, FRAME_RECORDS, FRAME_SYNC,
+    FRAME_TRAILER, MAGIC, PRELUDE_LEN,
+};
 use alloc::collections::VecDeque;
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -228,7 +231,13 @@ impl Decoder {
                 }
                 self.prelude_done = true;
                 if avail > 0 || !self.saw_frame {
-                    self.damage(Damage { offset: 0, len: avail as u64, reason: DamageReason::Truncated, frames_lost: 0, records_lost: None });
+                    self.damage(Damage {
+                        offset: 0,
+                        len: avail as u64,
+                        reason: DamageReason::Truncated,
+                        frames_lost: 0,
+                        records_lost: None,
+                    });
                 }
                 self.pos = self.buf.len();
                 return self.end();
@@ -241,7 +250,13 @@ impl Decoder {
                 self.pos += PRELUDE_LEN;
             } else {
                 // Not a prelude: maybe a damaged one; look for frames anyway.
-                self.damage(Damage { offset: 0, len: 0, reason: DamageReason::BadPrelude, frames_lost: 0, records_lost: Some(0) });
+                self.damage(Damage {
+                    offset: 0,
+                    len: 0,
+                    reason: DamageReason::BadPrelude,
+                    frames_lost: 0,
+                    records_lost: Some(0),
+                });
             }
             return true;
         }
@@ -264,9 +279,21 @@ impl Decoder {
                 self.pos += len as usize;
                 self.account(&h);
                 if h.kind == FRAME_HEADER {
-                    self.damage(Damage { offset: self.abs(at), len, reason: DamageReason::NoHeader, frames_lost: 1, records_lost: Some(0) });
+                    self.damage(Damage {
+                        offset: self.abs(at),
+                        len,
+                        reason: DamageReason::NoHeader,
+                        frames_lost: 1,
+                        records_lost: Some(0),
+                    });
                 } else {
-                    self.damage(Damage { offset: self.abs(at), len, reason: DamageReason::BadPayload, frames_lost: 1, records_lost: Some(u64::from(h.nrecords)) });
+                    self.damage(Damage {
+                        offset: self.abs(at),
+                        len,
+                        reason: DamageReason::BadPayload,
+                        frames_lost: 1,
+                        records_lost: Some(u64::from(h.nrecords)),
+                    });
                 }
                 true
             }
@@ -289,7 +316,13 @@ impl Decoder {
                     Some(_) => (1, Some(0)),
                     None => (0, None),
                 };
-                self.damage(Damage { offset: from, len, reason: DamageReason::Truncated, frames_lost, records_lost });
+                self.damage(Damage {
+                    offset: from,
+                    len,
+                    reason: DamageReason::Truncated,
+                    frames_lost,
+                    records_lost,
+                });
                 if let Some(h) = header {
                     self.account(&h);
                 }
@@ -302,7 +335,10 @@ impl Decoder {
                 }
                 // Scan for the next sync word.
                 let start = self.pos + 1;
-                let found = (start..self.buf.len()).find(|&i| is_sync_at(&self.buf, i) || (self.buf.len() - i < 4 && FRAME_SYNC.starts_with(&self.buf[i..])));
+                let found = (start..self.buf.len()).find(|&i| {
+                    is_sync_at(&self.buf, i)
+                        || (self.buf.len() - i < 4 && FRAME_SYNC.starts_with(&self.buf[i..]))
+                });
                 match found {
                     Some(i) if is_sync_at(&self.buf, i) => {
                         self.pos = i;
@@ -315,7 +351,13 @@ impl Decoder {
                             self.pos = self.buf.len();
                             let from = self.garbage_from.take().unwrap_or(0);
                             let len = self.abs(self.buf.len()) - from;
-                            self.damage(Damage { offset: from, len, reason: DamageReason::Garbage, frames_lost: 0, records_lost: None });
+                            self.damage(Damage {
+                                offset: from,
+                                len,
+                                reason: DamageReason::Garbage,
+                                frames_lost: 0,
+                                records_lost: None,
+                            });
                             return self.end();
                         }
                         false
@@ -325,7 +367,13 @@ impl Decoder {
                         if self.finished {
                             let from = self.garbage_from.take().unwrap_or(0);
                             let len = self.abs(self.buf.len()) - from;
-                            self.damage(Damage { offset: from, len, reason: DamageReason::Garbage, frames_lost: 0, records_lost: None });
+                            self.damage(Damage {
+                                offset: from,
+                                len,
+                                reason: DamageReason::Garbage,
+                                frames_lost: 0,
+                                records_lost: None,
+                            });
                             return self.end();
                         }
                         false
@@ -339,11 +387,23 @@ impl Decoder {
     fn end(&mut self) -> bool {
         if let Some(from) = self.garbage_from.take() {
             let len = self.abs(self.buf.len()) - from;
-            self.damage(Damage { offset: from, len, reason: DamageReason::Garbage, frames_lost: 0, records_lost: None });
+            self.damage(Damage {
+                offset: from,
+                len,
+                reason: DamageReason::Garbage,
+                frames_lost: 0,
+                records_lost: None,
+            });
         }
         if !self.saw_trailer {
             let at = self.abs(self.buf.len());
-            self.damage(Damage { offset: at, len: 0, reason: DamageReason::NoTrailer, frames_lost: 0, records_lost: None });
+            self.damage(Damage {
+                offset: at,
+                len: 0,
+                reason: DamageReason::NoTrailer,
+                frames_lost: 0,
+                records_lost: None,
+            });
         }
         self.done = true;
         true
@@ -361,7 +421,13 @@ impl Decoder {
                 if self.next_seq == 0 && !self.saw_header {
                     // The header frame is among the lost ones.
                     let offset = from.unwrap_or(self.abs(at));
-                    self.damage(Damage { offset, len: 0, reason: DamageReason::NoHeader, frames_lost: 1, records_lost: Some(0) });
+                    self.damage(Damage {
+                        offset,
+                        len: 0,
+                        reason: DamageReason::NoHeader,
+                        frames_lost: 1,
+                        records_lost: Some(0),
+                    });
                     frames_lost -= 1;
                 }
             }
@@ -371,11 +437,21 @@ impl Decoder {
         }
         let offset = from.unwrap_or(self.abs(at));
         let len = self.abs(at) - offset;
-        let reason = if from.is_some() { DamageReason::Garbage } else { DamageReason::MissingFrames };
+        let reason = if from.is_some() {
+            DamageReason::Garbage
+        } else {
+            DamageReason::MissingFrames
+        };
         if len == 0 && frames_lost == 0 {
             return;
         }
-        self.damage(Damage { offset, len, reason, frames_lost, records_lost });
+        self.damage(Damage {
+            offset,
+            len,
+            reason,
+            frames_lost,
+            records_lost,
+        });
     }
 
     fn account(&mut self, h: &FrameHeader) {
@@ -394,14 +470,26 @@ impl Decoder {
                     self.saw_header = true;
                     self.pending.push_back(Event::Header(hd));
                 }
-                Err(_) => self.damage(Damage { offset: self.abs(at), len: payload.len() as u64, reason: DamageReason::NoHeader, frames_lost: 1, records_lost: Some(0) }),
+                Err(_) => self.damage(Damage {
+                    offset: self.abs(at),
+                    len: payload.len() as u64,
+                    reason: DamageReason::NoHeader,
+                    frames_lost: 1,
+                    records_lost: Some(0),
+                }),
             },
             FRAME_TRAILER => match postcard::from_bytes::<Trailer>(payload) {
                 Ok(t) => {
                     self.saw_trailer = true;
                     self.pending.push_back(Event::Trailer(t));
                 }
-                Err(_) => self.damage(Damage { offset: self.abs(at), len: payload.len() as u64, reason: DamageReason::BadRecords("undecodable trailer"), frames_lost: 0, records_lost: Some(0) }),
+                Err(_) => self.damage(Damage {
+                    offset: self.abs(at),
+                    len: payload.len() as u64,
+                    reason: DamageReason::BadRecords("undecodable trailer"),
+                    frames_lost: 0,
+                    records_lost: Some(0),
+                }),
             },
             FRAME_RECORDS => {
                 let mut out = Vec::new();
@@ -414,7 +502,13 @@ impl Decoder {
                         DecodeError::Malformed(w) => w,
                     };
                     let lost = u64::from(h.nrecords).saturating_sub(n + 0);
-                    self.damage(Damage { offset: self.abs(at), len: FRAME_HEADER_LEN as u64 + payload.len() as u64, reason: DamageReason::BadRecords(why), frames_lost: 0, records_lost: Some(lost) });
+                    self.damage(Damage {
+                        offset: self.abs(at),
+                        len: FRAME_HEADER_LEN as u64 + payload.len() as u64,
+                        reason: DamageReason::BadRecords(why),
+                        frames_lost: 0,
+                        records_lost: Some(lost),
+                    });
                 }
             }
             _ => {} // A newer frame kind: skipped by design.
@@ -424,7 +518,11 @@ impl Decoder {
 
 /// Decodes the records of one records-frame payload into `out`. On error, `out`
 /// holds the records before the bad one. Unknown long records are skipped and counted.
-pub fn decode_records(p: &[u8], out: &mut Vec<Record>, unknown: &mut u64) -> Result<(), DecodeError> {
+pub fn decode_records(
+    p: &[u8],
+    out: &mut Vec<Record>,
+    unknown: &mut u64,
+) -> Result<(), DecodeError> {
     let mut st = DeltaState::default();
     let mut threads: Vec<(u32, u32)> = Vec::new();
     let mut pos = 0usize;
@@ -432,7 +530,9 @@ pub fn decode_records(p: &[u8], out: &mut Vec<Record>, unknown: &mut u64) -> Res
         let t = p[pos];
         pos += 1;
         match t {
-            tag::SAMPLE => out.push(Record::Sample(decode_sample(p, &mut pos, &mut st, &threads)?)),
+            tag::SAMPLE => out.push(Record::Sample(decode_sample(
+                p, &mut pos, &mut st, &threads,
+            )?)),
             tag::THREAD => {
                 let pid = get_u32(p, &mut pos)?;
                 let tid = get_u32(p, &mut pos)?;
@@ -441,10 +541,17 @@ pub fn decode_records(p: &[u8], out: &mut Vec<Record>, unknown: &mut u64) -> Res
                 }
                 threads.push((pid, tid));
             }
-            t if t < tag::FIRST_LONG => return Err(DecodeError::Malformed("unknown fixed-layout record tag")),
+            t if t < tag::FIRST_LONG => {
+                return Err(DecodeError::Malformed("unknown fixed-layout record tag"))
+            }
             t => {
                 let len = get_u64(p, &mut pos)?;
-                let end = pos.checked_add(usize::try_from(len).map_err(|_| DecodeError::Malformed("record length too large"))?).ok_or(DecodeError::Malformed("record length too large"))?;
+                let end = pos
+                    .checked_add(
+                        usize::try_from(len)
+                            .map_err(|_| DecodeError::Malformed("record length too large"))?,
+                    )
+                    .ok_or(DecodeError::Malformed("record length too large"))?;
                 let body = p.get(pos..end).ok_or(DecodeError::UnexpectedEof)?;
                 pos = end;
                 let bad = |_| DecodeError::Malformed("record body does not decode");
@@ -469,7 +576,8 @@ pub fn decode_records(p: &[u8], out: &mut Vec<Record>, unknown: &mut u64) -> Res
 }
 
 fn get_u32(p: &[u8], pos: &mut usize) -> Result<u32, DecodeError> {
-    u32::try_from(get_u64(p, pos)?).map_err(|_| DecodeError::Malformed("value does not fit 32 bits"))
+    u32::try_from(get_u64(p, pos)?)
+        .map_err(|_| DecodeError::Malformed("value does not fit 32 bits"))
 }
 
 fn get_len(p: &[u8], pos: &mut usize) -> Result<usize, DecodeError> {
@@ -481,7 +589,12 @@ fn get_len(p: &[u8], pos: &mut usize) -> Result<usize, DecodeError> {
     Ok(n as usize)
 }
 
-fn decode_sample(p: &[u8], pos: &mut usize, st: &mut DeltaState, threads: &[(u32, u32)]) -> Result<Sample, DecodeError> {
+fn decode_sample(
+    p: &[u8],
+    pos: &mut usize,
+    st: &mut DeltaState,
+    threads: &[(u32, u32)],
+) -> Result<Sample, DecodeError> {
     let flags = *p.get(*pos).ok_or(DecodeError::UnexpectedEof)?;
     *pos += 1;
     if flags & 0x80 != 0 {
@@ -539,11 +652,28 @@ fn decode_sample(p: &[u8], pos: &mut usize, st: &mut DeltaState, threads: &[(u32
             addr = Some(st.addr);
         }
     }
-    let thread = st.thread.ok_or(DecodeError::Malformed("sample before any thread was named"))?;
-    let &(pid, tid) = threads.get(thread as usize).ok_or(DecodeError::Malformed("sample names an undefined thread"))?;
+    let thread = st
+        .thread
+        .ok_or(DecodeError::Malformed("sample before any thread was named"))?;
+    let &(pid, tid) = threads
+        .get(thread as usize)
+        .ok_or(DecodeError::Malformed("sample names an undefined thread"))?;
     st.ip = ip;
     st.time = time;
-    Ok(Sample { event: st.event, pid, tid, ip, time, period: st.period, cpu: st.cpu, values, callchain, raw, data_src, addr })
+    Ok(Sample {
+        event: st.event,
+        pid,
+        tid,
+        ip,
+        time,
+        period: st.period,
+        cpu: st.cpu,
+        values,
+        callchain,
+        raw,
+        data_src,
+        addr,
+    })
 }
 
 /// Everything decoded from a whole file.
@@ -560,7 +690,10 @@ pub struct Decoded {
 impl Decoded {
     /// Whether the input looked like a labperf file at all.
     pub fn is_labperf(&self) -> bool {
-        self.wire_version.is_some() || self.header.is_some() || !self.records.is_empty() || self.trailer.is_some()
+        self.wire_version.is_some()
+            || self.header.is_some()
+            || !self.records.is_empty()
+            || self.trailer.is_some()
     }
 }
 
@@ -591,12 +724,20 @@ pub fn describe_losses(l: &Losses) -> String {
         s.push_str("no damage");
         return s;
     }
-    let _ = write!(s, "{} damaged region(s), {} bytes, {} frame(s) and {} record(s) lost", l.regions, l.damaged_bytes, l.frames_lost, l.records_lost);
+    let _ = write!(
+        s,
+        "{} damaged region(s), {} bytes, {} frame(s) and {} record(s) lost",
+        l.regions, l.damaged_bytes, l.frames_lost, l.records_lost
+    );
     if l.unknown_loss {
         s.push_str(", plus an unknown number after the last intact frame");
     }
     if l.unknown_records > 0 {
-        let _ = write!(s, "; {} record(s) of newer kinds skipped", l.unknown_records);
+        let _ = write!(
+            s,
+            "; {} record(s) of newer kinds skipped",
+            l.unknown_records
+        );
     }
     s
 }

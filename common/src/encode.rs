@@ -147,7 +147,11 @@ impl Encoder {
             flags |= sf::CALLCHAIN;
         }
         let extra = (if s.raw.is_some() { sf::EXTRA_RAW } else { 0 })
-            | (if s.data_src.is_some() { sf::EXTRA_DATA_SRC } else { 0 })
+            | (if s.data_src.is_some() {
+                sf::EXTRA_DATA_SRC
+            } else {
+                0
+            })
             | (if s.addr.is_some() { sf::EXTRA_ADDR } else { 0 });
         if extra != 0 {
             flags |= sf::EXTRA;
@@ -211,7 +215,13 @@ impl Encoder {
         if self.chunk_records == 0 {
             return None;
         }
-        let f = frame::build(FRAME_RECORDS, self.seq, self.records_before, self.chunk_records, &self.chunk);
+        let f = frame::build(
+            FRAME_RECORDS,
+            self.seq,
+            self.records_before,
+            self.chunk_records,
+            &self.chunk,
+        );
         self.seq += 1;
         self.frames += 1;
         self.records_before += u64::from(self.chunk_records);
@@ -231,7 +241,13 @@ impl Encoder {
         t.records = self.records_before;
         t.frames = self.frames;
         let payload = postcard::to_allocvec(&t).expect("postcard encoding into a Vec cannot fail");
-        out.extend_from_slice(&frame::build(FRAME_TRAILER, self.seq, self.records_before, 0, &payload));
+        out.extend_from_slice(&frame::build(
+            FRAME_TRAILER,
+            self.seq,
+            self.records_before,
+            0,
+            &payload,
+        ));
         self.seq += 1;
         out
     }

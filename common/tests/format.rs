@@ -9,13 +9,31 @@ fn header() -> Header {
         arch: Arch::X86_64,
         endian: Endian::Little,
         kernel_release: "6.1.0-test".into(),
-        cpu: CpuId::X86 { vendor: "GenuineIntel".into(), family: 6, model: 0x6a, stepping: 6, model_name: "Xeon".into() },
+        cpu: CpuId::X86 {
+            vendor: "GenuineIntel".into(),
+            family: 6,
+            model: 0x6a,
+            stepping: 6,
+            model_name: "Xeon".into(),
+        },
         hostname: "lab1".into(),
         command: vec!["labperf-bench".into(), "--duration".into(), "1".into()],
         clock_id: 1,
         start_time_ns: 1_000_000,
         start_realtime_ns: 1_700_000_000_000_000_000,
-        events: vec![EventDesc { name: "cpu-clock".into(), attr: Attr { type_: 1, size: 136, config: 0, sample_period_or_freq: 250_000, sample_type: 0x107, flags: 0b1_0000_0001_0011, ..Default::default() }, leader: None }],
+        events: vec![EventDesc {
+            name: "cpu-clock".into(),
+            attr: Attr {
+                type_: 1,
+                size: 136,
+                config: 0,
+                sample_period_or_freq: 250_000,
+                sample_type: 0x107,
+                flags: 0b1_0000_0001_0011,
+                ..Default::default()
+            },
+            leader: None,
+        }],
         mode: "sample".into(),
         notes: vec![],
     }
@@ -32,15 +50,53 @@ fn records(n: usize, seed: u64) -> Vec<Record> {
     };
     let mut t = 5_000_000u64;
     let mut v = [0u64; 3];
-    let mut out = vec![Record::Mmap2(Mmap2 { pid: 10, tid: 10, addr: 0x5555_0000_0000, len: 0x10000, pgoff: 0, prot: 5, flags: 2, build_id: Some(vec![0xab; 20]), path: "/usr/bin/labperf-bench".into() })];
+    let mut out = vec![Record::Mmap2(Mmap2 {
+        pid: 10,
+        tid: 10,
+        addr: 0x5555_0000_0000,
+        len: 0x10000,
+        pgoff: 0,
+        prot: 5,
+        flags: 2,
+        build_id: Some(vec![0xab; 20]),
+        path: "/usr/bin/labperf-bench".into(),
+    })];
     for i in 0..n {
         t += 200_000 + rnd() % 100_000;
         let r = match rnd() % 20 {
-            0 => Record::Comm(Comm { pid: 10, tid: 11, comm: "worker".into(), exec: false }),
-            1 => Record::Fork(Task { pid: 10, ppid: 10, tid: 12, ptid: 10, time: t }),
-            2 => Record::Lost(Lost { event: 0, lost: rnd() % 9 }),
-            3 => Record::Throttle(Throttle { time: t, event: 0, throttle: i % 2 == 0 }),
-            4 => Record::Interval(Interval { time: t, tid: Some(11), delta: true, counts: vec![Count { event: 0, value: rnd() % 1000, time_enabled: 5, time_running: 5 }] }),
+            0 => Record::Comm(Comm {
+                pid: 10,
+                tid: 11,
+                comm: "worker".into(),
+                exec: false,
+            }),
+            1 => Record::Fork(Task {
+                pid: 10,
+                ppid: 10,
+                tid: 12,
+                ptid: 10,
+                time: t,
+            }),
+            2 => Record::Lost(Lost {
+                event: 0,
+                lost: rnd() % 9,
+            }),
+            3 => Record::Throttle(Throttle {
+                time: t,
+                event: 0,
+                throttle: i % 2 == 0,
+            }),
+            4 => Record::Interval(Interval {
+                time: t,
+                tid: Some(11),
+                delta: true,
+                counts: vec![Count {
+                    event: 0,
+                    value: rnd() % 1000,
+                    time_enabled: 5,
+                    time_running: 5,
+                }],
+            }),
             _ => {
                 for e in &mut v {
                     *e += rnd() % 5000;
@@ -55,8 +111,16 @@ fn records(n: usize, seed: u64) -> Vec<Record> {
                     period: if rnd() % 4 == 0 { 300 } else { 999_700 },
                     cpu: (rnd() % 2) as u32,
                     values: if grouped { v.to_vec() } else { vec![] },
-                    callchain: if rnd() % 5 == 0 { vec![0x5555_0000_2000, 0x5555_0000_3000] } else { vec![] },
-                    raw: if rnd() % 7 == 0 { Some(vec![1, 2, 3, 4]) } else { None },
+                    callchain: if rnd() % 5 == 0 {
+                        vec![0x5555_0000_2000, 0x5555_0000_3000]
+                    } else {
+                        vec![]
+                    },
+                    raw: if rnd() % 7 == 0 {
+                        Some(vec![1, 2, 3, 4])
+                    } else {
+                        None
+                    },
                     data_src: if rnd() % 7 == 0 { Some(rnd()) } else { None },
                     addr: if rnd() % 7 == 0 { Some(rnd()) } else { None },
                 })
@@ -69,7 +133,10 @@ fn records(n: usize, seed: u64) -> Vec<Record> {
 
 /// Encodes `recs` flushing every `per_frame` records; returns the file and the
 /// records of each frame with the frame's byte range.
-fn encode(recs: &[Record], per_frame: usize) -> (Vec<u8>, Vec<(std::ops::Range<usize>, Vec<Record>)>) {
+fn encode(
+    recs: &[Record],
+    per_frame: usize,
+) -> (Vec<u8>, Vec<(std::ops::Range<usize>, Vec<Record>)>) {
     let mut enc = Encoder::new();
     let mut file = Encoder::prelude().to_vec();
     file.extend(enc.header_frame(&header()));
@@ -82,7 +149,10 @@ fn encode(recs: &[Record], per_frame: usize) -> (Vec<u8>, Vec<(std::ops::Range<u
         frames.push((file.len()..file.len() + f.len(), chunk.to_vec()));
         file.extend(f);
     }
-    file.extend(enc.trailer_frame(&Trailer { samples: 1, ..Default::default() }));
+    file.extend(enc.trailer_frame(&Trailer {
+        samples: 1,
+        ..Default::default()
+    }));
     (file, frames)
 }
 
@@ -129,31 +199,61 @@ fn truncation_at_every_offset() {
     let (file, frames) = encode(&recs, 40);
     for cut in 0..file.len() {
         let d = decode_all(&file[..cut]);
-        let complete: Vec<Record> = frames.iter().filter(|(r, _)| r.end <= cut).flat_map(|(_, v)| v.clone()).collect();
+        let complete: Vec<Record> = frames
+            .iter()
+            .filter(|(r, _)| r.end <= cut)
+            .flat_map(|(_, v)| v.clone())
+            .collect();
         assert_eq!(d.records, complete, "cut at {cut}");
-        assert!(!d.damage.is_empty(), "cut at {cut}: truncation not reported");
+        assert!(
+            !d.damage.is_empty(),
+            "cut at {cut}: truncation not reported"
+        );
         assert!(d.trailer.is_none());
         // A frame cut after its header was read: its records are counted exactly.
-        if let Some((r, v)) = frames.iter().find(|(r, _)| r.start + FRAME_HEADER_LEN <= cut && cut < r.end) {
+        if let Some((r, v)) = frames
+            .iter()
+            .find(|(r, _)| r.start + FRAME_HEADER_LEN <= cut && cut < r.end)
+        {
             let _ = r;
             assert_eq!(d.losses.records_lost, v.len() as u64, "cut at {cut}");
         }
-        assert!(d.losses.unknown_loss, "cut at {cut}: what follows the cut is unknown");
+        assert!(
+            d.losses.unknown_loss,
+            "cut at {cut}: what follows the cut is unknown"
+        );
     }
 }
 
 /// Checks that `got` is `all` minus whole frames, in order, and that the
 /// accounting is exact when the trailer survived.
-fn check_damaged(file: &[u8], damaged: std::ops::Range<usize>, frames: &[(std::ops::Range<usize>, Vec<Record>)], total: usize) {
+fn check_damaged(
+    file: &[u8],
+    damaged: std::ops::Range<usize>,
+    frames: &[(std::ops::Range<usize>, Vec<Record>)],
+    total: usize,
+) {
     let d = decode_all(file);
-    let intact: Vec<Record> = frames.iter().filter(|(r, _)| r.end <= damaged.start || r.start >= damaged.end).flat_map(|(_, v)| v.clone()).collect();
+    let intact: Vec<Record> = frames
+        .iter()
+        .filter(|(r, _)| r.end <= damaged.start || r.start >= damaged.end)
+        .flat_map(|(_, v)| v.clone())
+        .collect();
     // Every frame untouched by the damage decodes.
     let mut it = d.records.iter();
     for want in &intact {
-        assert!(it.any(|g| g == want), "an intact record was not decoded (damage {damaged:?})");
+        assert!(
+            it.any(|g| g == want),
+            "an intact record was not decoded (damage {damaged:?})"
+        );
     }
     if d.trailer.is_some() && !d.losses.unknown_loss {
-        assert_eq!(d.records.len() as u64 + d.losses.records_lost, total as u64, "accounting, damage {damaged:?}: {:?}", d.damage);
+        assert_eq!(
+            d.records.len() as u64 + d.losses.records_lost,
+            total as u64,
+            "accounting, damage {damaged:?}: {:?}",
+            d.damage
+        );
     }
 }
 
@@ -163,7 +263,9 @@ fn corrupted_ranges_lose_only_their_frames() {
     let (file, frames) = encode(&recs, 30);
     let mut x = 0x9E37_79B9_7F4A_7C15u64;
     for _ in 0..3000 {
-        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         let start = (x >> 20) as usize % file.len();
         let len = 1 + (x >> 50) as usize % 200;
         let end = (start + len).min(file.len());
@@ -202,19 +304,38 @@ fn not_a_labperf_file() {
 fn unknown_long_record_is_skipped() {
     // A records frame with a future long tag (0x7f) between two samples.
     let mut enc = Encoder::new();
-    let s = Sample { pid: 1, tid: 1, ip: 10, time: 20, ..Default::default() };
+    let s = Sample {
+        pid: 1,
+        tid: 1,
+        ip: 10,
+        time: 20,
+        ..Default::default()
+    };
     enc.push(&Record::Sample(s.clone()));
     let f = enc.flush().unwrap();
     let mut payload = f[FRAME_HEADER_LEN..].to_vec();
     payload.extend_from_slice(&[0x7f, 3, 9, 9, 9]);
     payload.extend_from_slice(&[tag::SAMPLE, sample_flag::THREAD, 2, 2, 0]);
     let mut file = Encoder::prelude().to_vec();
-    file.extend(frame::build(FRAME_HEADER, 0, 0, 0, &postcard::to_allocvec(&header()).unwrap()));
+    file.extend(frame::build(
+        FRAME_HEADER,
+        0,
+        0,
+        0,
+        &postcard::to_allocvec(&header()).unwrap(),
+    ));
     file.extend(frame::build(FRAME_RECORDS, 1, 0, 3, &payload));
     let d = decode_all(&file);
     assert_eq!(d.records.len(), 2);
     assert_eq!(d.losses.unknown_records, 1);
-    assert_eq!(d.records[1], Record::Sample(Sample { ip: 11, time: 21, ..s }));
+    assert_eq!(
+        d.records[1],
+        Record::Sample(Sample {
+            ip: 11,
+            time: 21,
+            ..s
+        })
+    );
 }
 
 proptest! {

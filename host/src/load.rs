@@ -9,9 +9,15 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
     #[error("Cannot open the record file {path}: {source}.")]
-    Open { path: PathBuf, source: std::io::Error },
+    Open {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("Cannot read the record file {path}: {source}.")]
-    Read { path: PathBuf, source: std::io::Error },
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{path} is not a labperf record file (it does not start with the LABPERF magic and holds no labperf frames).")]
     NotLabperf { path: PathBuf },
 }
@@ -30,10 +36,16 @@ pub struct FileInfo {
 
 /// Streams every record of `path` to `f`, in file order.
 pub fn stream(path: &Path, mut f: impl FnMut(&Record)) -> Result<FileInfo, LoadError> {
-    let mut file = File::open(path).map_err(|source| LoadError::Open { path: path.into(), source })?;
+    let mut file = File::open(path).map_err(|source| LoadError::Open {
+        path: path.into(),
+        source,
+    })?;
     let total = file.metadata().map(|m| m.len()).unwrap_or(0);
     let mut dec = Decoder::new();
-    let mut info = FileInfo { bytes: total, ..Default::default() };
+    let mut info = FileInfo {
+        bytes: total,
+        ..Default::default()
+    };
     let mut buf = vec![0u8; 1 << 20];
     let mut done = 0u64;
     let mut progress = Progress::new("reading");
@@ -48,7 +60,10 @@ pub fn stream(path: &Path, mut f: impl FnMut(&Record)) -> Result<FileInfo, LoadE
         Event::Damage(d) => info.damage.push(d),
     };
     loop {
-        let n = file.read(&mut buf).map_err(|source| LoadError::Read { path: path.into(), source })?;
+        let n = file.read(&mut buf).map_err(|source| LoadError::Read {
+            path: path.into(),
+            source,
+        })?;
         if n == 0 {
             break;
         }
@@ -64,7 +79,11 @@ pub fn stream(path: &Path, mut f: impl FnMut(&Record)) -> Result<FileInfo, LoadE
         handle(e, &mut info);
     }
     info.losses = dec.losses().clone();
-    if info.wire_version.is_none() && info.header.is_none() && info.records == 0 && info.trailer.is_none() {
+    if info.wire_version.is_none()
+        && info.header.is_none()
+        && info.records == 0
+        && info.trailer.is_none()
+    {
         return Err(LoadError::NotLabperf { path: path.into() });
     }
     Ok(info)
@@ -76,7 +95,10 @@ impl FileInfo {
         if self.losses.is_clean() {
             return None;
         }
-        let mut s = format!("warning: the file is damaged: {}.", labperf_common::decode::describe_losses(&self.losses));
+        let mut s = format!(
+            "warning: the file is damaged: {}.",
+            labperf_common::decode::describe_losses(&self.losses)
+        );
         for d in self.damage.iter().take(5) {
             s.push_str(&format!("\n  - {d}"));
         }

@@ -6,7 +6,11 @@ use clap::{Parser, Subcommand};
 
 /// Profile programs on this machine or on lab machines, and report per function.
 #[derive(Debug, Parser)]
-#[command(name = "labperf", version, after_help = "EXAMPLES:\n  labperf record --local -- ./target/release/labperf-bench --duration 2\n  labperf report labperf.lpr --by dso\n  labperf info labperf.lpr\n  labperf dump labperf.lpr | head\n\nExit status: 0 success, 1 error, 2 usage error; `record` passes on a failing workload's status.")]
+#[command(
+    name = "labperf",
+    version,
+    after_help = "EXAMPLES:\n  labperf record --local -- ./target/release/labperf-bench --duration 2\n  labperf report labperf.lpr --by dso\n  labperf info labperf.lpr\n  labperf dump labperf.lpr | head\n\nExit status: 0 success, 1 error, 2 usage error; `record` passes on a failing workload's status."
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,

@@ -14,18 +14,32 @@ pub struct Progress {
 impl Progress {
     pub fn new(what: &'static str) -> Progress {
         let now = Instant::now();
-        Progress { what, start: now, last: now, shown: false, enabled: std::io::stderr().is_terminal() }
+        Progress {
+            what,
+            start: now,
+            last: now,
+            shown: false,
+            enabled: std::io::stderr().is_terminal(),
+        }
     }
 
     /// Reports `done` of `total` units (bytes); prints at most every 200 ms, after the first second.
     pub fn update(&mut self, done: u64, total: u64) {
-        if !self.enabled || self.start.elapsed() < Duration::from_secs(1) || self.last.elapsed() < Duration::from_millis(200) {
+        if !self.enabled
+            || self.start.elapsed() < Duration::from_secs(1)
+            || self.last.elapsed() < Duration::from_millis(200)
+        {
             return;
         }
         self.last = Instant::now();
         self.shown = true;
         let pct = if total > 0 { 100 * done / total } else { 0 };
-        eprint!("\r{}: {pct:>3}% ({:.1} of {:.1} MiB)   ", self.what, done as f64 / 1048576.0, total as f64 / 1048576.0);
+        eprint!(
+            "\r{}: {pct:>3}% ({:.1} of {:.1} MiB)   ",
+            self.what,
+            done as f64 / 1048576.0,
+            total as f64 / 1048576.0
+        );
         let _ = std::io::stderr().flush();
     }
 

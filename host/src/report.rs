@@ -68,9 +68,19 @@ pub fn build(path: &Path, by: By, symfs: Vec<PathBuf>) -> Result<Report, LoadErr
             None => {
                 let Location { dso, sym: s, vaddr } = sym.resolve(pid, ip);
                 let key = match by {
-                    By::Symbol => (s.map(|n| n.to_string()).unwrap_or_else(|| format!("{}+{vaddr:#x}", short(&dso))), dso.to_string()),
+                    By::Symbol => (
+                        s.map(|n| n.to_string())
+                            .unwrap_or_else(|| format!("{}+{vaddr:#x}", short(&dso))),
+                        dso.to_string(),
+                    ),
                     By::Dso => (dso.to_string(), dso.to_string()),
-                    By::Pc => (format!("{vaddr:#x}{}", s.map(|n| format!(" <{n}>")).unwrap_or_default()), dso.to_string()),
+                    By::Pc => (
+                        format!(
+                            "{vaddr:#x}{}",
+                            s.map(|n| format!(" <{n}>")).unwrap_or_default()
+                        ),
+                        dso.to_string(),
+                    ),
                 };
                 let k = *index.entry(key.clone()).or_insert_with(|| {
                     keys.push(key);
@@ -89,10 +99,26 @@ pub fn build(path: &Path, by: By, symfs: Vec<PathBuf>) -> Result<Report, LoadErr
     let mut rows: Vec<Row> = keys
         .into_iter()
         .zip(acc)
-        .map(|((name, dso), (samples, period))| Row { name, dso, samples, period, percent: if total > 0 { 100.0 * samples as f64 / total as f64 } else { 0.0 } })
+        .map(|((name, dso), (samples, period))| Row {
+            name,
+            dso,
+            samples,
+            period,
+            percent: if total > 0 {
+                100.0 * samples as f64 / total as f64
+            } else {
+                0.0
+            },
+        })
         .collect();
     rows.sort_by(|a, b| b.samples.cmp(&a.samples).then_with(|| a.name.cmp(&b.name)));
-    Ok(Report { total_samples: total, total_period, rows, warnings: std::mem::take(&mut sym.warnings), info })
+    Ok(Report {
+        total_samples: total,
+        total_period,
+        rows,
+        warnings: std::mem::take(&mut sym.warnings),
+        info,
+    })
 }
 
 fn csv_field(s: &str) -> String {
@@ -106,7 +132,11 @@ fn csv_field(s: &str) -> String {
 impl Report {
     /// Renders the top `top` rows (0 = all).
     pub fn render(&self, format: Format, by: By, top: usize) -> String {
-        let rows = if top == 0 { &self.rows[..] } else { &self.rows[..top.min(self.rows.len())] };
+        let rows = if top == 0 {
+            &self.rows[..]
+        } else {
+            &self.rows[..top.min(self.rows.len())]
+        };
         let mut s = String::new();
         match format {
             Format::Table => {
@@ -115,17 +145,40 @@ impl Report {
                     By::Dso => "DSO",
                     By::Pc => "PC",
                 };
-                let _ = writeln!(s, "# {} samples, total period {}", self.total_samples, self.total_period);
-                let _ = writeln!(s, "{:>8}  {:>9}  {:<40}  {}", "Overhead", "Samples", what, if by == By::Dso { "" } else { "DSO" });
+                let _ = writeln!(
+                    s,
+                    "# {} samples, total period {}",
+                    self.total_samples, self.total_period
+                );
+                let _ = writeln!(
+                    s,
+                    "{:>8}  {:>9}  {:<40}  {}",
+                    "Overhead",
+                    "Samples",
+                    what,
+                    if by == By::Dso { "" } else { "DSO" }
+                );
                 for r in rows {
                     let dso = if by == By::Dso { "" } else { short(&r.dso) };
-                    let _ = writeln!(s, "{:>7.2}%  {:>9}  {:<40}  {}", r.percent, r.samples, r.name, dso);
+                    let _ = writeln!(
+                        s,
+                        "{:>7.2}%  {:>9}  {:<40}  {}",
+                        r.percent, r.samples, r.name, dso
+                    );
                 }
             }
             Format::Csv => {
                 s.push_str("name,dso,samples,period,percent\n");
                 for r in rows {
-                    let _ = writeln!(s, "{},{},{},{},{:.4}", csv_field(&r.name), csv_field(&r.dso), r.samples, r.period, r.percent);
+                    let _ = writeln!(
+                        s,
+                        "{},{},{},{},{:.4}",
+                        csv_field(&r.name),
+                        csv_field(&r.dso),
+                        r.samples,
+                        r.period,
+                        r.percent
+                    );
                 }
             }
             Format::Json => {
@@ -137,7 +190,14 @@ impl Report {
                     warnings: &'a [String],
                     damaged: bool,
                 }
-                s = serde_json::to_string_pretty(&J { total_samples: self.total_samples, total_period: self.total_period, rows, warnings: &self.warnings, damaged: !self.info.losses.is_clean() }).expect("rows serialize");
+                s = serde_json::to_string_pretty(&J {
+                    total_samples: self.total_samples,
+                    total_period: self.total_period,
+                    rows,
+                    warnings: &self.warnings,
+                    damaged: !self.info.losses.is_clean(),
+                })
+                .expect("rows serialize");
                 s.push('\n');
             }
         }

@@ -28,7 +28,10 @@ impl Elf {
             })
             .collect();
         let mut syms: Vec<(u64, u64, Arc<str>)> = Vec::new();
-        for table in [f.symbols().collect::<Vec<_>>(), f.dynamic_symbols().collect::<Vec<_>>()] {
+        for table in [
+            f.symbols().collect::<Vec<_>>(),
+            f.dynamic_symbols().collect::<Vec<_>>(),
+        ] {
             if !syms.is_empty() {
                 break;
             }
@@ -42,12 +45,19 @@ impl Elf {
         }
         syms.sort_by_key(|s| (s.0, std::cmp::Reverse(s.1)));
         syms.dedup_by_key(|s| s.0);
-        Ok(Elf { build_id, segments, syms })
+        Ok(Elf {
+            build_id,
+            segments,
+            syms,
+        })
     }
 
     /// File offset → ELF virtual address, through the loadable segments.
     pub fn offset_to_vaddr(&self, off: u64) -> Option<u64> {
-        self.segments.iter().find(|(o, _, sz)| off >= *o && off < o + sz).map(|(o, v, _)| off - o + v)
+        self.segments
+            .iter()
+            .find(|(o, _, sz)| off >= *o && off < o + sz)
+            .map(|(o, v, _)| off - o + v)
     }
 
     /// The function containing `vaddr`.
@@ -111,7 +121,11 @@ fn hex(b: &[u8]) -> String {
 
 impl Symbolizer {
     pub fn new(symfs: Vec<PathBuf>) -> Symbolizer {
-        Symbolizer { symfs, unknown: "[unknown]".into(), ..Default::default() }
+        Symbolizer {
+            symfs,
+            unknown: "[unknown]".into(),
+            ..Default::default()
+        }
     }
 
     /// Takes in the side-band records (mmap2, fork); others are ignored.
@@ -126,13 +140,23 @@ impl Symbolizer {
     }
 
     fn add_map(&mut self, m: &Mmap2) {
-        self.maps.entry(m.pid).or_default().push(Map { start: m.addr, end: m.addr.saturating_add(m.len), pgoff: m.pgoff, path: m.path.as_str().into(), build_id: m.build_id.clone() });
+        self.maps.entry(m.pid).or_default().push(Map {
+            start: m.addr,
+            end: m.addr.saturating_add(m.len),
+            pgoff: m.pgoff,
+            path: m.path.as_str().into(),
+            build_id: m.build_id.clone(),
+        });
     }
 
     fn find_map(&self, pid: u32, ip: u64) -> Option<&Map> {
         let mut p = pid;
         for _ in 0..64 {
-            if let Some(m) = self.maps.get(&p).and_then(|v| v.iter().rev().find(|m| ip >= m.start && ip < m.end)) {
+            if let Some(m) = self
+                .maps
+                .get(&p)
+                .and_then(|v| v.iter().rev().find(|m| ip >= m.start && ip < m.end))
+            {
                 return Some(m);
             }
             p = *self.parent.get(&p)?;
@@ -157,7 +181,9 @@ impl Symbolizer {
         let mut found = None;
         let mut mismatch = None;
         for c in candidates {
-            let Ok(data) = std::fs::read(&c) else { continue };
+            let Ok(data) = std::fs::read(&c) else {
+                continue;
+            };
             match Elf::parse(&data) {
                 Ok(e) => {
                     if let (Some(want), Some(have)) = (build_id, e.build_id.as_deref()) {
@@ -187,15 +213,27 @@ impl Symbolizer {
     /// Resolves `ip` of process `pid`.
     pub fn resolve(&mut self, pid: u32, ip: u64) -> Location {
         let Some(m) = self.find_map(pid, ip).cloned() else {
-            return Location { dso: self.unknown.clone(), sym: None, vaddr: ip };
+            return Location {
+                dso: self.unknown.clone(),
+                sym: None,
+                vaddr: ip,
+            };
         };
         let off = ip - m.start + m.pgoff;
         match self.elf(&m.path, m.build_id.as_deref()) {
             Some(elf) => {
                 let vaddr = elf.offset_to_vaddr(off).unwrap_or(off);
-                Location { sym: elf.symbol(vaddr).cloned(), dso: m.path, vaddr }
+                Location {
+                    sym: elf.symbol(vaddr).cloned(),
+                    dso: m.path,
+                    vaddr,
+                }
             }
-            None => Location { dso: m.path, sym: None, vaddr: off },
+            None => Location {
+                dso: m.path,
+                sym: None,
+                vaddr: off,
+            },
         }
     }
 }
@@ -212,7 +250,10 @@ mod tests {
 
     #[test]
     fn demangles_rust_and_cpp() {
-        assert_eq!(demangle("_ZN4core3fmt5write17h0123456789abcdefE"), "core::fmt::write");
+        assert_eq!(
+            demangle("_ZN4core3fmt5write17h0123456789abcdefE"),
+            "core::fmt::write"
+        );
         assert_eq!(demangle("_ZN3foo3barEv"), "foo::bar()");
         assert_eq!(demangle("int_divider_stalls"), "int_divider_stalls");
     }
@@ -224,23 +265,65 @@ mod tests {
         let data = std::fs::read(&exe).unwrap();
         let elf = Elf::parse(&data).unwrap();
         let f = object::File::parse(&*data).unwrap();
-        let sym = f.symbols().find(|s| s.name().is_ok_and(|n| n.contains("resolves_own_binary_through_its_mapping")) && s.kind() == SymbolKind::Text).unwrap();
-        let seg = f.segments().find(|s| s.address() <= sym.address() && sym.address() < s.address() + s.size()).unwrap();
+        let sym = f
+            .symbols()
+            .find(|s| {
+                s.name()
+                    .is_ok_and(|n| n.contains("resolves_own_binary_through_its_mapping"))
+                    && s.kind() == SymbolKind::Text
+            })
+            .unwrap();
+        let seg = f
+            .segments()
+            .find(|s| s.address() <= sym.address() && sym.address() < s.address() + s.size())
+            .unwrap();
         let (seg_off, _) = seg.file_range();
         let bias = 0x5555_5555_0000u64;
         let mut s = Symbolizer::new(vec![]);
-        s.observe(&Record::Mmap2(Mmap2 { pid: 7, tid: 7, addr: seg.address() + bias & !0xfff, len: seg.size() + 0x1000, pgoff: seg_off & !0xfff, path: exe.to_string_lossy().into(), build_id: elf.build_id.clone(), ..Default::default() }));
+        s.observe(&Record::Mmap2(Mmap2 {
+            pid: 7,
+            tid: 7,
+            addr: seg.address() + bias & !0xfff,
+            len: seg.size() + 0x1000,
+            pgoff: seg_off & !0xfff,
+            path: exe.to_string_lossy().into(),
+            build_id: elf.build_id.clone(),
+            ..Default::default()
+        }));
         let loc = s.resolve(7, sym.address() + bias + 1);
-        assert!(loc.sym.as_deref().unwrap().contains("resolves_own_binary_through_its_mapping"), "{loc:?}");
+        assert!(
+            loc.sym
+                .as_deref()
+                .unwrap()
+                .contains("resolves_own_binary_through_its_mapping"),
+            "{loc:?}"
+        );
         assert_eq!(loc.vaddr, sym.address() + 1);
         // A forked child shares its parent's mappings.
-        s.observe(&Record::Fork(labperf_common::Task { pid: 8, ppid: 7, tid: 8, ptid: 7, time: 0 }));
+        s.observe(&Record::Fork(labperf_common::Task {
+            pid: 8,
+            ppid: 7,
+            tid: 8,
+            ptid: 7,
+            time: 0,
+        }));
         assert_eq!(s.resolve(8, sym.address() + bias + 1).sym, loc.sym);
         assert!(s.warnings.is_empty(), "{:?}", s.warnings);
         // A wrong recorded build-id is reported.
         let mut s = Symbolizer::new(vec![]);
-        s.observe(&Record::Mmap2(Mmap2 { pid: 7, addr: 0, len: 1 << 40, path: exe.to_string_lossy().into(), build_id: Some(vec![1; 20]), ..Default::default() }));
+        s.observe(&Record::Mmap2(Mmap2 {
+            pid: 7,
+            addr: 0,
+            len: 1 << 40,
+            path: exe.to_string_lossy().into(),
+            build_id: Some(vec![1; 20]),
+            ..Default::default()
+        }));
         let _ = s.resolve(7, 0x1000);
-        assert!(s.warnings.iter().any(|w| w.contains("does not match")), "{:?}", s.warnings);
+        assert!(
+            s.warnings.iter().any(|w| w.contains("does not match")),
+            "{:?}",
+            s.warnings
+        );
     }
 }

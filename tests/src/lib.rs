@@ -4,23 +4,41 @@ use std::path::{Path, PathBuf};
 
 /// The workspace root.
 pub fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ sits in the workspace").to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ sits in the workspace")
+        .to_path_buf()
 }
 
 /// Finds a built binary: `$LABPERF_<NAME>` (set by `cargo xtask test`), the
 /// xtask agent output, then the cargo profiles.
 pub fn bin(name: &str) -> PathBuf {
-    let var = format!("LABPERF_{}", name.trim_start_matches("labperf-").replace('-', "_").to_uppercase());
+    let var = format!(
+        "LABPERF_{}",
+        name.trim_start_matches("labperf-")
+            .replace('-', "_")
+            .to_uppercase()
+    );
     if let Some(p) = std::env::var_os(&var) {
         return p.into();
     }
-    let t = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root().join("target"));
+    let t = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target"));
     let cands = [
-        t.join(format!("agents/{}-unknown-linux-musl", std::env::consts::ARCH)).join(name),
+        t.join(format!(
+            "agents/{}-unknown-linux-musl",
+            std::env::consts::ARCH
+        ))
+        .join(name),
         t.join("release").join(name),
         t.join("debug").join(name),
     ];
-    cands.iter().find(|p| p.is_file()).cloned().unwrap_or_else(|| panic!("{name} is not built: run `cargo xtask test` (or set {var})"))
+    cands
+        .iter()
+        .find(|p| p.is_file())
+        .cloned()
+        .unwrap_or_else(|| panic!("{name} is not built: run `cargo xtask test` (or set {var})"))
 }
 
 /// A fresh scratch directory for one test.

@@ -11,11 +11,32 @@ use std::time::Duration;
 fn bench_classes_show_up_with_the_requested_time_split() {
     let d = scratch("split");
     let file = d.join("split.lpr");
-    let weights = [("int_divider_stalls", 3u32), ("fp_divider_stalls", 1), ("branch_mispredicts", 1), ("dcache_miss", 1), ("double_to_int", 1), ("nops", 1), ("serializing", 2)];
-    let spec = weights.iter().map(|(n, w)| format!("{n}={w}")).collect::<Vec<_>>().join(",");
+    let weights = [
+        ("int_divider_stalls", 3u32),
+        ("fp_divider_stalls", 1),
+        ("branch_mispredicts", 1),
+        ("dcache_miss", 1),
+        ("double_to_int", 1),
+        ("nops", 1),
+        ("serializing", 2),
+    ];
+    let spec = weights
+        .iter()
+        .map(|(n, w)| format!("{n}={w}"))
+        .collect::<Vec<_>>()
+        .join(",");
     let st = Command::new(bin("labperf"))
         .env("LABPERF_AGENT", bin("labperf-agent"))
-        .args(["record", "--local", "-e", "cpu-clock", "-c", "200000", "--no-report", "-o"])
+        .args([
+            "record",
+            "--local",
+            "-e",
+            "cpu-clock",
+            "-c",
+            "200000",
+            "--no-report",
+            "-o",
+        ])
         .arg(&file)
         .arg("--")
         .arg(bin("labperf-bench"))
@@ -23,21 +44,43 @@ fn bench_classes_show_up_with_the_requested_time_split() {
         .status()
         .unwrap();
     assert!(st.success());
-    let out = Command::new(bin("labperf")).args(["report", "--format", "json", "--top", "0"]).arg(&file).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new(bin("labperf"))
+        .args(["report", "--format", "json", "--top", "0"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let rows = j["rows"].as_array().unwrap();
-    let count = |name: &str| rows.iter().find(|r| r["name"] == name).map(|r| r["samples"].as_u64().unwrap()).unwrap_or(0);
+    let count = |name: &str| {
+        rows.iter()
+            .find(|r| r["name"] == name)
+            .map(|r| r["samples"].as_u64().unwrap())
+            .unwrap_or(0)
+    };
     let in_classes: u64 = weights.iter().map(|(n, _)| count(n)).sum();
     let total_w: u32 = weights.iter().map(|(_, w)| w).sum();
     // 4 s at 5 kHz: ~20000 samples; nearly all must land in the class functions.
-    assert!(in_classes > 12000, "only {in_classes} samples in the class functions");
-    assert!(in_classes as f64 > 0.85 * j["total_samples"].as_u64().unwrap() as f64, "too few samples in class functions: {j}");
+    assert!(
+        in_classes > 12000,
+        "only {in_classes} samples in the class functions"
+    );
+    assert!(
+        in_classes as f64 > 0.85 * j["total_samples"].as_u64().unwrap() as f64,
+        "too few samples in class functions: {j}"
+    );
     // Tolerance: 3 percentage points of the class samples per class.
     for (n, w) in weights {
         let share = 100.0 * count(n) as f64 / in_classes as f64;
         let want = 100.0 * w as f64 / total_w as f64;
-        assert!((share - want).abs() < 3.0, "{n}: {share:.1}% of samples, asked for {want:.1}% of the time");
+        assert!(
+            (share - want).abs() < 3.0,
+            "{n}: {share:.1}% of samples, asked for {want:.1}% of the time"
+        );
     }
 }
 
@@ -45,12 +88,24 @@ fn bench_classes_show_up_with_the_requested_time_split() {
 fn sigint_forwards_to_the_workload_and_finishes_the_file() {
     let d = scratch("sigint");
     let file = d.join("int.lpr");
-    let mut agent = Command::new(bin("labperf-agent")).args(["record", "-e", "cpu-clock", "-o"]).arg(&file).arg("--").arg(bin("labperf-bench")).args(["--duration", "60"]).stderr(Stdio::null()).spawn().unwrap();
+    let mut agent = Command::new(bin("labperf-agent"))
+        .args(["record", "-e", "cpu-clock", "-o"])
+        .arg(&file)
+        .arg("--")
+        .arg(bin("labperf-bench"))
+        .args(["--duration", "60"])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
     std::thread::sleep(Duration::from_millis(1500));
     // SAFETY: signalling our own child.
     unsafe { libc_kill(agent.id() as i32, 2) };
     let st = agent.wait().unwrap();
-    assert_eq!(st.code(), Some(130), "the agent exits with the workload's status (killed by SIGINT)");
+    assert_eq!(
+        st.code(),
+        Some(130),
+        "the agent exits with the workload's status (killed by SIGINT)"
+    );
     let dec = decode_all(&std::fs::read(&file).unwrap());
     let t = dec.trailer.expect("a clean finish writes the trailer");
     assert_eq!(t.exit.signal, Some(2));
@@ -77,10 +132,20 @@ fn sigkilled_agent_leaves_a_file_decodable_to_its_last_flush() {
     let dec = decode_all(&std::fs::read(&file).unwrap());
     assert!(dec.header.is_some());
     assert!(dec.trailer.is_none());
-    let samples = dec.records.iter().filter(|r| matches!(r, Record::Sample(_))).count();
+    let samples = dec
+        .records
+        .iter()
+        .filter(|r| matches!(r, Record::Sample(_)))
+        .count();
     // Flushed at least every second: by 2.6 s at least ~1.5 s of 4 kHz samples are on disk.
     assert!(samples > 4000, "only {samples} samples survived the kill");
-    assert!(dec.damage.iter().all(|d| matches!(d.reason, DamageReason::NoTrailer | DamageReason::Truncated)), "{:?}", dec.damage);
+    assert!(
+        dec.damage
+            .iter()
+            .all(|d| matches!(d.reason, DamageReason::NoTrailer | DamageReason::Truncated)),
+        "{:?}",
+        dec.damage
+    );
     // The orphaned workload ends by itself within its 5 s.
 }
 
@@ -93,11 +158,26 @@ extern "C" {
 fn workload_arguments_arrive_exactly_and_its_status_is_returned() {
     let d = scratch("args");
     let out = d.join("args.txt");
-    let tricky = ["a  b", "'q'", "\"dq\"", "$(touch /tmp/labperf-pwned);", "`x`", "; rm -rf /", "", "tab\there", "*"];
+    let tricky = [
+        "a  b",
+        "'q'",
+        "\"dq\"",
+        "$(touch /tmp/labperf-pwned);",
+        "`x`",
+        "; rm -rf /",
+        "",
+        "tab\there",
+        "*",
+    ];
     let st = Command::new(bin("labperf-agent"))
         .args(["record", "-e", "task-clock", "-o"])
         .arg(d.join("a.lpr"))
-        .args(["--", "/bin/sh", "-c", "printf '%s\\n' \"$@\" > \"$0\"; exit 3"])
+        .args([
+            "--",
+            "/bin/sh",
+            "-c",
+            "printf '%s\\n' \"$@\" > \"$0\"; exit 3",
+        ])
         .arg(&out)
         .args(tricky)
         .stderr(Stdio::null())
@@ -113,33 +193,77 @@ fn workload_arguments_arrive_exactly_and_its_status_is_returned() {
 #[test]
 fn a_missing_workload_is_a_clear_error() {
     let d = scratch("missing");
-    let o = Command::new(bin("labperf-agent")).args(["record", "-o"]).arg(d.join("m.lpr")).args(["--", "/no/such/program"]).output().unwrap();
+    let o = Command::new(bin("labperf-agent"))
+        .args(["record", "-o"])
+        .arg(d.join("m.lpr"))
+        .args(["--", "/no/such/program"])
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(127));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("cannot run '/no/such/program': no such file"));
-    let o = Command::new(bin("labperf")).env("LABPERF_AGENT", bin("labperf-agent")).args(["record", "--local", "-o"]).arg(d.join("m.lpr")).args(["--", "/no/such/program"]).output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("cannot run '/no/such/program': no such file")
+    );
+    let o = Command::new(bin("labperf"))
+        .env("LABPERF_AGENT", bin("labperf-agent"))
+        .args(["record", "--local", "-o"])
+        .arg(d.join("m.lpr"))
+        .args(["--", "/no/such/program"])
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("could not be started"));
 }
 
 #[test]
 fn an_unknown_event_names_the_fix() {
-    let o = Command::new(bin("labperf-agent")).args(["record", "-e", "nosuchpmu/foo/", "--", "true"]).output().unwrap();
+    let o = Command::new(bin("labperf-agent"))
+        .args(["record", "-e", "nosuchpmu/foo/", "--", "true"])
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(125));
     let e = String::from_utf8_lossy(&o.stderr);
-    assert!(e.contains("no PMU named 'nosuchpmu'") && e.contains("labperf-agent list"), "{e}");
+    assert!(
+        e.contains("no PMU named 'nosuchpmu'") && e.contains("labperf-agent list"),
+        "{e}"
+    );
 }
 
 #[test]
 fn groups_with_sample_read_carry_values() {
     let d = scratch("group");
     let file = d.join("g.lpr");
-    let st = Command::new(bin("labperf-agent")).args(["record", "-e", "{cpu-clock,task-clock}", "-c", "500000", "-o"]).arg(&file).arg("--").arg(bin("labperf-bench")).args(["--duration", "0.5"]).stderr(Stdio::null()).status().unwrap();
+    let st = Command::new(bin("labperf-agent"))
+        .args([
+            "record",
+            "-e",
+            "{cpu-clock,task-clock}",
+            "-c",
+            "500000",
+            "-o",
+        ])
+        .arg(&file)
+        .arg("--")
+        .arg(bin("labperf-bench"))
+        .args(["--duration", "0.5"])
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
     assert!(st.success());
     let dec = decode_all(&std::fs::read(&file).unwrap());
     let h = dec.header.unwrap();
     assert_eq!(h.mode, "sample-read");
     assert_eq!(h.events[1].leader, Some(0));
-    let samples: Vec<_> = dec.records.iter().filter_map(|r| if let Record::Sample(s) = r { Some(s) } else { None }).collect();
+    let samples: Vec<_> = dec
+        .records
+        .iter()
+        .filter_map(|r| {
+            if let Record::Sample(s) = r {
+                Some(s)
+            } else {
+                None
+            }
+        })
+        .collect();
     assert!(samples.len() > 100);
     for s in &samples {
         assert_eq!(s.values.len(), 2);
@@ -147,5 +271,10 @@ fn groups_with_sample_read_carry_values() {
     // Both clocks run together: task-clock advances with cpu-clock.
     let last = samples.last().unwrap();
     let ratio = last.values[1] as f64 / last.values[0] as f64;
-    assert!((0.9..1.1).contains(&ratio), "cpu-clock {} vs task-clock {}", last.values[0], last.values[1]);
+    assert!(
+        (0.9..1.1).contains(&ratio),
+        "cpu-clock {} vs task-clock {}",
+        last.values[0],
+        last.values[1]
+    );
 }

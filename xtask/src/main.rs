@@ -1,1 +1,79 @@
-fn main() {}
+//! cargo xtask: set-up, cross builds, the demo, the test suite, benchmarks and fuzzing. One module per subcommand.
+
+mod bench;
+mod build_agents;
+mod demo;
+mod fuzz;
+mod setup;
+mod test;
+mod util;
+
+use clap::{Parser, Subcommand};
+
+/// labperf's build and test automation. Every command runs `setup` first.
+#[derive(Parser)]
+#[command(
+    name = "cargo xtask",
+    after_help = "EXAMPLES:\n  cargo xtask demo                 # profile labperf-bench on this machine\n  cargo xtask test                 # everything CI runs\n  cargo xtask bench                # size and speed vs perf, plus a fuzz run\n  cargo xtask build-agents --target all"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Install what is missing: rustup targets and Debian packages.
+    Setup(setup::Args),
+    /// Build the static agents and labperf-bench into target/agents/<triple>/.
+    BuildAgents(build_agents::Args),
+    /// Build everything and profile labperf-bench on this machine.
+    Demo(demo::Args),
+    /// Build and run the whole test suite (what CI runs).
+    Test(test::Args),
+    /// Measure file size and report speed against perf, and fuzz the decoder.
+    Bench(bench::Args),
+    /// Fuzz the decoder with cargo-fuzz (nightly).
+    Fuzz(fuzz::Args),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let mut s = util::Summary::default();
+    match cli.cmd {
+        Cmd::Setup(a) => setup::run(&a, &mut s),
+        Cmd::BuildAgents(a) => {
+            setup::run(&setup::Args::default(), &mut s);
+            build_agents::run(&a, &mut s);
+        }
+        Cmd::Demo(a) => {
+            setup::run(&setup::Args::default(), &mut s);
+            demo::run(&a, &mut s);
+        }
+        Cmd::Test(a) => {
+            setup::run(&setup::Args::default(), &mut s);
+            test::run(&a, &mut s);
+        }
+        Cmd::Bench(a) => {
+            setup::run(
+                &setup::Args {
+                    perf: true,
+                    ..Default::default()
+                },
+                &mut s,
+            );
+            bench::run(&a, &mut s);
+        }
+        Cmd::Fuzz(a) => {
+            setup::run(
+                &setup::Args {
+                    fuzz: true,
+                    ..Default::default()
+                },
+                &mut s,
+            );
+            fuzz::run(&a, &mut s);
+        }
+    }
+    std::process::exit(s.finish());
+}

@@ -63,10 +63,16 @@ pub const SYSFS: &str = "/sys/bus/event_source/devices";
 pub fn parse_list(s: &str) -> Result<(Vec<EventSpec>, bool), String> {
     let s = s.trim();
     if let Some(inner) = s.strip_prefix('{') {
-        let (inner, mods) = inner.rsplit_once('}').ok_or_else(|| format!("event group '{s}' has no closing '}}'"))?;
+        let (inner, mods) = inner
+            .rsplit_once('}')
+            .ok_or_else(|| format!("event group '{s}' has no closing '}}'"))?;
         let mut v = Vec::new();
         for part in split_top(inner) {
-            let ev = if mods.is_empty() { part.to_string() } else { format!("{part}{mods}") };
+            let ev = if mods.is_empty() {
+                part.to_string()
+            } else {
+                format!("{part}{mods}")
+            };
             v.push(parse(&ev)?);
         }
         if v.is_empty() {
@@ -108,7 +114,15 @@ pub fn parse_in(sysfs: &Path, s: &str) -> Result<EventSpec, String> {
     };
     let kernel = mods.contains('k');
     let user = mods.contains('u') || !kernel;
-    let mut e = EventSpec { name: body.to_string(), type_: 0, config: 0, config1: 0, config2: 0, kernel, user };
+    let mut e = EventSpec {
+        name: body.to_string(),
+        type_: 0,
+        config: 0,
+        config1: 0,
+        config2: 0,
+        kernel,
+        user,
+    };
     if let Some(&(_, c)) = HW.iter().find(|(n, _)| *n == body) {
         e.config = c;
         return Ok(e);
@@ -121,15 +135,21 @@ pub fn parse_in(sysfs: &Path, s: &str) -> Result<EventSpec, String> {
     if let Some(hex) = body.strip_prefix('r') {
         if !hex.is_empty() && hex.chars().all(|c| c.is_ascii_hexdigit()) {
             e.type_ = PERF_TYPE_RAW;
-            e.config = u64::from_str_radix(hex, 16).map_err(|_| format!("raw event '{body}' does not fit 64 bits"))?;
+            e.config = u64::from_str_radix(hex, 16)
+                .map_err(|_| format!("raw event '{body}' does not fit 64 bits"))?;
             return Ok(e);
         }
     }
     if let Some((pmu, rest)) = body.split_once('/') {
-        let terms = rest.strip_suffix('/').ok_or_else(|| format!("event '{body}': a PMU event is written pmu/terms/ and needs the closing '/'"))?;
+        let terms = rest.strip_suffix('/').ok_or_else(|| {
+            format!("event '{body}': a PMU event is written pmu/terms/ and needs the closing '/'")
+        })?;
         let dir = sysfs.join(pmu);
         let ty = fs::read_to_string(dir.join("type")).map_err(|_| format!("event '{body}': this machine has no PMU named '{pmu}' ({}/{pmu} is missing); run `labperf-agent list`", sysfs.display()))?;
-        e.type_ = ty.trim().parse().map_err(|_| format!("{}/{pmu}/type is not a number", sysfs.display()))?;
+        e.type_ = ty
+            .trim()
+            .parse()
+            .map_err(|_| format!("{}/{pmu}/type is not a number", sysfs.display()))?;
         for term in split_top(terms).into_iter().flat_map(|t| t.split(',')) {
             let term = term.trim();
             if term.is_empty() {
@@ -145,13 +165,22 @@ pub fn parse_in(sysfs: &Path, s: &str) -> Result<EventSpec, String> {
             };
             for t in expanded {
                 let (k, v) = t.split_once('=').unwrap_or((t, "1"));
-                let v = parse_num(v.trim()).ok_or_else(|| format!("event '{body}': term '{t}' has no number"))?;
-                apply_format(&dir, &mut e, k.trim(), v).map_err(|m| format!("event '{body}': {m}"))?;
+                let v = parse_num(v.trim())
+                    .ok_or_else(|| format!("event '{body}': term '{t}' has no number"))?;
+                apply_format(&dir, &mut e, k.trim(), v)
+                    .map_err(|m| format!("event '{body}': {m}"))?;
             }
         }
         return Ok(e);
     }
-    Err(format!("unknown event '{s}'. Known: {}, rHEX, pmu/event/ (see `labperf-agent list`)", HW.iter().chain(SW).map(|(n, _)| *n).collect::<Vec<_>>().join(", ")))
+    Err(format!(
+        "unknown event '{s}'. Known: {}, rHEX, pmu/event/ (see `labperf-agent list`)",
+        HW.iter()
+            .chain(SW)
+            .map(|(n, _)| *n)
+            .collect::<Vec<_>>()
+            .join(", ")
+    ))
 }
 
 fn parse_num(s: &str) -> Option<u64> {
@@ -166,8 +195,12 @@ fn apply_format(dir: &Path, e: &mut EventSpec, term: &str, v: u64) -> Result<(),
     let (field, bits) = match term {
         "config" | "config1" | "config2" => (term.to_string(), "0-63".to_string()),
         _ => {
-            let f = fs::read_to_string(dir.join("format").join(term)).map_err(|_| format!("the PMU has no format term '{term}'"))?;
-            let (field, bits) = f.trim().split_once(':').ok_or_else(|| format!("format term '{term}' is not field:bits"))?;
+            let f = fs::read_to_string(dir.join("format").join(term))
+                .map_err(|_| format!("the PMU has no format term '{term}'"))?;
+            let (field, bits) = f
+                .trim()
+                .split_once(':')
+                .ok_or_else(|| format!("format term '{term}' is not field:bits"))?;
             (field.to_string(), bits.to_string())
         }
     };
@@ -186,7 +219,11 @@ fn apply_format(dir: &Path, e: &mut EventSpec, term: &str, v: u64) -> Result<(),
             return Err(format!("bad bit range '{bits}'"));
         }
         let width = hi - lo + 1;
-        let mask = if width == 64 { u64::MAX } else { (1u64 << width) - 1 };
+        let mask = if width == 64 {
+            u64::MAX
+        } else {
+            (1u64 << width) - 1
+        };
         let part = (v >> shift) & mask;
         *target = (*target & !(mask << lo)) | (part << lo);
         shift += width;
@@ -197,7 +234,13 @@ fn apply_format(dir: &Path, e: &mut EventSpec, term: &str, v: u64) -> Result<(),
 /// The PMUs of this machine with their type, formats and events, for `list`.
 pub fn list(filter: Option<&str>) -> String {
     let mut out = String::new();
-    let mut pmus: Vec<_> = fs::read_dir(SYSFS).map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect()).unwrap_or_default();
+    let mut pmus: Vec<_> = fs::read_dir(SYSFS)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
     pmus.sort();
     out.push_str("Generic hardware events (need a hardware PMU):\n  ");
     out.push_str(&HW.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(" "));
@@ -213,7 +256,19 @@ pub fn list(filter: Option<&str>) -> String {
         out.push_str(&format!("\nPMU {p} (type {})\n", ty.trim()));
         for sub in ["format", "events"] {
             let mut names: Vec<(String, String)> = fs::read_dir(dir.join(sub))
-                .map(|d| d.flatten().map(|e| (e.file_name().to_string_lossy().into_owned(), fs::read_to_string(e.path()).unwrap_or_default().trim().to_string())).collect())
+                .map(|d| {
+                    d.flatten()
+                        .map(|e| {
+                            (
+                                e.file_name().to_string_lossy().into_owned(),
+                                fs::read_to_string(e.path())
+                                    .unwrap_or_default()
+                                    .trim()
+                                    .to_string(),
+                            )
+                        })
+                        .collect()
+                })
                 .unwrap_or_default();
             if names.is_empty() {
                 continue;

@@ -61,11 +61,16 @@ pub struct Opts {
 
 fn num<T: std::str::FromStr>(flag: &str, v: Option<String>) -> Result<T, String> {
     let v = v.ok_or_else(|| format!("{flag} needs a value"))?;
-    v.parse().map_err(|_| format!("{flag} expects a number, got '{v}'"))
+    v.parse()
+        .map_err(|_| format!("{flag} expects a number, got '{v}'"))
 }
 
 fn parse_opts(args: Vec<String>) -> Result<Opts, String> {
-    let mut o = Opts { mmap_pages: 128, flush_ms: 1000, ..Default::default() };
+    let mut o = Opts {
+        mmap_pages: 128,
+        flush_ms: 1000,
+        ..Default::default()
+    };
     let mut it = args.into_iter();
     while let Some(a) = it.next() {
         let (flag, inline) = match a.split_once('=') {
@@ -103,7 +108,10 @@ fn parse_opts(args: Vec<String>) -> Result<Opts, String> {
         return Err("--period and --freq must be greater than 0".into());
     }
     if !o.mmap_pages.is_power_of_two() {
-        return Err(format!("--mmap-pages must be a power of two, got {}", o.mmap_pages));
+        return Err(format!(
+            "--mmap-pages must be a power of two, got {}",
+            o.mmap_pages
+        ));
     }
     if o.interval_ms == Some(0) {
         return Err("--interval must be at least 1 ms".into());
@@ -142,7 +150,11 @@ fn main() {
                 2
             }
             Ok(o) => {
-                let r = if cmd == "record" { record::run(&o) } else { stat::run(&o) };
+                let r = if cmd == "record" {
+                    record::run(&o)
+                } else {
+                    stat::run(&o)
+                };
                 match r {
                     Ok(code) => code,
                     Err(e) => {
@@ -174,7 +186,18 @@ mod tests {
 
     #[test]
     fn options_and_command() {
-        let o = parse_opts(s(&["-e", "cpu-clock", "-c", "1000", "--output=x.lpr", "--", "prog", "-e", "a b"])).unwrap();
+        let o = parse_opts(s(&[
+            "-e",
+            "cpu-clock",
+            "-c",
+            "1000",
+            "--output=x.lpr",
+            "--",
+            "prog",
+            "-e",
+            "a b",
+        ]))
+        .unwrap();
         assert_eq!(o.events, ["cpu-clock"]);
         assert_eq!(o.period, Some(1000));
         assert_eq!(o.output.as_deref(), Some("x.lpr"));
@@ -183,10 +206,18 @@ mod tests {
 
     #[test]
     fn bad_options_are_explained() {
-        assert!(parse_opts(s(&["-c", "x", "--", "p"])).unwrap_err().contains("expects a number"));
-        assert!(parse_opts(s(&["-c", "1", "-F", "1", "--", "p"])).unwrap_err().contains("exclude"));
+        assert!(parse_opts(s(&["-c", "x", "--", "p"]))
+            .unwrap_err()
+            .contains("expects a number"));
+        assert!(parse_opts(s(&["-c", "1", "-F", "1", "--", "p"]))
+            .unwrap_err()
+            .contains("exclude"));
         assert!(parse_opts(s(&[])).unwrap_err().contains("no workload"));
-        assert!(parse_opts(s(&["--mmap-pages", "3", "--", "p"])).unwrap_err().contains("power of two"));
-        assert!(parse_opts(s(&["--pid", "1", "--", "p"])).unwrap_err().contains("not both"));
+        assert!(parse_opts(s(&["--mmap-pages", "3", "--", "p"]))
+            .unwrap_err()
+            .contains("power of two"));
+        assert!(parse_opts(s(&["--pid", "1", "--", "p"]))
+            .unwrap_err()
+            .contains("not both"));
     }
 }

@@ -19,8 +19,17 @@ pub struct Out {
 
 impl Out {
     pub fn create(path: &str, header: &Header, flush_ms: u64) -> Result<Out, String> {
-        let file = File::create(path).map_err(|e| format!("cannot create the record file '{path}': {e}. Choose a writable place with -o."))?;
-        let mut o = Out { file, path: path.into(), enc: Encoder::new(), last_flush: Instant::now(), every: Duration::from_millis(flush_ms.max(1)), bytes: 0 };
+        let file = File::create(path).map_err(|e| {
+            format!("cannot create the record file '{path}': {e}. Choose a writable place with -o.")
+        })?;
+        let mut o = Out {
+            file,
+            path: path.into(),
+            enc: Encoder::new(),
+            last_flush: Instant::now(),
+            every: Duration::from_millis(flush_ms.max(1)),
+            bytes: 0,
+        };
         o.write(&Encoder::prelude())?;
         let h = o.enc.header_frame(header);
         o.write(&h)?;
@@ -28,7 +37,9 @@ impl Out {
     }
 
     fn write(&mut self, b: &[u8]) -> Result<(), String> {
-        self.file.write_all(b).map_err(|e| format!("cannot write the record file '{}': {e}", self.path))?;
+        self.file
+            .write_all(b)
+            .map_err(|e| format!("cannot write the record file '{}': {e}", self.path))?;
         self.bytes += b.len() as u64;
         Ok(())
     }
@@ -60,7 +71,9 @@ impl Out {
     pub fn finish(mut self, t: &Trailer) -> Result<u64, String> {
         let f = self.enc.trailer_frame(t);
         self.write(&f)?;
-        self.file.sync_all().map_err(|e| format!("cannot sync the record file '{}': {e}", self.path))?;
+        self.file
+            .sync_all()
+            .map_err(|e| format!("cannot sync the record file '{}': {e}", self.path))?;
         Ok(self.bytes)
     }
 }

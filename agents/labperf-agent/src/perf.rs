@@ -89,7 +89,10 @@ impl AttrPlan {
 pub fn portable(a: &perf_event_attr) -> Attr {
     // SAFETY: reading plain-data unions and the bitfield word at offset 40.
     unsafe {
-        let bytes = std::slice::from_raw_parts(a as *const _ as *const u8, std::mem::size_of::<perf_event_attr>());
+        let bytes = std::slice::from_raw_parts(
+            a as *const _ as *const u8,
+            std::mem::size_of::<perf_event_attr>(),
+        );
         let flags = u64::from_ne_bytes(bytes[40..48].try_into().unwrap());
         Attr {
             type_: a.type_,
@@ -153,7 +156,13 @@ impl Fd {
     /// Reads up to `buf.len()` u64 words; returns how many were read.
     pub fn read_u64s(&self, buf: &mut [u64]) -> usize {
         // SAFETY: buffer valid for its length in bytes.
-        let n = unsafe { libc::read(self.0, buf.as_mut_ptr() as *mut libc::c_void, std::mem::size_of_val(buf)) };
+        let n = unsafe {
+            libc::read(
+                self.0,
+                buf.as_mut_ptr() as *mut libc::c_void,
+                std::mem::size_of_val(buf),
+            )
+        };
         if n < 0 {
             0
         } else {
@@ -169,9 +178,13 @@ pub struct OpenError {
 
 pub fn open(attr: &mut perf_event_attr, pid: i32, cpu: i32, group: i32) -> Result<Fd, OpenError> {
     // SAFETY: attr points to a valid, fully initialised perf_event_attr.
-    let fd = unsafe { sys::perf_event_open(attr, pid, cpu, group, 8 /* PERF_FLAG_FD_CLOEXEC */) };
+    let fd = unsafe {
+        sys::perf_event_open(attr, pid, cpu, group, 8 /* PERF_FLAG_FD_CLOEXEC */)
+    };
     if fd < 0 {
-        return Err(OpenError { errno: crate::sys::errno() });
+        return Err(OpenError {
+            errno: crate::sys::errno(),
+        });
     }
     Ok(Fd(fd))
 }
@@ -180,7 +193,9 @@ pub fn open(attr: &mut perf_event_attr, pid: i32, cpu: i32, group: i32) -> Resul
 pub fn explain(name: &str, plan: &AttrPlan, errno: i32) -> String {
     let what = std::io::Error::from_raw_os_error(errno);
     let paranoid = crate::sys::paranoid();
-    let p = paranoid.map(|v| v.to_string()).unwrap_or_else(|| "unknown".into());
+    let p = paranoid
+        .map(|v| v.to_string())
+        .unwrap_or_else(|| "unknown".into());
     let need = if plan.spec.kernel { 1 } else { 2 };
     let fix = match errno {
         libc::EACCES | libc::EPERM => format!(
@@ -227,11 +242,25 @@ impl Ring {
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
         let len = page * (1 + data_pages);
         // SAFETY: mapping a perf fd as the kernel documents.
-        let p = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd.0, 0) };
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd.0,
+                0,
+            )
+        };
         if p == libc::MAP_FAILED {
             return Err(explain_mmap(crate::sys::errno(), data_pages));
         }
-        Ok(Ring { base: p as *mut u8, len, data_size: (page * data_pages) as u64, scratch: Vec::new() })
+        Ok(Ring {
+            base: p as *mut u8,
+            len,
+            data_size: (page * data_pages) as u64,
+            scratch: Vec::new(),
+        })
     }
 
     fn meta(&self) -> *mut perf_event_mmap_page {
@@ -246,10 +275,21 @@ impl Ring {
         let head = unsafe { std::ptr::read_volatile(std::ptr::addr_of!((*meta).data_head)) };
         fence(Ordering::Acquire);
         // SAFETY: as above; data_offset is set by the kernel once.
-        let (mut tail, off) = unsafe { (std::ptr::read_volatile(std::ptr::addr_of!((*meta).data_tail)), (*meta).data_offset) };
-        let off = if off == 0 { 4096.min(self.len as u64 - self.data_size) } else { off };
+        let (mut tail, off) = unsafe {
+            (
+                std::ptr::read_volatile(std::ptr::addr_of!((*meta).data_tail)),
+                (*meta).data_offset,
+            )
+        };
+        let off = if off == 0 {
+            4096.min(self.len as u64 - self.data_size)
+        } else {
+            off
+        };
         // SAFETY: the data area lies within the mapping.
-        let data = unsafe { std::slice::from_raw_parts(self.base.add(off as usize), self.data_size as usize) };
+        let data = unsafe {
+            std::slice::from_raw_parts(self.base.add(off as usize), self.data_size as usize)
+        };
         while tail + 8 <= head {
             let at = (tail % self.data_size) as usize;
             let mut hdr = [0u8; 8];
@@ -265,7 +305,8 @@ impl Ring {
             } else {
                 self.scratch.clear();
                 self.scratch.extend_from_slice(&data[at..]);
-                self.scratch.extend_from_slice(&data[..size as usize - (data.len() - at)]);
+                self.scratch
+                    .extend_from_slice(&data[..size as usize - (data.len() - at)]);
                 f(&self.scratch);
             }
             tail += size;

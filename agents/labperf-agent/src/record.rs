@@ -23,7 +23,13 @@ const MISC_COMM_EXEC: u16 = 1 << 13;
 const MISC_MMAP_BUILD_ID: u16 = 1 << 14;
 
 /// Builds the file header common to record and stat.
-pub fn header(o: &Opts, events: Vec<EventDesc>, mode: &str, notes: Vec<String>, start: u64) -> Header {
+pub fn header(
+    o: &Opts,
+    events: Vec<EventDesc>,
+    mode: &str,
+    notes: Vec<String>,
+    start: u64,
+) -> Header {
     let u = sys::uname();
     Header {
         agent_version: crate::VERSION.into(),
@@ -75,7 +81,13 @@ impl Target {
         match self {
             Target::Spawned(w) => vec![w.pid],
             Target::Attached(p) => {
-                let mut v: Vec<i32> = std::fs::read_dir(format!("/proc/{p}/task")).map(|d| d.flatten().filter_map(|e| e.file_name().to_str()?.parse().ok()).collect()).unwrap_or_default();
+                let mut v: Vec<i32> = std::fs::read_dir(format!("/proc/{p}/task"))
+                    .map(|d| {
+                        d.flatten()
+                            .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                            .collect()
+                    })
+                    .unwrap_or_default();
                 if v.is_empty() {
                     v.push(*p);
                 }
@@ -117,7 +129,11 @@ fn default_period(spec: &EventSpec) -> (u64, bool) {
 
 fn open_all(o: &Opts, target: &Target) -> Result<Opened, String> {
     let mut notes = Vec::new();
-    let asked = if o.events.is_empty() { vec!["cycles".to_string()] } else { o.events.clone() };
+    let asked = if o.events.is_empty() {
+        vec!["cycles".to_string()]
+    } else {
+        o.events.clone()
+    };
     // (spec, is group member, leader index)
     let mut specs: Vec<(EventSpec, Option<usize>)> = Vec::new();
     let mut grouped = false;
@@ -136,7 +152,11 @@ fn open_all(o: &Opts, target: &Target) -> Result<Opened, String> {
     let mut build_id = true;
     let samplers = specs.iter().filter(|(_, l)| l.is_none()).count();
     loop {
-        let mut sample_type = perf::SAMPLE_IP | perf::SAMPLE_TID | perf::SAMPLE_TIME | perf::SAMPLE_PERIOD | perf::SAMPLE_CPU;
+        let mut sample_type = perf::SAMPLE_IP
+            | perf::SAMPLE_TID
+            | perf::SAMPLE_TIME
+            | perf::SAMPLE_PERIOD
+            | perf::SAMPLE_CPU;
         let mut read_format = 0;
         if samplers > 1 {
             sample_type |= perf::SAMPLE_IDENTIFIER;
@@ -167,7 +187,11 @@ fn open_all(o: &Opts, target: &Target) -> Result<Opened, String> {
                     inherit,
                     sideband: i == 0,
                     build_id,
-                    watermark: if i == 0 { (o.mmap_pages as u32 * 4096) / 4 } else { 0 },
+                    watermark: if i == 0 {
+                        (o.mmap_pages as u32 * 4096) / 4
+                    } else {
+                        0
+                    },
                 }
             })
             .collect();
@@ -215,14 +239,24 @@ enum Retry {
     Fatal(String),
 }
 
-fn open_plans(o: &Opts, plans: &[AttrPlan], specs: &[(EventSpec, Option<usize>)], cpus: &[i32], tids: &[i32]) -> Result<Opened, Retry> {
+fn open_plans(
+    o: &Opts,
+    plans: &[AttrPlan],
+    specs: &[(EventSpec, Option<usize>)],
+    cpus: &[i32],
+    tids: &[i32],
+) -> Result<Opened, Retry> {
     let mut fds = Vec::new();
     let mut rings: Vec<(Fd, Ring)> = Vec::new();
     let mut id_to_event = HashMap::new();
     let mut descs = Vec::new();
     for (i, p) in plans.iter().enumerate() {
         let a = p.to_kernel();
-        descs.push(EventDesc { name: p.spec.name.clone(), attr: perf::portable(&a), leader: specs[i].1.map(|l| l as u32) });
+        descs.push(EventDesc {
+            name: p.spec.name.clone(),
+            attr: perf::portable(&a),
+            leader: specs[i].1.map(|l| l as u32),
+        });
     }
     for &cpu in cpus {
         for &tid in tids {
@@ -236,8 +270,15 @@ fn open_plans(o: &Opts, plans: &[AttrPlan], specs: &[(EventSpec, Option<usize>)]
                     Err(e) => {
                         let hw = p.spec.is_hardware();
                         return Err(match e.errno {
-                            libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV if hw => Retry::Fallback(i, std::io::Error::from_raw_os_error(e.errno).to_string()),
-                            libc::EINVAL if p.inherit && p.sample_type & perf::SAMPLE_READ != 0 => Retry::WithoutInherit,
+                            libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV if hw => {
+                                Retry::Fallback(
+                                    i,
+                                    std::io::Error::from_raw_os_error(e.errno).to_string(),
+                                )
+                            }
+                            libc::EINVAL if p.inherit && p.sample_type & perf::SAMPLE_READ != 0 => {
+                                Retry::WithoutInherit
+                            }
                             libc::EINVAL if p.build_id && p.sideband => Retry::WithoutBuildId,
                             n => Retry::Fatal(perf::explain(&p.spec.name, p, n)),
                         });
@@ -253,14 +294,27 @@ fn open_plans(o: &Opts, plans: &[AttrPlan], specs: &[(EventSpec, Option<usize>)]
                             ring_fd = Some(rings.len() - 1);
                             continue;
                         }
-                        Some(r) => fd.set_output(&rings[r].0).map_err(|e| Retry::Fatal(format!("cannot share the ring buffer between events: {}", std::io::Error::from_raw_os_error(e))))?,
+                        Some(r) => fd.set_output(&rings[r].0).map_err(|e| {
+                            Retry::Fatal(format!(
+                                "cannot share the ring buffer between events: {}",
+                                std::io::Error::from_raw_os_error(e)
+                            ))
+                        })?,
                     }
                 }
                 fds.push(fd);
             }
         }
     }
-    Ok(Opened { descs, fds, rings, id_to_event, sample_type: 0, read_format: 0, notes: Vec::new() })
+    Ok(Opened {
+        descs,
+        fds,
+        rings,
+        id_to_event,
+        sample_type: 0,
+        read_format: 0,
+        notes: Vec::new(),
+    })
 }
 
 /// Converts one kernel record into labperf records.
@@ -294,14 +348,35 @@ impl Conv<'_> {
                     None
                 };
                 let (prot, flags) = (c.u32()?, c.u32()?);
-                Record::Mmap2(Mmap2 { pid, tid, addr, len, pgoff, prot, flags, build_id, path: c.cstr() })
+                Record::Mmap2(Mmap2 {
+                    pid,
+                    tid,
+                    addr,
+                    len,
+                    pgoff,
+                    prot,
+                    flags,
+                    build_id,
+                    path: c.cstr(),
+                })
             }
             PERF_RECORD_COMM => {
                 let (pid, tid) = (c.u32()?, c.u32()?);
-                Record::Comm(Comm { pid, tid, comm: c.cstr(), exec: misc & MISC_COMM_EXEC != 0 })
+                Record::Comm(Comm {
+                    pid,
+                    tid,
+                    comm: c.cstr(),
+                    exec: misc & MISC_COMM_EXEC != 0,
+                })
             }
             PERF_RECORD_FORK | PERF_RECORD_EXIT => {
-                let t = Task { pid: c.u32()?, ppid: c.u32()?, tid: c.u32()?, ptid: c.u32()?, time: c.u64()? };
+                let t = Task {
+                    pid: c.u32()?,
+                    ppid: c.u32()?,
+                    tid: c.u32()?,
+                    ptid: c.u32()?,
+                    time: c.u64()?,
+                };
                 if ty == PERF_RECORD_FORK {
                     Record::Fork(t)
                 } else {
@@ -312,7 +387,10 @@ impl Conv<'_> {
                 let id = c.u64()?;
                 let lost = c.u64()?;
                 self.lost += lost;
-                Record::Lost(Lost { event: self.op.id_to_event.get(&id).copied().unwrap_or(0), lost })
+                Record::Lost(Lost {
+                    event: self.op.id_to_event.get(&id).copied().unwrap_or(0),
+                    lost,
+                })
             }
             PERF_RECORD_LOST_SAMPLES => {
                 let lost = c.u64()?;
@@ -325,7 +403,11 @@ impl Conv<'_> {
                 if ty == PERF_RECORD_THROTTLE {
                     self.throttled += 1;
                 }
-                Record::Throttle(Throttle { time, event: self.op.id_to_event.get(&id).copied().unwrap_or(0), throttle: ty == PERF_RECORD_THROTTLE })
+                Record::Throttle(Throttle {
+                    time,
+                    event: self.op.id_to_event.get(&id).copied().unwrap_or(0),
+                    throttle: ty == PERF_RECORD_THROTTLE,
+                })
             }
             _ => return None,
         })
@@ -405,15 +487,24 @@ impl Conv<'_> {
 /// Synthesizes mmap2 and comm records for an attached process from /proc.
 fn synthesize(pid: i32, out: &mut Out) -> Result<(), String> {
     let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
-    out.push(&Record::Comm(Comm { pid: pid as u32, tid: pid as u32, comm: comm.trim().into(), exec: false }))?;
-    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).map_err(|e| format!("cannot read /proc/{pid}/maps: {e}"))?;
+    out.push(&Record::Comm(Comm {
+        pid: pid as u32,
+        tid: pid as u32,
+        comm: comm.trim().into(),
+        exec: false,
+    }))?;
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps"))
+        .map_err(|e| format!("cannot read /proc/{pid}/maps: {e}"))?;
     for line in maps.lines() {
         let f: Vec<&str> = line.split_whitespace().collect();
         if f.len() < 6 || !f[1].contains('x') {
             continue;
         }
         let (a, b) = f[0].split_once('-').unwrap_or(("0", "0"));
-        let (start, end) = (u64::from_str_radix(a, 16).unwrap_or(0), u64::from_str_radix(b, 16).unwrap_or(0));
+        let (start, end) = (
+            u64::from_str_radix(a, 16).unwrap_or(0),
+            u64::from_str_radix(b, 16).unwrap_or(0),
+        );
         out.push(&Record::Mmap2(Mmap2 {
             pid: pid as u32,
             tid: pid as u32,
@@ -441,7 +532,11 @@ pub fn run(o: &Opts) -> Result<i32, String> {
     };
     let start = sys::clock_ns(libc::CLOCK_MONOTONIC);
     let path = o.output.clone().unwrap_or_else(|| "labperf.lpr".into());
-    let mode = if opened.read_format & perf::FORMAT_GROUP != 0 { "sample-read" } else { "sample" };
+    let mode = if opened.read_format & perf::FORMAT_GROUP != 0 {
+        "sample-read"
+    } else {
+        "sample"
+    };
     let hdr = header(o, opened.descs.clone(), mode, opened.notes.clone(), start);
     let mut out = match Out::create(&path, &hdr, o.flush_ms) {
         Ok(out) => out,
@@ -464,28 +559,41 @@ pub fn run(o: &Opts) -> Result<i32, String> {
     let mut opened = opened;
     let mut rings = std::mem::take(&mut opened.rings);
     let ring_fds: Vec<i32> = rings.iter().map(|(fd, _)| fd.0).collect();
-    let mut conv = Conv { op: &opened, samples: 0, lost: 0, throttled: 0 };
-    let drain_all = |rings: &mut Vec<(Fd, Ring)>, conv: &mut Conv, out: &mut Out| -> Result<(), String> {
-        for (_, ring) in rings.iter_mut() {
-            let mut err = Ok(());
-            ring.drain(|rec| {
-                if err.is_ok() {
-                    if let Some(r) = conv.convert(rec) {
-                        err = out.push(&r);
-                    }
-                }
-            });
-            err?;
-        }
-        Ok(())
+    let mut conv = Conv {
+        op: &opened,
+        samples: 0,
+        lost: 0,
+        throttled: 0,
     };
+    let drain_all =
+        |rings: &mut Vec<(Fd, Ring)>, conv: &mut Conv, out: &mut Out| -> Result<(), String> {
+            for (_, ring) in rings.iter_mut() {
+                let mut err = Ok(());
+                ring.drain(|rec| {
+                    if err.is_ok() {
+                        if let Some(r) = conv.convert(rec) {
+                            err = out.push(&r);
+                        }
+                    }
+                });
+                err?;
+            }
+            Ok(())
+        };
     let t0 = Instant::now();
     let mut last_progress = Instant::now();
     let mut forwarded: Option<Instant> = None;
     let mut exit = ExitStatus::default();
     let mut pending_err: Option<String> = None;
     loop {
-        let mut pfds: Vec<libc::pollfd> = ring_fds.iter().map(|&fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 }).collect();
+        let mut pfds: Vec<libc::pollfd> = ring_fds
+            .iter()
+            .map(|&fd| libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
         // SAFETY: valid pollfd array.
         unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, 100) };
         if let Err(e) = drain_all(&mut rings, &mut conv, &mut out).and_then(|_| out.tick()) {
@@ -494,7 +602,13 @@ pub fn run(o: &Opts) -> Result<i32, String> {
         }
         if o.progress && last_progress.elapsed() >= Duration::from_secs(1) {
             last_progress = Instant::now();
-            eprintln!("labperf-agent: {:.0} s, {} samples, {} KiB written, {} lost", t0.elapsed().as_secs_f64(), conv.samples, out.bytes / 1024, conv.lost);
+            eprintln!(
+                "labperf-agent: {:.0} s, {} samples, {} KiB written, {} lost",
+                t0.elapsed().as_secs_f64(),
+                conv.samples,
+                out.bytes / 1024,
+                conv.lost
+            );
         }
         let sig = SIGNALLED.load(Ordering::SeqCst);
         match &target {
@@ -554,6 +668,15 @@ pub fn run(o: &Opts) -> Result<i32, String> {
     };
     let (samples, lost) = (conv.samples, conv.lost);
     let bytes = out.finish(&trailer)?;
-    eprintln!("labperf-agent: wrote {samples} samples ({bytes} bytes) to {path}{}", if lost > 0 { format!("; the kernel lost {lost} records (use a larger --mmap-pages or a longer --period)") } else { String::new() });
+    eprintln!(
+        "labperf-agent: wrote {samples} samples ({bytes} bytes) to {path}{}",
+        if lost > 0 {
+            format!(
+                "; the kernel lost {lost} records (use a larger --mmap-pages or a longer --period)"
+            )
+        } else {
+            String::new()
+        }
+    );
     Ok(workload::exit_code(&exit))
 }

@@ -10,7 +10,14 @@ use labperf_common::*;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-const DEFAULT: &[&str] = &["task-clock", "context-switches", "cpu-migrations", "page-faults", "cycles", "instructions"];
+const DEFAULT: &[&str] = &[
+    "task-clock",
+    "context-switches",
+    "cpu-migrations",
+    "page-faults",
+    "cycles",
+    "instructions",
+];
 
 struct Counter {
     name: String,
@@ -20,7 +27,10 @@ struct Counter {
 
 /// Sums value/enabled/running over the counter's fds (one per thread).
 fn read(c: &Counter, event: u32) -> Count {
-    let mut t = Count { event, ..Default::default() };
+    let mut t = Count {
+        event,
+        ..Default::default()
+    };
     for fd in &c.fds {
         let mut b = [0u64; 3];
         if fd.read_u64s(&mut b) == 3 {
@@ -45,7 +55,11 @@ pub fn run(o: &Opts) -> Result<i32, String> {
     workload::install_signal_handlers();
     let mut target = Target::new(o)?;
     let spawned = matches!(target, Target::Spawned(_));
-    let names: Vec<String> = if o.events.is_empty() { DEFAULT.iter().map(|s| s.to_string()).collect() } else { o.events.clone() };
+    let names: Vec<String> = if o.events.is_empty() {
+        DEFAULT.iter().map(|s| s.to_string()).collect()
+    } else {
+        o.events.clone()
+    };
     let mut counters = Vec::new();
     let mut descs = Vec::new();
     let mut notes = Vec::new();
@@ -84,11 +98,24 @@ pub fn run(o: &Opts) -> Result<i32, String> {
         }
         match failed {
             None => {
-                descs.push(EventDesc { name: n.clone(), attr: perf::portable(&plan.to_kernel()), leader: None });
-                counters.push(Counter { name: n.clone(), fds, prev: Count::default() });
+                descs.push(EventDesc {
+                    name: n.clone(),
+                    attr: perf::portable(&plan.to_kernel()),
+                    leader: None,
+                });
+                counters.push(Counter {
+                    name: n.clone(),
+                    fds,
+                    prev: Count::default(),
+                });
             }
-            Some(e @ (libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV)) if o.events.is_empty() || plan.spec.is_hardware() => {
-                let s = format!("'{n}' is not supported here ({}): left out", std::io::Error::from_raw_os_error(e));
+            Some(e @ (libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV))
+                if o.events.is_empty() || plan.spec.is_hardware() =>
+            {
+                let s = format!(
+                    "'{n}' is not supported here ({}): left out",
+                    std::io::Error::from_raw_os_error(e)
+                );
                 eprintln!("labperf-agent: notice: {s}");
                 notes.push(s);
             }
@@ -104,7 +131,11 @@ pub fn run(o: &Opts) -> Result<i32, String> {
     }
     let start = sys::clock_ns(libc::CLOCK_MONOTONIC);
     let mut out = match &o.output {
-        Some(p) => Some(Out::create(p, &header(o, descs, "stat", notes, start), o.flush_ms)?),
+        Some(p) => Some(Out::create(
+            p,
+            &header(o, descs, "stat", notes, start),
+            o.flush_ms,
+        )?),
         None => None,
     };
     match &mut target {
@@ -118,7 +149,9 @@ pub fn run(o: &Opts) -> Result<i32, String> {
     let mut exit = ExitStatus::default();
     let mut forwarded = false;
     loop {
-        std::thread::sleep(Duration::from_millis(10).min(every.unwrap_or(Duration::from_millis(10))));
+        std::thread::sleep(
+            Duration::from_millis(10).min(every.unwrap_or(Duration::from_millis(10))),
+        );
         let done = match &target {
             Target::Spawned(_) => workload::wait(pid, false).map(|s| exit = s).is_some(),
             // SAFETY: signal 0 only checks existence.
@@ -148,12 +181,22 @@ pub fn run(o: &Opts) -> Result<i32, String> {
                         time_enabled: now.time_enabled.wrapping_sub(c.prev.time_enabled),
                         time_running: now.time_running.wrapping_sub(c.prev.time_running),
                     };
-                    eprintln!("{:>12.3} {:>18.0} {}", t.as_secs_f64(), scaled(&delta), c.name);
+                    eprintln!(
+                        "{:>12.3} {:>18.0} {}",
+                        t.as_secs_f64(),
+                        scaled(&delta),
+                        c.name
+                    );
                     c.prev = now;
                     counts.push(delta);
                 }
                 if let Some(out) = &mut out {
-                    out.push(&Record::Interval(Interval { time: t.as_nanos() as u64, tid: None, delta: true, counts }))?;
+                    out.push(&Record::Interval(Interval {
+                        time: t.as_nanos() as u64,
+                        tid: None,
+                        delta: true,
+                        counts,
+                    }))?;
                     out.tick()?;
                 }
             }
@@ -162,17 +205,42 @@ pub fn run(o: &Opts) -> Result<i32, String> {
             break;
         }
     }
-    let totals: Vec<Count> = counters.iter().enumerate().map(|(i, c)| read(c, i as u32)).collect();
-    eprintln!("\n Performance counter stats for '{}':\n", o.command.join(" "));
+    let totals: Vec<Count> = counters
+        .iter()
+        .enumerate()
+        .map(|(i, c)| read(c, i as u32))
+        .collect();
+    eprintln!(
+        "\n Performance counter stats for '{}':\n",
+        o.command.join(" ")
+    );
     for (c, t) in counters.iter().zip(&totals) {
-        let pct = if t.time_enabled > 0 { 100.0 * t.time_running as f64 / t.time_enabled as f64 } else { 0.0 };
+        let pct = if t.time_enabled > 0 {
+            100.0 * t.time_running as f64 / t.time_enabled as f64
+        } else {
+            0.0
+        };
         eprintln!("{:>18.0}      {:<24} ({pct:.2}%)", scaled(t), c.name);
     }
-    eprintln!("\n{:>18.9} seconds time elapsed\n", t0.elapsed().as_secs_f64());
+    eprintln!(
+        "\n{:>18.9} seconds time elapsed\n",
+        t0.elapsed().as_secs_f64()
+    );
     if let Some(mut out) = out {
-        out.push(&Record::Interval(Interval { time: t0.elapsed().as_nanos() as u64, tid: None, delta: false, counts: totals }))?;
+        out.push(&Record::Interval(Interval {
+            time: t0.elapsed().as_nanos() as u64,
+            tid: None,
+            delta: false,
+            counts: totals,
+        }))?;
         let (cpu_ns, rss) = sys::self_usage();
-        out.finish(&Trailer { agent_cpu_ns: cpu_ns, agent_peak_rss_kib: rss, exit: exit.clone(), duration_ns: sys::clock_ns(libc::CLOCK_MONOTONIC).saturating_sub(start), ..Default::default() })?;
+        out.finish(&Trailer {
+            agent_cpu_ns: cpu_ns,
+            agent_peak_rss_kib: rss,
+            exit: exit.clone(),
+            duration_ns: sys::clock_ns(libc::CLOCK_MONOTONIC).saturating_sub(start),
+            ..Default::default()
+        })?;
     }
     Ok(workload::exit_code(&exit))
 }

@@ -10,7 +10,11 @@ pub struct Uname {
 }
 
 fn cstr(b: &[libc::c_char]) -> String {
-    let bytes: Vec<u8> = b.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+    let bytes: Vec<u8> = b
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
@@ -19,7 +23,11 @@ pub fn uname() -> Uname {
     let mut u: libc::utsname = unsafe { std::mem::zeroed() };
     // SAFETY: valid pointer to a utsname.
     unsafe { libc::uname(&mut u) };
-    Uname { release: cstr(&u.release), machine: cstr(&u.machine), nodename: cstr(&u.nodename) }
+    Uname {
+        release: cstr(&u.release),
+        machine: cstr(&u.machine),
+        nodename: cstr(&u.nodename),
+    }
 }
 
 pub fn arch() -> Arch {
@@ -39,7 +47,10 @@ pub fn endian() -> Endian {
 
 /// A clock's value in ns.
 pub fn clock_ns(clock: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: valid timespec pointer.
     unsafe { libc::clock_gettime(clock, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
@@ -57,7 +68,11 @@ pub fn self_usage() -> (u64, u64) {
 
 /// `kernel.perf_event_paranoid`, if readable.
 pub fn paranoid() -> Option<i32> {
-    std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid").ok()?.trim().parse().ok()
+    std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
 }
 
 /// Online CPU numbers from `/sys/devices/system/cpu/online` (e.g. `0-3,6`).

@@ -37,20 +37,31 @@ impl Workload {
         use std::ffi::CString;
         let cargs: Vec<CString> = argv
             .iter()
-            .map(|a| CString::new(a.as_bytes()).map_err(|_| format!("workload argument {a:?} contains a NUL byte")))
+            .map(|a| {
+                CString::new(a.as_bytes())
+                    .map_err(|_| format!("workload argument {a:?} contains a NUL byte"))
+            })
             .collect::<Result<_, _>>()?;
         let mut ptrs: Vec<*const libc::c_char> = cargs.iter().map(|c| c.as_ptr()).collect();
         ptrs.push(std::ptr::null());
         let (mut gate, mut status) = ([0i32; 2], [0i32; 2]);
         // SAFETY: valid arrays for pipe2.
-        if unsafe { libc::pipe2(gate.as_mut_ptr(), libc::O_CLOEXEC) } != 0 || unsafe { libc::pipe2(status.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-            return Err(format!("cannot create a pipe: {}", std::io::Error::last_os_error()));
+        if unsafe { libc::pipe2(gate.as_mut_ptr(), libc::O_CLOEXEC) } != 0
+            || unsafe { libc::pipe2(status.as_mut_ptr(), libc::O_CLOEXEC) } != 0
+        {
+            return Err(format!(
+                "cannot create a pipe: {}",
+                std::io::Error::last_os_error()
+            ));
         }
         // SAFETY: the agent is single-threaded here; the child only calls
         // async-signal-safe functions before execvp.
         let pid = unsafe { libc::fork() };
         if pid < 0 {
-            return Err(format!("cannot fork the workload: {}", std::io::Error::last_os_error()));
+            return Err(format!(
+                "cannot fork the workload: {}",
+                std::io::Error::last_os_error()
+            ));
         }
         if pid == 0 {
             // SAFETY: child side, see above.
@@ -72,7 +83,12 @@ impl Workload {
             libc::close(gate[0]);
             libc::close(status[1]);
         }
-        Ok(Workload { pid, gate: gate[1], status: status[0], argv0: argv[0].clone() })
+        Ok(Workload {
+            pid,
+            gate: gate[1],
+            status: status[0],
+            argv0: argv[0].clone(),
+        })
     }
 
     /// Lets the workload exec; returns why the exec failed, if it did.
@@ -129,9 +145,15 @@ pub fn wait(pid: i32, block: bool) -> Option<labperf_common::ExitStatus> {
         return Some(labperf_common::ExitStatus::default());
     }
     Some(if libc::WIFEXITED(st) {
-        labperf_common::ExitStatus { code: Some(libc::WEXITSTATUS(st)), signal: None }
+        labperf_common::ExitStatus {
+            code: Some(libc::WEXITSTATUS(st)),
+            signal: None,
+        }
     } else {
-        labperf_common::ExitStatus { code: None, signal: Some(libc::WTERMSIG(st)) }
+        labperf_common::ExitStatus {
+            code: None,
+            signal: Some(libc::WTERMSIG(st)),
+        }
     })
 }
 

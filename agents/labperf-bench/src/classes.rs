@@ -37,13 +37,41 @@ pub struct Class {
 }
 
 pub const CLASSES: &[Class] = &[
-    Class { name: "int_divider_stalls", what: "dependent 64-bit integer divides", run: |_, n| int_divider_stalls(n) },
-    Class { name: "fp_divider_stalls", what: "dependent double-precision divides", run: |_, n| fp_divider_stalls(n) },
-    Class { name: "branch_mispredicts", what: "branches on random data", run: |s, n| branch_mispredicts(&s.noise, n) },
-    Class { name: "dcache_miss", what: "pointer chasing through 32 MiB", run: |s, n| dcache_miss(&s.chain, n) },
-    Class { name: "double_to_int", what: "double to integer conversions", run: |_, n| double_to_int(n) },
-    Class { name: "nops", what: "runs of nop instructions", run: |_, n| nops(n) },
-    Class { name: "serializing", what: "a serializing instruction (cpuid on x86_64, isb on aarch64)", run: |_, n| serializing(n) },
+    Class {
+        name: "int_divider_stalls",
+        what: "dependent 64-bit integer divides",
+        run: |_, n| int_divider_stalls(n),
+    },
+    Class {
+        name: "fp_divider_stalls",
+        what: "dependent double-precision divides",
+        run: |_, n| fp_divider_stalls(n),
+    },
+    Class {
+        name: "branch_mispredicts",
+        what: "branches on random data",
+        run: |s, n| branch_mispredicts(&s.noise, n),
+    },
+    Class {
+        name: "dcache_miss",
+        what: "pointer chasing through 32 MiB",
+        run: |s, n| dcache_miss(&s.chain, n),
+    },
+    Class {
+        name: "double_to_int",
+        what: "double to integer conversions",
+        run: |_, n| double_to_int(n),
+    },
+    Class {
+        name: "nops",
+        what: "runs of nop instructions",
+        run: |_, n| nops(n),
+    },
+    Class {
+        name: "serializing",
+        what: "a serializing instruction (cpuid on x86_64, isb on aarch64)",
+        run: |_, n| serializing(n),
+    },
 ];
 
 #[no_mangle]
@@ -113,7 +141,12 @@ pub fn double_to_int(n: u64) -> u64 {
 pub fn nops(n: u64) -> u64 {
     for _ in 0..n {
         // SAFETY: nops have no effect.
-        unsafe { core::arch::asm!("nop", "nop", "nop", "nop", "nop", "nop", "nop", "nop", "nop", "nop", "nop", "nop", "nop", "nop", "nop", "nop") };
+        unsafe {
+            core::arch::asm!(
+                "nop", "nop", "nop", "nop", "nop", "nop", "nop", "nop", "nop", "nop", "nop", "nop",
+                "nop", "nop", "nop", "nop"
+            )
+        };
     }
     n
 }

@@ -32,15 +32,32 @@ fn main() {
         std::process::exit(2)
     };
     while i < args.len() {
-        let val = |i: usize| args.get(i + 1).cloned().unwrap_or_else(|| fail(format!("{} needs a value", args[i])));
+        let val = |i: usize| {
+            args.get(i + 1)
+                .cloned()
+                .unwrap_or_else(|| fail(format!("{} needs a value", args[i])))
+        };
         match args[i].as_str() {
-            "--duration" => duration = val(i).parse().unwrap_or_else(|_| fail("--duration expects seconds".into())),
-            "--slice-ms" => slice_ms = val(i).parse().unwrap_or_else(|_| fail("--slice-ms expects milliseconds".into())),
+            "--duration" => {
+                duration = val(i)
+                    .parse()
+                    .unwrap_or_else(|_| fail("--duration expects seconds".into()))
+            }
+            "--slice-ms" => {
+                slice_ms = val(i)
+                    .parse()
+                    .unwrap_or_else(|_| fail("--slice-ms expects milliseconds".into()))
+            }
             "--classes" => {
                 for part in val(i).split(',').filter(|p| !p.is_empty()) {
                     let (name, w) = part.split_once('=').unwrap_or((part, "1"));
-                    let idx = classes::CLASSES.iter().position(|c| c.name == name).unwrap_or_else(|| fail(format!("unknown class '{name}'")));
-                    let w: u32 = w.parse().unwrap_or_else(|_| fail(format!("weight of '{name}' must be a whole number")));
+                    let idx = classes::CLASSES
+                        .iter()
+                        .position(|c| c.name == name)
+                        .unwrap_or_else(|| fail(format!("unknown class '{name}'")));
+                    let w: u32 = w.parse().unwrap_or_else(|_| {
+                        fail(format!("weight of '{name}' must be a whole number"))
+                    });
                     sel.push((idx, w));
                 }
             }
@@ -65,7 +82,10 @@ fn main() {
         sel = (0..classes::CLASSES.len()).map(|i| (i, 1)).collect();
     }
     sel.retain(|&(_, w)| w > 0);
-    let state = classes::State::new(sel.iter().any(|&(i, _)| classes::CLASSES[i].name == "dcache_miss"));
+    let state = classes::State::new(
+        sel.iter()
+            .any(|&(i, _)| classes::CLASSES[i].name == "dcache_miss"),
+    );
     // Calibrate: work units per ~50 µs block for each class, so the clock is read rarely.
     let blocks: Vec<u64> = sel.iter().map(|&(i, _)| calibrate(&state, i)).collect();
     let end = Instant::now() + Duration::from_secs_f64(duration);

@@ -7,7 +7,9 @@ use std::path::PathBuf;
 
 /// Print every record of a file, decoded.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "EXAMPLES:\n  labperf dump labperf.lpr | less\n  labperf dump bench.lpr | grep MMAP2")]
+#[command(
+    after_help = "EXAMPLES:\n  labperf dump labperf.lpr | less\n  labperf dump bench.lpr | grep MMAP2"
+)]
 pub struct Args {
     #[arg(default_value = "labperf.lpr")]
     pub file: PathBuf,
@@ -16,15 +18,28 @@ pub struct Args {
 pub fn line(r: &Record) -> String {
     match r {
         Record::Sample(s) => {
-            let mut l = format!("SAMPLE ev={} pid={} tid={} cpu={} time={} ip={:#x} period={}", s.event, s.pid, s.tid, s.cpu, s.time, s.ip, s.period);
+            let mut l = format!(
+                "SAMPLE ev={} pid={} tid={} cpu={} time={} ip={:#x} period={}",
+                s.event, s.pid, s.tid, s.cpu, s.time, s.ip, s.period
+            );
             if !s.values.is_empty() {
                 l += &format!(" values={:?}", s.values);
             }
             if !s.callchain.is_empty() {
-                l += &format!(" callchain=[{}]", s.callchain.iter().map(|a| format!("{a:#x}")).collect::<Vec<_>>().join(","));
+                l += &format!(
+                    " callchain=[{}]",
+                    s.callchain
+                        .iter()
+                        .map(|a| format!("{a:#x}"))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                );
             }
             if let Some(raw) = &s.raw {
-                l += &format!(" raw={}", raw.iter().map(|b| format!("{b:02x}")).collect::<String>());
+                l += &format!(
+                    " raw={}",
+                    raw.iter().map(|b| format!("{b:02x}")).collect::<String>()
+                );
             }
             if let Some(d) = s.data_src {
                 l += &format!(" data_src={d:#x}");
@@ -43,20 +58,47 @@ pub fn line(r: &Record) -> String {
             m.pgoff,
             m.prot,
             m.flags,
-            m.build_id.as_ref().map(|b| b.iter().map(|x| format!("{x:02x}")).collect::<String>()).unwrap_or_else(|| "-".into()),
+            m.build_id
+                .as_ref()
+                .map(|b| b.iter().map(|x| format!("{x:02x}")).collect::<String>())
+                .unwrap_or_else(|| "-".into()),
             m.path
         ),
-        Record::Comm(c) => format!("COMM{} pid={} tid={} {}", if c.exec { " (exec)" } else { "" }, c.pid, c.tid, c.comm),
-        Record::Fork(t) => format!("FORK pid={} ppid={} tid={} ptid={} time={}", t.pid, t.ppid, t.tid, t.ptid, t.time),
-        Record::Exit(t) => format!("EXIT pid={} ppid={} tid={} ptid={} time={}", t.pid, t.ppid, t.tid, t.ptid, t.time),
+        Record::Comm(c) => format!(
+            "COMM{} pid={} tid={} {}",
+            if c.exec { " (exec)" } else { "" },
+            c.pid,
+            c.tid,
+            c.comm
+        ),
+        Record::Fork(t) => format!(
+            "FORK pid={} ppid={} tid={} ptid={} time={}",
+            t.pid, t.ppid, t.tid, t.ptid, t.time
+        ),
+        Record::Exit(t) => format!(
+            "EXIT pid={} ppid={} tid={} ptid={} time={}",
+            t.pid, t.ppid, t.tid, t.ptid, t.time
+        ),
         Record::Lost(l) => format!("LOST ev={} lost={}", l.event, l.lost),
-        Record::Throttle(t) => format!("{} ev={} time={}", if t.throttle { "THROTTLE" } else { "UNTHROTTLE" }, t.event, t.time),
+        Record::Throttle(t) => format!(
+            "{} ev={} time={}",
+            if t.throttle { "THROTTLE" } else { "UNTHROTTLE" },
+            t.event,
+            t.time
+        ),
         Record::Interval(i) => format!(
             "INTERVAL time={} tid={} {} {}",
             i.time,
             i.tid.map(|t| t.to_string()).unwrap_or_else(|| "-".into()),
             if i.delta { "delta" } else { "total" },
-            i.counts.iter().map(|c| format!("ev{}={} (enabled {} running {})", c.event, c.value, c.time_enabled, c.time_running)).collect::<Vec<_>>().join(" ")
+            i.counts
+                .iter()
+                .map(|c| format!(
+                    "ev{}={} (enabled {} running {})",
+                    c.event, c.value, c.time_enabled, c.time_running
+                ))
+                .collect::<Vec<_>>()
+                .join(" ")
         ),
     }
 }

@@ -21,13 +21,27 @@ pub fn run(a: &Args) -> Result<()> {
         _ => other += 1,
     })
     .with_context(|| format!("cannot read {}", a.file.display()))?;
-    println!("file:            {} ({} bytes)", a.file.display(), info.bytes);
-    println!("wire version:    {}", info.wire_version.map(|v| v.to_string()).unwrap_or_else(|| "unknown (prelude damaged)".into()));
+    println!(
+        "file:            {} ({} bytes)",
+        a.file.display(),
+        info.bytes
+    );
+    println!(
+        "wire version:    {}",
+        info.wire_version
+            .map(|v| v.to_string())
+            .unwrap_or_else(|| "unknown (prelude damaged)".into())
+    );
     match &info.header {
         None => println!("header:          missing or damaged"),
         Some(h) => {
             println!("agent:           {}", h.agent_version);
-            println!("target:          {} ({:?} endian), kernel {}", h.arch.name(), h.endian, h.kernel_release);
+            println!(
+                "target:          {} ({:?} endian), kernel {}",
+                h.arch.name(),
+                h.endian,
+                h.kernel_release
+            );
             let cpu = match &h.cpu {
                 CpuId::X86 { vendor, family, model, stepping, model_name } => format!("{vendor} family {family:#x} model {model:#x} stepping {stepping} ({model_name})"),
                 CpuId::Arm { midr, implementer, part, variant, revision } => format!("MIDR {} implementer {implementer:#x} part {part:#x} r{variant}p{revision}", midr.map(|m| format!("{m:#x}")).unwrap_or_else(|| "unknown".into())),
@@ -38,7 +52,10 @@ pub fn run(a: &Args) -> Result<()> {
             println!("hostname:        {}", h.hostname);
             println!("command:         {}", h.command.join(" "));
             println!("mode:            {}", h.mode);
-            println!("clock:           id {} start {} ns (realtime {} ns)", h.clock_id, h.start_time_ns, h.start_realtime_ns);
+            println!(
+                "clock:           id {} start {} ns (realtime {} ns)",
+                h.clock_id, h.start_time_ns, h.start_realtime_ns
+            );
             for (i, e) in h.events.iter().enumerate() {
                 let a = &e.attr;
                 println!(
@@ -62,7 +79,10 @@ pub fn run(a: &Args) -> Result<()> {
             }
         }
     }
-    println!("records:         {} ({samples} samples, {mmaps} mmaps, {other} other)", info.records);
+    println!(
+        "records:         {} ({samples} samples, {mmaps} mmaps, {other} other)",
+        info.records
+    );
     match &info.trailer {
         None => println!("trailer:         missing: the agent did not finish cleanly (killed?); records up to its last flush are above"),
         Some(t) => {
@@ -77,7 +97,10 @@ pub fn run(a: &Args) -> Result<()> {
         }
     }
     println!("kernel lost:     {lost} records");
-    println!("damage:          {}", labperf_common::decode::describe_losses(&info.losses));
+    println!(
+        "damage:          {}",
+        labperf_common::decode::describe_losses(&info.losses)
+    );
     for d in &info.damage {
         println!("  - {d}");
     }

@@ -26,7 +26,9 @@ pub struct RecordOpts {
 
 /// Record a workload with the agent, then print its profile.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "EXAMPLES:\n  labperf record --local -- ./target/release/labperf-bench --duration 2\n  labperf record --local -e cpu-clock -c 100000 -o run.lpr -- make -j2\n  labperf record --local --no-report -- ./my-prog --flag 'an argument'")]
+#[command(
+    after_help = "EXAMPLES:\n  labperf record --local -- ./target/release/labperf-bench --duration 2\n  labperf record --local -e cpu-clock -c 100000 -o run.lpr -- make -j2\n  labperf record --local --no-report -- ./my-prog --flag 'an argument'"
+)]
 pub struct Args {
     /// Run the agent on this machine (the default; lab hosts come with --host).
     #[arg(long, default_value_t = true)]
@@ -52,7 +54,10 @@ pub fn find_agent() -> Result<PathBuf> {
     let dir = exe.parent().map(PathBuf::from).unwrap_or_default();
     let mut candidates = vec![dir.join("labperf-agent")];
     for up in dir.ancestors().take(4) {
-        candidates.push(up.join(format!("agents/{}-unknown-linux-musl/labperf-agent", std::env::consts::ARCH)));
+        candidates.push(up.join(format!(
+            "agents/{}-unknown-linux-musl/labperf-agent",
+            std::env::consts::ARCH
+        )));
     }
     candidates.into_iter().find(|p| p.is_file()).context("cannot find labperf-agent next to labperf or under target/agents/: build it with `cargo xtask build-agents`, or set LABPERF_AGENT=/path/to/labperf-agent")
 }
@@ -74,14 +79,27 @@ pub fn run(a: &Args) -> Result<()> {
         cmd.arg("--progress");
     }
     cmd.arg("--").args(&a.command);
-    let status = cmd.status().with_context(|| format!("cannot start the agent {}: check that it is executable", agent.display()))?;
+    let status = cmd.status().with_context(|| {
+        format!(
+            "cannot start the agent {}: check that it is executable",
+            agent.display()
+        )
+    })?;
     match status.code() {
-        Some(125) => bail!("the agent could not record (its message is above); nothing was profiled"),
-        Some(127) => bail!("the workload '{}' could not be started (see above): check the command and PATH", a.command[0]),
+        Some(125) => {
+            bail!("the agent could not record (its message is above); nothing was profiled")
+        }
+        Some(127) => bail!(
+            "the workload '{}' could not be started (see above): check the command and PATH",
+            a.command[0]
+        ),
         _ => {}
     }
     if !a.rec.output.exists() {
-        bail!("the agent finished but wrote no {}: see its messages above", a.rec.output.display());
+        bail!(
+            "the agent finished but wrote no {}: see its messages above",
+            a.rec.output.display()
+        );
     }
     if !a.no_report {
         super::report::print(&a.rec.output, &a.report)?;

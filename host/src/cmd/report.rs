@@ -6,7 +6,9 @@ use std::path::PathBuf;
 
 /// Print a profile from a record file.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "EXAMPLES:\n  labperf report labperf.lpr\n  labperf report bench.lpr --by dso --format csv\n  labperf report bench.lpr --top 5 --format json")]
+#[command(
+    after_help = "EXAMPLES:\n  labperf report labperf.lpr\n  labperf report bench.lpr --by dso --format csv\n  labperf report bench.lpr --top 5 --format json"
+)]
 pub struct Args {
     /// The record file (written by labperf record or labperf-agent).
     #[arg(default_value = "labperf.lpr")]
@@ -21,7 +23,12 @@ pub fn run(a: &Args) -> Result<()> {
 
 /// Builds and prints a report; warnings go to stderr.
 pub fn print(file: &std::path::Path, o: &ReportOpts) -> Result<()> {
-    let r = labperf::report::build(file, o.by, o.symfs.clone()).with_context(|| format!("cannot report {}: check the path, or record one with `labperf record --local -- CMD`", file.display()))?;
+    let r = labperf::report::build(file, o.by, o.symfs.clone()).with_context(|| {
+        format!(
+            "cannot report {}: check the path, or record one with `labperf record --local -- CMD`",
+            file.display()
+        )
+    })?;
     if let Some(w) = r.info.damage_warning() {
         eprintln!("{w}");
     }
@@ -29,7 +36,10 @@ pub fn print(file: &std::path::Path, o: &ReportOpts) -> Result<()> {
         eprintln!("warning: {w}");
     }
     if r.total_samples == 0 {
-        eprintln!("note: {} holds no samples (was the workload too short, or the period too long?)", file.display());
+        eprintln!(
+            "note: {} holds no samples (was the workload too short, or the period too long?)",
+            file.display()
+        );
     }
     print!("{}", r.render(o.format, o.by, o.top));
     Ok(())

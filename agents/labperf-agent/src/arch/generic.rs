@@ -6,5 +6,7 @@ pub const ARCH: Arch = Arch::Other(String::new());
 
 pub fn cpu_id() -> CpuId {
     let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    CpuId::Unknown { cpuinfo: info.lines().take(8).collect::<Vec<_>>().join("\n") }
+    CpuId::Unknown {
+        cpuinfo: info.lines().take(8).collect::<Vec<_>>().join("\n"),
+    }
 }

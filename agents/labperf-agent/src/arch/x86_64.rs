@@ -18,8 +18,16 @@ pub fn cpu_id() -> CpuId {
     let l1 = unsafe { __cpuid(1) };
     let base_family = (l1.eax >> 8) & 0xf;
     let base_model = (l1.eax >> 4) & 0xf;
-    let family = if base_family == 0xf { base_family + ((l1.eax >> 20) & 0xff) } else { base_family };
-    let model = if base_family == 0x6 || base_family == 0xf { base_model | (((l1.eax >> 16) & 0xf) << 4) } else { base_model };
+    let family = if base_family == 0xf {
+        base_family + ((l1.eax >> 20) & 0xff)
+    } else {
+        base_family
+    };
+    let model = if base_family == 0x6 || base_family == 0xf {
+        base_model | (((l1.eax >> 16) & 0xf) << 4)
+    } else {
+        base_model
+    };
     let mut brand = Vec::new();
     // SAFETY: as above; leaf 0x8000_0000 reports the highest extended leaf.
     if unsafe { __cpuid(0x8000_0000) }.eax >= 0x8000_0004 {
@@ -36,6 +44,9 @@ pub fn cpu_id() -> CpuId {
         family,
         model,
         stepping: l1.eax & 0xf,
-        model_name: String::from_utf8_lossy(&brand).trim_matches(char::from(0)).trim().to_string(),
+        model_name: String::from_utf8_lossy(&brand)
+            .trim_matches(char::from(0))
+            .trim()
+            .to_string(),
     }
 }

@@ -1,0 +1,116 @@
+//! `cargo xtask bench`: bytes per sample and report time against perf in the same run, then a fuzz run.
+
+use crate::util::{agents_dir, host_musl, root, target_dir, Summary};
+use anyhow::{bail, Context};
+use std::time::Instant;
+use xshell::{cmd, Shell};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Seconds the bench workload runs for each recording.
+    #[arg(long, default_value_t = 10)]
+    pub duration: u32,
+    /// Sample period (ns of cpu-clock) for both recorders.
+    #[arg(long, default_value_t = 250_000)]
+    pub period: u64,
+    /// Timed repetitions of each report (the median is used).
+    #[arg(long, default_value_t = 5)]
+    pub reps: usize,
+    /// Seconds of decoder fuzzing (0 skips it).
+    #[arg(long, default_value_t = 180)]
+    pub fuzz_seconds: u64,
+}
+
+fn median_secs(reps: usize, mut f: impl FnMut() -> anyhow::Result<()>) -> anyhow::Result<f64> {
+    let mut v = Vec::new();
+    for _ in 0..reps.max(1) {
+        let t = Instant::now();
+        f()?;
+        v.push(t.elapsed().as_secs_f64());
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    Ok(v[v.len() / 2])
+}
+
+pub fn run(a: &Args, s: &mut Summary) {
+    let triple = host_musl();
+    if !s.step("build agents", || crate::build_agents::build(&triple)) {
+        return;
+    }
+    if !s.step("build labperf (release)", || {
+        let sh = Shell::new()?;
+        sh.change_dir(root());
+        cmd!(sh, "cargo build --release -p labperf").run()?;
+        Ok(String::new())
+    }) {
+        return;
+    }
+    let dir = target_dir().join("bench");
+    let _ = std::fs::create_dir_all(&dir);
+    let agent = agents_dir(&triple).join("labperf-agent");
+    let bench = agents_dir(&triple).join("labperf-bench");
+    let labperf = target_dir().join("release/labperf");
+    let (ours, theirs) = (dir.join("bench.lpr"), dir.join("perf.data"));
+    let period = a.period.to_string();
+    let secs = a.duration.to_string();
+    let mut counts = (0u64, 0u64);
+    s.step("record: labperf-agent and perf record, same workload, event and period", || {
+        let sh = Shell::new()?;
+        cmd!(sh, "{agent} record -e cpu-clock -c {period} -o {ours} -- {bench} --duration {secs}").run()?;
+        cmd!(sh, "perf record -q -e cpu-clock:u -c {period} --sample-cpu -o {theirs} -- {bench} --duration {secs}").run().context("perf record failed; `cargo xtask setup --perf` installs it")?;
+        let info = cmd!(sh, "{labperf} info {ours}").read()?;
+        let ours_n: u64 = info.lines().find(|l| l.starts_with("totals:")).and_then(|l| l.split_whitespace().nth(1)).and_then(|n| n.parse().ok()).context("no totals in labperf info")?;
+        let theirs_n = cmd!(sh, "perf script -i {theirs} -F ip").read()?.lines().count() as u64;
+        counts = (ours_n, theirs_n);
+        Ok(format!("{ours_n} samples (labperf), {theirs_n} samples (perf)"))
+    });
+    s.step("bytes per sample vs perf.data (target <= 0.25x)", || {
+        let ob = std::fs::metadata(&ours)?.len() as f64;
+        let tb = std::fs::metadata(&theirs)?.len() as f64;
+        let (on, tn) = (counts.0.max(1) as f64, counts.1.max(1) as f64);
+        let ratio = (ob / on) / (tb / tn);
+        let line = format!(
+            "labperf {:.2} B/sample ({} B), perf {:.2} B/sample ({} B): ratio {ratio:.3}x",
+            ob / on,
+            ob as u64,
+            tb / tn,
+            tb as u64
+        );
+        println!("BENCH bytes-per-sample: {line}");
+        if ratio > 0.25 {
+            bail!("{line}: above the 0.25x target");
+        }
+        Ok(line)
+    });
+    s.step("report time vs perf report --stdio (target >= 30x)", || {
+        let sh = Shell::new()?;
+        let ours_t = median_secs(a.reps, || {
+            cmd!(sh, "{labperf} report {ours}").quiet().ignore_stdout().ignore_stderr().run()?;
+            Ok(())
+        })?;
+        let theirs_t = median_secs(a.reps, || {
+            cmd!(sh, "perf report --stdio -i {theirs}").quiet().ignore_stdout().ignore_stderr().run()?;
+            Ok(())
+        })?;
+        let ratio = theirs_t / ours_t;
+        let line = format!("labperf report {:.1} ms, perf report --stdio {:.1} ms (median of {}): {ratio:.1}x faster", ours_t * 1e3, theirs_t * 1e3, a.reps);
+        println!("BENCH report-time: {line}");
+        if ratio < 30.0 {
+            bail!("{line}: below the 30x target");
+        }
+        Ok(line)
+    });
+    if a.fuzz_seconds > 0 {
+        crate::setup::run(
+            &crate::setup::Args {
+                fuzz: true,
+                ..Default::default()
+            },
+            s,
+        );
+        s.step(
+            &format!("fuzz the decoder for {} s", a.fuzz_seconds),
+            || crate::fuzz::fuzz(a.fuzz_seconds),
+        );
+    }
+}

@@ -1,0 +1,46 @@
+//! `cargo xtask demo`: builds everything and profiles labperf-bench on this machine.
+
+use crate::util::{agents_dir, host_musl, root, target_dir, Summary};
+use anyhow::Context;
+use xshell::{cmd, Shell};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Seconds the bench runs.
+    #[arg(long, default_value = "3")]
+    pub duration: String,
+}
+
+pub fn run(a: &Args, s: &mut Summary) {
+    let triple = host_musl();
+    if !s.step("build agents", || crate::build_agents::build(&triple)) {
+        return;
+    }
+    if !s.step("build labperf", || {
+        let sh = Shell::new()?;
+        sh.change_dir(root());
+        cmd!(sh, "cargo build --release -p labperf").run()?;
+        Ok(String::new())
+    }) {
+        return;
+    }
+    s.step("profile labperf-bench", || {
+        let sh = Shell::new()?;
+        let dir = agents_dir(&triple);
+        let (agent, bench) = (dir.join("labperf-agent"), dir.join("labperf-bench"));
+        let labperf = target_dir().join("release/labperf");
+        let out = target_dir().join("demo.lpr");
+        let d = &a.duration;
+        cmd!(
+            sh,
+            "{labperf} record --local -o {out} -- {bench} --duration {d}"
+        )
+        .env("LABPERF_AGENT", &agent)
+        .run()
+        .context("the recording failed (see above)")?;
+        Ok(format!(
+            "the profile is above; the file is {}",
+            out.display()
+        ))
+    });
+}

@@ -1,0 +1,50 @@
+//! `cargo xtask test`: builds the agents and runs every test (nextest `ci` profile when available).
+
+use crate::util::{agents_dir, host_musl, root, target_dir, Summary};
+use xshell::{cmd, Shell};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Extra arguments for the test runner (e.g. a filter).
+    pub rest: Vec<String>,
+}
+
+pub fn run(a: &Args, s: &mut Summary) {
+    let triple = host_musl();
+    s.step("build agents", || crate::build_agents::build(&triple));
+    s.step("build labperf", || {
+        let sh = Shell::new()?;
+        sh.change_dir(root());
+        cmd!(sh, "cargo build -p labperf").run()?;
+        Ok(String::new())
+    });
+    s.step("cargo fmt --check", || {
+        let sh = Shell::new()?;
+        sh.change_dir(root());
+        cmd!(sh, "cargo fmt --all -- --check").run()?;
+        Ok(String::new())
+    });
+    let dir = agents_dir(&triple);
+    let rest = &a.rest;
+    s.step("tests", || {
+        let sh = Shell::new()?;
+        sh.change_dir(root());
+        let _e1 = sh.push_env("LABPERF_AGENT", dir.join("labperf-agent"));
+        let _e2 = sh.push_env("LABPERF_BENCH", dir.join("labperf-bench"));
+        let _e3 = sh.push_env("LABPERF_LABPERF", target_dir().join("debug/labperf"));
+        if cmd!(sh, "cargo nextest --version")
+            .quiet()
+            .ignore_stdout()
+            .ignore_stderr()
+            .run()
+            .is_ok()
+        {
+            cmd!(sh, "cargo nextest run --workspace --profile ci {rest...}").run()?;
+            // nextest does not run doctests.
+            cmd!(sh, "cargo test --workspace --doc").run()?;
+        } else {
+            cmd!(sh, "cargo test --workspace {rest...}").run()?;
+        }
+        Ok(String::new())
+    });
+}

@@ -165,6 +165,8 @@ pub struct Decoder {
     saw_trailer: bool,
     saw_frame: bool,
     losses: Losses,
+    /// The records frame being read: its reader, header and offset.
+    cur: Option<(RecordReader, FrameHeader, u64)>,
 }
 
 fn is_sync_at(buf: &[u8], i: usize) -> bool {
@@ -211,6 +213,33 @@ impl Decoder {
         loop {
             if let Some(e) = self.pending.pop_front() {
                 return Some(e);
+            }
+            if let Some((rr, h, at)) = &mut self.cur {
+                match rr.next_record() {
+                    Some(Ok(r)) => return Some(Event::Record(r)),
+                    Some(Err(e)) => {
+                        let why = match e {
+                            DecodeError::UnexpectedEof => "a record runs past the end of its frame",
+                            DecodeError::Malformed(w) => w,
+                        };
+                        let lost = u64::from(h.nrecords).saturating_sub(rr.decoded);
+                        let d = Damage {
+                            offset: *at,
+                            len: FRAME_HEADER_LEN as u64 + u64::from(h.payload_len),
+                            reason: DamageReason::BadRecords(why),
+                            frames_lost: 0,
+                            records_lost: Some(lost),
+                        };
+                        self.losses.unknown_records += rr.unknown;
+                        self.cur = None;
+                        self.damage(d);
+                        continue;
+                    }
+                    None => {
+                        self.losses.unknown_records += rr.unknown;
+                        self.cur = None;
+                    }
+                }
             }
             if self.done {
                 return None;
@@ -264,12 +293,13 @@ impl Decoder {
             return false;
         }
         match frame::parse(&self.buf[self.pos..]) {
-            Ok((h, payload, used)) => {
-                let payload = payload.to_vec();
+            Ok((h, _, used)) => {
                 let at = self.pos;
                 self.close_garbage(at, Some(&h));
+                let payload = self.buf[at + FRAME_HEADER_LEN..at + used].to_vec();
                 self.pos += used;
-                self.frame(h, &payload, at);
+                self.frame(h, payload, at);
+                // Records are decoded lazily, one per poll: stop here so they come out in order.
                 true
             }
             Err(FrameError::BadPayload(h)) => {
@@ -462,10 +492,10 @@ impl Decoder {
         }
     }
 
-    fn frame(&mut self, h: FrameHeader, payload: &[u8], at: usize) {
+    fn frame(&mut self, h: FrameHeader, payload: Vec<u8>, at: usize) {
         self.account(&h);
         match h.kind {
-            FRAME_HEADER => match postcard::from_bytes::<Header>(payload) {
+            FRAME_HEADER => match postcard::from_bytes::<Header>(&payload) {
                 Ok(hd) => {
                     self.saw_header = true;
                     self.pending.push_back(Event::Header(hd));
@@ -478,7 +508,7 @@ impl Decoder {
                     records_lost: Some(0),
                 }),
             },
-            FRAME_TRAILER => match postcard::from_bytes::<Trailer>(payload) {
+            FRAME_TRAILER => match postcard::from_bytes::<Trailer>(&payload) {
                 Ok(t) => {
                     self.saw_trailer = true;
                     self.pending.push_back(Event::Trailer(t));
@@ -491,29 +521,105 @@ impl Decoder {
                     records_lost: Some(0),
                 }),
             },
-            FRAME_RECORDS => {
-                let mut out = Vec::new();
-                let r = decode_records(payload, &mut out, &mut self.losses.unknown_records);
-                let n = out.len() as u64;
-                self.pending.extend(out.into_iter().map(Event::Record));
-                if let Err(e) = r {
-                    let why = match e {
-                        DecodeError::UnexpectedEof => "a record runs past the end of its frame",
-                        DecodeError::Malformed(w) => w,
-                    };
-                    let lost = u64::from(h.nrecords).saturating_sub(n + 0);
-                    self.damage(Damage {
-                        offset: self.abs(at),
-                        len: FRAME_HEADER_LEN as u64 + payload.len() as u64,
-                        reason: DamageReason::BadRecords(why),
-                        frames_lost: 0,
-                        records_lost: Some(lost),
-                    });
-                }
-            }
+            FRAME_RECORDS => self.cur = Some((RecordReader::new(payload), h, self.abs(at))),
             _ => {} // A newer frame kind: skipped by design.
         }
     }
+}
+
+/// Reads the records of one records-frame payload one at a time.
+#[derive(Debug, Default)]
+pub struct RecordReader {
+    payload: Vec<u8>,
+    pos: usize,
+    st: DeltaState,
+    threads: Vec<(u32, u32)>,
+    /// Long records skipped because their tag is unknown.
+    pub unknown: u64,
+    /// Records returned so far.
+    pub decoded: u64,
+}
+
+impl RecordReader {
+    pub fn new(payload: Vec<u8>) -> Self {
+        RecordReader {
+            payload,
+            ..Default::default()
+        }
+    }
+
+    /// The next record; `None` at the end of the payload. After an error the
+    /// rest of the payload cannot be read.
+    pub fn next_record(&mut self) -> Option<Result<Record, DecodeError>> {
+        let r = self.step();
+        if r.as_ref().is_some_and(|r| r.is_err()) {
+            self.pos = self.payload.len();
+        }
+        if matches!(r, Some(Ok(_))) {
+            self.decoded += 1;
+        }
+        r
+    }
+
+    fn step(&mut self) -> Option<Result<Record, DecodeError>> {
+        let p = &self.payload[..];
+        let pos = &mut self.pos;
+        loop {
+            let t = *p.get(*pos)?;
+            *pos += 1;
+            let r = match t {
+                tag::SAMPLE => {
+                    decode_sample(p, pos, &mut self.st, &self.threads).map(Record::Sample)
+                }
+                tag::THREAD => {
+                    let th = get_u32(p, pos).and_then(|pid| Ok((pid, get_u32(p, pos)?)));
+                    match th {
+                        Ok(_) if self.threads.len() >= 1 << 20 => {
+                            Err(DecodeError::Malformed("thread table too large"))
+                        }
+                        Ok(th) => {
+                            self.threads.push(th);
+                            continue;
+                        }
+                        Err(e) => Err(e),
+                    }
+                }
+                t if t < tag::FIRST_LONG => {
+                    Err(DecodeError::Malformed("unknown fixed-layout record tag"))
+                }
+                t => match long_record(p, pos, t) {
+                    Ok(Some(r)) => Ok(r),
+                    Ok(None) => {
+                        self.unknown += 1;
+                        continue;
+                    }
+                    Err(e) => Err(e),
+                },
+            };
+            return Some(r);
+        }
+    }
+}
+
+fn long_record(p: &[u8], pos: &mut usize, t: u8) -> Result<Option<Record>, DecodeError> {
+    let len = get_u64(p, pos)?;
+    let end = usize::try_from(len)
+        .ok()
+        .and_then(|l| pos.checked_add(l))
+        .ok_or(DecodeError::Malformed("record length too large"))?;
+    let body = p.get(*pos..end).ok_or(DecodeError::UnexpectedEof)?;
+    *pos = end;
+    let bad = |_| DecodeError::Malformed("record body does not decode");
+    Ok(Some(match t {
+        tag::MMAP2 => Record::Mmap2(postcard::from_bytes(body).map_err(bad)?),
+        tag::COMM => Record::Comm(postcard::from_bytes(body).map_err(bad)?),
+        tag::FORK => Record::Fork(postcard::from_bytes(body).map_err(bad)?),
+        tag::EXIT => Record::Exit(postcard::from_bytes(body).map_err(bad)?),
+        tag::LOST => Record::Lost(postcard::from_bytes(body).map_err(bad)?),
+        tag::THROTTLE => Record::Throttle(postcard::from_bytes(body).map_err(bad)?),
+        tag::INTERVAL => Record::Interval(postcard::from_bytes(body).map_err(bad)?),
+        _ => return Ok(None),
+    }))
 }
 
 /// Decodes the records of one records-frame payload into `out`. On error, `out`
@@ -523,56 +629,16 @@ pub fn decode_records(
     out: &mut Vec<Record>,
     unknown: &mut u64,
 ) -> Result<(), DecodeError> {
-    let mut st = DeltaState::default();
-    let mut threads: Vec<(u32, u32)> = Vec::new();
-    let mut pos = 0usize;
-    while pos < p.len() {
-        let t = p[pos];
-        pos += 1;
-        match t {
-            tag::SAMPLE => out.push(Record::Sample(decode_sample(
-                p, &mut pos, &mut st, &threads,
-            )?)),
-            tag::THREAD => {
-                let pid = get_u32(p, &mut pos)?;
-                let tid = get_u32(p, &mut pos)?;
-                if threads.len() >= 1 << 20 {
-                    return Err(DecodeError::Malformed("thread table too large"));
-                }
-                threads.push((pid, tid));
-            }
-            t if t < tag::FIRST_LONG => {
-                return Err(DecodeError::Malformed("unknown fixed-layout record tag"))
-            }
-            t => {
-                let len = get_u64(p, &mut pos)?;
-                let end = pos
-                    .checked_add(
-                        usize::try_from(len)
-                            .map_err(|_| DecodeError::Malformed("record length too large"))?,
-                    )
-                    .ok_or(DecodeError::Malformed("record length too large"))?;
-                let body = p.get(pos..end).ok_or(DecodeError::UnexpectedEof)?;
-                pos = end;
-                let bad = |_| DecodeError::Malformed("record body does not decode");
-                let r = match t {
-                    tag::MMAP2 => Record::Mmap2(postcard::from_bytes(body).map_err(bad)?),
-                    tag::COMM => Record::Comm(postcard::from_bytes(body).map_err(bad)?),
-                    tag::FORK => Record::Fork(postcard::from_bytes(body).map_err(bad)?),
-                    tag::EXIT => Record::Exit(postcard::from_bytes(body).map_err(bad)?),
-                    tag::LOST => Record::Lost(postcard::from_bytes(body).map_err(bad)?),
-                    tag::THROTTLE => Record::Throttle(postcard::from_bytes(body).map_err(bad)?),
-                    tag::INTERVAL => Record::Interval(postcard::from_bytes(body).map_err(bad)?),
-                    _ => {
-                        *unknown += 1;
-                        continue;
-                    }
-                };
-                out.push(r);
-            }
+    let mut rr = RecordReader::new(p.to_vec());
+    let r = loop {
+        match rr.next_record() {
+            None => break Ok(()),
+            Some(Ok(r)) => out.push(r),
+            Some(Err(e)) => break Err(e),
         }
-    }
-    Ok(())
+    };
+    *unknown += rr.unknown;
+    r
 }
 
 fn get_u32(p: &[u8], pos: &mut usize) -> Result<u32, DecodeError> {

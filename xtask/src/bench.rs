@@ -11,7 +11,7 @@ pub struct Args {
     #[arg(long, default_value_t = 10)]
     pub duration: u32,
     /// Sample period (ns of cpu-clock) for both recorders.
-    #[arg(long, default_value_t = 250_000)]
+    #[arg(long, default_value_t = 20_000)]
     pub period: u64,
     /// Timed repetitions of each report (the median is used).
     #[arg(long, default_value_t = 5)]

@@ -8,8 +8,10 @@ use crate::{
     sample_flag as sf, tag, FRAME_HEADER, FRAME_HEADER_LEN, FRAME_RECORDS, FRAME_SYNC,
     FRAME_TRAILER, MAGIC, PRELUDE_LEN,
 };
+use alloc::boxed::Box;
 use alloc::collections::VecDeque;
 use alloc::string::String;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt;
 
@@ -119,7 +121,8 @@ impl Losses {
     pub fn is_clean(&self) -> bool {
         *self == Losses::default()
     }
-    fn add(&mut self, d: &Damage) {
+    /// Counts one more damaged region.
+    pub fn add(&mut self, d: &Damage) {
         self.regions += 1;
         self.damaged_bytes += d.len;
         self.frames_lost += d.frames_lost;
@@ -135,19 +138,20 @@ impl Losses {
 pub enum Event {
     /// The prelude was read: the file's wire version.
     Version(u16),
-    Header(Header),
+    /// Boxed: headers are large and rare, records small and many.
+    Header(Box<Header>),
     Record(Record),
-    Trailer(Trailer),
+    Trailer(Box<Trailer>),
     Damage(Damage),
 }
 
 /// A push-style streaming decoder.
+#[derive(Default)]
 ///
 /// Feed bytes with [`Decoder::push`], take items with [`Decoder::poll`] until it
 /// returns `None` (more input needed), and call [`Decoder::finish`] at the end of
 /// input to learn about truncation. Damage is reported in-line as
 /// [`Event::Damage`] and decoding resumes at the next intact frame.
-#[derive(Debug, Default)]
 pub struct Decoder {
     buf: Vec<u8>,
     /// File offset of `buf[0]`.
@@ -165,8 +169,19 @@ pub struct Decoder {
     saw_trailer: bool,
     saw_frame: bool,
     losses: Losses,
-    /// The records frame being read: its reader, header and offset.
-    cur: Option<(RecordReader, FrameHeader, u64)>,
+    /// The records frame being read.
+    cur: Option<RecordReader>,
+    /// The whole input, for [`Decoder::whole`].
+    shared: Option<Shared>,
+}
+
+impl fmt::Debug for Decoder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Decoder")
+            .field("offset", &(self.base + self.pos as u64))
+            .field("losses", &self.losses)
+            .finish_non_exhaustive()
+    }
 }
 
 fn is_sync_at(buf: &[u8], i: usize) -> bool {
@@ -178,8 +193,21 @@ impl Decoder {
         Self::default()
     }
 
-    /// Appends input bytes.
+    /// A decoder over a complete input that it shares with the frame readers
+    /// it hands out: nothing is copied. It takes no further input.
+    pub fn whole(data: Shared) -> Self {
+        Decoder {
+            shared: Some(data),
+            finished: true,
+            ..Self::default()
+        }
+    }
+
+    /// Appends input bytes (ignored by a [`Decoder::whole`] decoder).
     pub fn push(&mut self, bytes: &[u8]) {
+        if self.shared.is_some() {
+            return;
+        }
         if self.pos > 0 && self.pos >= self.buf.len() / 2 {
             self.buf.drain(..self.pos);
             self.base += self.pos as u64;
@@ -214,22 +242,11 @@ impl Decoder {
             if let Some(e) = self.pending.pop_front() {
                 return Some(e);
             }
-            if let Some((rr, h, at)) = &mut self.cur {
-                match rr.next_record() {
+            if let Some(rr) = &mut self.cur {
+                match rr.next::<Whole>() {
                     Some(Ok(r)) => return Some(Event::Record(r)),
                     Some(Err(e)) => {
-                        let why = match e {
-                            DecodeError::UnexpectedEof => "a record runs past the end of its frame",
-                            DecodeError::Malformed(w) => w,
-                        };
-                        let lost = u64::from(h.nrecords).saturating_sub(rr.decoded);
-                        let d = Damage {
-                            offset: *at,
-                            len: FRAME_HEADER_LEN as u64 + u64::from(h.payload_len),
-                            reason: DamageReason::BadRecords(why),
-                            frames_lost: 0,
-                            records_lost: Some(lost),
-                        };
+                        let d = rr.damage(e);
                         self.losses.unknown_records += rr.unknown;
                         self.cur = None;
                         self.damage(d);
@@ -250,9 +267,40 @@ impl Decoder {
         }
     }
 
+    /// Like [`Decoder::poll`], but a records frame comes whole, as a
+    /// [`RecordReader`], so that frames can be decoded on other threads. The
+    /// caller reports a reader's errors ([`RecordReader::damage`]) and unknown
+    /// records itself.
+    pub fn poll_frame(&mut self) -> Option<FrameEvent> {
+        loop {
+            if let Some(e) = self.pending.pop_front() {
+                return Some(FrameEvent::Event(e));
+            }
+            if let Some(rr) = self.cur.take() {
+                return Some(FrameEvent::Records(rr));
+            }
+            if self.done {
+                return None;
+            }
+            if !self.step() {
+                return self.pending.pop_front().map(FrameEvent::Event);
+            }
+        }
+    }
+
     /// Makes progress; returns false when blocked on input.
     fn step(&mut self) -> bool {
-        let avail = self.buf.len() - self.pos;
+        if let Some(sh) = self.shared.clone() {
+            return self.step_on((*sh).as_ref(), Some(&sh));
+        }
+        let buf = core::mem::take(&mut self.buf);
+        let r = self.step_on(&buf, None);
+        self.buf = buf;
+        r
+    }
+
+    fn step_on(&mut self, buf: &[u8], shared: Option<&Shared>) -> bool {
+        let avail = buf.len() - self.pos;
         if !self.prelude_done {
             if avail < PRELUDE_LEN {
                 if !self.finished {
@@ -268,11 +316,11 @@ impl Decoder {
                         records_lost: None,
                     });
                 }
-                self.pos = self.buf.len();
-                return self.end();
+                self.pos = buf.len();
+                return self.end(buf.len());
             }
             self.prelude_done = true;
-            let p = &self.buf[self.pos..self.pos + PRELUDE_LEN];
+            let p = &buf[self.pos..self.pos + PRELUDE_LEN];
             if p[..8] == MAGIC {
                 let v = u16::from_le_bytes([p[8], p[9]]);
                 self.pending.push_back(Event::Version(v));
@@ -292,11 +340,15 @@ impl Decoder {
         if avail == 0 && !self.finished {
             return false;
         }
-        match frame::parse(&self.buf[self.pos..]) {
+        match frame::parse(&buf[self.pos..]) {
             Ok((h, _, used)) => {
                 let at = self.pos;
                 self.close_garbage(at, Some(&h));
-                let payload = self.buf[at + FRAME_HEADER_LEN..at + used].to_vec();
+                let range = at + FRAME_HEADER_LEN..at + used;
+                let payload = match shared {
+                    Some(sh) => Payload::Shared(sh.clone(), range),
+                    None => Payload::Owned(buf[range].to_vec()),
+                };
                 self.pos += used;
                 self.frame(h, payload, at);
                 // Records are decoded lazily, one per poll: stop here so they come out in order.
@@ -333,14 +385,14 @@ impl Decoder {
                 }
                 let at = self.pos;
                 if avail == 0 {
-                    return self.end();
+                    return self.end(buf.len());
                 }
                 if self.garbage_from.is_none() {
                     self.garbage_from = Some(self.abs(at));
                 }
                 // The tail is a partial frame: report it with what its header says.
                 let from = self.garbage_from.take().unwrap_or(self.abs(at));
-                let len = self.abs(self.buf.len()) - from;
+                let len = self.abs(buf.len()) - from;
                 let (frames_lost, records_lost) = match header {
                     Some(h) if h.kind == FRAME_RECORDS => (1, Some(u64::from(h.nrecords))),
                     Some(_) => (1, Some(0)),
@@ -356,8 +408,8 @@ impl Decoder {
                 if let Some(h) = header {
                     self.account(&h);
                 }
-                self.pos = self.buf.len();
-                self.end()
+                self.pos = buf.len();
+                self.end(buf.len())
             }
             Err(FrameError::BadHeader) => {
                 if self.garbage_from.is_none() {
@@ -365,12 +417,11 @@ impl Decoder {
                 }
                 // Scan for the next sync word.
                 let start = self.pos + 1;
-                let found = (start..self.buf.len()).find(|&i| {
-                    is_sync_at(&self.buf, i)
-                        || (self.buf.len() - i < 4 && FRAME_SYNC.starts_with(&self.buf[i..]))
+                let found = (start..buf.len()).find(|&i| {
+                    is_sync_at(buf, i) || (buf.len() - i < 4 && FRAME_SYNC.starts_with(&buf[i..]))
                 });
                 match found {
-                    Some(i) if is_sync_at(&self.buf, i) => {
+                    Some(i) if is_sync_at(buf, i) => {
                         self.pos = i;
                         true
                     }
@@ -378,9 +429,9 @@ impl Decoder {
                         // A possible sync word cut by the end of the input.
                         self.pos = i;
                         if self.finished {
-                            self.pos = self.buf.len();
+                            self.pos = buf.len();
                             let from = self.garbage_from.take().unwrap_or(0);
-                            let len = self.abs(self.buf.len()) - from;
+                            let len = self.abs(buf.len()) - from;
                             self.damage(Damage {
                                 offset: from,
                                 len,
@@ -388,15 +439,15 @@ impl Decoder {
                                 frames_lost: 0,
                                 records_lost: None,
                             });
-                            return self.end();
+                            return self.end(buf.len());
                         }
                         false
                     }
                     None => {
-                        self.pos = self.buf.len();
+                        self.pos = buf.len();
                         if self.finished {
                             let from = self.garbage_from.take().unwrap_or(0);
-                            let len = self.abs(self.buf.len()) - from;
+                            let len = self.abs(buf.len()) - from;
                             self.damage(Damage {
                                 offset: from,
                                 len,
@@ -404,7 +455,7 @@ impl Decoder {
                                 frames_lost: 0,
                                 records_lost: None,
                             });
-                            return self.end();
+                            return self.end(buf.len());
                         }
                         false
                     }
@@ -414,9 +465,9 @@ impl Decoder {
     }
 
     /// Called at the end of input once everything is consumed.
-    fn end(&mut self) -> bool {
+    fn end(&mut self, buf_len: usize) -> bool {
         if let Some(from) = self.garbage_from.take() {
-            let len = self.abs(self.buf.len()) - from;
+            let len = self.abs(buf_len) - from;
             self.damage(Damage {
                 offset: from,
                 len,
@@ -426,7 +477,7 @@ impl Decoder {
             });
         }
         if !self.saw_trailer {
-            let at = self.abs(self.buf.len());
+            let at = self.abs(buf_len);
             self.damage(Damage {
                 offset: at,
                 len: 0,
@@ -492,45 +543,156 @@ impl Decoder {
         }
     }
 
-    fn frame(&mut self, h: FrameHeader, payload: Vec<u8>, at: usize) {
+    fn frame(&mut self, h: FrameHeader, payload: Payload, at: usize) {
         self.account(&h);
         match h.kind {
-            FRAME_HEADER => match postcard::from_bytes::<Header>(&payload) {
+            FRAME_HEADER => match postcard::from_bytes::<Header>(payload.bytes()) {
                 Ok(hd) => {
                     self.saw_header = true;
-                    self.pending.push_back(Event::Header(hd));
+                    self.pending.push_back(Event::Header(Box::new(hd)));
                 }
                 Err(_) => self.damage(Damage {
                     offset: self.abs(at),
-                    len: payload.len() as u64,
+                    len: payload.bytes().len() as u64,
                     reason: DamageReason::NoHeader,
                     frames_lost: 1,
                     records_lost: Some(0),
                 }),
             },
-            FRAME_TRAILER => match postcard::from_bytes::<Trailer>(&payload) {
+            FRAME_TRAILER => match postcard::from_bytes::<Trailer>(payload.bytes()) {
                 Ok(t) => {
                     self.saw_trailer = true;
-                    self.pending.push_back(Event::Trailer(t));
+                    self.pending.push_back(Event::Trailer(Box::new(t)));
                 }
                 Err(_) => self.damage(Damage {
                     offset: self.abs(at),
-                    len: payload.len() as u64,
+                    len: payload.bytes().len() as u64,
                     reason: DamageReason::BadRecords("undecodable trailer"),
                     frames_lost: 0,
                     records_lost: Some(0),
                 }),
             },
-            FRAME_RECORDS => self.cur = Some((RecordReader::new(payload), h, self.abs(at))),
+            FRAME_RECORDS => {
+                self.cur = Some(RecordReader::in_frame(payload, h.nrecords, self.abs(at)))
+            }
             _ => {} // A newer frame kind: skipped by design.
         }
+    }
+}
+
+/// A record from [`RecordReader::next_light`]: samples reduced to their head,
+/// other (rare) records boxed, so the common case moves 56 bytes, not a `Record`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Light {
+    Sample(SampleHead),
+    Record(Box<Record>),
+}
+
+/// An item from [`Decoder::poll_frame`].
+#[derive(Debug)]
+pub enum FrameEvent {
+    Event(Event),
+    Records(RecordReader),
+}
+
+/// How a [`RecordReader`] hands out records: whole, or with samples cut to their head.
+trait Shape {
+    type Item;
+    /// Decodes the body of a SAMPLE record.
+    fn sample(
+        p: &[u8],
+        pos: &mut usize,
+        st: &mut DeltaState,
+        threads: &[(u32, u32)],
+    ) -> Result<Self::Item, DecodeError>;
+    fn record(r: Record) -> Self::Item;
+}
+
+struct Whole;
+
+impl Shape for Whole {
+    type Item = Record;
+    #[inline(always)]
+    fn sample(
+        p: &[u8],
+        pos: &mut usize,
+        st: &mut DeltaState,
+        threads: &[(u32, u32)],
+    ) -> Result<Record, DecodeError> {
+        let mut s = Sample::default();
+        let h = decode_sample_into(p, pos, st, threads, Some(&mut s))?;
+        Ok(Record::Sample(Sample {
+            event: h.event,
+            pid: h.pid,
+            tid: h.tid,
+            ip: h.ip,
+            time: h.time,
+            period: h.period,
+            cpu: h.cpu,
+            ..s
+        }))
+    }
+    #[inline(always)]
+    fn record(r: Record) -> Record {
+        r
+    }
+}
+
+struct Heads;
+
+impl Shape for Heads {
+    type Item = Light;
+    #[inline(always)]
+    fn sample(
+        p: &[u8],
+        pos: &mut usize,
+        st: &mut DeltaState,
+        threads: &[(u32, u32)],
+    ) -> Result<Light, DecodeError> {
+        decode_sample_into(p, pos, st, threads, None).map(Light::Sample)
+    }
+    #[inline(always)]
+    fn record(r: Record) -> Light {
+        Light::Record(Box::new(r))
+    }
+}
+
+/// Input bytes shared by a [`Decoder::whole`] decoder and the frame readers it
+/// hands out (a `Vec`, or a memory-mapped file), so no frame is copied.
+pub type Shared = Arc<dyn AsRef<[u8]> + Send + Sync>;
+
+/// A frame payload: copied out of a streaming buffer, or a range of shared input.
+enum Payload {
+    Owned(Vec<u8>),
+    Shared(Shared, core::ops::Range<usize>),
+}
+
+impl Payload {
+    #[inline]
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Payload::Owned(v) => v,
+            Payload::Shared(s, r) => &(**s).as_ref()[r.clone()],
+        }
+    }
+}
+
+impl Default for Payload {
+    fn default() -> Self {
+        Payload::Owned(Vec::new())
+    }
+}
+
+impl fmt::Debug for Payload {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Payload({} bytes)", self.bytes().len())
     }
 }
 
 /// Reads the records of one records-frame payload one at a time.
 #[derive(Debug, Default)]
 pub struct RecordReader {
-    payload: Vec<u8>,
+    payload: Payload,
     pos: usize,
     st: DeltaState,
     threads: Vec<(u32, u32)>,
@@ -538,66 +700,160 @@ pub struct RecordReader {
     pub unknown: u64,
     /// Records returned so far.
     pub decoded: u64,
+    /// The frame's `nrecords` and file offset, for damage reports.
+    nrecords: u32,
+    offset: u64,
 }
 
 impl RecordReader {
     pub fn new(payload: Vec<u8>) -> Self {
+        Self::with_payload(Payload::Owned(payload))
+    }
+
+    fn with_payload(payload: Payload) -> Self {
         RecordReader {
             payload,
             ..Default::default()
         }
     }
 
+    /// A reader for the payload of the frame with `nrecords` records at file `offset`.
+    fn in_frame(payload: Payload, nrecords: u32, offset: u64) -> Self {
+        RecordReader {
+            payload,
+            nrecords,
+            offset,
+            ..Default::default()
+        }
+    }
+
+    /// Size of the payload, bytes.
+    pub fn len(&self) -> usize {
+        self.payload.bytes().len()
+    }
+
+    /// Whether the payload is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The damage to report after `next_*` returned error `e`: the frame's
+    /// records not yet returned are lost.
+    pub fn damage(&self, e: DecodeError) -> Damage {
+        let why = match e {
+            DecodeError::UnexpectedEof => "a record runs past the end of its frame",
+            DecodeError::Malformed(w) => w,
+        };
+        Damage {
+            offset: self.offset,
+            len: (FRAME_HEADER_LEN + self.payload.bytes().len()) as u64,
+            reason: DamageReason::BadRecords(why),
+            frames_lost: 0,
+            records_lost: Some(u64::from(self.nrecords).saturating_sub(self.decoded)),
+        }
+    }
+
     /// The next record; `None` at the end of the payload. After an error the
     /// rest of the payload cannot be read.
     pub fn next_record(&mut self) -> Option<Result<Record, DecodeError>> {
-        let r = self.step();
-        if r.as_ref().is_some_and(|r| r.is_err()) {
-            self.pos = self.payload.len();
+        self.next::<Whole>()
+    }
+
+    /// Like [`RecordReader::next_record`], but samples come as [`SampleHead`]s
+    /// only: no allocation, for consumers (like reports) that need only ip,
+    /// thread, time and period.
+    pub fn next_light(&mut self) -> Option<Result<Light, DecodeError>> {
+        self.next::<Heads>()
+    }
+
+    /// Calls `f` with every remaining record, samples cut to their head (the
+    /// fastest way through a frame); returns the error that ended the frame early.
+    pub fn for_each_light(&mut self, mut f: impl FnMut(Light)) -> Option<DecodeError> {
+        let RecordReader {
+            payload,
+            pos,
+            st,
+            threads,
+            unknown,
+            decoded,
+            ..
+        } = self;
+        let p = payload.bytes();
+        loop {
+            match read_one::<Heads>(p, pos, st, threads, unknown) {
+                None => return None,
+                Some(Ok(r)) => {
+                    *decoded += 1;
+                    f(r)
+                }
+                Some(Err(e)) => {
+                    *pos = p.len();
+                    return Some(e);
+                }
+            }
         }
-        if matches!(r, Some(Ok(_))) {
-            self.decoded += 1;
+    }
+
+    #[inline(always)]
+    fn next<S: Shape>(&mut self) -> Option<Result<S::Item, DecodeError>> {
+        let RecordReader {
+            payload,
+            pos,
+            st,
+            threads,
+            unknown,
+            decoded,
+            ..
+        } = self;
+        let p = payload.bytes();
+        let r = read_one::<S>(p, pos, st, threads, unknown);
+        match &r {
+            Some(Err(_)) => *pos = p.len(),
+            Some(Ok(_)) => *decoded += 1,
+            None => {}
         }
         r
     }
+}
 
-    fn step(&mut self) -> Option<Result<Record, DecodeError>> {
-        let p = &self.payload[..];
-        let pos = &mut self.pos;
-        loop {
-            let t = *p.get(*pos)?;
-            *pos += 1;
-            let r = match t {
-                tag::SAMPLE => {
-                    decode_sample(p, pos, &mut self.st, &self.threads).map(Record::Sample)
+/// Reads the record at `pos` of payload `p` (THREAD definitions and unknown long
+/// records are taken in on the way); `None` at the end of the payload.
+#[inline(always)]
+fn read_one<S: Shape>(
+    p: &[u8],
+    pos: &mut usize,
+    st: &mut DeltaState,
+    threads: &mut Vec<(u32, u32)>,
+    unknown: &mut u64,
+) -> Option<Result<S::Item, DecodeError>> {
+    loop {
+        let t = *p.get(*pos)?;
+        *pos += 1;
+        let r = match t {
+            tag::SAMPLE => S::sample(p, pos, st, threads),
+            tag::THREAD => match get_u32(p, pos).and_then(|pid| Ok((pid, get_u32(p, pos)?))) {
+                Ok(_) if threads.len() >= 1 << 20 => {
+                    Err(DecodeError::Malformed("thread table too large"))
                 }
-                tag::THREAD => {
-                    let th = get_u32(p, pos).and_then(|pid| Ok((pid, get_u32(p, pos)?)));
-                    match th {
-                        Ok(_) if self.threads.len() >= 1 << 20 => {
-                            Err(DecodeError::Malformed("thread table too large"))
-                        }
-                        Ok(th) => {
-                            self.threads.push(th);
-                            continue;
-                        }
-                        Err(e) => Err(e),
-                    }
+                Ok(th) => {
+                    threads.push(th);
+                    continue;
                 }
-                t if t < tag::FIRST_LONG => {
-                    Err(DecodeError::Malformed("unknown fixed-layout record tag"))
+                Err(e) => Err(e),
+            },
+            t if t < tag::FIRST_LONG => {
+                Err(DecodeError::Malformed("unknown fixed-layout record tag"))
+            }
+            t => match long_record(p, pos, t) {
+                Ok(Some(r)) => Ok(S::record(r)),
+                Ok(None) => {
+                    *unknown += 1;
+                    continue;
                 }
-                t => match long_record(p, pos, t) {
-                    Ok(Some(r)) => Ok(r),
-                    Ok(None) => {
-                        self.unknown += 1;
-                        continue;
-                    }
-                    Err(e) => Err(e),
-                },
-            };
-            return Some(r);
-        }
+                Err(e) => Err(e),
+            },
+        };
+        return Some(r);
     }
 }
 
@@ -655,12 +911,28 @@ fn get_len(p: &[u8], pos: &mut usize) -> Result<usize, DecodeError> {
     Ok(n as usize)
 }
 
-fn decode_sample(
+/// The fixed part of a sample: what a report needs, without allocation.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SampleHead {
+    pub event: u32,
+    pub pid: u32,
+    pub tid: u32,
+    pub ip: u64,
+    pub time: u64,
+    pub period: u64,
+    pub cpu: u32,
+}
+
+/// Decodes one SAMPLE body. With `out`, the variable parts (values, callchain,
+/// extras) are stored into `out`; without, they are only stepped over.
+#[inline(always)]
+fn decode_sample_into(
     p: &[u8],
     pos: &mut usize,
     st: &mut DeltaState,
     threads: &[(u32, u32)],
-) -> Result<Sample, DecodeError> {
+    mut out: Option<&mut Sample>,
+) -> Result<SampleHead, DecodeError> {
     let flags = *p.get(*pos).ok_or(DecodeError::UnexpectedEof)?;
     *pos += 1;
     if flags & 0x80 != 0 {
@@ -680,26 +952,29 @@ fn decode_sample(
     if flags & sf::PERIOD != 0 {
         st.period = st.period.wrapping_add(get_i64(p, pos)? as u64);
     }
-    let mut values = Vec::new();
     if flags & sf::VALUES != 0 {
         let n = get_len(p, pos)?;
-        values.reserve(n);
+        st.values.resize(st.values.len().max(n), 0);
         for i in 0..n {
-            let prev = st.values.get(i).copied().unwrap_or(0);
-            values.push(prev.wrapping_add(get_i64(p, pos)? as u64));
+            st.values[i] = st.values[i].wrapping_add(get_i64(p, pos)? as u64);
         }
-        st.values.clear();
-        st.values.extend_from_slice(&values);
+        st.values.truncate(n);
+        if let Some(o) = out.as_deref_mut() {
+            o.values.extend_from_slice(&st.values);
+        }
     }
-    let mut callchain = Vec::new();
     if flags & sf::CALLCHAIN != 0 {
         let n = get_len(p, pos)?;
-        callchain.reserve(n);
+        if let Some(o) = out.as_deref_mut() {
+            o.callchain.reserve(n);
+        }
         for _ in 0..n {
-            callchain.push(ip.wrapping_add(get_i64(p, pos)? as u64));
+            let e = ip.wrapping_add(get_i64(p, pos)? as u64);
+            if let Some(o) = out.as_deref_mut() {
+                o.callchain.push(e);
+            }
         }
     }
-    let (mut raw, mut data_src, mut addr) = (None, None, None);
     if flags & sf::EXTRA != 0 {
         let x = get_u64(p, pos)?;
         if x & !(sf::EXTRA_RAW | sf::EXTRA_DATA_SRC | sf::EXTRA_ADDR) != 0 {
@@ -707,15 +982,22 @@ fn decode_sample(
         }
         if x & sf::EXTRA_RAW != 0 {
             let n = get_len(p, pos)?;
-            raw = Some(p[*pos..*pos + n].to_vec());
+            if let Some(o) = out.as_deref_mut() {
+                o.raw = Some(p[*pos..*pos + n].to_vec());
+            }
             *pos += n;
         }
         if x & sf::EXTRA_DATA_SRC != 0 {
-            data_src = Some(get_u64(p, pos)?);
+            let d = get_u64(p, pos)?;
+            if let Some(o) = out.as_deref_mut() {
+                o.data_src = Some(d);
+            }
         }
         if x & sf::EXTRA_ADDR != 0 {
             st.addr = st.addr.wrapping_add(get_i64(p, pos)? as u64);
-            addr = Some(st.addr);
+            if let Some(o) = out.as_deref_mut() {
+                o.addr = Some(st.addr);
+            }
         }
     }
     let thread = st
@@ -726,7 +1008,7 @@ fn decode_sample(
         .ok_or(DecodeError::Malformed("sample names an undefined thread"))?;
     st.ip = ip;
     st.time = time;
-    Ok(Sample {
+    Ok(SampleHead {
         event: st.event,
         pid,
         tid,
@@ -734,11 +1016,6 @@ fn decode_sample(
         time,
         period: st.period,
         cpu: st.cpu,
-        values,
-        callchain,
-        raw,
-        data_src,
-        addr,
     })
 }
 
@@ -772,9 +1049,9 @@ pub fn decode_all(bytes: &[u8]) -> Decoded {
     while let Some(e) = d.poll() {
         match e {
             Event::Version(v) => out.wire_version = Some(v),
-            Event::Header(h) => out.header = Some(h),
+            Event::Header(h) => out.header = Some(*h),
             Event::Record(r) => out.records.push(r),
-            Event::Trailer(t) => out.trailer = Some(t),
+            Event::Trailer(t) => out.trailer = Some(*t),
             Event::Damage(dm) => out.damage.push(dm),
         }
     }

@@ -101,7 +101,10 @@ pub mod frame;
 pub mod model;
 pub mod varint;
 
-pub use decode::{decode_all, Damage, DamageReason, DecodeError, Decoded, Decoder, Event, Losses};
+pub use decode::{
+    decode_all, Damage, DamageReason, DecodeError, Decoded, Decoder, Event, FrameEvent, Light,
+    Losses, RecordReader, SampleHead, Shared,
+};
 pub use encode::Encoder;
 pub use model::*;
 

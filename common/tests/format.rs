@@ -375,3 +375,46 @@ proptest! {
         let _ = decode_all(&file);
     }
 }
+
+#[test]
+fn light_reading_gives_the_same_sample_heads() {
+    let recs = records(1000, 21);
+    let (file, _) = encode(&recs, 64);
+    let mut d = Decoder::new();
+    d.push(&file);
+    d.finish();
+    let mut heads = Vec::new();
+    let mut others = Vec::new();
+    while let Some(e) = d.poll_frame() {
+        if let FrameEvent::Records(mut rr) = e {
+            while let Some(r) = rr.next_light() {
+                match r.unwrap() {
+                    Light::Sample(h) => heads.push(h),
+                    Light::Record(r) => others.push(*r),
+                }
+            }
+        }
+    }
+    let want: Vec<SampleHead> = recs
+        .iter()
+        .filter_map(|r| match r {
+            Record::Sample(s) => Some(SampleHead {
+                event: s.event,
+                pid: s.pid,
+                tid: s.tid,
+                ip: s.ip,
+                time: s.time,
+                period: s.period,
+                cpu: s.cpu,
+            }),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(heads, want);
+    let want_others: Vec<Record> = recs
+        .iter()
+        .filter(|r| !matches!(r, Record::Sample(_)))
+        .cloned()
+        .collect();
+    assert_eq!(others, want_others);
+}

@@ -1,10 +1,18 @@
 //! Reading a record file through the streaming decoder, with progress and clear errors.
 
 use crate::progress::Progress;
-use labperf_common::{Damage, Decoder, Event, Header, Losses, Record, Trailer};
+use labperf_common::{
+    Damage, Decoder, Event, FrameEvent, Header, Light, Losses, Record, RecordReader, Shared,
+    Trailer,
+};
+use std::collections::HashMap;
 use std::fs::File;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::sync::Mutex;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
@@ -36,6 +44,283 @@ pub struct FileInfo {
 
 /// Streams every record of `path` to `f`, in file order.
 pub fn stream(path: &Path, mut f: impl FnMut(&Record)) -> Result<FileInfo, LoadError> {
+    let info = read(path, |dec, info| {
+        while let Some(e) = dec.poll() {
+            info.take(e, &mut f);
+        }
+    })?;
+    check_labperf(path, &info)?;
+    Ok(info)
+}
+
+/// Per-(pid, ip) sample counts and periods, with the FxHash of the report's hot loop.
+pub type IpCounts = HashMap<(u32, u64), (u64, u64), BuildHasherDefault<FxHasher>>;
+
+/// What [`sample_counts`] gathers.
+pub struct Counts {
+    pub by_ip: IpCounts,
+    /// Every record that is not a sample, in file order.
+    pub others: Vec<Record>,
+    pub info: FileInfo,
+}
+
+/// Reads `path` and counts its samples per (pid, ip), decoding records frames on
+/// up to `threads` threads (frames decode independently). The fast path of `report`.
+pub fn sample_counts(path: &Path, threads: usize) -> Result<Counts, LoadError> {
+    let data = map_file(path)?;
+    let total = (*data).as_ref().len() as u64;
+    let mut dec = Decoder::whole(data);
+    let mut info = FileInfo {
+        bytes: total,
+        ..Default::default()
+    };
+    let mut frames: Vec<RecordReader> = Vec::new();
+    while let Some(e) = dec.poll_frame() {
+        match e {
+            FrameEvent::Event(e) => info.take(e, &mut |_| {}),
+            FrameEvent::Records(rr) => frames.push(rr),
+        }
+    }
+    info.losses = dec.losses().clone();
+    let done = AtomicU64::new(0);
+    struct Part {
+        by_ip: IpCounter,
+        /// (frame index, its non-sample records), to merge in file order.
+        others: Vec<(usize, Vec<Record>)>,
+        damage: Vec<Damage>,
+        unknown: u64,
+        records: u64,
+    }
+    // Threads take frames one at a time from a shared index, so a thread that
+    // starts late (an idle CPU waking up) never holds the others back.
+    let frames: Vec<Mutex<RecordReader>> = frames.into_iter().map(Mutex::new).collect();
+    let next = AtomicUsize::new(0);
+    let work = |mut progress: Option<&mut Progress>| {
+        let mut p = Part {
+            by_ip: IpCounter::new(),
+            others: Vec::new(),
+            damage: Vec::new(),
+            unknown: 0,
+            records: 0,
+        };
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(frame) = frames.get(i) else { break };
+            let mut rr = frame.lock().unwrap_or_else(|e| e.into_inner());
+            let mut others = Vec::new();
+            let by_ip = &mut p.by_ip;
+            let err = rr.for_each_light(|r| match r {
+                Light::Sample(s) => by_ip.add(s.pid, s.ip, s.period),
+                Light::Record(r) => others.push(*r),
+            });
+            if let Some(e) = err {
+                p.damage.push(rr.damage(e));
+            }
+            if !others.is_empty() {
+                p.others.push((i, others));
+            }
+            p.unknown += rr.unknown;
+            p.records += rr.decoded;
+            let n = done.fetch_add(rr.len() as u64, Ordering::Relaxed);
+            if let Some(pr) = progress.as_mut() {
+                pr.update(n, total);
+            }
+        }
+        p
+    };
+    let threads = threads.clamp(1, 16).min(frames.len() / 4 + 1);
+    let mut progress = Progress::new("decoding");
+    let parts: Vec<Part> = std::thread::scope(|sc| {
+        let handles: Vec<_> = (1..threads).map(|_| sc.spawn(|| work(None))).collect();
+        let mut parts = vec![work(Some(&mut progress))];
+        parts.extend(
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("a decoding thread panicked")),
+        );
+        parts
+    });
+    let mut by_ip = IpCounts::default();
+    let mut others = Vec::new();
+    for p in parts {
+        let part = p.by_ip.finish();
+        if by_ip.is_empty() {
+            by_ip = part;
+        } else {
+            for (k, v) in part {
+                let e = by_ip.entry(k).or_default();
+                e.0 += v.0;
+                e.1 += v.1;
+            }
+        }
+        others.extend(p.others);
+        for d in &p.damage {
+            info.losses.add(d);
+        }
+        info.damage.extend(p.damage);
+        info.losses.unknown_records += p.unknown;
+        info.records += p.records;
+    }
+    info.damage.sort_by_key(|d| d.offset);
+    others.sort_by_key(|(i, _)| *i);
+    let others: Vec<Record> = others.into_iter().flat_map(|(_, v)| v).collect();
+    check_labperf(path, &info)?;
+    Ok(Counts {
+        by_ip,
+        others,
+        info,
+    })
+}
+
+/// Counts samples per (pid, ip): a direct-mapped cache in front of the hash map,
+/// since most samples hit a few hot addresses.
+struct IpCounter {
+    slots: Vec<(u32, u64, u64, u64)>,
+    map: IpCounts,
+}
+
+impl IpCounter {
+    const SLOTS: usize = 4096;
+
+    fn new() -> Self {
+        IpCounter {
+            slots: vec![(0, 0, 0, 0); Self::SLOTS],
+            map: IpCounts::default(),
+        }
+    }
+
+    #[inline]
+    fn add(&mut self, pid: u32, ip: u64, period: u64) {
+        let i = (ip ^ (ip >> 12) ^ u64::from(pid)) as usize & (Self::SLOTS - 1);
+        let s = &mut self.slots[i];
+        if s.2 > 0 && s.1 == ip && s.0 == pid {
+            s.2 += 1;
+            s.3 += period;
+            return;
+        }
+        if s.2 > 0 {
+            let e = self.map.entry((s.0, s.1)).or_default();
+            e.0 += s.2;
+            e.1 += s.3;
+        }
+        *s = (pid, ip, 1, period);
+    }
+
+    fn finish(mut self) -> IpCounts {
+        for (pid, ip, n, period) in self.slots {
+            if n > 0 {
+                let e = self.map.entry((pid, ip)).or_default();
+                e.0 += n;
+                e.1 += period;
+            }
+        }
+        self.map
+    }
+}
+
+/// A read-only, pre-faulted memory map of a whole file.
+struct Mmap {
+    ptr: *const u8,
+    len: usize,
+}
+
+// SAFETY: the mapping is read-only and private; it is only unmapped on drop.
+unsafe impl Send for Mmap {}
+// SAFETY: as above.
+unsafe impl Sync for Mmap {}
+
+impl AsRef<[u8]> for Mmap {
+    fn as_ref(&self) -> &[u8] {
+        // SAFETY: ptr..ptr+len is mapped for the life of self.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+impl Drop for Mmap {
+    fn drop(&mut self) {
+        // SAFETY: unmapping our own mapping.
+        unsafe { libc::munmap(self.ptr as *mut libc::c_void, self.len) };
+    }
+}
+
+/// The whole file as shared input: a populated memory map (no copy, and far fewer
+/// page faults than reading into fresh memory), or its bytes where it cannot be mapped.
+pub fn map_file(path: &Path) -> Result<Shared, LoadError> {
+    use std::os::fd::AsRawFd;
+    let file = File::open(path).map_err(|source| LoadError::Open {
+        path: path.into(),
+        source,
+    })?;
+    let len = file
+        .metadata()
+        .map_err(|source| LoadError::Read {
+            path: path.into(),
+            source,
+        })?
+        .len() as usize;
+    if len > 0 {
+        // SAFETY: mapping a file we opened, read-only and private.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE | libc::MAP_POPULATE,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        if p != libc::MAP_FAILED {
+            return Ok(Arc::new(Mmap {
+                ptr: p as *const u8,
+                len,
+            }));
+        }
+    }
+    let bytes = std::fs::read(path).map_err(|source| LoadError::Read {
+        path: path.into(),
+        source,
+    })?;
+    Ok(Arc::new(bytes))
+}
+
+fn check_labperf(path: &Path, info: &FileInfo) -> Result<(), LoadError> {
+    if info.wire_version.is_none()
+        && info.header.is_none()
+        && info.records == 0
+        && info.trailer.is_none()
+    {
+        return Err(LoadError::NotLabperf { path: path.into() });
+    }
+    Ok(())
+}
+
+/// A multiplicative hasher for (pid, ip) keys: SipHash costs more than decoding a sample.
+#[derive(Default, Clone, Copy)]
+pub struct FxHasher(u64);
+
+impl Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.write_u64(u64::from(i));
+    }
+    fn write_u64(&mut self, i: u64) {
+        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// Reads `path` in 1 MiB pieces into a decoder; `drain` takes out what is decodable.
+fn read(
+    path: &Path,
+    mut drain: impl FnMut(&mut Decoder, &mut FileInfo),
+) -> Result<FileInfo, LoadError> {
     let mut file = File::open(path).map_err(|source| LoadError::Open {
         path: path.into(),
         source,
@@ -49,16 +334,6 @@ pub fn stream(path: &Path, mut f: impl FnMut(&Record)) -> Result<FileInfo, LoadE
     let mut buf = vec![0u8; 1 << 20];
     let mut done = 0u64;
     let mut progress = Progress::new("reading");
-    let mut handle = |e: Event, info: &mut FileInfo| match e {
-        Event::Version(v) => info.wire_version = Some(v),
-        Event::Header(h) => info.header = Some(h),
-        Event::Record(r) => {
-            info.records += 1;
-            f(&r)
-        }
-        Event::Trailer(t) => info.trailer = Some(t),
-        Event::Damage(d) => info.damage.push(d),
-    };
     loop {
         let n = file.read(&mut buf).map_err(|source| LoadError::Read {
             path: path.into(),
@@ -70,14 +345,10 @@ pub fn stream(path: &Path, mut f: impl FnMut(&Record)) -> Result<FileInfo, LoadE
         done += n as u64;
         progress.update(done, total);
         dec.push(&buf[..n]);
-        while let Some(e) = dec.poll() {
-            handle(e, &mut info);
-        }
+        drain(&mut dec, &mut info);
     }
     dec.finish();
-    while let Some(e) = dec.poll() {
-        handle(e, &mut info);
-    }
+    drain(&mut dec, &mut info);
     info.losses = dec.losses().clone();
     if info.wire_version.is_none()
         && info.header.is_none()
@@ -90,6 +361,19 @@ pub fn stream(path: &Path, mut f: impl FnMut(&Record)) -> Result<FileInfo, LoadE
 }
 
 impl FileInfo {
+    fn take(&mut self, e: Event, f: &mut impl FnMut(&Record)) {
+        match e {
+            Event::Version(v) => self.wire_version = Some(v),
+            Event::Header(h) => self.header = Some(*h),
+            Event::Record(r) => {
+                self.records += 1;
+                f(&r)
+            }
+            Event::Trailer(t) => self.trailer = Some(*t),
+            Event::Damage(d) => self.damage.push(d),
+        }
+    }
+
     /// One-paragraph warning about damage, or `None` when the file is intact.
     pub fn damage_warning(&self) -> Option<String> {
         if self.losses.is_clean() {

@@ -2,7 +2,6 @@
 
 use crate::load::{self, FileInfo, LoadError};
 use crate::symbols::{Location, Symbolizer};
-use labperf_common::Record;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -50,50 +49,50 @@ fn short(dso: &str) -> &str {
 
 /// Reads `path` and aggregates its samples.
 pub fn build(path: &Path, by: By, symfs: Vec<PathBuf>) -> Result<Report, LoadError> {
+    // LABPERF_THREADS caps the decoding threads (default: one per CPU).
+    let threads = std::env::var("LABPERF_THREADS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let load::Counts {
+        by_ip,
+        others,
+        info,
+    } = load::sample_counts(path, threads)?;
+    // Addresses are resolved once every side-band record (mmap2, fork) is known.
     let mut sym = Symbolizer::new(symfs);
-    // Samples are kept compact until all side-band records are known.
-    let mut samples: Vec<(u32, u64, u64)> = Vec::new();
-    let info = load::stream(path, |r| match r {
-        Record::Sample(s) => samples.push((s.pid, s.ip, s.period)),
-        other => sym.observe(other),
-    })?;
-    let mut cache: HashMap<(u32, u64), usize> = HashMap::new();
+    for r in &others {
+        sym.observe(r);
+    }
     let mut keys: Vec<(String, String)> = Vec::new();
     let mut index: HashMap<(String, String), usize> = HashMap::new();
     let mut acc: Vec<(u64, u64)> = Vec::new();
     let (mut total, mut total_period) = (0u64, 0u64);
-    for &(pid, ip, period) in &samples {
-        let k = match cache.get(&(pid, ip)) {
-            Some(&k) => k,
-            None => {
-                let Location { dso, sym: s, vaddr } = sym.resolve(pid, ip);
-                let key = match by {
-                    By::Symbol => (
-                        s.map(|n| n.to_string())
-                            .unwrap_or_else(|| format!("{}+{vaddr:#x}", short(&dso))),
-                        dso.to_string(),
-                    ),
-                    By::Dso => (dso.to_string(), dso.to_string()),
-                    By::Pc => (
-                        format!(
-                            "{vaddr:#x}{}",
-                            s.map(|n| format!(" <{n}>")).unwrap_or_default()
-                        ),
-                        dso.to_string(),
-                    ),
-                };
-                let k = *index.entry(key.clone()).or_insert_with(|| {
-                    keys.push(key);
-                    acc.push((0, 0));
-                    keys.len() - 1
-                });
-                cache.insert((pid, ip), k);
-                k
-            }
+    for (&(pid, ip), &(n, period)) in &by_ip {
+        let Location { dso, sym: s, vaddr } = sym.resolve(pid, ip);
+        let key = match by {
+            By::Symbol => (
+                s.map(|n| n.to_string())
+                    .unwrap_or_else(|| format!("{}+{vaddr:#x}", short(&dso))),
+                dso.to_string(),
+            ),
+            By::Dso => (dso.to_string(), dso.to_string()),
+            By::Pc => (
+                format!(
+                    "{vaddr:#x}{}",
+                    s.map(|n| format!(" <{n}>")).unwrap_or_default()
+                ),
+                dso.to_string(),
+            ),
         };
-        acc[k].0 += 1;
+        let k = *index.entry(key.clone()).or_insert_with(|| {
+            keys.push(key);
+            acc.push((0, 0));
+            keys.len() - 1
+        });
+        acc[k].0 += n;
         acc[k].1 += period;
-        total += 1;
+        total += n;
         total_period += period;
     }
     let mut rows: Vec<Row> = keys

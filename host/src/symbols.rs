@@ -12,8 +12,9 @@ pub struct Elf {
     pub build_id: Option<Vec<u8>>,
     /// (file offset, vaddr, file size) of each loadable segment.
     segments: Vec<(u64, u64, u64)>,
-    /// Function symbols sorted by address: (addr, size, demangled name).
-    syms: Vec<(u64, u64, Arc<str>)>,
+    /// Function symbols sorted by address: (addr, size, mangled name); names are
+    /// demangled only when a sample hits them.
+    syms: Vec<(u64, u64, Box<str>)>,
 }
 
 impl Elf {
@@ -27,7 +28,7 @@ impl Elf {
                 (off, s.address(), size)
             })
             .collect();
-        let mut syms: Vec<(u64, u64, Arc<str>)> = Vec::new();
+        let mut syms: Vec<(u64, u64, Box<str>)> = Vec::new();
         for table in [
             f.symbols().collect::<Vec<_>>(),
             f.dynamic_symbols().collect::<Vec<_>>(),
@@ -38,7 +39,7 @@ impl Elf {
             for s in table {
                 if s.kind() == SymbolKind::Text && s.address() != 0 {
                     if let Ok(name) = s.name() {
-                        syms.push((s.address(), s.size(), demangle(name).into()));
+                        syms.push((s.address(), s.size(), name.into()));
                     }
                 }
             }
@@ -60,8 +61,8 @@ impl Elf {
             .map(|(o, v, _)| off - o + v)
     }
 
-    /// The function containing `vaddr`.
-    pub fn symbol(&self, vaddr: u64) -> Option<&Arc<str>> {
+    /// The (mangled) name of the function containing `vaddr`.
+    pub fn symbol(&self, vaddr: u64) -> Option<&str> {
         let i = self.syms.partition_point(|s| s.0 <= vaddr).checked_sub(1)?;
         let (a, size, name) = &self.syms[i];
         (*size == 0 || vaddr < a + size).then_some(name)
@@ -113,6 +114,7 @@ pub struct Symbolizer {
     pub symfs: Vec<PathBuf>,
     pub warnings: Vec<String>,
     unknown: Arc<str>,
+    demangled: HashMap<Box<str>, Arc<str>>,
 }
 
 fn hex(b: &[u8]) -> String {
@@ -181,10 +183,10 @@ impl Symbolizer {
         let mut found = None;
         let mut mismatch = None;
         for c in candidates {
-            let Ok(data) = std::fs::read(&c) else {
+            let Ok(data) = crate::load::map_file(&c) else {
                 continue;
             };
-            match Elf::parse(&data) {
+            match Elf::parse((*data).as_ref()) {
                 Ok(e) => {
                     if let (Some(want), Some(have)) = (build_id, e.build_id.as_deref()) {
                         if want != have {
@@ -223,8 +225,16 @@ impl Symbolizer {
         match self.elf(&m.path, m.build_id.as_deref()) {
             Some(elf) => {
                 let vaddr = elf.offset_to_vaddr(off).unwrap_or(off);
+                let sym = elf.symbol(vaddr).map(|raw| {
+                    if let Some(d) = self.demangled.get(raw) {
+                        return d.clone();
+                    }
+                    let d: Arc<str> = demangle(raw).into();
+                    self.demangled.insert(raw.into(), d.clone());
+                    d
+                });
                 Location {
-                    sym: elf.symbol(vaddr).cloned(),
+                    sym,
                     dso: m.path,
                     vaddr,
                 }

@@ -7,12 +7,13 @@ use xshell::{cmd, Shell};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Seconds the bench workload runs for each recording.
-    #[arg(long, default_value_t = 10)]
-    pub duration: u32,
-    /// Sample period (ns of cpu-clock) for both recorders.
-    #[arg(long, default_value_t = 20_000)]
-    pub period: u64,
+    /// Recording sizes as SECONDS:PERIOD_NS pairs (cpu-clock period); each is measured.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "10:250000,10:20000,30:20000"
+    )]
+    pub sizes: Vec<String>,
     /// Timed repetitions of each report (the median is used).
     #[arg(long, default_value_t = 5)]
     pub reps: usize,
@@ -50,56 +51,62 @@ pub fn run(a: &Args, s: &mut Summary) {
     let agent = agents_dir(&triple).join("labperf-agent");
     let bench = agents_dir(&triple).join("labperf-bench");
     let labperf = target_dir().join("release/labperf");
-    let (ours, theirs) = (dir.join("bench.lpr"), dir.join("perf.data"));
-    let period = a.period.to_string();
-    let secs = a.duration.to_string();
-    let mut counts = (0u64, 0u64);
-    s.step("record: labperf-agent and perf record, same workload, event and period", || {
-        let sh = Shell::new()?;
-        cmd!(sh, "{agent} record -e cpu-clock -c {period} -o {ours} -- {bench} --duration {secs}").run()?;
-        cmd!(sh, "perf record -q -e cpu-clock:u -c {period} --sample-cpu -o {theirs} -- {bench} --duration {secs}").run().context("perf record failed; `cargo xtask setup --perf` installs it")?;
-        let info = cmd!(sh, "{labperf} info {ours}").read()?;
-        let ours_n: u64 = info.lines().find(|l| l.starts_with("totals:")).and_then(|l| l.split_whitespace().nth(1)).and_then(|n| n.parse().ok()).context("no totals in labperf info")?;
-        let theirs_n = cmd!(sh, "perf script -i {theirs} -F ip").read()?.lines().count() as u64;
-        counts = (ours_n, theirs_n);
-        Ok(format!("{ours_n} samples (labperf), {theirs_n} samples (perf)"))
-    });
-    s.step("bytes per sample vs perf.data (target <= 0.25x)", || {
-        let ob = std::fs::metadata(&ours)?.len() as f64;
-        let tb = std::fs::metadata(&theirs)?.len() as f64;
-        let (on, tn) = (counts.0.max(1) as f64, counts.1.max(1) as f64);
-        let ratio = (ob / on) / (tb / tn);
-        let line = format!(
-            "labperf {:.2} B/sample ({} B), perf {:.2} B/sample ({} B): ratio {ratio:.3}x",
-            ob / on,
-            ob as u64,
-            tb / tn,
-            tb as u64
+    for size in &a.sizes {
+        let Some((secs, period)) = size.split_once(':') else {
+            s.step(&format!("size {size}"), || {
+                bail!("sizes are SECONDS:PERIOD_NS, e.g. 10:20000")
+            });
+            continue;
+        };
+        let (ours, theirs) = (
+            dir.join(format!("bench-{secs}s-{period}.lpr")),
+            dir.join(format!("perf-{secs}s-{period}.data")),
         );
-        println!("BENCH bytes-per-sample: {line}");
-        if ratio > 0.25 {
-            bail!("{line}: above the 0.25x target");
+        let mut counts = (0u64, 0u64);
+        let tag = format!("{secs} s at {period} ns");
+        if !s.step(&format!("record {tag}: labperf-agent and perf record"), || {
+            let sh = Shell::new()?;
+            cmd!(sh, "{agent} record -e cpu-clock -c {period} -o {ours} -- {bench} --duration {secs}").run()?;
+            cmd!(sh, "perf record -q -e cpu-clock:u -c {period} --sample-cpu -o {theirs} -- {bench} --duration {secs}").run().context("perf record failed; `cargo xtask setup --perf` installs it")?;
+            let info = cmd!(sh, "{labperf} info {ours}").read()?;
+            let ours_n: u64 = info.lines().find(|l| l.starts_with("totals:")).and_then(|l| l.split_whitespace().nth(1)).and_then(|n| n.parse().ok()).context("no totals in labperf info")?;
+            let theirs_n = cmd!(sh, "perf script -i {theirs} -F ip").read()?.lines().count() as u64;
+            counts = (ours_n, theirs_n);
+            Ok(format!("{ours_n} samples (labperf), {theirs_n} samples (perf)"))
+        }) {
+            continue;
         }
-        Ok(line)
-    });
-    s.step("report time vs perf report --stdio (target >= 30x)", || {
-        let sh = Shell::new()?;
-        let ours_t = median_secs(a.reps, || {
-            cmd!(sh, "{labperf} report {ours}").quiet().ignore_stdout().ignore_stderr().run()?;
-            Ok(())
-        })?;
-        let theirs_t = median_secs(a.reps, || {
-            cmd!(sh, "perf report --stdio -i {theirs}").quiet().ignore_stdout().ignore_stderr().run()?;
-            Ok(())
-        })?;
-        let ratio = theirs_t / ours_t;
-        let line = format!("labperf report {:.1} ms, perf report --stdio {:.1} ms (median of {}): {ratio:.1}x faster", ours_t * 1e3, theirs_t * 1e3, a.reps);
-        println!("BENCH report-time: {line}");
-        if ratio < 30.0 {
-            bail!("{line}: below the 30x target");
-        }
-        Ok(line)
-    });
+        s.step(&format!("bytes per sample, {tag} (target <= 0.25x)"), || {
+            let ob = std::fs::metadata(&ours)?.len() as f64;
+            let tb = std::fs::metadata(&theirs)?.len() as f64;
+            let (on, tn) = (counts.0.max(1) as f64, counts.1.max(1) as f64);
+            let ratio = (ob / on) / (tb / tn);
+            let line = format!("{} samples: labperf {:.2} B/sample ({} B), perf {:.2} B/sample ({} B): {ratio:.3}x", counts.0, ob / on, ob as u64, tb / tn, tb as u64);
+            println!("BENCH bytes-per-sample {tag}: {line}");
+            if ratio > 0.25 {
+                bail!("{line}: above the 0.25x target");
+            }
+            Ok(line)
+        });
+        s.step(&format!("report time, {tag} (target >= 30x)"), || {
+            let sh = Shell::new()?;
+            let ours_t = median_secs(a.reps, || {
+                cmd!(sh, "{labperf} report {ours}").quiet().ignore_stdout().ignore_stderr().run()?;
+                Ok(())
+            })?;
+            let theirs_t = median_secs(a.reps, || {
+                cmd!(sh, "perf report --stdio -i {theirs}").quiet().ignore_stdout().ignore_stderr().run()?;
+                Ok(())
+            })?;
+            let ratio = theirs_t / ours_t;
+            let line = format!("{} samples: labperf report {:.1} ms, perf report --stdio {:.1} ms (median of {}): {ratio:.1}x faster", counts.0, ours_t * 1e3, theirs_t * 1e3, a.reps);
+            println!("BENCH report-time {tag}: {line}");
+            if ratio < 30.0 {
+                bail!("{line}: below the 30x target");
+            }
+            Ok(line)
+        });
+    }
     if a.fuzz_seconds > 0 {
         crate::setup::run(
             &crate::setup::Args {

@@ -77,6 +77,7 @@ fn bench_classes_show_up_with_the_requested_time_split() {
     for (n, w) in weights {
         let share = 100.0 * count(n) as f64 / in_classes as f64;
         let want = 100.0 * w as f64 / total_w as f64;
+        eprintln!("{n}: {share:.1}% of {in_classes} class samples, asked for {want:.1}%");
         assert!(
             (share - want).abs() < 3.0,
             "{n}: {share:.1}% of samples, asked for {want:.1}% of the time"
@@ -276,5 +277,67 @@ fn groups_with_sample_read_carry_values() {
         "cpu-clock {} vs task-clock {}",
         last.values[0],
         last.values[1]
+    );
+}
+
+#[test]
+fn children_are_followed_and_symbolized() {
+    let d = scratch("children");
+    let file = d.join("c.lpr");
+    let b = bin("labperf-bench");
+    let script = format!(
+        "{b} --duration 0.8 --classes nops & {b} --duration 0.8 --classes dcache_miss; wait",
+        b = b.display()
+    );
+    let st = Command::new(bin("labperf-agent"))
+        .args(["record", "-e", "cpu-clock", "-c", "500000", "-o"])
+        .arg(&file)
+        .args(["--", "/bin/sh", "-c", &script])
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let dec = decode_all(&std::fs::read(&file).unwrap());
+    let pids: std::collections::BTreeSet<u32> = dec
+        .records
+        .iter()
+        .filter_map(|r| {
+            if let Record::Sample(s) = r {
+                Some(s.pid)
+            } else {
+                None
+            }
+        })
+        .collect();
+    assert!(pids.len() >= 2, "samples from {pids:?}");
+    assert!(dec.records.iter().any(|r| matches!(r, Record::Fork(_))));
+    let out = Command::new(bin("labperf"))
+        .args(["report", "--format", "csv", "--top", "0"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let csv = String::from_utf8(out.stdout).unwrap();
+    assert!(csv.starts_with("name,dso,samples,period,percent\n"));
+    for f in ["nops", "dcache_miss"] {
+        let n: u64 = csv
+            .lines()
+            .find(|l| l.starts_with(&format!("{f},")))
+            .and_then(|l| l.split(',').nth(2))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        assert!(n > 400, "{f}: {n} samples\n{csv}");
+    }
+    let out = Command::new(bin("labperf"))
+        .args(["report", "--by", "dso", "--format", "json"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        j["rows"][0]["name"]
+            .as_str()
+            .unwrap()
+            .ends_with("labperf-bench"),
+        "{j}"
     );
 }

@@ -32,8 +32,13 @@ pub fn build(triple: &str) -> anyhow::Result<String> {
     for b in ["labperf-agent", "labperf-bench"] {
         let src = target_dir().join(triple).join("release").join(b);
         let dst = out.join(b);
-        std::fs::copy(&src, &dst)
-            .with_context(|| format!("cannot copy {} to {}", src.display(), dst.display()))?;
+        // Copy then rename: a copy of the old binary that is still running stays
+        // valid, and the copy never fails with ETXTBSY.
+        let tmp = out.join(format!(".{b}.tmp"));
+        std::fs::copy(&src, &tmp)
+            .with_context(|| format!("cannot copy {} to {}", src.display(), tmp.display()))?;
+        std::fs::rename(&tmp, &dst)
+            .with_context(|| format!("cannot rename {} to {}", tmp.display(), dst.display()))?;
         let elf = std::fs::read(&dst)?;
         if elf.get(..4) != Some(b"\x7fELF") {
             bail!("{} is not an ELF file", dst.display());

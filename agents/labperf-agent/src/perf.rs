@@ -358,3 +358,50 @@ impl<'a> Cur<'a> {
         s
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(kernel: bool) -> AttrPlan {
+        let mut spec = crate::events::parse("cycles").unwrap();
+        spec.kernel = kernel;
+        AttrPlan {
+            spec,
+            period: 1000,
+            freq: false,
+            sample_type: 0,
+            read_format: 0,
+            disabled: true,
+            enable_on_exec: true,
+            inherit: true,
+            sideband: true,
+            build_id: true,
+            watermark: 0,
+        }
+    }
+
+    #[test]
+    fn every_open_error_names_its_fix() {
+        let user = plan(false);
+        let e = explain("cycles", &user, libc::EACCES);
+        assert!(
+            e.starts_with("cannot open event 'cycles': Permission denied"),
+            "{e}"
+        );
+        assert!(
+            e.contains("sudo sysctl kernel.perf_event_paranoid=2") && e.contains("CAP_PERFMON"),
+            "{e}"
+        );
+        assert!(
+            explain("cycles", &plan(true), libc::EPERM).contains("kernel.perf_event_paranoid=1")
+        );
+        assert!(explain("x", &user, libc::ENOENT).contains("labperf-agent list"));
+        assert!(explain("x", &user, libc::EOPNOTSUPP).contains("labperf-agent stat"));
+        assert!(explain("x", &user, libc::E2BIG).contains("136-byte"));
+        assert!(explain("x", &user, libc::ENODEV).contains("cpu-clock"));
+        assert!(explain("x", &user, libc::EMFILE).contains("ulimit -n"));
+        assert!(explain("x", &user, libc::ENOSYS).contains("qemu-user"));
+        assert!(explain_mmap(libc::EPERM, 64).contains("kernel.perf_event_mlock_kb"));
+    }
+}

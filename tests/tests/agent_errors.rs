@@ -1,0 +1,161 @@
+//! Real failures of the agent on this kernel, each with its explanation and fix:
+//! perf_event_paranoid, the perf mmap limit, the default-event fallback, and stat.
+
+use labperf_common::{decode_all, Record};
+use labperf_tests::{bin, scratch};
+use std::process::{Command, Output};
+
+fn paranoid() -> i32 {
+    std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// Runs the agent as user `nobody` (the tests run as root) in a directory it may write.
+fn as_nobody(args: &[&str]) -> Output {
+    let d = scratch("nobody");
+    Command::new("chown")
+        .arg("nobody")
+        .arg(&d)
+        .status()
+        .unwrap();
+    Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(bin("labperf-agent"))
+        .args(args)
+        .current_dir(&d)
+        .output()
+        .expect("setpriv (util-linux) runs the agent unprivileged")
+}
+
+#[test]
+fn unprivileged_kernel_sampling_names_the_sysctl() {
+    let p = paranoid();
+    let o = as_nobody(&[
+        "record",
+        "-e",
+        "cpu-clock:k",
+        "-o",
+        "k.lpr",
+        "--",
+        "/bin/true",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    if p >= 2 {
+        assert_eq!(o.status.code(), Some(125), "{err}");
+        assert!(
+            err.contains(&format!("perf_event_paranoid is {p}"))
+                && err.contains("sudo sysctl kernel.perf_event_paranoid=1"),
+            "{err}"
+        );
+    } else {
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "paranoid {p} allows kernel sampling: {err}"
+        );
+    }
+}
+
+#[test]
+fn a_ring_buffer_over_the_mlock_limit_is_explained() {
+    // 8192 pages (32 MiB) is over both perf_event_mlock_kb (516 KiB by default) and `ulimit -l` for an ordinary user.
+    let o = as_nobody(&[
+        "record",
+        "-e",
+        "cpu-clock",
+        "--mmap-pages",
+        "8192",
+        "-o",
+        "m.lpr",
+        "--",
+        "/bin/true",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(125), "{err}");
+    assert!(
+        err.contains("cannot map the 8192-page perf ring buffer")
+            && err.contains("kernel.perf_event_mlock_kb")
+            && err.contains("--mmap-pages"),
+        "{err}"
+    );
+}
+
+#[test]
+fn default_event_is_cycles_or_a_noted_cpu_clock_fallback() {
+    let d = scratch("fallback");
+    let f = d.join("f.lpr");
+    let o = Command::new(bin("labperf-agent"))
+        .args(["record", "-o"])
+        .arg(&f)
+        .args(["--", "/bin/true"])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    let h = decode_all(&std::fs::read(&f).unwrap()).header.unwrap();
+    if err.contains("falling back to cpu-clock") {
+        // No hardware PMU (as on the CI machines): one notice, recorded in the header too.
+        assert_eq!(err.matches("notice:").count(), 1, "{err}");
+        assert_eq!(h.events[0].name, "cpu-clock");
+        assert_eq!(h.events[0].attr.type_, 1);
+        assert!(h
+            .notes
+            .iter()
+            .any(|n| n.contains("'cycles' is not available here")));
+    } else {
+        assert_eq!(h.events[0].name, "cycles");
+        assert_eq!(h.events[0].attr.type_, 0);
+    }
+}
+
+#[test]
+fn stat_records_intervals_and_totals() {
+    let d = scratch("stat");
+    let f = d.join("s.lpr");
+    let o = Command::new(bin("labperf-agent"))
+        .args([
+            "stat",
+            "-e",
+            "task-clock",
+            "-e",
+            "page-faults",
+            "-I",
+            "100",
+            "-o",
+        ])
+        .arg(&f)
+        .arg("--")
+        .arg(bin("labperf-bench"))
+        .args(["--duration", "0.6", "--classes", "nops"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let dec = decode_all(&std::fs::read(&f).unwrap());
+    assert!(dec.losses.is_clean());
+    assert_eq!(dec.header.as_ref().unwrap().mode, "stat");
+    let iv: Vec<_> = dec
+        .records
+        .iter()
+        .filter_map(|r| {
+            if let Record::Interval(i) = r {
+                Some(i)
+            } else {
+                None
+            }
+        })
+        .collect();
+    assert!(iv.len() >= 5, "{} intervals", iv.len());
+    let total = iv.last().unwrap();
+    assert!(!total.delta);
+    // task-clock (ns) of a 0.6 s busy loop: between 0.5 and 0.9 s, and the deltas add up to it.
+    let tc = total.counts[0].value;
+    assert!((500_000_000..900_000_000).contains(&tc), "task-clock {tc}");
+    let sum: u64 = iv[..iv.len() - 1].iter().map(|i| i.counts[0].value).sum();
+    assert!(
+        sum <= tc && sum as f64 > 0.95 * tc as f64,
+        "interval sum {sum} vs total {tc}"
+    );
+}

@@ -118,6 +118,8 @@ fn sigint_forwards_to_the_workload_and_finishes_the_file() {
 fn sigkilled_agent_leaves_a_file_decodable_to_its_last_flush() {
     let d = scratch("sigkill");
     let file = d.join("kill.lpr");
+    use std::os::unix::process::CommandExt;
+    // Its own process group, so the workload can be killed with the agent afterwards.
     let mut agent = Command::new(bin("labperf-agent"))
         .args(["record", "-e", "cpu-clock", "-c", "250000", "-o"])
         .arg(&file)
@@ -125,11 +127,14 @@ fn sigkilled_agent_leaves_a_file_decodable_to_its_last_flush() {
         .arg(bin("labperf-bench"))
         .args(["--duration", "5"])
         .stderr(Stdio::null())
+        .process_group(0)
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(2600));
     agent.kill().unwrap();
     agent.wait().unwrap();
+    // SAFETY: signalling the test's own process group (the orphaned workload).
+    unsafe { libc_kill(-(agent.id() as i32), 9) };
     let dec = decode_all(&std::fs::read(&file).unwrap());
     assert!(dec.header.is_some());
     assert!(dec.trailer.is_none());
@@ -147,7 +152,6 @@ fn sigkilled_agent_leaves_a_file_decodable_to_its_last_flush() {
         "{:?}",
         dec.damage
     );
-    // The orphaned workload ends by itself within its 5 s.
 }
 
 extern "C" {

@@ -995,7 +995,7 @@ fn decode_sample_into(
         }
         if x & sf::EXTRA_ADDR != 0 {
             st.addr = st.addr.wrapping_add(get_i64(p, pos)? as u64);
-            if let Some(o) = out.as_deref_mut() {
+            if let Some(o) = out {
                 o.addr = Some(st.addr);
             }
         }

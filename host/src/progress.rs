@@ -33,7 +33,7 @@ impl Progress {
         }
         self.last = Instant::now();
         self.shown = true;
-        let pct = if total > 0 { 100 * done / total } else { 0 };
+        let pct = (100 * done).checked_div(total).unwrap_or(0);
         eprint!(
             "\r{}: {pct:>3}% ({:.1} of {:.1} MiB)   ",
             self.what,

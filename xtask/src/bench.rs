@@ -1,6 +1,6 @@
 //! `cargo xtask bench`: bytes per sample and report time against perf in the same run, then a fuzz run.
 
-use crate::util::{agents_dir, host_musl, root, target_dir, Summary};
+use crate::util::{agents_dir, host_musl, target_dir, Summary};
 use anyhow::{bail, Context};
 use std::time::Instant;
 use xshell::{cmd, Shell};
@@ -35,15 +35,7 @@ fn median_secs(reps: usize, mut f: impl FnMut() -> anyhow::Result<()>) -> anyhow
 
 pub fn run(a: &Args, s: &mut Summary) {
     let triple = host_musl();
-    if !s.step("build agents", || crate::build_agents::build(&triple)) {
-        return;
-    }
-    if !s.step("build labperf (release)", || {
-        let sh = Shell::new()?;
-        sh.change_dir(root());
-        cmd!(sh, "cargo build --release -p labperf").run()?;
-        Ok(String::new())
-    }) {
+    if !crate::build_agents::build_all_release(&triple, s) {
         return;
     }
     let dir = target_dir().join("bench");

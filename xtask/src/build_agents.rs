@@ -48,6 +48,18 @@ pub fn build(triple: &str) -> anyhow::Result<String> {
     Ok(format!("{} ({})", out.display(), sizes.join(", ")))
 }
 
+/// Builds the agents for `triple` and the release `labperf`, as steps of `s`;
+/// returns whether both succeeded.
+pub fn build_all_release(triple: &str, s: &mut Summary) -> bool {
+    s.step("build agents", || build(triple))
+        && s.step("build labperf (release)", || {
+            let sh = Shell::new()?;
+            sh.change_dir(crate::util::root());
+            cmd!(sh, "cargo build --release -p labperf").run()?;
+            Ok(String::new())
+        })
+}
+
 pub fn run(a: &Args, s: &mut Summary) {
     let host = crate::util::host_musl();
     let triples: Vec<String> = match a.target.as_str() {

@@ -1,6 +1,6 @@
 //! `cargo xtask demo`: builds everything and profiles labperf-bench on this machine.
 
-use crate::util::{agents_dir, host_musl, root, target_dir, Summary};
+use crate::util::{agents_dir, host_musl, target_dir, Summary};
 use anyhow::Context;
 use xshell::{cmd, Shell};
 
@@ -13,15 +13,7 @@ pub struct Args {
 
 pub fn run(a: &Args, s: &mut Summary) {
     let triple = host_musl();
-    if !s.step("build agents", || crate::build_agents::build(&triple)) {
-        return;
-    }
-    if !s.step("build labperf", || {
-        let sh = Shell::new()?;
-        sh.change_dir(root());
-        cmd!(sh, "cargo build --release -p labperf").run()?;
-        Ok(String::new())
-    }) {
+    if !crate::build_agents::build_all_release(&triple, s) {
         return;
     }
     s.step("profile labperf-bench", || {

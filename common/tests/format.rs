@@ -199,6 +199,7 @@ fn truncation_at_every_offset() {
     let (file, frames) = encode(&recs, 40);
     for cut in 0..file.len() {
         let d = decode_all(&file[..cut]);
+        assert_eq!(decode_whole(&file[..cut]).0, d.records, "cut at {cut}");
         let complete: Vec<Record> = frames
             .iter()
             .filter(|(r, _)| r.end <= cut)
@@ -225,6 +226,20 @@ fn truncation_at_every_offset() {
     }
 }
 
+/// Decodes with a [`Decoder::whole`] over shared bytes (the report's path).
+fn decode_whole(file: &[u8]) -> (Vec<Record>, Losses, Vec<Damage>) {
+    let mut d = Decoder::whole(std::sync::Arc::new(file.to_vec()));
+    let (mut recs, mut dmg) = (Vec::new(), Vec::new());
+    while let Some(e) = d.poll() {
+        match e {
+            Event::Record(r) => recs.push(r),
+            Event::Damage(x) => dmg.push(x),
+            _ => {}
+        }
+    }
+    (recs, d.losses().clone(), dmg)
+}
+
 /// Checks that `got` is `all` minus whole frames, in order, and that the
 /// accounting is exact when the trailer survived.
 fn check_damaged(
@@ -234,6 +249,12 @@ fn check_damaged(
     total: usize,
 ) {
     let d = decode_all(file);
+    let (w_recs, w_losses, w_damage) = decode_whole(file);
+    assert_eq!(
+        (&w_recs, &w_losses, &w_damage),
+        (&d.records, &d.losses, &d.damage),
+        "whole and streaming decoders disagree"
+    );
     let intact: Vec<Record> = frames
         .iter()
         .filter(|(r, _)| r.end <= damaged.start || r.start >= damaged.end)

@@ -20,4 +20,12 @@ fuzz_target!(|data: &[u8]| {
         n += matches!(e, Event::Record(_)) as usize;
     }
     assert_eq!(n, whole.records.len());
+    // The whole-input decoder (the report's path) agrees with the streaming one.
+    let mut d = Decoder::whole(std::sync::Arc::new(data.to_vec()));
+    let mut m = 0usize;
+    while let Some(e) = d.poll() {
+        m += matches!(e, Event::Record(_)) as usize;
+    }
+    assert_eq!(m, whole.records.len());
+    assert_eq!(d.losses(), &whole.losses);
 });

@@ -293,7 +293,7 @@ mod tests {
         s.observe(&Record::Mmap2(Mmap2 {
             pid: 7,
             tid: 7,
-            addr: seg.address() + bias & !0xfff,
+            addr: (seg.address() + bias) & !0xfff,
             len: seg.size() + 0x1000,
             pgoff: seg_off & !0xfff,
             path: exe.to_string_lossy().into(),

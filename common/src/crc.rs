@@ -23,9 +23,13 @@ const fn make_table() -> [u32; 256] {
 static TABLE: [u32; 256] = make_table();
 
 /// CRC-32 of `data` (initial value and final xor `0xFFFF_FFFF`), as zlib's `crc32()`.
-/// Computed by `crc32fast` (SIMD where available); [`crc32_bytewise`] is the reference.
+/// With the `fast-crc` feature this is `crc32fast` (SIMD where available);
+/// otherwise [`crc32_bytewise`], the reference.
 pub fn crc32(data: &[u8]) -> u32 {
-    crc32fast::hash(data)
+    #[cfg(feature = "fast-crc")]
+    return crc32fast::hash(data);
+    #[cfg(not(feature = "fast-crc"))]
+    return crc32_bytewise(data);
 }
 
 /// The table-driven, byte-at-a-time CRC-32 that a C writer implements (see the format spec).

@@ -16,12 +16,12 @@ use std::sync::Mutex;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
-    #[error("Cannot open the record file {path}: {source}.")]
+    #[error("cannot open the record file {path}")]
     Open {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("Cannot read the record file {path}: {source}.")]
+    #[error("cannot read the record file {path}")]
     Read {
         path: PathBuf,
         source: std::io::Error,

@@ -22,6 +22,7 @@ enum Cmd {
     Report(cmd::report::Args),
     Dump(cmd::dump::Args),
     Info(cmd::info::Args),
+    Agents(cmd::agents::Args),
 }
 
 fn main() {
@@ -31,6 +32,7 @@ fn main() {
         Cmd::Report(a) => cmd::report::run(a),
         Cmd::Dump(a) => cmd::dump::run(a),
         Cmd::Info(a) => cmd::info::run(a),
+        Cmd::Agents(a) => cmd::agents::run(a),
     };
     if let Err(e) = r {
         eprintln!("labperf: error: {e:#}");

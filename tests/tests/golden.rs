@@ -94,5 +94,5 @@ fn damaged_golden_still_reports_and_says_what_was_lost() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("Cannot open the record file"));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("cannot open the record file"));
 }

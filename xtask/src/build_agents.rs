@@ -1,23 +1,40 @@
-//! `cargo xtask build-agents`: static musl agents and labperf-bench into target/agents/<triple>/.
+//! `cargo xtask build-agents`: static agents and labperf-bench into target/agents/<triple>/:
+//! Rust + musl for x86_64 and aarch64, freestanding C for Alpha (and for x86_64, to test it here).
 
-use crate::util::{agents_dir, target_dir, Summary};
+use crate::util::{agents_dir, root, target_dir, Summary};
 use anyhow::{bail, Context};
 use xshell::{cmd, Shell};
 
 #[derive(clap::Args, Default)]
 pub struct Args {
-    /// Which target: this machine's architecture (default), x86_64, or all.
-    #[arg(long, default_value = "host")]
+    /// Which target: x86_64, aarch64, alpha, or all (the default).
+    #[arg(long, default_value = "all")]
     pub target: String,
     /// Accepted for symmetry: agents are always built with the release profile.
     #[arg(long)]
     pub release: bool,
 }
 
-/// Builds one musl triple; returns the agent's size.
+/// The C agent's directory name for its x86_64 build (a test vehicle for the Alpha agent's logic).
+pub const C_X86_64: &str = "x86_64-unknown-linux-none";
+pub const ALPHA: &str = "alpha-unknown-linux-gnu";
+
+/// Copies a built binary into place: copy then rename, so a copy of the old binary
+/// that is still running stays valid and the copy never fails with ETXTBSY.
+fn install(src: &std::path::Path, dst_dir: &std::path::Path, name: &str) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dst_dir)?;
+    let tmp = dst_dir.join(format!(".{name}.tmp"));
+    std::fs::copy(src, &tmp)
+        .with_context(|| format!("cannot copy {} to {}", src.display(), tmp.display()))?;
+    std::fs::rename(&tmp, dst_dir.join(name))
+        .with_context(|| format!("cannot rename {} into {}", tmp.display(), dst_dir.display()))?;
+    Ok(())
+}
+
+/// Builds the Rust agent and bench for a musl triple.
 pub fn build(triple: &str) -> anyhow::Result<String> {
     let sh = Shell::new()?;
-    sh.change_dir(crate::util::root());
+    sh.change_dir(root());
     cmd!(
         sh,
         "cargo build --release --target {triple} -p labperf-agent -p labperf-bench"
@@ -26,51 +43,135 @@ pub fn build(triple: &str) -> anyhow::Result<String> {
     .with_context(|| {
         format!("the {triple} build failed; `cargo xtask setup` installs the target")
     })?;
-    let out = agents_dir(triple);
-    std::fs::create_dir_all(&out)?;
-    let mut sizes = Vec::new();
     for b in ["labperf-agent", "labperf-bench"] {
-        let src = target_dir().join(triple).join("release").join(b);
-        let dst = out.join(b);
-        // Copy then rename: a copy of the old binary that is still running stays
-        // valid, and the copy never fails with ETXTBSY.
-        let tmp = out.join(format!(".{b}.tmp"));
-        std::fs::copy(&src, &tmp)
-            .with_context(|| format!("cannot copy {} to {}", src.display(), tmp.display()))?;
-        std::fs::rename(&tmp, &dst)
-            .with_context(|| format!("cannot rename {} to {}", tmp.display(), dst.display()))?;
-        let elf = std::fs::read(&dst)?;
-        if elf.get(..4) != Some(b"\x7fELF") {
-            bail!("{} is not an ELF file", dst.display());
-        }
-        sizes.push(format!("{b} {} KiB", elf.len() / 1024));
+        install(
+            &target_dir().join(triple).join("release").join(b),
+            &agents_dir(triple),
+            b,
+        )?;
     }
-    Ok(format!("{} ({})", out.display(), sizes.join(", ")))
+    Ok(agents_dir(triple).display().to_string())
 }
 
-/// Builds the agents for `triple` and the release `labperf`, as steps of `s`;
+/// Builds the freestanding C agent and bench with `cc` for the directory `dir`.
+pub fn build_c(cc: &str, arch_file: &str, dir: &str) -> anyhow::Result<String> {
+    let sh = Shell::new()?;
+    let src = root().join("agents/alpha");
+    sh.change_dir(&src);
+    let out = agents_dir(dir);
+    std::fs::create_dir_all(&out)?;
+    let flags = [
+        "-static",
+        "-nostdlib",
+        "-ffreestanding",
+        "-fno-stack-protector",
+        "-fno-builtin",
+        "-Wall",
+        "-Wextra",
+        "-Wno-unused-parameter",
+        "-Werror",
+        "-s",
+        "-Wl,-z,max-page-size=0x2000",
+    ];
+    let pie: &[&str] = if arch_file.contains("x86_64") {
+        &["-fno-pie", "-no-pie"]
+    } else {
+        &[]
+    };
+    let (agent, bench) = (
+        out.join(".labperf-agent.tmp"),
+        out.join(".labperf-bench.tmp"),
+    );
+    cmd!(
+        sh,
+        "{cc} {flags...} {pie...} -Os -o {agent} {arch_file} lib.c writer.c agent.c -lgcc"
+    )
+    .run()
+    .with_context(|| {
+        format!("{cc} failed on the C agent; `cargo xtask setup` installs the cross compiler")
+    })?;
+    cmd!(
+        sh,
+        "{cc} {flags...} {pie...} -O2 -o {bench} {arch_file} lib.c bench.c -lgcc"
+    )
+    .run()
+    .with_context(|| format!("{cc} failed on the C bench"))?;
+    std::fs::rename(&agent, out.join("labperf-agent"))?;
+    std::fs::rename(&bench, out.join("labperf-bench"))?;
+    Ok(out.display().to_string())
+}
+
+/// Builds the agents and the release `labperf` for this machine, as steps of `s`;
 /// returns whether both succeeded.
 pub fn build_all_release(triple: &str, s: &mut Summary) -> bool {
     s.step("build agents", || build(triple))
         && s.step("build labperf (release)", || {
             let sh = Shell::new()?;
-            sh.change_dir(crate::util::root());
+            sh.change_dir(root());
             cmd!(sh, "cargo build --release -p labperf").run()?;
             Ok(String::new())
         })
 }
 
-pub fn run(a: &Args, s: &mut Summary) {
-    let host = crate::util::host_musl();
-    let triples: Vec<String> = match a.target.as_str() {
-        "host" => vec![host],
-        "x86_64" | "all" => vec!["x86_64-unknown-linux-musl".into()],
-        other => {
-            s.step(&format!("build-agents {other}"), || bail!("target '{other}' is not built yet: this xtask builds x86_64 (cross targets come with the cross-build work)"));
-            return;
+/// Checks every built agent with `object` (through `labperf agents --check`) and `file`,
+/// and prints the size table.
+pub fn verify() -> anyhow::Result<String> {
+    let sh = Shell::new()?;
+    sh.change_dir(root());
+    let dir = target_dir().join("agents");
+    let table = cmd!(sh, "cargo run -q -p labperf -- agents --dir {dir} --check")
+        .read()
+        .context("an agent is not a static binary of its target (see above)")?;
+    println!("{table}");
+    let mut notes = Vec::new();
+    for entry in std::fs::read_dir(&dir)?.flatten() {
+        let p = entry.path().join("labperf-agent");
+        if p.is_file() {
+            let f = cmd!(sh, "file -b {p}")
+                .read()
+                .context("`file` is missing: `cargo xtask setup` installs it")?;
+            if !f.contains("statically linked") && !f.contains("static-pie linked") {
+                bail!("file(1) says {} is not static: {f}", p.display());
+            }
+            notes.push(format!(
+                "{}: {}",
+                entry.file_name().to_string_lossy(),
+                f.split(',').take(2).collect::<Vec<_>>().join(",")
+            ));
         }
-    };
-    for t in triples {
-        s.step(&format!("build-agents {t}"), || build(&t));
     }
+    notes.sort();
+    Ok(notes.join("; "))
+}
+
+pub fn run(a: &Args, s: &mut Summary) {
+    let want = |t: &str| a.target == "all" || a.target == t;
+    if !["all", "x86_64", "aarch64", "alpha"].contains(&a.target.as_str()) {
+        s.step("build-agents", || {
+            bail!(
+                "unknown target '{}': use x86_64, aarch64, alpha or all",
+                a.target
+            )
+        });
+        return;
+    }
+    if want("x86_64") {
+        s.step("build-agents x86_64-unknown-linux-musl", || {
+            build("x86_64-unknown-linux-musl")
+        });
+        s.step(&format!("build-agents {C_X86_64} (C)"), || {
+            build_c("gcc", "arch_x86_64.c", C_X86_64)
+        });
+    }
+    if want("aarch64") {
+        s.step("build-agents aarch64-unknown-linux-musl", || {
+            build("aarch64-unknown-linux-musl")
+        });
+    }
+    if want("alpha") {
+        s.step(&format!("build-agents {ALPHA} (C)"), || {
+            build_c("alpha-linux-gnu-gcc", "arch_alpha.c", ALPHA)
+        });
+    }
+    s.step("verify agents (object, file) and sizes", verify);
 }

@@ -3,6 +3,7 @@
 mod bench;
 mod build_agents;
 mod demo;
+mod dist;
 mod fuzz;
 mod setup;
 mod test;
@@ -35,6 +36,8 @@ enum Cmd {
     Bench(bench::Args),
     /// Fuzz the decoder with cargo-fuzz (nightly).
     Fuzz(fuzz::Args),
+    /// Pack labperf and every agent into target/dist/ (a tree and a .tar.gz).
+    Dist(dist::Args),
 }
 
 fn main() {
@@ -45,6 +48,10 @@ fn main() {
         Cmd::BuildAgents(a) => {
             setup::run(&setup::Args::default(), &mut s);
             build_agents::run(&a, &mut s);
+        }
+        Cmd::Dist(a) => {
+            setup::run(&setup::Args::default(), &mut s);
+            dist::run(&a, &mut s);
         }
         Cmd::Demo(a) => {
             setup::run(&setup::Args::default(), &mut s);

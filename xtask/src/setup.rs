@@ -26,7 +26,7 @@ fn have(sh: &Shell, bin: &str) -> bool {
 fn apt(sh: &Shell, pkgs: &[&str]) -> anyhow::Result<()> {
     if !is_root() {
         bail!(
-            "not root: install them yourself with `sudo apt-get install {}`",
+            "not root: install them with `sudo apt-get install {}`",
             pkgs.join(" ")
         );
     }
@@ -42,29 +42,66 @@ fn apt(sh: &Shell, pkgs: &[&str]) -> anyhow::Result<()> {
         })
 }
 
+/// Installs the Debian packages whose commands are missing; `(command, package)` pairs.
+fn packages(sh: &Shell, wanted: &[(&str, &str)]) -> anyhow::Result<String> {
+    let missing: Vec<&str> = wanted
+        .iter()
+        .filter(|(c, _)| !have(sh, c))
+        .map(|(_, p)| *p)
+        .collect();
+    if missing.is_empty() {
+        return Ok(format!(
+            "{} present",
+            wanted
+                .iter()
+                .map(|(c, _)| *c)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    eprintln!("installing {}", missing.join(" "));
+    apt(sh, &missing)?;
+    Ok(format!("installed {}", missing.join(" ")))
+}
+
 pub fn run(a: &Args, s: &mut Summary) {
     let sh = Shell::new().expect("a shell");
     s.step("setup: rustup targets", || {
         let have = cmd!(sh, "rustup target list --installed")
             .read()
             .context("rustup is missing: install Rust with rustup (https://rustup.rs)")?;
-        let want = crate::util::host_musl();
-        if have.lines().any(|l| l.trim() == want) {
-            return Ok(format!("{want} present"));
+        let mut added = Vec::new();
+        for want in ["x86_64-unknown-linux-musl", "aarch64-unknown-linux-musl"] {
+            if !have.lines().any(|l| l.trim() == want) {
+                eprintln!("installing rustup target {want}");
+                cmd!(sh, "rustup target add {want}")
+                    .run()
+                    .with_context(|| format!("run `rustup target add {want}` by hand"))?;
+                added.push(want);
+            }
         }
-        eprintln!("installing rustup target {want}");
-        cmd!(sh, "rustup target add {want}")
-            .run()
-            .with_context(|| format!("run `rustup target add {want}` by hand"))?;
-        Ok(format!("{want} installed"))
+        Ok(if added.is_empty() {
+            "x86_64 and aarch64 musl present".into()
+        } else {
+            format!("added {}", added.join(", "))
+        })
+    });
+    s.step("setup: cross compiler, qemu-user, file", || {
+        packages(
+            &sh,
+            &[
+                ("gcc", "gcc"),
+                ("alpha-linux-gnu-gcc", "gcc-alpha-linux-gnu"),
+                ("qemu-alpha", "qemu-user"),
+                ("qemu-aarch64", "qemu-user"),
+                ("file", "file"),
+                ("setpriv", "util-linux"),
+            ],
+        )
     });
     if a.perf {
         s.step("setup: linux-perf", || {
-            if have(&sh, "perf") {
-                return Ok("perf present".into());
-            }
-            apt(&sh, &["linux-perf"])?;
-            Ok("linux-perf installed".into())
+            packages(&sh, &[("perf", "linux-perf")])
         });
     }
     if a.fuzz {

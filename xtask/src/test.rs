@@ -11,7 +11,13 @@ pub struct Args {
 
 pub fn run(a: &Args, s: &mut Summary) {
     let triple = host_musl();
-    s.step("build agents", || crate::build_agents::build(&triple));
+    crate::build_agents::run(
+        &crate::build_agents::Args {
+            target: "all".into(),
+            release: true,
+        },
+        s,
+    );
     s.step("build labperf", || {
         let sh = Shell::new()?;
         sh.change_dir(root());
@@ -32,6 +38,7 @@ pub fn run(a: &Args, s: &mut Summary) {
         let _e1 = sh.push_env("LABPERF_AGENT", dir.join("labperf-agent"));
         let _e2 = sh.push_env("LABPERF_BENCH", dir.join("labperf-bench"));
         let _e3 = sh.push_env("LABPERF_LABPERF", target_dir().join("debug/labperf"));
+        let _e4 = sh.push_env("LABPERF_AGENTS_DIR", target_dir().join("agents"));
         if cmd!(sh, "cargo nextest --version")
             .quiet()
             .ignore_stdout()

@@ -603,8 +603,8 @@ pub fn run(o: &Opts) -> Result<i32, String> {
         if o.progress && last_progress.elapsed() >= Duration::from_secs(1) {
             last_progress = Instant::now();
             eprintln!(
-                "labperf-agent: {:.0} s, {} samples, {} KiB written, {} lost",
-                t0.elapsed().as_secs_f64(),
+                "labperf-agent: {} s, {} samples, {} KiB written, {} lost",
+                t0.elapsed().as_secs(),
                 conv.samples,
                 out.bytes / 1024,
                 conv.lost

@@ -42,13 +42,18 @@ fn read(c: &Counter, event: u32) -> Count {
     t
 }
 
-/// Scales a count for multiplexing, as perf does.
-fn scaled(c: &Count) -> f64 {
-    if c.time_running == 0 {
-        0.0
-    } else {
-        c.value as f64 * c.time_enabled as f64 / c.time_running as f64
-    }
+/// Scales a count for multiplexing, as perf does (integer arithmetic: the agent
+/// carries no float formatting, to stay small).
+fn scaled(c: &Count) -> u64 {
+    (u128::from(c.value) * u128::from(c.time_enabled))
+        .checked_div(u128::from(c.time_running))
+        .unwrap_or(0) as u64
+}
+
+/// `d` as seconds with `places` decimals (1..=9), without floats.
+fn secs(d: std::time::Duration, places: u32) -> String {
+    let frac = d.subsec_nanos() / 10u32.pow(9 - places);
+    format!("{}.{:0w$}", d.as_secs(), frac, w = places as usize)
 }
 
 pub fn run(o: &Opts) -> Result<i32, String> {
@@ -181,12 +186,7 @@ pub fn run(o: &Opts) -> Result<i32, String> {
                         time_enabled: now.time_enabled.wrapping_sub(c.prev.time_enabled),
                         time_running: now.time_running.wrapping_sub(c.prev.time_running),
                     };
-                    eprintln!(
-                        "{:>12.3} {:>18.0} {}",
-                        t.as_secs_f64(),
-                        scaled(&delta),
-                        c.name
-                    );
+                    eprintln!("{:>12} {:>18} {}", secs(t, 3), scaled(&delta), c.name);
                     c.prev = now;
                     counts.push(delta);
                 }
@@ -215,17 +215,18 @@ pub fn run(o: &Opts) -> Result<i32, String> {
         o.command.join(" ")
     );
     for (c, t) in counters.iter().zip(&totals) {
-        let pct = if t.time_enabled > 0 {
-            100.0 * t.time_running as f64 / t.time_enabled as f64
-        } else {
-            0.0
-        };
-        eprintln!("{:>18.0}      {:<24} ({pct:.2}%)", scaled(t), c.name);
+        let bp = (u128::from(t.time_running) * 10_000)
+            .checked_div(u128::from(t.time_enabled))
+            .unwrap_or(0);
+        eprintln!(
+            "{:>18}      {:<24} ({}.{:02}%)",
+            scaled(t),
+            c.name,
+            bp / 100,
+            bp % 100
+        );
     }
-    eprintln!(
-        "\n{:>18.9} seconds time elapsed\n",
-        t0.elapsed().as_secs_f64()
-    );
+    eprintln!("\n{:>18} seconds time elapsed\n", secs(t0.elapsed(), 9));
     if let Some(mut out) = out {
         out.push(&Record::Interval(Interval {
             time: t0.elapsed().as_nanos() as u64,

@@ -1,5 +1,6 @@
 //! One module per CLI verb, and the options they share.
 
+pub mod agents;
 pub mod dump;
 pub mod info;
 pub mod record;

@@ -45,21 +45,47 @@ pub struct Args {
     pub command: Vec<String>,
 }
 
-/// Finds the agent: $LABPERF_AGENT, next to this binary, or in the xtask output.
+/// The agent's target triple for a `uname -m` architecture.
+pub fn triple_for(arch: &str) -> Option<&'static str> {
+    match arch {
+        "x86_64" => Some("x86_64-unknown-linux-musl"),
+        "aarch64" | "arm64" => Some("aarch64-unknown-linux-musl"),
+        "alpha" => Some("alpha-unknown-linux-gnu"),
+        _ => None,
+    }
+}
+
+/// Where the agents are: `<prefix>/lib/labperf/agents` of an installed `cargo xtask dist`
+/// tree, or the `target/agents` of a build.
+pub fn agents_dir() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let bin = exe.parent()?;
+    let mut candidates = vec![bin.join("../lib/labperf/agents")];
+    candidates.extend(bin.ancestors().take(4).map(|d| d.join("agents")));
+    candidates.into_iter().find(|d| d.is_dir())
+}
+
+/// The agent for architecture `arch`: $LABPERF_AGENT (for this machine's), or from [`agents_dir`].
+pub fn agent_for(arch: &str) -> Result<PathBuf> {
+    if arch == std::env::consts::ARCH {
+        if let Some(p) = std::env::var_os("LABPERF_AGENT") {
+            return Ok(p.into());
+        }
+    }
+    let triple = triple_for(arch).with_context(|| {
+        format!(
+            "labperf has no agent for the {arch} architecture (it has x86_64, aarch64 and alpha)"
+        )
+    })?;
+    let p = agents_dir()
+        .map(|d| d.join(triple).join("labperf-agent"))
+        .filter(|p| p.is_file());
+    p.with_context(|| format!("cannot find the {triple} agent under lib/labperf/agents or target/agents: build it with `cargo xtask build-agents --target {arch}`, or set LABPERF_AGENT=/path/to/labperf-agent"))
+}
+
+/// The agent for this machine.
 pub fn find_agent() -> Result<PathBuf> {
-    if let Some(p) = std::env::var_os("LABPERF_AGENT") {
-        return Ok(p.into());
-    }
-    let exe = std::env::current_exe().context("cannot find the labperf executable's own path")?;
-    let dir = exe.parent().map(PathBuf::from).unwrap_or_default();
-    let mut candidates = vec![dir.join("labperf-agent")];
-    for up in dir.ancestors().take(4) {
-        candidates.push(up.join(format!(
-            "agents/{}-unknown-linux-musl/labperf-agent",
-            std::env::consts::ARCH
-        )));
-    }
-    candidates.into_iter().find(|p| p.is_file()).context("cannot find labperf-agent next to labperf or under target/agents/: build it with `cargo xtask build-agents`, or set LABPERF_AGENT=/path/to/labperf-agent")
+    agent_for(std::env::consts::ARCH)
 }
 
 pub fn run(a: &Args) -> Result<()> {

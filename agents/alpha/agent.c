@@ -1,0 +1,649 @@
+/* agent.c: the freestanding C labperf agent: command line, events, workload, ring buffers, replay.
+ * Portable: it builds for Alpha (the target) and for x86_64 (to test it on the build machine). */
+#include "writer.h"
+
+#define VERSION "labperf-agent 0.1.0 (C core)"
+#define MAX_EVENTS 8
+#define MAX_CPUS 64
+#ifdef __alpha__
+#define PAGE 8192 /* ring buffers are 1 + 2^n pages of the system page size */
+#else
+#define PAGE 4096
+#endif
+
+#ifdef __alpha__
+#define ARCH_NAME "alpha"
+#define ARCH_INDEX 2 /* labperf_common::Arch::Alpha */
+#else
+#define ARCH_NAME "x86_64"
+#define ARCH_INDEX 0 /* labperf_common::Arch::X86_64 */
+#endif
+
+static const char USAGE[] =
+    "labperf-agent (C core): records perf events into labperf record files\n\n"
+    "USAGE:\n"
+    "  labperf-agent record [OPTIONS] -- CMD [ARGS...]\n"
+    "  labperf-agent replay RINGFILE [OPTIONS]   re-encode saved ring-buffer bytes (tests, no perf fd)\n"
+    "  labperf-agent --version\n\n"
+    "OPTIONS:\n"
+    "  -e, --event NAME     cycles, instructions, branch-misses, cache-misses, cpu-clock, task-clock,\n"
+    "                       page-faults, context-switches or rHEX; repeatable (default cycles)\n"
+    "  -c, --period N       sample every N events (Alpha caps it at 2^20-1)\n"
+    "  -F, --freq HZ        sample at about HZ per second\n"
+    "  -o, --output FILE    record file (default labperf.lpr)\n"
+    "      --mmap-pages N   ring buffer data pages per CPU, a power of two (default 16)\n"
+    "      --no-inherit     do not follow children\n"
+    "      --flush-ms MS    close a frame at least every MS ms (default 1000)\n"
+    "      --dump-ring FILE also save the raw ring-buffer records (for replay)\n\n"
+    "EXAMPLE: labperf-agent record -e cpu-clock -c 250000 -o run.lpr -- ./labperf-bench --duration 2\n";
+
+struct ev {
+    const char *name;
+    u32 type;
+    u64 config;
+};
+
+static const struct ev KNOWN[] = {
+    {"cycles", 0, 0},         {"instructions", 0, 1},   {"cache-references", 0, 2}, {"cache-misses", 0, 3},
+    {"branches", 0, 4},       {"branch-misses", 0, 5},  {"cpu-clock", 1, 0},        {"task-clock", 1, 1},
+    {"page-faults", 1, 2},    {"context-switches", 1, 3},
+};
+
+struct opts {
+    struct ev events[MAX_EVENTS];
+    int nevents;
+    u64 period, freq;
+    const char *output, *dump, *replay;
+    u64 mmap_pages, flush_ms;
+    int no_inherit;
+    char **command;
+    int ncommand;
+};
+
+static void die(const char *a, const char *b, int code) {
+    lp_puts(2, "labperf-agent: error: ");
+    lp_puts(2, a);
+    if (b) lp_puts(2, b);
+    lp_puts(2, "\n");
+    lp_exit(code);
+}
+
+static int parse_event(const char *s, struct ev *out) {
+    for (size_t i = 0; i < sizeof KNOWN / sizeof KNOWN[0]; i++)
+        if (lp_streq(s, KNOWN[i].name)) {
+            *out = KNOWN[i];
+            return 1;
+        }
+    if (s[0] == 'r' && s[1]) {
+        char hex[24] = "0x";
+        size_t n = lp_strlen(s + 1);
+        if (n > 16) return 0;
+        memcpy(hex + 2, s + 1, n + 1);
+        out->name = s;
+        out->type = 4;
+        return lp_parse_u64(hex, &out->config);
+    }
+    return 0;
+}
+
+static void parse_opts(int argc, char **argv, int i, struct opts *o) {
+    memset(o, 0, sizeof *o);
+    o->output = "labperf.lpr";
+    o->mmap_pages = 16;
+    o->flush_ms = 1000;
+    for (; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : 0;
+#define NEED() \
+    if (!v) die(a, " needs a value", 2); \
+    i++
+        if (lp_streq(a, "--")) {
+            o->command = argv + i + 1;
+            o->ncommand = argc - i - 1;
+            return;
+        } else if (lp_streq(a, "-e") || lp_streq(a, "--event")) {
+            NEED();
+            if (o->nevents == MAX_EVENTS) die("too many events", 0, 2);
+            if (!parse_event(v, &o->events[o->nevents])) die("unknown event (the C agent knows generic names and rHEX): ", v, 2);
+            o->nevents++;
+        } else if (lp_streq(a, "-c") || lp_streq(a, "--period")) {
+            NEED();
+            if (!lp_parse_u64(v, &o->period) || !o->period) die("--period expects a number greater than 0, got ", v, 2);
+        } else if (lp_streq(a, "-F") || lp_streq(a, "--freq")) {
+            NEED();
+            if (!lp_parse_u64(v, &o->freq) || !o->freq) die("--freq expects a number greater than 0, got ", v, 2);
+        } else if (lp_streq(a, "-o") || lp_streq(a, "--output")) {
+            NEED();
+            o->output = v;
+        } else if (lp_streq(a, "--dump-ring")) {
+            NEED();
+            o->dump = v;
+        } else if (lp_streq(a, "--mmap-pages")) {
+            NEED();
+            if (!lp_parse_u64(v, &o->mmap_pages) || !o->mmap_pages || (o->mmap_pages & (o->mmap_pages - 1)))
+                die("--mmap-pages must be a power of two, got ", v, 2);
+        } else if (lp_streq(a, "--flush-ms")) {
+            NEED();
+            if (!lp_parse_u64(v, &o->flush_ms)) die("--flush-ms expects a number, got ", v, 2);
+        } else if (lp_streq(a, "--no-inherit")) {
+            o->no_inherit = 1;
+        } else if (lp_streq(a, "-p") || lp_streq(a, "--pid")) {
+            die("--pid is not supported by the C agent yet: start the workload with -- CMD", 0, 2);
+        } else if (a[0] == '-') {
+            die("unknown option ", a, 2);
+        } else {
+            o->command = argv + i;
+            o->ncommand = argc - i;
+            return;
+        }
+#undef NEED
+    }
+    if (o->period && o->freq) die("--period and --freq exclude each other: give one", 0, 2);
+}
+
+/* ---- the perf attr, as opened and as described in the header ---- */
+
+static void make_attr(const struct opts *o, const struct ev *e, int first, int spawned, int multi,
+                      struct perf_event_attr *a) {
+    memset(a, 0, sizeof *a);
+    a->type = e->type;
+    a->size = 136; /* PERF_ATTR_SIZE_VER8: what every kernel since 6.3 and the Rust agent pass */
+    a->config = e->config;
+    if (o->freq) {
+        a->sample_freq = o->freq;
+        a->freq = 1;
+    } else {
+        a->sample_period = o->period ? o->period : (e->type == 1 && e->config <= 1 ? 250000 : 100003);
+    }
+#ifdef __alpha__
+    if (!a->freq && a->sample_period > (1u << 20) - 1) a->sample_period = (1u << 20) - 1; /* the Alpha PMU's cap */
+#else
+    a->exclude_kernel = 1; /* Alpha's PMU rejects every exclude_* bit with EPERM */
+    a->exclude_hv = 1;
+#endif
+    a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_PERIOD | PERF_SAMPLE_CPU;
+    if (multi) a->sample_type |= PERF_SAMPLE_IDENTIFIER;
+    a->disabled = spawned;
+    a->enable_on_exec = spawned;
+    a->inherit = !o->no_inherit;
+    a->use_clockid = 1;
+    a->clockid = LP_CLOCK_MONOTONIC;
+    if (first) {
+        a->mmap = 1;
+        a->mmap2 = 1;
+        a->comm = 1;
+        a->comm_exec = 1;
+        a->task = 1;
+    }
+}
+
+/* postcard labperf_common::Attr (fields in declaration order) */
+static void put_attr(struct buf *b, const struct perf_event_attr *a) {
+    u64 flags;
+    memcpy(&flags, (const u8 *)a + 40, 8); /* the bitfield word after read_format */
+    buf_varint(b, a->type);
+    buf_varint(b, a->size);
+    buf_varint(b, a->config);
+    buf_varint(b, a->sample_period);
+    buf_varint(b, a->sample_type);
+    buf_varint(b, a->read_format);
+    buf_varint(b, flags);
+    buf_varint(b, a->wakeup_events);
+    buf_varint(b, a->bp_type);
+    buf_varint(b, a->config1);
+    buf_varint(b, a->config2);
+    buf_varint(b, a->branch_sample_type);
+    buf_varint(b, a->sample_regs_user);
+    buf_varint(b, a->sample_stack_user);
+    buf_zz(b, a->clockid);
+    buf_varint(b, a->sample_regs_intr);
+    buf_varint(b, a->aux_watermark);
+    buf_varint(b, a->sample_max_stack);
+    buf_varint(b, 0); /* aux_sample_size */
+    buf_varint(b, 0); /* sig_data */
+    buf_varint(b, 0); /* config3 */
+}
+
+__attribute__((unused)) static void put_field_line(struct buf *b, const char *text, const char *key) {
+    /* The value of "key : value" in text, as a postcard String (empty if absent). */
+    const char *p = text;
+    size_t klen = lp_strlen(key);
+    while (*p) {
+        if (lp_startswith(p, key) && (p[klen] == ' ' || p[klen] == '\t' || p[klen] == ':')) {
+            const char *v = p + klen;
+            while (*v == ' ' || *v == '\t' || *v == ':') v++;
+            size_t n = 0;
+            while (v[n] && v[n] != '\n') n++;
+            buf_strn(b, v, n);
+            return;
+        }
+        while (*p && *p != '\n') p++;
+        if (*p) p++;
+    }
+    buf_str(b, "");
+}
+
+static void build_header(struct buf *h, const struct opts *o, struct perf_event_attr *attrs, int n,
+                         const char *mode, const char *note, u64 start) {
+    static char cpuinfo[8192];
+    struct lp_utsname u;
+    memset(&u, 0, sizeof u);
+    SYS1(__NR_uname, &u);
+    buf_init(h, 4096);
+    buf_str(h, VERSION);
+    buf_varint(h, ARCH_INDEX);
+    buf_varint(h, 0); /* Endian::Little: Alpha Linux and x86_64 are little-endian */
+    buf_str(h, u.release);
+    long r = lp_read_file("/proc/cpuinfo", cpuinfo, sizeof cpuinfo);
+    if (r < 0) cpuinfo[0] = 0;
+#ifdef __alpha__
+    buf_varint(h, 2); /* CpuId::Alpha { model } */
+    put_field_line(h, cpuinfo, "cpu model");
+#else
+    buf_varint(h, 3); /* CpuId::Unknown { cpuinfo }: its first lines */
+    {
+        size_t len = 0;
+        int lines = 0;
+        while (cpuinfo[len] && lines < 8) lines += cpuinfo[len++] == '\n';
+        buf_strn(h, cpuinfo, len && cpuinfo[len - 1] == '\n' ? len - 1 : len);
+    }
+#endif
+    buf_str(h, u.nodename);
+    buf_varint(h, o->ncommand);
+    for (int i = 0; i < o->ncommand; i++) buf_str(h, o->command[i]);
+    buf_zz(h, LP_CLOCK_MONOTONIC);
+    buf_varint(h, start);
+    buf_varint(h, lp_clock_ns(LP_CLOCK_REALTIME));
+    buf_varint(h, n);
+    for (int i = 0; i < n; i++) {
+        buf_str(h, o->events[i].name);
+        put_attr(h, &attrs[i]);
+        buf_u8(h, 0); /* leader: None */
+    }
+    buf_str(h, mode);
+    buf_varint(h, note ? 1 : 0);
+    if (note) buf_str(h, note);
+}
+
+/* ---- kernel records → labperf records ---- */
+
+struct conv {
+    struct writer *w;
+    u64 sample_type;
+    u64 ids[MAX_EVENTS * MAX_CPUS];
+    u32 id_event[MAX_EVENTS * MAX_CPUS];
+    int nids;
+    u64 samples, lost, throttled;
+    int dump_fd;
+};
+
+static u32 event_of(struct conv *c, u64 id) {
+    for (int i = 0; i < c->nids; i++)
+        if (c->ids[i] == id) return c->id_event[i];
+    return 0;
+}
+
+static u64 rd64(const u8 *p) {
+    u64 v;
+    memcpy(&v, p, 8);
+    return v;
+}
+static u32 rd32(const u8 *p) {
+    u32 v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+static void convert(struct conv *c, const u8 *rec, u32 size) {
+    if (c->dump_fd > 0) lp_write_all(c->dump_fd, rec, size);
+    u32 type = rd32(rec);
+    u16 misc = (u16)(rec[4] | rec[5] << 8);
+    const u8 *p = rec + 8, *end = rec + size;
+    struct buf b;
+    switch (type) {
+    case PERF_RECORD_SAMPLE: {
+        struct lp_sample s;
+        memset(&s, 0, sizeof s);
+        if (c->sample_type & PERF_SAMPLE_IDENTIFIER) s.event = event_of(c, rd64(p)), p += 8;
+        if (p + 40 > end) return;
+        s.ip = rd64(p), p += 8;
+        s.pid = rd32(p), s.tid = rd32(p + 4), p += 8;
+        s.time = rd64(p), p += 8;
+        s.cpu = rd32(p), p += 8;
+        s.period = rd64(p), p += 8;
+        w_sample(c->w, &s);
+        c->samples++;
+        return;
+    }
+    case PERF_RECORD_MMAP2: {
+        if (p + 64 > end) return;
+        buf_init(&b, 256 + size);
+        buf_varint(&b, rd32(p));
+        buf_varint(&b, rd32(p + 4));
+        buf_varint(&b, rd64(p + 8));
+        buf_varint(&b, rd64(p + 16));
+        buf_varint(&b, rd64(p + 24));
+        const u8 *id = p + 32; /* maj/min/ino/generation, or build-id size + id */
+        buf_varint(&b, rd32(p + 56)); /* prot */
+        buf_varint(&b, rd32(p + 60)); /* flags */
+        if (misc & (1 << 14)) {
+            u8 n = id[0] > 20 ? 20 : id[0];
+            buf_u8(&b, 1);
+            buf_varint(&b, n);
+            buf_bytes(&b, id + 4, n);
+        } else {
+            buf_u8(&b, 0);
+        }
+        buf_strn(&b, (const char *)p + 64, lp_strlen((const char *)p + 64));
+        w_long(c->w, TAG_MMAP2, &b);
+        return;
+    }
+    case PERF_RECORD_COMM:
+        buf_init(&b, 64);
+        buf_varint(&b, rd32(p));
+        buf_varint(&b, rd32(p + 4));
+        buf_str(&b, (const char *)p + 8);
+        buf_u8(&b, (misc & (1 << 13)) ? 1 : 0);
+        w_long(c->w, TAG_COMM, &b);
+        return;
+    case PERF_RECORD_FORK:
+    case PERF_RECORD_EXIT:
+        buf_init(&b, 48);
+        for (int i = 0; i < 4; i++) buf_varint(&b, rd32(p + 4 * i));
+        buf_varint(&b, rd64(p + 16));
+        w_long(c->w, type == PERF_RECORD_FORK ? TAG_FORK : TAG_EXIT, &b);
+        return;
+    case PERF_RECORD_LOST:
+        buf_init(&b, 24);
+        buf_varint(&b, event_of(c, rd64(p)));
+        buf_varint(&b, rd64(p + 8));
+        c->lost += rd64(p + 8);
+        w_long(c->w, TAG_LOST, &b);
+        return;
+    case PERF_RECORD_THROTTLE:
+    case PERF_RECORD_UNTHROTTLE:
+        buf_init(&b, 24);
+        buf_varint(&b, rd64(p));
+        buf_varint(&b, event_of(c, rd64(p + 8)));
+        buf_u8(&b, type == PERF_RECORD_THROTTLE);
+        c->throttled += type == PERF_RECORD_THROTTLE;
+        w_long(c->w, TAG_THROTTLE, &b);
+        return;
+    default:
+        return;
+    }
+}
+
+/* Reads every complete record in a ring buffer, then hands the space back. */
+static void drain(struct conv *c, u8 *base, u64 data_size) {
+    struct perf_event_mmap_page *m = (void *)base;
+    u64 head = __atomic_load_n(&m->data_head, __ATOMIC_ACQUIRE);
+    u64 tail = m->data_tail;
+    u8 *data = base + (m->data_offset ? m->data_offset : PAGE);
+    static u8 tmp[65536];
+    while (tail + 8 <= head) {
+        u64 at = tail & (data_size - 1); /* a power of two: no division (Alpha has none) */
+        u8 hdr[8];
+        for (int i = 0; i < 8; i++) hdr[i] = data[(at + i) & (data_size - 1)];
+        u16 size = (u16)(hdr[6] | hdr[7] << 8);
+        if (size < 8 || tail + size > head) break;
+        if (at + size <= data_size) {
+            convert(c, data + at, size);
+        } else {
+            u64 first = data_size - at;
+            memcpy(tmp, data + at, first);
+            memcpy(tmp + first, data, size - first);
+            convert(c, tmp, size);
+        }
+        tail += size;
+    }
+    __atomic_store_n(&m->data_tail, tail, __ATOMIC_RELEASE);
+}
+
+static int online_cpus(int *cpus) {
+    char s[256];
+    int n = 0;
+    if (lp_read_file("/sys/devices/system/cpu/online", s, sizeof s) <= 0) {
+        cpus[0] = 0;
+        return 1;
+    }
+    for (char *p = s; *p && *p != '\n' && n < MAX_CPUS;) {
+        int a = 0, b;
+        while (*p >= '0' && *p <= '9') a = a * 10 + (*p++ - '0');
+        b = a;
+        if (*p == '-') {
+            p++;
+            b = 0;
+            while (*p >= '0' && *p <= '9') b = b * 10 + (*p++ - '0');
+        }
+        for (int x = a; x <= b && n < MAX_CPUS; x++) cpus[n++] = x;
+        if (*p == ',') p++;
+    }
+    return n ? n : (cpus[0] = 0, 1);
+}
+
+static const char *explain(long err) {
+    switch (err) {
+    case LP_EACCES:
+    case LP_EPERM:
+        return "permission denied: lower kernel.perf_event_paranoid (e.g. `sudo sysctl kernel.perf_event_paranoid=2`), or run as root";
+    case LP_ENOENT:
+        return "this kernel or PMU does not know the event";
+    case LP_ENODEV:
+        return "no PMU provides this event type";
+    case LP_EOPNOTSUPP:
+        return "the PMU cannot sample this event with these settings";
+    case LP_ENOSYS:
+        return "perf_event_open is not implemented here (no CONFIG_PERF_EVENTS, or an emulator such as qemu-user)";
+    case LP_EINVAL:
+        return "the kernel rejected the attr (period, sample type or flags)";
+    default:
+        return "see perf_event_open(2)";
+    }
+}
+
+static u64 file_size(const char *path, int *fd_out) {
+    long fd = SYS4(__NR_openat, LP_AT_FDCWD, path, LP_O_RDONLY, 0);
+    if (fd < 0) return (u64)-1;
+    *fd_out = (int)fd;
+    u64 n = 0;
+    static u8 chunk[65536];
+    for (;;) {
+        long r = SYS3(__NR_read, fd, chunk, sizeof chunk);
+        if (r <= 0) break;
+        n += r;
+    }
+    return n;
+}
+
+/* replay: the ring-buffer records saved with --dump-ring, re-encoded without a perf fd. */
+static int replay(struct opts *o) {
+    int fd = -1;
+    u64 n = file_size(o->replay, &fd);
+    if (n == (u64)-1) die("cannot open the ring dump ", o->replay, 125);
+    u8 *data = lp_alloc(n + 8);
+    SYS1(__NR_close, fd);
+    fd = (int)SYS4(__NR_openat, LP_AT_FDCWD, o->replay, LP_O_RDONLY, 0);
+    u64 got = 0;
+    while (got < n) {
+        long r = SYS3(__NR_read, fd, data + got, n - got);
+        if (r <= 0) break;
+        got += r;
+    }
+    SYS1(__NR_close, fd);
+    if (!o->nevents) parse_event("cpu-clock", &o->events[o->nevents++]);
+    struct perf_event_attr attrs[MAX_EVENTS];
+    for (int i = 0; i < o->nevents; i++) make_attr(o, &o->events[i], i == 0, 1, o->nevents > 1, &attrs[i]);
+    struct writer *w = lp_alloc(sizeof *w);
+    if (w_open(w, o->output, o->flush_ms) < 0) die("cannot create the record file ", o->output, 125);
+    u64 start = lp_clock_ns(LP_CLOCK_MONOTONIC);
+    struct buf h;
+    build_header(&h, o, attrs, o->nevents, "replay", "re-encoded from saved ring-buffer bytes", start);
+    w_header(w, &h);
+    struct conv *c = lp_alloc(sizeof *c);
+    memset(c, 0, sizeof *c);
+    c->w = w;
+    c->sample_type = attrs[0].sample_type;
+    for (u64 at = 0; at + 8 <= got;) {
+        u16 size = (u16)(data[at + 6] | data[at + 7] << 8);
+        if (size < 8 || at + size > got) die("the ring dump is truncated or corrupt", 0, 125);
+        convert(c, data + at, size);
+        at += size;
+    }
+    w_trailer(w, 0, c->samples, c->lost, c->throttled, 0, 0, 0, 0, lp_clock_ns(LP_CLOCK_MONOTONIC) - start);
+    if (w->failed) die("cannot write the record file ", o->output, 125);
+    lp_puts(2, "labperf-agent: replayed ");
+    lp_putu(2, c->samples);
+    lp_puts(2, " samples into ");
+    lp_puts(2, o->output);
+    lp_puts(2, "\n");
+    return 0;
+}
+
+static int record(struct opts *o, char **envp) {
+    if (!o->ncommand) die("no workload: give a command after --", 0, 2);
+    int gate[2], status[2];
+    if (SYS2(__NR_pipe2, gate, 0) < 0 || SYS2(__NR_pipe2, status, 0) < 0) die("cannot create a pipe", 0, 125);
+    long pid = SYS0(__NR_fork);
+    if (pid < 0) die("cannot fork the workload", 0, 125);
+    if (pid == 0) {
+        char b;
+        SYS1(__NR_close, gate[1]);
+        SYS1(__NR_close, status[0]);
+        if (SYS3(__NR_read, gate[0], &b, 1) != 1) lp_exit(125);
+        long e = SYS3(__NR_execve, o->command[0], o->command, envp);
+        int err = (int)-e;
+        lp_write_all(status[1], &err, 4);
+        lp_exit(127);
+    }
+    SYS1(__NR_close, gate[0]);
+    SYS1(__NR_close, status[1]);
+
+    int cpus[MAX_CPUS];
+    int ncpus = online_cpus(cpus);
+    const char *note = 0;
+    struct perf_event_attr attrs[MAX_EVENTS];
+    int rings[MAX_CPUS];
+    u8 *maps[MAX_CPUS];
+    u64 data_size = o->mmap_pages * PAGE;
+    struct conv *c = lp_alloc(sizeof *c);
+    memset(c, 0, sizeof *c);
+    if (!o->nevents) parse_event("cycles", &o->events[o->nevents++]);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        int failed = 0;
+        c->nids = 0;
+        for (int i = 0; i < o->nevents; i++) make_attr(o, &o->events[i], i == 0, 1, o->nevents > 1, &attrs[i]);
+        for (int k = 0; k < ncpus && !failed; k++) {
+            rings[k] = -1;
+            for (int i = 0; i < o->nevents; i++) {
+                long fd = SYS5(__NR_perf_event_open, &attrs[i], pid, cpus[k], -1, 8 /* CLOEXEC */);
+                if (fd < 0) {
+                    if (attempt == 0 && attrs[i].type == 0 && (fd == -LP_ENOENT || fd == -LP_EOPNOTSUPP || fd == -LP_ENODEV)) {
+                        failed = 1;
+                        parse_event("cpu-clock", &o->events[i]);
+                        note = "a hardware event is not available here; fell back to cpu-clock";
+                        lp_puts(2, "labperf-agent: notice: hardware event not available here; falling back to cpu-clock\n");
+                        break;
+                    }
+                    lp_puts(2, "labperf-agent: error: cannot open event '");
+                    lp_puts(2, o->events[i].name);
+                    lp_puts(2, "': ");
+                    die(explain(-fd), 0, 125);
+                }
+                u64 id = 0;
+                SYS3(__NR_ioctl, fd, PERF_EVENT_IOC_ID, &id);
+                c->ids[c->nids] = id;
+                c->id_event[c->nids++] = i;
+                if (rings[k] < 0) {
+                    long m = SYS6(__NR_mmap, 0, (o->mmap_pages + 1) * PAGE, LP_PROT_READ | LP_PROT_WRITE, LP_MAP_SHARED, fd, 0);
+                    if (m < 0 && m > -4096)
+                        die("cannot map the perf ring buffer: the locked-memory limit (kernel.perf_event_mlock_kb, ulimit -l) is too small; use fewer --mmap-pages", 0, 125);
+                    rings[k] = (int)fd;
+                    maps[k] = (u8 *)m;
+                } else {
+                    SYS3(__NR_ioctl, fd, PERF_EVENT_IOC_SET_OUTPUT, rings[k]);
+                }
+            }
+        }
+        if (!failed) break;
+    }
+    struct writer *w = lp_alloc(sizeof *w);
+    if (w_open(w, o->output, o->flush_ms) < 0) die("cannot create the record file ", o->output, 125);
+    if (o->dump) {
+        long d = SYS4(__NR_openat, LP_AT_FDCWD, o->dump, LP_O_WRONLY_CREAT_TRUNC, 0644);
+        if (d < 0) die("cannot create the ring dump ", o->dump, 125);
+        c->dump_fd = (int)d;
+    }
+    u64 start = lp_clock_ns(LP_CLOCK_MONOTONIC);
+    struct buf h;
+    build_header(&h, o, attrs, o->nevents, "sample", note, start);
+    w_header(w, &h);
+    c->w = w;
+    c->sample_type = attrs[0].sample_type;
+
+    char go = 'g';
+    SYS3(__NR_write, gate[1], &go, 1);
+    SYS1(__NR_close, gate[1]);
+    int err = 0;
+    if (SYS3(__NR_read, status[0], &err, 4) == 4) {
+        lp_puts(2, "labperf-agent: error: cannot run '");
+        lp_puts(2, o->command[0]);
+        lp_puts(2, err == LP_ENOENT ? "': no such file (the C agent does not search PATH)\n" : "': exec failed\n");
+        lp_exit(127);
+    }
+    int wstatus = 0;
+    for (;;) {
+        struct lp_pollfd pfd[MAX_CPUS];
+        for (int k = 0; k < ncpus; k++) pfd[k].fd = rings[k], pfd[k].events = LP_POLLIN, pfd[k].revents = 0;
+        SYS3(__NR_poll, pfd, ncpus, 100);
+        for (int k = 0; k < ncpus; k++) drain(c, maps[k], data_size);
+        w_tick(w);
+        long r = SYS4(__NR_wait4, pid, &wstatus, LP_WNOHANG, 0);
+        if (r == pid) break;
+    }
+    for (int k = 0; k < ncpus; k++) drain(c, maps[k], data_size);
+    struct lp_rusage ru;
+    memset(&ru, 0, sizeof ru);
+    SYS2(__NR_getrusage, 0, &ru);
+    u64 cpu_ns = (u64)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000u + (u64)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000u;
+    int sig = wstatus & 0x7f, code = (wstatus >> 8) & 0xff;
+    w_trailer(w, 0, c->samples, c->lost, c->throttled, cpu_ns, (u64)ru.ru_maxrss, code, sig, lp_clock_ns(LP_CLOCK_MONOTONIC) - start);
+    if (w->failed) die("cannot write the record file ", o->output, 125);
+    lp_puts(2, "labperf-agent: wrote ");
+    lp_putu(2, c->samples);
+    lp_puts(2, " samples to ");
+    lp_puts(2, o->output);
+    lp_puts(2, "\n");
+    return sig ? 128 + sig : code;
+}
+
+int lp_main(long argc, char **argv, char **envp) {
+    if (argc < 2) {
+        lp_puts(2, USAGE);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (lp_streq(cmd, "--version") || lp_streq(cmd, "-V") || lp_streq(cmd, "version")) {
+        lp_puts(1, VERSION " " ARCH_NAME "\n");
+        return 0;
+    }
+    if (lp_streq(cmd, "--help") || lp_streq(cmd, "-h") || lp_streq(cmd, "help")) {
+        lp_puts(1, USAGE);
+        return 0;
+    }
+    struct opts *o = lp_alloc(sizeof *o);
+    if (lp_streq(cmd, "record")) {
+        parse_opts((int)argc, argv, 2, o);
+        return record(o, envp);
+    }
+    if (lp_streq(cmd, "replay")) {
+        if (argc < 3) die("replay needs the ring dump file", 0, 2);
+        parse_opts((int)argc, argv, 3, o);
+        o->replay = argv[2];
+        return replay(o);
+    }
+    if (lp_streq(cmd, "stat") || lp_streq(cmd, "list"))
+        die(cmd, ": not in the C agent core yet (it records samples; use the Rust agent's stat/list elsewhere)", 2);
+    die("unknown command ", cmd, 2);
+    return 2;
+}

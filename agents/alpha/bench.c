@@ -1,0 +1,175 @@
+/* bench.c: labperf-bench for targets without Rust (Alpha): the same behaviour classes, one
+ * non-inlined function each, rotated every round, split by CPU time as the Rust bench does. */
+#include "sys.h"
+
+#define NOINLINE __attribute__((noinline))
+
+static volatile u64 sink;
+static u32 *chain;
+static u8 noise[65536];
+#define CHAIN (1u << 22) /* 16 MiB of u32 slots */
+
+NOINLINE u64 int_divider_stalls(u64 n) {
+    /* Alpha has no divide instruction: this is the shift-subtract loop its compilers call. */
+    u64 x = sink | 0xFFFFFFFFFFFFull, d = 7 + (sink & 1);
+    for (u64 i = 0; i < n * 4; i++) {
+        u64 q = 0, r = 0;
+        for (int b = 63; b >= 0; b--) {
+            r = (r << 1) | ((x >> b) & 1);
+            if (r >= d) r -= d, q |= 1ull << b;
+        }
+        x = q | 0xFFFFFFFFFFFFull;
+    }
+    return x;
+}
+
+NOINLINE u64 fp_divider_stalls(u64 n) {
+    volatile double d = 1.000001;
+    double x = 1e300;
+    for (u64 i = 0; i < n * 16; i++) x /= d;
+    return (u64)(x > 1.0);
+}
+
+NOINLINE u64 branch_mispredicts(u64 n) {
+    u64 acc = 0;
+    for (u64 i = 0; i < n * 16; i++) {
+        if (noise[i & 65535] & 1) acc = acc * 3 + 1;
+        else acc ^= 0x55;
+        __asm__ volatile("" : "+r"(acc));
+    }
+    return acc;
+}
+
+NOINLINE u64 dcache_miss(u64 n) {
+    u32 p = (u32)sink & (CHAIN - 1);
+    for (u64 i = 0; i < n; i++) p = chain[p];
+    return p;
+}
+
+NOINLINE u64 double_to_int(u64 n) {
+    volatile double f = 1.5;
+    i64 acc = 0;
+    for (u64 i = 0; i < n * 16; i++) {
+        i64 v = (i64)f;
+        acc += v;
+        f = (double)v + 1.25;
+    }
+    return (u64)acc;
+}
+
+NOINLINE u64 nops(u64 n) {
+    for (u64 i = 0; i < n; i++) __asm__ volatile("nop\n nop\n nop\n nop\n nop\n nop\n nop\n nop\n nop\n nop\n nop\n nop\n nop\n nop\n nop\n nop");
+    return n;
+}
+
+NOINLINE u64 serializing(u64 n) {
+    for (u64 i = 0; i < n; i++) {
+#ifdef __alpha__
+        __asm__ volatile("mb" ::: "memory"); /* memory barrier: drains the pipeline's memory ops */
+#else
+        __asm__ volatile("lfence" ::: "memory");
+#endif
+    }
+    return n;
+}
+
+struct cls {
+    const char *name;
+    u64 (*run)(u64);
+    u64 units; /* work per call: roughly 10-50 us each, so clock reads stay rare */
+};
+static const struct cls CLASSES[] = {
+    {"int_divider_stalls", int_divider_stalls, 16}, {"fp_divider_stalls", fp_divider_stalls, 256},
+    {"branch_mispredicts", branch_mispredicts, 512}, {"dcache_miss", dcache_miss, 1024},
+    {"double_to_int", double_to_int, 256},          {"nops", nops, 8192},
+    {"serializing", serializing, 2048},
+};
+#define NCLASSES 7
+
+static u64 cpu_ns(void) { return lp_clock_ns(3 /* CLOCK_THREAD_CPUTIME_ID */); }
+
+/* Parses "1.5" as milliseconds (no floating point in argument handling). */
+static int parse_secs_ms(const char *s, u64 *ms) {
+    u64 whole = 0, frac = 0, scale = 1000;
+    for (; *s && *s != '.'; s++) {
+        if (*s < '0' || *s > '9') return 0;
+        whole = whole * 10 + (*s - '0');
+    }
+    if (*s == '.')
+        for (s++; *s && scale > 1; s++) {
+            if (*s < '0' || *s > '9') return 0;
+            scale /= 10;
+            frac += (u64)(*s - '0') * scale;
+        }
+    *ms = whole * 1000 + frac;
+    return 1;
+}
+
+int lp_main(long argc, char **argv, char **envp) {
+    u64 duration_ms = 2000, slice_ms = 5;
+    u32 weight[NCLASSES] = {0};
+    int any = 0;
+    for (long i = 1; i < argc; i++) {
+        const char *v = i + 1 < argc ? argv[i + 1] : "";
+        if (lp_streq(argv[i], "--duration")) {
+            if (!parse_secs_ms(v, &duration_ms) || !duration_ms) goto usage;
+            i++;
+        } else if (lp_streq(argv[i], "--slice-ms")) {
+            if (!lp_parse_u64(v, &slice_ms) || !slice_ms) goto usage;
+            i++;
+        } else if (lp_streq(argv[i], "--classes")) {
+            const char *p = v;
+            while (*p) {
+                int k;
+                for (k = 0; k < NCLASSES; k++) {
+                    size_t n = lp_strlen(CLASSES[k].name);
+                    if (lp_startswith(p, CLASSES[k].name) && (p[n] == 0 || p[n] == ',' || p[n] == '=')) break;
+                }
+                if (k == NCLASSES) goto usage;
+                p += lp_strlen(CLASSES[k].name);
+                u32 w = 1;
+                if (*p == '=') {
+                    w = 0;
+                    for (p++; *p >= '0' && *p <= '9'; p++) w = w * 10 + (*p - '0');
+                }
+                weight[k] = w;
+                any = 1;
+                if (*p == ',') p++;
+            }
+            i++;
+        } else if (lp_streq(argv[i], "--list")) {
+            for (int k = 0; k < NCLASSES; k++) lp_puts(1, CLASSES[k].name), lp_puts(1, "\n");
+            return 0;
+        } else {
+            goto usage;
+        }
+    }
+    if (!any)
+        for (int k = 0; k < NCLASSES; k++) weight[k] = 1;
+    for (u32 i = 0, x = 0x2545F491; i < sizeof noise; i++) x = x * 1103515245u + 12345u, noise[i] = (u8)(x >> 16);
+    if (weight[3]) {
+        chain = lp_alloc(CHAIN * sizeof *chain);
+        for (u32 i = 0; i < CHAIN; i++) chain[i] = i;
+        u64 x = 88172645463325252ull;
+        for (u32 i = CHAIN - 1; i > 0; i--) { /* Sattolo: one cycle through every slot */
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            u32 j = (u32)(((x >> 32) * (u64)i) >> 32); /* uniform in [0, i) without division */
+            u32 t = chain[i];
+            chain[i] = chain[j], chain[j] = t;
+        }
+    }
+    u64 end = lp_clock_ns(LP_CLOCK_MONOTONIC) + duration_ms * 1000000u;
+    for (int first = 0; lp_clock_ns(LP_CLOCK_MONOTONIC) < end; first = first + 1 == NCLASSES ? 0 : first + 1) {
+        for (int k = 0; k < NCLASSES; k++) {
+            int c = first + k >= NCLASSES ? first + k - NCLASSES : first + k;
+            if (!weight[c]) continue;
+            u64 stop = cpu_ns() + weight[c] * slice_ms * 1000000u;
+            while (cpu_ns() < stop) sink += CLASSES[c].run(CLASSES[c].units);
+            if (lp_clock_ns(LP_CLOCK_MONOTONIC) >= end) break;
+        }
+    }
+    return 0;
+usage:
+    lp_puts(2, "usage: labperf-bench [--duration SECS] [--classes NAME[=WEIGHT],...] [--slice-ms MS] [--list]\n");
+    return 2;
+}

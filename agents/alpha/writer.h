@@ -1,0 +1,60 @@
+/* writer.h: the labperf record format (wire version 1), written as labperf-common's rustdoc specifies. */
+#ifndef LP_WRITER_H
+#define LP_WRITER_H
+#include "sys.h"
+
+struct buf {
+    u8 *p;
+    size_t len, cap;
+};
+
+void buf_init(struct buf *b, size_t cap);
+void buf_u8(struct buf *b, u8 v);
+void buf_bytes(struct buf *b, const void *p, size_t n);
+void buf_varint(struct buf *b, u64 v);  /* LEB128 (postcard unsigned) */
+void buf_zz(struct buf *b, i64 v);      /* zigzag + LEB128 (postcard signed) */
+void buf_str(struct buf *b, const char *s); /* postcard String */
+void buf_strn(struct buf *b, const char *s, size_t n);
+u32 lp_crc32(const u8 *p, size_t n);
+
+#define LP_MAX_THREADS 4096
+
+struct writer {
+    int fd;
+    u32 seq, frames;
+    u64 records_before, bytes;
+    struct buf chunk;
+    u32 chunk_records;
+    u32 threads[LP_MAX_THREADS][2];
+    u32 nthreads, last_thread;
+    /* delta state, reset per frame */
+    int have_thread;
+    u32 thread, event, cpu;
+    u64 period, ip, time;
+    u64 last_flush_ns, flush_ns;
+    int failed;
+};
+
+struct lp_sample {
+    u32 event, pid, tid, cpu;
+    u64 ip, time, period;
+};
+
+int w_open(struct writer *w, const char *path, u64 flush_ms);
+void w_header(struct writer *w, const struct buf *postcard_header);
+void w_sample(struct writer *w, const struct lp_sample *s);
+void w_long(struct writer *w, u8 tag, const struct buf *body);
+void w_flush(struct writer *w);
+void w_tick(struct writer *w);
+void w_trailer(struct writer *w, const struct buf *postcard_trailer_without_counts, u64 samples, u64 lost,
+               u64 throttled, u64 cpu_ns, u64 rss_kib, int exit_code, int exit_signal, u64 duration_ns);
+
+#define TAG_SAMPLE 0x00
+#define TAG_THREAD 0x01
+#define TAG_MMAP2 0x10
+#define TAG_COMM 0x11
+#define TAG_FORK 0x12
+#define TAG_EXIT 0x13
+#define TAG_LOST 0x14
+#define TAG_THROTTLE 0x15
+#endif

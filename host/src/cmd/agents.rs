@@ -1,0 +1,126 @@
+//! `labperf agents`: the agent binaries labperf can deploy, checked with `object` (machine, static, size).
+
+use anyhow::{bail, Context, Result};
+use object::Object;
+use std::path::{Path, PathBuf};
+
+/// List the agents labperf can deploy, and check each is a static ELF of its target.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "EXAMPLES:\n  labperf agents\n  labperf agents --dir target/agents --check")]
+pub struct Args {
+    /// Directory holding <triple>/labperf-agent (default: the one labperf finds at run time).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Exit 1 unless every binary is static and of its directory's architecture.
+    #[arg(long)]
+    pub check: bool,
+}
+
+/// What `object` says about one binary.
+pub struct BinInfo {
+    pub arch: &'static str,
+    pub interpreter: Option<String>,
+    pub dynamic: bool,
+    pub size: u64,
+}
+
+pub fn inspect(path: &Path) -> Result<BinInfo> {
+    let data = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let f = object::File::parse(&*data)
+        .with_context(|| format!("{} is not an object file object can read", path.display()))?;
+    let arch = match f.architecture() {
+        object::Architecture::X86_64 => "x86_64",
+        object::Architecture::Aarch64 => "aarch64",
+        object::Architecture::Alpha => "alpha",
+        _ => "other",
+    };
+    // PT_INTERP names the dynamic loader; a static binary has none.
+    let mut interpreter = None;
+    if let object::File::Elf64(e) = &f {
+        use object::read::elf::ProgramHeader;
+        let endian = e.endian();
+        for ph in e.elf_program_headers() {
+            if ph.p_type(endian) == object::elf::PT_INTERP {
+                if let Ok(b) = ph.data(endian, &*data) {
+                    interpreter = Some(
+                        String::from_utf8_lossy(b)
+                            .trim_end_matches('\0')
+                            .to_string(),
+                    );
+                }
+            }
+        }
+    }
+    // Imported symbols mean shared libraries (a static-pie has PT_DYNAMIC but imports nothing).
+    let dynamic = f.imports().map(|i| i.count() > 0).unwrap_or(false);
+    Ok(BinInfo {
+        arch,
+        interpreter,
+        dynamic,
+        size: data.len() as u64,
+    })
+}
+
+/// The architecture a `target/agents/<dir>` name is for.
+fn expected_arch(dir: &str) -> Option<&'static str> {
+    ["x86_64", "aarch64", "alpha"]
+        .into_iter()
+        .find(|a| dir.starts_with(a) || dir.ends_with(a))
+}
+
+pub fn run(a: &Args) -> Result<()> {
+    let dir = match &a.dir {
+        Some(d) => d.clone(),
+        None => super::record::agents_dir().context("no agent directory found: build the agents with `cargo xtask build-agents`, or pass --dir")?,
+    };
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .with_context(|| format!("cannot list {}", dir.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    entries.sort();
+    let mut bad = Vec::new();
+    println!(
+        "{:<30} {:<14} {:<8} {:<7} {:>9}",
+        "target", "binary", "machine", "static", "KiB"
+    );
+    for d in entries {
+        let name = d
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        for bin in ["labperf-agent", "labperf-bench"] {
+            let p = d.join(bin);
+            if !p.is_file() {
+                continue;
+            }
+            let i = inspect(&p)?;
+            let is_static = i.interpreter.is_none() && !i.dynamic;
+            println!(
+                "{name:<30} {bin:<14} {:<8} {:<7} {:>9.1}",
+                i.arch,
+                if is_static { "yes" } else { "NO" },
+                i.size as f64 / 1024.0
+            );
+            if !is_static {
+                bad.push(format!(
+                    "{} is not static (interpreter {:?})",
+                    p.display(),
+                    i.interpreter
+                ));
+            }
+            if expected_arch(&name).is_some_and(|want| want != i.arch) {
+                bad.push(format!(
+                    "{} is {} but sits under {name}",
+                    p.display(),
+                    i.arch
+                ));
+            }
+        }
+    }
+    if a.check && !bad.is_empty() {
+        bail!("{}", bad.join("; "));
+    }
+    Ok(())
+}

@@ -1,0 +1,320 @@
+//! The cross-built agents: every one static and of its architecture (object and file), the C
+//! agent's writer read by the Rust decoder natively and on Alpha under qemu-alpha, and the
+//! aarch64 agent under qemu-aarch64.
+
+use labperf_common::{decode_all, Arch, CpuId, Record, Sample};
+use labperf_tests::{bin, scratch};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+fn agents() -> PathBuf {
+    std::env::var_os("LABPERF_AGENTS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| labperf_tests::root().join("target/agents"))
+}
+
+fn agent(dir: &str, name: &str) -> PathBuf {
+    let p = agents().join(dir).join(name);
+    assert!(
+        p.is_file(),
+        "{} is not built: run `cargo xtask build-agents`",
+        p.display()
+    );
+    p
+}
+
+#[test]
+fn every_agent_is_static_and_of_its_architecture() {
+    let o = Command::new(bin("labperf"))
+        .args(["agents", "--check", "--dir"])
+        .arg(agents())
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{table}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    for (dir, arch, file_says) in [
+        ("x86_64-unknown-linux-musl", "x86_64", "x86-64"),
+        ("aarch64-unknown-linux-musl", "aarch64", "ARM aarch64"),
+        ("alpha-unknown-linux-gnu", "alpha", "Alpha"),
+        ("x86_64-unknown-linux-none", "x86_64", "x86-64"),
+    ] {
+        let row = table
+            .lines()
+            .find(|l| l.starts_with(dir) && l.contains("labperf-agent"))
+            .unwrap_or_else(|| panic!("{dir} missing:\n{table}"));
+        let cols: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!((cols[2], cols[3]), (arch, "yes"), "{row}");
+        let f = Command::new("file")
+            .arg("-b")
+            .arg(agent(dir, "labperf-agent"))
+            .output()
+            .unwrap();
+        let f = String::from_utf8_lossy(&f.stdout);
+        assert!(
+            f.contains(file_says)
+                && (f.contains("statically linked") || f.contains("static-pie linked")),
+            "{dir}: {f}"
+        );
+    }
+    // Budgets: Rust agents <= 512 KiB, the Alpha agent <= 64 KiB.
+    for (dir, max) in [
+        ("x86_64-unknown-linux-musl", 512 * 1024),
+        ("aarch64-unknown-linux-musl", 512 * 1024),
+        ("alpha-unknown-linux-gnu", 64 * 1024),
+    ] {
+        let n = std::fs::metadata(agent(dir, "labperf-agent"))
+            .unwrap()
+            .len();
+        assert!(
+            n <= max,
+            "{dir} agent is {n} bytes, over its {max}-byte budget"
+        );
+    }
+    // A dynamically linked binary posing as an agent is caught.
+    let d = scratch("fake-agent");
+    std::fs::create_dir_all(d.join("x86_64-unknown-linux-musl")).unwrap();
+    std::fs::copy(
+        "/bin/true",
+        d.join("x86_64-unknown-linux-musl/labperf-agent"),
+    )
+    .unwrap();
+    let o = Command::new(bin("labperf"))
+        .args(["agents", "--check", "--dir"])
+        .arg(&d)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("is not static"));
+}
+
+/// Samples straight from saved ring-buffer bytes (the kernel's layout for
+/// IP|TID|TIME|CPU|PERIOD), to check the C writer against.
+fn ring_samples(ring: &[u8]) -> (Vec<(u32, u32, u64, u64, u32, u64)>, usize) {
+    let (mut out, mut other, mut at) = (Vec::new(), 0, 0);
+    let u64_at = |p: usize| u64::from_le_bytes(ring[p..p + 8].try_into().unwrap());
+    let u32_at = |p: usize| u32::from_le_bytes(ring[p..p + 4].try_into().unwrap());
+    while at + 8 <= ring.len() {
+        let (ty, size) = (
+            u32_at(at),
+            u16::from_le_bytes([ring[at + 6], ring[at + 7]]) as usize,
+        );
+        let b = at + 8;
+        match ty {
+            9 => out.push((
+                u32_at(b + 8),
+                u32_at(b + 12),
+                u64_at(b),
+                u64_at(b + 16),
+                u32_at(b + 24),
+                u64_at(b + 32),
+            )),
+            3 | 4 | 7 | 10 => other += 1, // comm, exit, fork, mmap2
+            _ => {}
+        }
+        at += size;
+    }
+    (out, other)
+}
+
+fn heads(records: &[Record]) -> Vec<(u32, u32, u64, u64, u32, u64)> {
+    records
+        .iter()
+        .filter_map(|r| {
+            if let Record::Sample(Sample {
+                pid,
+                tid,
+                ip,
+                time,
+                cpu,
+                period,
+                ..
+            }) = r
+            {
+                Some((*pid, *tid, *ip, *time, *cpu, *period))
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+/// Records labperf-bench with the C agent (x86_64 build), saving the ring bytes too.
+fn c_recording(test: &str) -> (PathBuf, PathBuf) {
+    let d = scratch(test);
+    let (lpr, ring) = (d.join("c.lpr"), d.join("c.ring"));
+    let st = Command::new(agent("x86_64-unknown-linux-none", "labperf-agent"))
+        .args(["record", "-e", "cpu-clock", "-c", "250000", "-o"])
+        .arg(&lpr)
+        .arg("--dump-ring")
+        .arg(&ring)
+        .arg("--")
+        .arg(bin("labperf-bench"))
+        .args(["--duration", "1.5"])
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    (lpr, ring)
+}
+
+#[test]
+fn c_agent_records_a_real_profile_that_labperf_reports() {
+    let (lpr, _) = c_recording("c-profile");
+    let o = Command::new(bin("labperf"))
+        .args(["report", "--format", "json", "--top", "0"])
+        .arg(&lpr)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    for f in [
+        "int_divider_stalls",
+        "fp_divider_stalls",
+        "branch_mispredicts",
+        "dcache_miss",
+        "double_to_int",
+        "nops",
+        "serializing",
+    ] {
+        let n = j["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == f)
+            .map(|r| r["samples"].as_u64().unwrap())
+            .unwrap_or(0);
+        assert!(n > 50, "{f}: {n} samples in the C agent's profile");
+    }
+    let d = decode_all(&std::fs::read(&lpr).unwrap());
+    assert!(d.losses.is_clean(), "{:?}", d.damage);
+    let h = d.header.unwrap();
+    assert_eq!(
+        (h.arch, h.mode.as_str(), h.events[0].name.as_str()),
+        (Arch::X86_64, "sample", "cpu-clock")
+    );
+    assert_eq!(d.trailer.unwrap().samples, heads(&d.records).len() as u64);
+}
+
+#[test]
+fn c_writer_output_matches_the_ring_bytes_record_for_record() {
+    let (lpr, ring) = c_recording("c-ring");
+    let (want, other) = ring_samples(&std::fs::read(&ring).unwrap());
+    let d = decode_all(&std::fs::read(&lpr).unwrap());
+    assert!(want.len() > 1000);
+    assert_eq!(heads(&d.records), want);
+    assert_eq!(d.records.len() - want.len(), other);
+}
+
+#[test]
+fn alpha_agent_replays_under_qemu_alpha_to_the_same_records() {
+    let (lpr, ring) = c_recording("alpha-replay");
+    let live = decode_all(&std::fs::read(&lpr).unwrap());
+    let out = lpr.with_file_name("alpha.lpr");
+    let o = Command::new("qemu-alpha")
+        .arg(agent("alpha-unknown-linux-gnu", "labperf-agent"))
+        .arg("replay")
+        .arg(&ring)
+        .args(["-e", "cpu-clock", "-c", "250000", "-o"])
+        .arg(&out)
+        .output()
+        .expect("qemu-alpha (qemu-user) is installed by `cargo xtask setup`");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let alpha = decode_all(&std::fs::read(&out).unwrap());
+    assert!(alpha.losses.is_clean(), "{:?}", alpha.damage);
+    assert_eq!(alpha.records, live.records);
+    let h = alpha.header.unwrap();
+    assert_eq!((h.arch, h.mode.as_str()), (Arch::Alpha, "replay"));
+    assert!(matches!(h.cpu, CpuId::Alpha { .. }));
+    // The period stays under the Alpha PMU's 2^20-1 cap, and no exclude_* bit is set.
+    assert!(h.events[0].attr.sample_period_or_freq < 1 << 20);
+    assert!(
+        !h.events[0]
+            .attr
+            .flag_names()
+            .iter()
+            .any(|f| f.starts_with("exclude")),
+        "{:?}",
+        h.events[0].attr.flag_names()
+    );
+    let o = Command::new("qemu-alpha")
+        .arg(agent("alpha-unknown-linux-gnu", "labperf-agent"))
+        .arg("replay")
+        .arg(&ring)
+        .args(["-c", "5000000", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    assert_eq!(
+        decode_all(&std::fs::read(&out).unwrap())
+            .header
+            .unwrap()
+            .events[0]
+            .attr
+            .sample_period_or_freq,
+        (1 << 20) - 1
+    );
+}
+
+#[test]
+fn alpha_bench_runs_under_qemu_alpha() {
+    let b = agent("alpha-unknown-linux-gnu", "labperf-bench");
+    let o = Command::new("qemu-alpha")
+        .arg(&b)
+        .arg("--list")
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 7);
+    let st = Command::new("qemu-alpha")
+        .arg(&b)
+        .args([
+            "--duration",
+            "0.3",
+            "--classes",
+            "nops,dcache_miss=2,int_divider_stalls",
+        ])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let o = Command::new("qemu-alpha")
+        .arg(&b)
+        .args(["--classes", "nosuch"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn aarch64_agent_under_qemu_aarch64() {
+    let a = agent("aarch64-unknown-linux-musl", "labperf-agent");
+    let o = Command::new("qemu-aarch64")
+        .arg(&a)
+        .arg("--version")
+        .output()
+        .expect("qemu-aarch64 (qemu-user) is installed by `cargo xtask setup`");
+    assert!(String::from_utf8_lossy(&o.stdout).contains("(aarch64)"));
+    let o = Command::new("qemu-aarch64")
+        .arg(&a)
+        .arg("list")
+        .output()
+        .unwrap();
+    assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("Software events"));
+    let d = scratch("aarch64");
+    let o = Command::new("qemu-aarch64")
+        .arg(&a)
+        .args(["record", "-o"])
+        .arg(d.join("x.lpr"))
+        .args(["--", "/bin/true"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(125), "{err}");
+    assert!(
+        err.contains("Function not implemented") && err.contains("qemu-user"),
+        "{err}"
+    );
+}

@@ -318,3 +318,44 @@ fn aarch64_agent_under_qemu_aarch64() {
         "{err}"
     );
 }
+
+#[test]
+fn labperf_finds_its_agent_in_an_installed_tree() {
+    // The `cargo xtask dist` layout: bin/labperf and lib/labperf/agents/<triple>/.
+    let d = scratch("installed");
+    let triple = format!("{}-unknown-linux-musl", std::env::consts::ARCH);
+    std::fs::create_dir_all(d.join("bin")).unwrap();
+    std::fs::create_dir_all(d.join("lib/labperf/agents").join(&triple)).unwrap();
+    std::fs::copy(bin("labperf"), d.join("bin/labperf")).unwrap();
+    std::fs::copy(
+        bin("labperf-agent"),
+        d.join("lib/labperf/agents")
+            .join(&triple)
+            .join("labperf-agent"),
+    )
+    .unwrap();
+    let o = Command::new(d.join("bin/labperf"))
+        .env_remove("LABPERF_AGENT")
+        .args(["record", "--local", "--no-report", "-e", "task-clock", "-o"])
+        .arg(d.join("x.lpr"))
+        .args(["--", "/bin/true"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = Command::new(d.join("bin/labperf"))
+        .args(["agents", "--check"])
+        .output()
+        .unwrap();
+    assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains(&triple));
+    // No agent for an architecture: the error names the fix.
+    std::fs::remove_dir_all(d.join("lib")).unwrap();
+    let o = Command::new(d.join("bin/labperf"))
+        .env_remove("LABPERF_AGENT")
+        .args(["record", "--local", "-o"])
+        .arg(d.join("y.lpr"))
+        .args(["--", "/bin/true"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("cargo xtask build-agents"));
+}

@@ -518,6 +518,14 @@ static int record(struct opts *o, char **envp) {
     }
     SYS1(__NR_close, gate[0]);
     SYS1(__NR_close, status[1]);
+    {
+        /* Ctrl-C reaches the workload from the terminal; the agent ignores it, sees the
+         * workload exit and finishes the file. (Set after fork: exec keeps ignored signals.)
+         * SIG_IGN with zero flags and mask reads the same in x86_64's and Alpha's sigaction;
+         * Alpha's extra restorer argument is 0. */
+        long act[4] = {1 /* SIG_IGN */, 0, 0, 0};
+        SYS5(__NR_rt_sigaction, LP_SIGINT, act, 0, 8, 0);
+    }
 
     int cpus[MAX_CPUS];
     int ncpus = online_cpus(cpus);

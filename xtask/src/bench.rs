@@ -38,6 +38,32 @@ pub fn run(a: &Args, s: &mut Summary) {
     if !crate::build_agents::build_all_release(&triple, s) {
         return;
     }
+    crate::build_agents::run(
+        &crate::build_agents::Args {
+            target: "all".into(),
+            release: true,
+        },
+        s,
+    );
+    s.step("agent sizes vs budgets and the distro's perf", || {
+        let mut lines = Vec::new();
+        for (dir, budget) in [("x86_64-unknown-linux-musl", 512), ("aarch64-unknown-linux-musl", 512), (crate::build_agents::ALPHA, 64)] {
+            let n = std::fs::metadata(agents_dir(dir).join("labperf-agent"))?.len();
+            let line = format!("{dir} labperf-agent {:.1} KiB (budget {budget} KiB)", n as f64 / 1024.0);
+            println!("BENCH agent-size: {line}");
+            if n > budget * 1024 {
+                bail!("{line}: over budget");
+            }
+            lines.push(line);
+        }
+        let sh = Shell::new()?;
+        if let Ok(perf) = cmd!(sh, "which perf").read() {
+            let exe = std::fs::metadata(perf.trim())?.len();
+            let libs: u64 = cmd!(sh, "ldd {perf}").read()?.lines().filter_map(|l| l.split("=>").nth(1)).filter_map(|r| r.split_whitespace().next()).filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum();
+            println!("BENCH agent-size: distro perf {:.1} KiB + {:.1} KiB of shared libraries (no static perf to measure)", exe as f64 / 1024.0, libs as f64 / 1024.0);
+        }
+        Ok(lines.join("; "))
+    });
     let dir = target_dir().join("bench");
     let _ = std::fs::create_dir_all(&dir);
     let agent = agents_dir(&triple).join("labperf-agent");

@@ -5,6 +5,7 @@ mod build_agents;
 mod demo;
 mod dist;
 mod fuzz;
+mod lab;
 mod setup;
 mod test;
 mod util;
@@ -38,6 +39,8 @@ enum Cmd {
     Fuzz(fuzz::Args),
     /// Pack labperf and every agent into target/dist/ (a tree and a .tar.gz).
     Dist(dist::Args),
+    /// The emulated Arm lab machine: up, down, ssh.
+    Lab(lab::Args),
 }
 
 fn main() {
@@ -48,6 +51,10 @@ fn main() {
         Cmd::BuildAgents(a) => {
             setup::run(&setup::Args::default(), &mut s);
             build_agents::run(&a, &mut s);
+        }
+        Cmd::Lab(a) => {
+            setup::run(&setup::Args::default(), &mut s);
+            lab::run(&a, &mut s);
         }
         Cmd::Dist(a) => {
             setup::run(&setup::Args::default(), &mut s);

@@ -30,6 +30,10 @@ pub fn run(a: &Args, s: &mut Summary) {
         cmd!(sh, "cargo fmt --all -- --check").run()?;
         Ok(String::new())
     });
+    let was_up = crate::lab::is_up();
+    let lab_up = s.step("lab up aarch64 (for the lab tests)", || {
+        crate::lab::up(10022)
+    });
     let dir = agents_dir(&triple);
     let rest = &a.rest;
     s.step("tests", || {
@@ -46,12 +50,20 @@ pub fn run(a: &Args, s: &mut Summary) {
             .run()
             .is_ok()
         {
-            cmd!(sh, "cargo nextest run --workspace --profile ci {rest...}").run()?;
+            // --run-ignored all: the lab tests are ignored by plain `cargo test`.
+            cmd!(
+                sh,
+                "cargo nextest run --workspace --profile ci --run-ignored all {rest...}"
+            )
+            .run()?;
             // nextest does not run doctests.
             cmd!(sh, "cargo test --workspace --doc").run()?;
         } else {
-            cmd!(sh, "cargo test --workspace {rest...}").run()?;
+            cmd!(sh, "cargo test --workspace {rest...} -- --include-ignored").run()?;
         }
         Ok(String::new())
     });
+    if lab_up && !was_up {
+        s.step("lab down", crate::lab::down);
+    }
 }

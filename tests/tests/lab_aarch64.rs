@@ -1,0 +1,199 @@
+//! On the emulated Arm lab machine (`cargo xtask lab up aarch64`; `cargo xtask test` boots it):
+//! the aarch64 agent sampling and counting the real PMU. Under `-icount shift=0` cycles equal
+//! instructions exactly, so these checks are deterministic.
+//!
+//! Ignored by plain `cargo test`; the nextest `ci` profile run by `cargo xtask test` runs them.
+
+use labperf_common::{decode_all, Arch, CpuId, Record};
+use labperf_tests::{bin, root, scratch};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+fn lab() -> PathBuf {
+    std::env::var_os("LABPERF_LAB_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target/lab/aarch64"))
+}
+
+fn ssh() -> Command {
+    let d = lab();
+    let port = std::fs::read_to_string(d.join("port"))
+        .expect("the lab is not up: run `cargo xtask lab up aarch64`");
+    let mut c = Command::new("ssh");
+    c.arg("-o").arg(format!(
+        "UserKnownHostsFile={}",
+        d.join("known_hosts").display()
+    ));
+    c.args([
+        "-o",
+        "StrictHostKeyChecking=accept-new",
+        "-o",
+        "BatchMode=yes",
+        "-i",
+    ])
+    .arg(d.join("id_ed25519"));
+    c.args(["-p", port.trim(), "root@127.0.0.1"]);
+    c
+}
+
+fn run(cmd: &str) -> String {
+    let o = ssh().arg(cmd).output().unwrap();
+    assert!(
+        o.status.success(),
+        "`{cmd}` failed on the lab machine: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn upload(local: &Path, remote: &str) {
+    let st = ssh()
+        .arg(format!("cat > {remote} && chmod +x {remote}"))
+        .stdin(std::fs::File::open(local).unwrap())
+        .status()
+        .unwrap();
+    assert!(st.success());
+}
+
+fn fetch(remote: &str, local: &Path) -> Vec<u8> {
+    let o = ssh()
+        .arg(format!("cat {remote}"))
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    std::fs::write(local, &o.stdout).unwrap();
+    o.stdout
+}
+
+fn deploy() -> PathBuf {
+    let agents = std::env::var_os("LABPERF_AGENTS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target/agents"))
+        .join("aarch64-unknown-linux-musl");
+    upload(&agents.join("labperf-agent"), "/root/labperf-agent");
+    upload(&agents.join("labperf-bench"), "/root/labperf-bench");
+    agents
+}
+
+#[test]
+#[ignore = "needs the emulated Arm lab machine: `cargo xtask test` boots it"]
+fn aarch64_agent_samples_the_real_pmu_by_function() {
+    let agents = deploy();
+    run("cd /root && ./labperf-agent record -c 1000000 -o /tmp/cyc.lpr -- ./labperf-bench --duration 3 --classes int_divider_stalls=3,nops=1,dcache_miss=1");
+    let d = scratch("lab-cycles");
+    let bytes = fetch("/tmp/cyc.lpr", &d.join("cyc.lpr"));
+    let dec = decode_all(&bytes);
+    assert!(dec.losses.is_clean(), "{:?}", dec.damage);
+    let h = dec.header.unwrap();
+    assert_eq!(h.arch, Arch::Aarch64);
+    assert!(matches!(h.cpu, CpuId::Arm { .. }));
+    // The hardware event opened for real: no cpu-clock fallback.
+    assert_eq!(
+        (h.events[0].name.as_str(), h.events[0].attr.type_),
+        ("cycles", 0)
+    );
+    assert!(h.notes.is_empty(), "{:?}", h.notes);
+    // Symbols come from the local copy of the binary the machine ran (/root/labperf-bench).
+    let symfs = d.join("symfs");
+    std::fs::create_dir_all(symfs.join("root")).unwrap();
+    std::fs::copy(
+        agents.join("labperf-bench"),
+        symfs.join("root/labperf-bench"),
+    )
+    .unwrap();
+    let o = Command::new(bin("labperf"))
+        .args(["report", "--format", "json", "--top", "0", "--symfs"])
+        .arg(&symfs)
+        .arg(d.join("cyc.lpr"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let n = |f: &str| {
+        j["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == f)
+            .map(|r| r["samples"].as_u64().unwrap())
+            .unwrap_or(0)
+    };
+    let total = n("int_divider_stalls") + n("nops") + n("dcache_miss");
+    assert!(total > 1500, "{j}");
+    // Cycles track CPU time here, so the shares follow the 3:1:1 split (±3 points).
+    for (f, want) in [
+        ("int_divider_stalls", 60.0),
+        ("nops", 20.0),
+        ("dcache_miss", 20.0),
+    ] {
+        let share = 100.0 * n(f) as f64 / total as f64;
+        eprintln!("{f}: {share:.1}% of {total} cycle samples, split {want}%");
+        assert!((share - want).abs() < 3.0, "{f}: {share:.1}%, want {want}%");
+    }
+}
+
+#[test]
+#[ignore = "needs the emulated Arm lab machine: `cargo xtask test` boots it"]
+fn group_reads_on_the_real_pmu_show_cycles_equal_instructions() {
+    deploy();
+    let err = run("cd /root && ./labperf-agent record -e '{cycles,instructions}' -c 1000000 -o /tmp/grp.lpr -- ./labperf-bench --duration 1 --classes fp_divider_stalls,branch_mispredicts");
+    // Debian's 6.1 refuses inherit with PERF_SAMPLE_READ: the agent says so and goes on.
+    assert!(
+        err.contains("refuses inherit with PERF_SAMPLE_READ"),
+        "{err}"
+    );
+    let dec = decode_all(&fetch(
+        "/tmp/grp.lpr",
+        &scratch("lab-group").join("grp.lpr"),
+    ));
+    assert_eq!(dec.header.unwrap().mode, "sample-read");
+    let vals: Vec<Vec<u64>> = dec
+        .records
+        .iter()
+        .filter_map(|r| {
+            if let Record::Sample(s) = r {
+                Some(s.values.clone())
+            } else {
+                None
+            }
+        })
+        .collect();
+    assert!(vals.len() > 500, "{} samples", vals.len());
+    for v in &vals {
+        assert_eq!(v.len(), 2);
+        assert_eq!(
+            v[0], v[1],
+            "under -icount every cycle retires one instruction"
+        );
+    }
+    assert!(vals.windows(2).all(|w| w[1][0] > w[0][0]));
+}
+
+#[test]
+#[ignore = "needs the emulated Arm lab machine: `cargo xtask test` boots it"]
+fn stat_counts_the_real_pmu() {
+    deploy();
+    run("cd /root && ./labperf-agent stat -e cycles -e instructions -e armv8_pmuv3/inst_retired/ -I 200 -o /tmp/st.lpr -- ./labperf-bench --duration 0.6 --classes nops");
+    let dec = decode_all(&fetch("/tmp/st.lpr", &scratch("lab-stat").join("st.lpr")));
+    let total = dec
+        .records
+        .iter()
+        .rev()
+        .find_map(|r| {
+            if let Record::Interval(i) = r {
+                Some(i.clone())
+            } else {
+                None
+            }
+        })
+        .unwrap();
+    assert!(!total.delta);
+    let c: Vec<u64> = total.counts.iter().map(|c| c.value).collect();
+    assert!(c[0] > 300_000_000, "{c:?}");
+    assert_eq!(c[0], c[1]);
+    assert_eq!(
+        c[1], c[2],
+        "the generic and the PMU-named event are the same counter"
+    );
+}

@@ -1,6 +1,8 @@
 //! labperf host library: reading record files, symbolization, aggregation and output formats.
 
+pub mod deploy;
 pub mod load;
 pub mod progress;
+pub mod remote;
 pub mod report;
 pub mod symbols;

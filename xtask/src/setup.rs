@@ -86,7 +86,7 @@ pub fn run(a: &Args, s: &mut Summary) {
             format!("added {}", added.join(", "))
         })
     });
-    s.step("setup: cross compiler, qemu-user, file", || {
+    s.step("setup: cross compiler, qemu-user, file, sshd", || {
         packages(
             &sh,
             &[

@@ -4,6 +4,7 @@ pub mod agents;
 pub mod dump;
 pub mod info;
 pub mod record;
+pub mod remote;
 pub mod report;
 
 use labperf::report::{By, Format};

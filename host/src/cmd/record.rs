@@ -30,9 +30,14 @@ pub struct RecordOpts {
     after_help = "EXAMPLES:\n  labperf record --local -- ./target/release/labperf-bench --duration 2\n  labperf record --local -e cpu-clock -c 100000 -o run.lpr -- make -j2\n  labperf record --local --no-report -- ./my-prog --flag 'an argument'"
 )]
 pub struct Args {
-    /// Run the agent on this machine (the default; lab hosts come with --host).
-    #[arg(long, default_value_t = true)]
+    /// Run the agent on this machine (the default without --host).
+    #[arg(long, conflicts_with = "host")]
     pub local: bool,
+    /// Lab machines to record on: [user@]host[:port] or ~/.ssh/config names, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub host: Vec<String>,
+    #[command(flatten)]
+    pub ssh: RemoteOpts,
     #[command(flatten)]
     pub rec: RecordOpts,
     /// Only record; do not print the report.
@@ -43,6 +48,29 @@ pub struct Args {
     /// The workload and its arguments, passed on exactly as given.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<String>,
+}
+
+/// How to reach lab machines over SSH (shared by the verbs that take --host).
+#[derive(Debug, Clone, clap::Args)]
+pub struct RemoteOpts {
+    /// known_hosts file to check host keys against [default: ~/.ssh/known_hosts].
+    #[arg(long, value_name = "FILE")]
+    pub known_hosts: Option<PathBuf>,
+    /// Record the key of a host seen for the first time (OpenSSH's accept-new); a changed key is always refused.
+    #[arg(long)]
+    pub accept_new_host_key: bool,
+    /// Private key to try after the ssh-agent's (repeatable).
+    #[arg(long, value_name = "FILE")]
+    pub identity: Vec<PathBuf>,
+    /// ssh config file [default: ~/.ssh/config].
+    #[arg(long, value_name = "FILE")]
+    pub ssh_config: Option<PathBuf>,
+    /// Directory on the lab machine for agents and runs (relative to the login directory).
+    #[arg(long, default_value = ".cache/labperf")]
+    pub remote_dir: String,
+    /// Seconds to wait for a TCP connection.
+    #[arg(long, default_value_t = 10)]
+    pub connect_timeout: u64,
 }
 
 /// The agent's target triple for a `uname -m` architecture.
@@ -88,7 +116,25 @@ pub fn find_agent() -> Result<PathBuf> {
     agent_for(std::env::consts::ARCH)
 }
 
+/// The agent options of a recording, as the agent's command line takes them.
+fn agent_args(r: &RecordOpts) -> Vec<String> {
+    let mut v = Vec::new();
+    for e in &r.events {
+        v.extend(["-e".to_string(), e.clone()]);
+    }
+    if let Some(p) = r.period {
+        v.extend(["-c".to_string(), p.to_string()]);
+    }
+    if let Some(f) = r.freq {
+        v.extend(["-F".to_string(), f.to_string()]);
+    }
+    v
+}
+
 pub fn run(a: &Args) -> Result<()> {
+    if !a.host.is_empty() {
+        return super::remote::record(a, &agent_args(&a.rec));
+    }
     let agent = find_agent()?;
     let mut cmd = Command::new(&agent);
     cmd.arg("record").arg("-o").arg(&a.rec.output);

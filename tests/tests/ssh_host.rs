@@ -1,0 +1,431 @@
+//! `labperf record --host` against real OpenSSH sshd instances on 127.0.0.1, started here:
+//! the full flow, host keys, authentication, exact arguments, and remote failures.
+
+use labperf_common::decode_all;
+use labperf_tests::{bin, scratch};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// A private sshd: its own host key, one authorized client key, root login by key only.
+struct Sshd {
+    dir: PathBuf,
+    port: u16,
+    child: Child,
+}
+
+fn keygen(path: &Path) {
+    let st = Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(st.success());
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl Sshd {
+    fn start(name: &str) -> Sshd {
+        let dir = scratch(name);
+        keygen(&dir.join("host_key"));
+        keygen(&dir.join("client_key"));
+        std::fs::copy(dir.join("client_key.pub"), dir.join("authorized_keys")).unwrap();
+        Self::start_in(dir, free_port())
+    }
+
+    fn start_in(dir: PathBuf, port: u16) -> Sshd {
+        let _ = std::fs::create_dir_all("/run/sshd");
+        let cfg = dir.join("sshd_config");
+        std::fs::write(
+            &cfg,
+            format!(
+                "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nPidFile {d}/sshd.pid\nAuthorizedKeysFile {d}/authorized_keys\nPermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n",
+                d = dir.display()
+            ),
+        )
+        .unwrap();
+        let child = Command::new("/usr/sbin/sshd")
+            .args(["-D", "-e", "-f"])
+            .arg(&cfg)
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("OpenSSH sshd (openssh-server, installed by `cargo xtask setup`)");
+        let t = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(t.elapsed() < Duration::from_secs(10), "sshd did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Sshd { dir, port, child }
+    }
+
+    fn spec(&self) -> String {
+        format!("root@127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for Sshd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `labperf record --host` with this test's known_hosts, key and remote directory, and
+/// a HOME without keys so nothing of the machine's own ssh set-up is used.
+fn record(s: &Sshd, kh: &Path, extra: &[&str], command: &[&str]) -> Output {
+    let home = s.dir.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    Command::new(bin("labperf"))
+        .env("HOME", &home)
+        .env("XDG_CACHE_HOME", s.dir.join("cache"))
+        .env_remove("SSH_AUTH_SOCK")
+        .env("LABPERF_AGENT", bin("labperf-agent"))
+        .args(["record", "--host", &s.spec(), "--known-hosts"])
+        .arg(kh)
+        .arg("--identity")
+        .arg(s.dir.join("client_key"))
+        .arg("--remote-dir")
+        .arg(s.dir.join("remote"))
+        .args(extra)
+        .arg("--")
+        .args(command)
+        .output()
+        .unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn record_host_full_flow_reports_the_bench() {
+    let s = Sshd::start("ssh-flow");
+    let kh = s.dir.join("known_hosts");
+    let out = s.dir.join("flow.lpr");
+    let bench = bin("labperf-bench");
+    let o = record(
+        &s,
+        &kh,
+        &[
+            "--accept-new-host-key",
+            "-e",
+            "cpu-clock",
+            "-c",
+            "250000",
+            "-o",
+            out.to_str().unwrap(),
+            "--format",
+            "json",
+            "--top",
+            "0",
+        ],
+        &[bench.to_str().unwrap(), "--duration", "1.5"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("x86_64: agent")
+            && err.contains("(uploaded)")
+            && err.contains("wrote")
+            && err.contains("fetched"),
+        "{err}"
+    );
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    for f in [
+        "int_divider_stalls",
+        "fp_divider_stalls",
+        "branch_mispredicts",
+        "dcache_miss",
+        "double_to_int",
+        "nops",
+        "serializing",
+    ] {
+        let n = j["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == f)
+            .map(|r| r["samples"].as_u64().unwrap())
+            .unwrap_or(0);
+        assert!(n > 100, "{f}: {n} samples\n{j}");
+    }
+    assert!(decode_all(&std::fs::read(&out).unwrap()).losses.is_clean());
+    // The binaries the samples need were fetched into the build-id cache.
+    let cache = s.dir.join("cache/labperf/binaries");
+    let elves: Vec<_> = std::fs::read_dir(&cache)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().join("elf").is_file())
+        .collect();
+    assert!(
+        !elves.is_empty(),
+        "no binary cached under {}",
+        cache.display()
+    );
+    // The second run finds the agent by its content hash and does not upload it again.
+    let o = record(
+        &s,
+        &kh,
+        &[
+            "-e",
+            "cpu-clock",
+            "--no-report",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+        &["/bin/true"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("(already there)"), "{}", stderr(&o));
+    // No temporary file is left on either side.
+    assert!(!s.dir.join("flow.lpr.part").exists());
+    let leftovers = Command::new("find")
+        .arg(s.dir.join("remote"))
+        .args(["-name", "*.tmp.*"])
+        .output()
+        .unwrap();
+    assert!(leftovers.stdout.is_empty());
+}
+
+#[test]
+fn host_keys_unknown_accepted_and_changed() {
+    let s = Sshd::start("ssh-keys");
+    let kh = s.dir.join("known_hosts");
+    let out = s.dir.join("k.lpr");
+    let args = [
+        "-e",
+        "task-clock",
+        "--no-report",
+        "-o",
+        out.to_str().unwrap(),
+    ];
+    // Unknown host: refused, nothing recorded, known_hosts untouched.
+    let o = record(&s, &kh, &args, &["/bin/true"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("is not in")
+            && stderr(&o).contains("--accept-new-host-key")
+            && stderr(&o).contains("SHA256"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!kh.exists() && !out.exists());
+    // Accepted once: recorded in known_hosts, and the run works.
+    let mut with_accept = args.to_vec();
+    with_accept.push("--accept-new-host-key");
+    let o = record(&s, &kh, &with_accept, &["/bin/true"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let recorded = std::fs::read_to_string(&kh).unwrap();
+    assert!(recorded.starts_with(&format!("[127.0.0.1]:{} ssh-ed25519 ", s.port)));
+    // The same host with a new key: always refused, even with --accept-new-host-key.
+    let (dir, port) = (s.dir.clone(), s.port);
+    drop(s);
+    std::fs::remove_file(dir.join("host_key")).unwrap();
+    std::fs::remove_file(dir.join("host_key.pub")).unwrap();
+    keygen(&dir.join("host_key"));
+    let s = Sshd::start_in(dir, port);
+    std::fs::remove_file(&out).unwrap();
+    let o = record(&s, &kh, &with_accept, &["/bin/true"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("HAS CHANGED") && stderr(&o).contains("ssh-keygen -R"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(std::fs::read_to_string(&kh).unwrap(), recorded);
+    assert!(!out.exists());
+}
+
+#[test]
+fn a_wrong_key_fails_to_log_in() {
+    let s = Sshd::start("ssh-auth");
+    std::fs::write(s.dir.join("authorized_keys"), "").unwrap(); // no key is authorized
+    let kh = s.dir.join("known_hosts");
+    let out = s.dir.join("a.lpr");
+    let o = record(
+        &s,
+        &kh,
+        &[
+            "--accept-new-host-key",
+            "--no-report",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+        &["/bin/true"],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    assert!(
+        e.contains("cannot log in to root@127.0.0.1")
+            && e.contains("client_key")
+            && e.contains("--identity"),
+        "{e}"
+    );
+    assert!(!out.exists());
+}
+
+#[test]
+fn workload_arguments_arrive_byte_exact_over_ssh() {
+    let s = Sshd::start("ssh-args");
+    let kh = s.dir.join("known_hosts");
+    let got = s.dir.join("got.txt");
+    let tricky = [
+        "two  spaces",
+        "it's",
+        "\"dq\"",
+        "$(touch /tmp/labperf-ssh-pwned);",
+        "`id`",
+        "; exit 9",
+        "",
+        "new\nline",
+        "*",
+        "\\back",
+    ];
+    let mut cmd = vec![
+        "/bin/sh",
+        "-c",
+        "printf '%s\\0' \"$@\" > \"$0\"",
+        got.to_str().unwrap(),
+    ];
+    cmd.extend(tricky);
+    let o = record(
+        &s,
+        &kh,
+        &[
+            "--accept-new-host-key",
+            "-e",
+            "task-clock",
+            "--no-report",
+            "-o",
+            s.dir.join("x.lpr").to_str().unwrap(),
+        ],
+        &cmd,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let want: Vec<u8> = tricky.iter().flat_map(|a| a.bytes().chain([0])).collect();
+    assert_eq!(std::fs::read(&got).unwrap(), want);
+    assert!(!Path::new("/tmp/labperf-ssh-pwned").exists());
+}
+
+#[test]
+fn unwritable_and_full_remote_directories_are_reported() {
+    let s = Sshd::start("ssh-disk");
+    let kh = s.dir.join("known_hosts");
+    let out = s.dir.join("d.lpr");
+    let home = s.dir.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let run = |remote: &Path| {
+        Command::new(bin("labperf"))
+            .env("HOME", &home)
+            .env_remove("SSH_AUTH_SOCK")
+            .env("LABPERF_AGENT", bin("labperf-agent"))
+            .args([
+                "record",
+                "--accept-new-host-key",
+                "--no-report",
+                "--host",
+                &s.spec(),
+                "--known-hosts",
+            ])
+            .arg(&kh)
+            .arg("--identity")
+            .arg(s.dir.join("client_key"))
+            .arg("--remote-dir")
+            .arg(remote)
+            .arg("-o")
+            .arg(&out)
+            .args(["--", "/bin/true"])
+            .output()
+            .unwrap()
+    };
+    // Read-only: /proc does not take new directories.
+    let o = run(Path::new("/proc/labperf"));
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("is not writable") && stderr(&o).contains("--remote-dir"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!out.exists());
+    // A 256 KiB tmpfs cannot hold the agent: the upload fails as "disk full" and leaves no partial file.
+    let small = s.dir.join("small");
+    std::fs::create_dir_all(&small).unwrap();
+    let st = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=256k", "tmpfs"])
+        .arg(&small)
+        .status()
+        .unwrap();
+    assert!(
+        st.success(),
+        "mounting a tmpfs needs root (CI runs as root)"
+    );
+    let o = run(&small);
+    let _ = Command::new("umount").arg(&small).status();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("disk of") && stderr(&o).contains("is full"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!out.exists());
+}
+
+#[test]
+fn fan_out_to_three_hosts_with_one_down() {
+    let (a, b) = (Sshd::start("ssh-fan-a"), Sshd::start("ssh-fan-b"));
+    let down = free_port();
+    let home = a.dir.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    // One known_hosts and one key for all three: b gets a's authorized key.
+    std::fs::copy(a.dir.join("client_key.pub"), b.dir.join("authorized_keys")).unwrap();
+    let kh = a.dir.join("known_hosts");
+    let out = a.dir.join("fan.lpr");
+    let hosts = format!("{},{},root@127.0.0.1:{down}", a.spec(), b.spec());
+    let o = Command::new(bin("labperf"))
+        .env("HOME", &home)
+        .env("XDG_CACHE_HOME", a.dir.join("cache"))
+        .env_remove("SSH_AUTH_SOCK")
+        .env("LABPERF_AGENT", bin("labperf-agent"))
+        .args([
+            "record",
+            "--accept-new-host-key",
+            "--host",
+            &hosts,
+            "--known-hosts",
+        ])
+        .arg(&kh)
+        .arg("--identity")
+        .arg(a.dir.join("client_key"))
+        .arg("--remote-dir")
+        .arg(a.dir.join("remote"))
+        .args(["-e", "cpu-clock", "-o"])
+        .arg(&out)
+        .arg("--")
+        .arg(bin("labperf-bench"))
+        .args(["--duration", "0.5", "--classes", "nops"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let (stdout, err) = (String::from_utf8_lossy(&o.stdout), stderr(&o));
+    assert_eq!(stdout.matches("== root@127.0.0.1:").count(), 2, "{stdout}");
+    assert_eq!(stdout.matches(" nops ").count(), 2, "{stdout}");
+    assert!(
+        err.contains("summary: 2 of 3 hosts recorded")
+            && err.contains(&format!("127.0.0.1:{down}: FAILED: cannot reach")),
+        "{err}"
+    );
+    for s in [&a, &b] {
+        assert!(a
+            .dir
+            .join(format!("fan-root_127.0.0.1_{}.lpr", s.port))
+            .is_file());
+    }
+}

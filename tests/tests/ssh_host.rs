@@ -429,3 +429,64 @@ fn fan_out_to_three_hosts_with_one_down() {
             .is_file());
     }
 }
+
+#[test]
+fn a_killed_agent_and_a_dropped_connection_leave_no_file() {
+    let s = Sshd::start("ssh-kill");
+    let kh = s.dir.join("known_hosts");
+    let out = s.dir.join("kill.lpr");
+    let spawn = |s: &Sshd| {
+        let home = s.dir.join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        Command::new(bin("labperf"))
+            .env("HOME", &home)
+            .env_remove("SSH_AUTH_SOCK")
+            .env("LABPERF_AGENT", bin("labperf-agent"))
+            .args(["record", "--accept-new-host-key", "--no-report", "--host", &s.spec(), "--known-hosts"])
+            .arg(&kh)
+            .arg("--identity")
+            .arg(s.dir.join("client_key"))
+            .arg("--remote-dir")
+            .arg(s.dir.join("remote"))
+            .arg("-o")
+            .arg(&out)
+            .args(["--", "/bin/sleep", "3"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let wait_for_agent = || {
+        let t = Instant::now();
+        let pattern = format!("{}/agents/.*record", s.dir.join("remote").display());
+        loop {
+            let o = Command::new("pgrep").args(["-f", &pattern]).output().unwrap();
+            if !o.stdout.is_empty() {
+                return String::from_utf8_lossy(&o.stdout).split_whitespace().next().unwrap().to_string();
+            }
+            assert!(t.elapsed() < Duration::from_secs(10), "the agent never started");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    // The agent is killed on the lab machine.
+    let child = spawn(&s);
+    let agent = wait_for_agent();
+    Command::new("kill").args(["-KILL", &agent]).status().unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("was killed"), "{}", stderr(&o));
+    assert!(!out.exists());
+    // The connection drops (sshd's session process dies) while the agent runs.
+    let child = spawn(&s);
+    let _ = wait_for_agent();
+    let sessions = Command::new("pgrep").args(["-P", &s.child.id().to_string()]).output().unwrap();
+    for pid in String::from_utf8_lossy(&sessions.stdout).split_whitespace() {
+        Command::new("kill").args(["-KILL", pid]).status().unwrap();
+    }
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    eprintln!("dropped connection reported as: {e}");
+    assert!(e.contains("dropped while running"), "{e}");
+    assert!(!out.exists() && !s.dir.join("kill.lpr.part").exists());
+}

@@ -1,6 +1,7 @@
 //! labperf host library: reading record files, symbolization, aggregation and output formats.
 
 pub mod deploy;
+pub mod hosts;
 pub mod load;
 pub mod progress;
 pub mod remote;

@@ -23,6 +23,9 @@ enum Cmd {
     Dump(cmd::dump::Args),
     Info(cmd::info::Args),
     Agents(cmd::agents::Args),
+    Probe(cmd::probe::Args),
+    Deploy(cmd::deploy::Args),
+    Stat(cmd::stat::Args),
 }
 
 fn main() {
@@ -33,6 +36,9 @@ fn main() {
         Cmd::Dump(a) => cmd::dump::run(a),
         Cmd::Info(a) => cmd::info::run(a),
         Cmd::Agents(a) => cmd::agents::run(a),
+        Cmd::Probe(a) => cmd::probe::run(a),
+        Cmd::Deploy(a) => cmd::deploy::run(a),
+        Cmd::Stat(a) => cmd::stat::run(a),
     };
     if let Err(e) = r {
         eprintln!("labperf: error: {e:#}");

@@ -9,14 +9,14 @@ use std::time::Duration;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RemoteError {
-    #[error("cannot reach {host}:{port}: {source}. Check the host name and port, and that sshd runs there")]
+    #[error("cannot reach {host}:{port}: {cause}. Check the host name and port, and that sshd runs there")]
     Unreachable {
         host: String,
         port: u16,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
-    #[error("the SSH handshake with {host} failed: {source}")]
-    Handshake { host: String, source: ssh2::Error },
+    #[error("the SSH handshake with {host} failed: {cause}")]
+    Handshake { host: String, cause: ssh2::Error },
     #[error("{host} is not in {file}; its {kind} key has SHA256 fingerprint {fingerprint}. Check that fingerprint with the machine's owner, then connect once with --accept-new-host-key")]
     UnknownHost {
         host: String,
@@ -37,17 +37,17 @@ pub enum RemoteError {
         host: String,
         tried: String,
     },
-    #[error("the connection to {host} dropped while {during}: {source}")]
+    #[error("the connection to {host} dropped while {during}: {cause}")]
     Dropped {
         host: String,
         during: String,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
-    #[error("ssh error on {host} while {during}: {source}")]
+    #[error("ssh error on {host} while {during}: {cause}")]
     Ssh {
         host: String,
         during: String,
-        source: ssh2::Error,
+        cause: ssh2::Error,
     },
     #[error("{what} on {host} failed (exit status {status}): {stderr}")]
     Remote {
@@ -219,10 +219,10 @@ impl Remote {
         extra_identities: &[PathBuf],
         timeout: Duration,
     ) -> Result<Remote, RemoteError> {
-        let unreachable = |source| RemoteError::Unreachable {
+        let unreachable = |cause| RemoteError::Unreachable {
             host: t.host.clone(),
             port: t.port,
-            source,
+            cause,
         };
         let addr = (t.host.as_str(), t.port)
             .to_socket_addrs()
@@ -236,15 +236,15 @@ impl Remote {
             })?;
         let tcp = TcpStream::connect_timeout(&addr, timeout).map_err(unreachable)?;
         let _ = tcp.set_read_timeout(Some(Duration::from_secs(600)));
-        let mut sess = Session::new().map_err(|source| RemoteError::Handshake {
+        let mut sess = Session::new().map_err(|cause| RemoteError::Handshake {
             host: t.host.clone(),
-            source,
+            cause,
         })?;
         sess.set_tcp_stream(tcp);
         sess.set_timeout(600_000);
-        sess.handshake().map_err(|source| RemoteError::Handshake {
+        sess.handshake().map_err(|cause| RemoteError::Handshake {
             host: t.host.clone(),
-            source,
+            cause,
         })?;
         check_host_key(&sess, t, keys)?;
         let mut tried = Vec::new();
@@ -297,10 +297,10 @@ impl Remote {
 
     fn ssh_err(&self, during: &str) -> impl Fn(ssh2::Error) -> RemoteError + '_ {
         let during = during.to_string();
-        move |source| RemoteError::Ssh {
+        move |cause| RemoteError::Ssh {
             host: self.target.name.clone(),
             during: during.clone(),
-            source,
+            cause,
         }
     }
 
@@ -312,10 +312,10 @@ impl Remote {
         mut on_stderr: impl FnMut(&[u8]),
     ) -> Result<Output, RemoteError> {
         let during = format!("running `{}`", cmd.chars().take(60).collect::<String>());
-        let drop = |source| RemoteError::Dropped {
+        let drop = |cause| RemoteError::Dropped {
             host: self.target.name.clone(),
             during: during.clone(),
-            source,
+            cause,
         };
         let mut ch = self.sess.channel_session().map_err(self.ssh_err(&during))?;
         ch.exec(cmd).map_err(self.ssh_err(&during))?;
@@ -458,7 +458,7 @@ impl Remote {
 fn check_host_key(sess: &Session, t: &Target, keys: &HostKeys) -> Result<(), RemoteError> {
     let (key, kind) = sess.host_key().ok_or_else(|| RemoteError::Handshake {
         host: t.host.clone(),
-        source: ssh2::Error::from_errno(ssh2::ErrorCode::Session(-1)),
+        cause: ssh2::Error::from_errno(ssh2::ErrorCode::Session(-1)),
     })?;
     let fingerprint = sess
         .host_key_hash(HashType::Sha256)
@@ -467,9 +467,9 @@ fn check_host_key(sess: &Session, t: &Target, keys: &HostKeys) -> Result<(), Rem
     let kind_name = format!("{kind:?}");
     let mut kh = sess
         .known_hosts()
-        .map_err(|source| RemoteError::Handshake {
+        .map_err(|cause| RemoteError::Handshake {
             host: t.host.clone(),
-            source,
+            cause,
         })?;
     if keys.file.is_file() {
         let _ = kh.read_file(&keys.file, KnownHostFileKind::OpenSSH);

@@ -490,3 +490,35 @@ fn a_killed_agent_and_a_dropped_connection_leave_no_file() {
     assert!(e.contains("dropped while running"), "{e}");
     assert!(!out.exists() && !s.dir.join("kill.lpr.part").exists());
 }
+
+#[test]
+fn probe_deploy_and_stat_through_a_hosts_file() {
+    let s = Sshd::start("ssh-hostsfile");
+    let hosts = s.dir.join("hosts.toml");
+    std::fs::write(&hosts, format!("[hosts.lab-a]\naddress = \"{}\"\nidentity = \"client_key\"\nknown_hosts = \"known_hosts\"\nremote_dir = \"{}\"\n", s.spec(), s.dir.join("remote").display())).unwrap();
+    let home = s.dir.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    // The verb, then --hosts-file, then the rest (which may end in `-- CMD`).
+    let labperf = |args: &[&str]| Command::new(bin("labperf")).env("HOME", &home).env_remove("SSH_AUTH_SOCK").env("LABPERF_AGENT", bin("labperf-agent")).arg(args[0]).arg("--hosts-file").arg(&hosts).args(&args[1..]).output().unwrap();
+    let o = labperf(&["deploy", "lab-a", "--accept-new-host-key"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("lab-a: x86_64,") && String::from_utf8_lossy(&o.stdout).contains("(uploaded)"));
+    let o = labperf(&["deploy", "lab-a"]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("(already there)"), "{}", stderr(&o));
+    let o = labperf(&["probe", "lab-a"]);
+    let p = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success() && p.contains("architecture: x86_64") && p.contains("software (type 1)") && p.contains("ProfileMe format bit: no"), "{p}{}", stderr(&o));
+    let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid").unwrap();
+    assert!(p.contains(&format!("perf_event_paranoid: {}", paranoid.trim())), "{p}");
+    let out = s.dir.join("stat.lpr");
+    let o = labperf(&["stat", "--host", "lab-a", "-e", "task-clock", "-I", "100", "-o", out.to_str().unwrap(), "--", bin("labperf-bench").to_str().unwrap(), "--duration", "0.4", "--classes", "nops"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("task-clock") && stderr(&o).contains("seconds time elapsed"));
+    let d = decode_all(&std::fs::read(&out).unwrap());
+    assert_eq!(d.header.unwrap().mode, "stat");
+    assert!(d.records.len() >= 4);
+    // A name that is neither in the hosts file nor resolvable fails clearly.
+    let o = labperf(&["probe", "no-such-lab-host.invalid"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("cannot reach no-such-lab-host.invalid"), "{}", stderr(&o));
+}

@@ -1,10 +1,13 @@
 //! One module per CLI verb, and the options they share.
 
 pub mod agents;
+pub mod deploy;
 pub mod dump;
 pub mod info;
+pub mod probe;
 pub mod record;
 pub mod remote;
+pub mod stat;
 pub mod report;
 
 use labperf::report::{By, Format};

@@ -71,6 +71,9 @@ pub struct RemoteOpts {
     /// Seconds to wait for a TCP connection.
     #[arg(long, default_value_t = 10)]
     pub connect_timeout: u64,
+    /// Hosts file naming lab machines [default: ~/.config/labperf/hosts.toml].
+    #[arg(long, value_name = "FILE")]
+    pub hosts_file: Option<PathBuf>,
 }
 
 /// The agent's target triple for a `uname -m` architecture.

@@ -15,21 +15,27 @@ struct Done {
     status: i32,
 }
 
-pub fn connect(spec: &str, o: &RemoteOpts) -> Result<Remote> {
-    let t = parse_target(spec, o.ssh_config.as_deref())?;
-    let keys = HostKeys {
-        file: o
-            .known_hosts
-            .clone()
-            .unwrap_or_else(|| HostKeys::default().file),
-        accept_new: o.accept_new_host_key,
-    };
-    Ok(Remote::connect(
-        &t,
-        &keys,
-        &o.identity,
-        Duration::from_secs(o.connect_timeout),
-    )?)
+/// A connected lab machine and the remote directory to use there.
+pub struct Connected {
+    pub remote: Remote,
+    pub remote_dir: String,
+}
+
+/// Connects to `spec`: a name from the hosts file, or `[user@]host[:port]` / an ssh config name.
+pub fn connect(spec: &str, o: &RemoteOpts) -> Result<Connected> {
+    let hosts = labperf::hosts::load(o.hosts_file.as_deref())?;
+    let entry = hosts.hosts.get(spec).cloned().unwrap_or_default();
+    let address = if entry.address.is_empty() { spec } else { entry.address.as_str() };
+    let mut t = parse_target(address, o.ssh_config.as_deref())?;
+    if !entry.address.is_empty() {
+        t.name = spec.to_string();
+    }
+    let known = o.known_hosts.clone().or(entry.known_hosts).unwrap_or_else(|| HostKeys::default().file);
+    let keys = HostKeys { file: known, accept_new: o.accept_new_host_key };
+    let mut ids = o.identity.clone();
+    ids.extend(entry.identity);
+    let remote = Remote::connect(&t, &keys, &ids, Duration::from_secs(o.connect_timeout))?;
+    Ok(Connected { remote, remote_dir: entry.remote_dir.unwrap_or_else(|| o.remote_dir.clone()) })
 }
 
 /// Output file for one host: the given name, or `<stem>-<host>.lpr` when recording on several.
@@ -58,10 +64,10 @@ fn output_for(a: &Args, name: &str) -> PathBuf {
 
 fn one(spec: &str, a: &Args, agent_args: &[String]) -> Result<Done> {
     let say = |m: &str| eprintln!("[{spec}] {m}");
-    let r = connect(spec, &a.ssh)?;
+    let Connected { remote: r, remote_dir } = connect(spec, &a.ssh)?;
     let arch = deploy::arch(&r)?;
     let local_agent = agent_for(&arch)?;
-    let (agent, uploaded) = deploy::ensure_agent(&r, &local_agent, &a.ssh.remote_dir)?;
+    let (agent, uploaded) = deploy::ensure_agent(&r, &local_agent, &remote_dir)?;
     say(&format!(
         "{arch}: agent {} ({})",
         agent,

@@ -1,0 +1,40 @@
+//! `labperf deploy HOST`: put the right agent on lab machines (by content hash) without recording.
+
+use super::record::{agent_for, RemoteOpts};
+use super::remote::{connect, Connected};
+use anyhow::{bail, Result};
+use labperf::deploy;
+
+/// Upload the matching agent to lab machines.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "EXAMPLES:\n  labperf deploy lab1,lab2\n  labperf deploy root@127.0.0.1:10022 --identity target/lab/aarch64/id_ed25519")]
+pub struct Args {
+    /// Hosts ([user@]host[:port], ssh config or hosts-file names), comma-separated.
+    #[arg(value_delimiter = ',', required = true)]
+    pub hosts: Vec<String>,
+    #[command(flatten)]
+    pub ssh: RemoteOpts,
+}
+
+pub fn run(a: &Args) -> Result<()> {
+    let mut failed = 0;
+    for h in &a.hosts {
+        let r = (|| -> Result<String> {
+            let Connected { remote, remote_dir } = connect(h, &a.ssh)?;
+            let arch = deploy::arch(&remote)?;
+            let (path, uploaded) = deploy::ensure_agent(&remote, &agent_for(&arch)?, &remote_dir)?;
+            Ok(format!("{arch}, {path} ({})", if uploaded { "uploaded" } else { "already there" }))
+        })();
+        match r {
+            Ok(m) => println!("{h}: {m}"),
+            Err(e) => {
+                eprintln!("[{h}] error: {e:#}");
+                failed += 1;
+            }
+        }
+    }
+    if failed > 0 {
+        bail!("{failed} of {} host(s) failed", a.hosts.len());
+    }
+    Ok(())
+}

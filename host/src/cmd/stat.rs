@@ -1,0 +1,81 @@
+//! `labperf stat`: counting mode with the agent, here or on lab machines (`--host`).
+
+use super::record::{find_agent, RemoteOpts};
+use super::remote::{connect, Connected};
+use anyhow::{bail, Context, Result};
+use labperf::deploy;
+use std::path::PathBuf;
+use std::process::Command;
+
+/// Count events over a workload (perf stat style), optionally every -I ms.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "EXAMPLES:\n  labperf stat -- ./my-prog\n  labperf stat -I 500 -e cycles -e instructions --host lab1 -- ./my-prog arg")]
+pub struct Args {
+    /// Lab machines to count on (comma-separated); without it, this machine.
+    #[arg(long, value_delimiter = ',')]
+    pub host: Vec<String>,
+    #[command(flatten)]
+    pub ssh: RemoteOpts,
+    /// Event to count (repeatable); the agent's default set without it.
+    #[arg(short, long = "event")]
+    pub events: Vec<String>,
+    /// Print and record the counts every MS milliseconds.
+    #[arg(short = 'I', long, value_name = "MS")]
+    pub interval: Option<u64>,
+    /// Record file of the counts [default: labperf-stat.lpr].
+    #[arg(short, long, default_value = "labperf-stat.lpr")]
+    pub output: PathBuf,
+    /// The workload and its arguments, passed on exactly as given.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+fn agent_args(a: &Args) -> Vec<String> {
+    let mut v = Vec::new();
+    for e in &a.events {
+        v.extend(["-e".to_string(), e.clone()]);
+    }
+    if let Some(i) = a.interval {
+        v.extend(["-I".to_string(), i.to_string()]);
+    }
+    v
+}
+
+pub fn run(a: &Args) -> Result<()> {
+    if a.host.is_empty() {
+        let agent = find_agent()?;
+        let st = Command::new(&agent).arg("stat").arg("-o").arg(&a.output).args(agent_args(a)).arg("--").args(&a.command).status().with_context(|| format!("cannot start the agent {}", agent.display()))?;
+        return match st.code() {
+            Some(0) => Ok(()),
+            Some(125) => bail!("the agent could not count (its message is above)"),
+            Some(c) => std::process::exit(c),
+            None => bail!("the agent was killed"),
+        };
+    }
+    let mut failed = 0;
+    for h in &a.host {
+        let r = (|| -> Result<PathBuf> {
+            let Connected { remote, remote_dir } = connect(h, &a.ssh)?;
+            let arch = deploy::arch(&remote)?;
+            let (agent, _) = deploy::ensure_agent(&remote, &super::record::agent_for(&arch)?, &remote_dir)?;
+            let (file, status) = deploy::run_agent(&remote, &agent, &remote_dir, "stat", &agent_args(a), &a.command, |b| eprint!("{}", String::from_utf8_lossy(b)))?;
+            if status == 125 || status == 137 {
+                bail!("the agent on {h} could not count (exit {status}; its message is above)");
+            }
+            let out = if a.host.len() == 1 { a.output.clone() } else { a.output.with_file_name(format!("{}-{}.lpr", a.output.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(), h.replace(['/', ':', '@'], "_"))) };
+            deploy::fetch_record(&remote, &file, &out)?;
+            Ok(out)
+        })();
+        match r {
+            Ok(p) => eprintln!("[{h}] counts recorded in {}", p.display()),
+            Err(e) => {
+                eprintln!("[{h}] error: {e:#}");
+                failed += 1;
+            }
+        }
+    }
+    if failed > 0 {
+        bail!("{failed} of {} host(s) failed", a.host.len());
+    }
+    Ok(())
+}

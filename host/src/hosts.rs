@@ -31,7 +31,10 @@ pub struct HostsFile {
 #[derive(Debug, thiserror::Error)]
 pub enum HostsError {
     #[error("cannot read the hosts file {path}: {source}")]
-    Read { path: PathBuf, source: std::io::Error },
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("the hosts file {path} is not valid: {why}")]
     Parse { path: PathBuf, why: String },
 }
@@ -53,10 +56,15 @@ pub fn load(path: Option<&Path>) -> Result<HostsFile, HostsError> {
     };
     let text = match std::fs::read_to_string(&p) {
         Ok(t) => t,
-        Err(e) if !explicit && e.kind() == std::io::ErrorKind::NotFound => return Ok(HostsFile::default()),
+        Err(e) if !explicit && e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(HostsFile::default())
+        }
         Err(source) => return Err(HostsError::Read { path: p, source }),
     };
-    let mut f: HostsFile = toml::from_str(&text).map_err(|e| HostsError::Parse { path: p.clone(), why: e.to_string() })?;
+    let mut f: HostsFile = toml::from_str(&text).map_err(|e| HostsError::Parse {
+        path: p.clone(),
+        why: e.to_string(),
+    })?;
     // Relative paths in the file are relative to the file.
     let base = p.parent().map(Path::to_path_buf).unwrap_or_default();
     for h in f.hosts.values_mut() {
@@ -81,10 +89,16 @@ mod tests {
         std::fs::write(&p, "[hosts.arm1]\naddress = \"root@127.0.0.1:10022\"\nidentity = \"keys/id\"\n\n[hosts.x]\naddress = \"lab-x\"\n").unwrap();
         let f = load(Some(&p)).unwrap();
         assert_eq!(f.hosts["arm1"].address, "root@127.0.0.1:10022");
-        assert_eq!(f.hosts["arm1"].identity.as_deref(), Some(d.join("keys/id").as_path()));
+        assert_eq!(
+            f.hosts["arm1"].identity.as_deref(),
+            Some(d.join("keys/id").as_path())
+        );
         assert_eq!(f.hosts["x"].remote_dir, None);
         std::fs::write(&p, "[hosts.bad]\nadress = \"typo\"\n").unwrap();
-        assert!(load(Some(&p)).unwrap_err().to_string().contains("is not valid"));
+        assert!(load(Some(&p))
+            .unwrap_err()
+            .to_string()
+            .contains("is not valid"));
         assert!(load(Some(&d.join("missing.toml"))).is_err());
         std::fs::remove_dir_all(d).unwrap();
     }

@@ -465,12 +465,10 @@ fn check_host_key(sess: &Session, t: &Target, keys: &HostKeys) -> Result<(), Rem
         .map(b64)
         .unwrap_or_default();
     let kind_name = format!("{kind:?}");
-    let mut kh = sess
-        .known_hosts()
-        .map_err(|cause| RemoteError::Handshake {
-            host: t.host.clone(),
-            cause,
-        })?;
+    let mut kh = sess.known_hosts().map_err(|cause| RemoteError::Handshake {
+        host: t.host.clone(),
+        cause,
+    })?;
     if keys.file.is_file() {
         let _ = kh.read_file(&keys.file, KnownHostFileKind::OpenSSH);
     }

@@ -209,26 +209,69 @@ fn record_host_on_the_arm_machine_ranks_functions_by_instructions() {
         .env("HOME", &d)
         .env("XDG_CACHE_HOME", d.join("cache"))
         .env_remove("SSH_AUTH_SOCK")
-        .args(["record", "--host", &format!("root@127.0.0.1:{}", port.trim()), "--identity"])
+        .args([
+            "record",
+            "--host",
+            &format!("root@127.0.0.1:{}", port.trim()),
+            "--identity",
+        ])
         .arg(lab().join("id_ed25519"))
         .arg("--known-hosts")
         .arg(lab().join("known_hosts"))
-        .args(["--accept-new-host-key", "-e", "{cycles,instructions}", "-c", "1000000", "--format", "json", "--top", "0", "-o"])
+        .args([
+            "--accept-new-host-key",
+            "-e",
+            "{cycles,instructions}",
+            "-c",
+            "1000000",
+            "--format",
+            "json",
+            "--top",
+            "0",
+            "-o",
+        ])
         .arg(&out)
-        .args(["--", "/root/labperf-bench", "--duration", "3", "--classes", "int_divider_stalls=3,fp_divider_stalls=2,nops=1"])
+        .args([
+            "--",
+            "/root/labperf-bench",
+            "--duration",
+            "3",
+            "--classes",
+            "int_divider_stalls=3,fp_divider_stalls=2,nops=1",
+        ])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(String::from_utf8_lossy(&o.stderr).contains("aarch64: agent"));
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let rows = j["rows"].as_array().unwrap();
-    let n = |f: &str| rows.iter().find(|r| r["name"] == f).map(|r| r["samples"].as_u64().unwrap()).unwrap_or(0);
-    let ranked: Vec<&str> = rows.iter().filter_map(|r| r["name"].as_str()).filter(|f| ["int_divider_stalls", "fp_divider_stalls", "nops"].contains(f)).collect();
-    assert_eq!(ranked, ["int_divider_stalls", "fp_divider_stalls", "nops"], "{j}");
+    let n = |f: &str| {
+        rows.iter()
+            .find(|r| r["name"] == f)
+            .map(|r| r["samples"].as_u64().unwrap())
+            .unwrap_or(0)
+    };
+    let ranked: Vec<&str> = rows
+        .iter()
+        .filter_map(|r| r["name"].as_str())
+        .filter(|f| ["int_divider_stalls", "fp_divider_stalls", "nops"].contains(f))
+        .collect();
+    assert_eq!(
+        ranked,
+        ["int_divider_stalls", "fp_divider_stalls", "nops"],
+        "{j}"
+    );
     // Cycles equal instructions here, and the bench splits CPU time 3:2:1.
     let total = (n("int_divider_stalls") + n("fp_divider_stalls") + n("nops")) as f64;
-    for (f, want) in [("int_divider_stalls", 50.0), ("fp_divider_stalls", 100.0 / 3.0), ("nops", 100.0 / 6.0)] {
+    for (f, want) in [
+        ("int_divider_stalls", 50.0),
+        ("fp_divider_stalls", 100.0 / 3.0),
+        ("nops", 100.0 / 6.0),
+    ] {
         let share = 100.0 * n(f) as f64 / total;
-        assert!((share - want).abs() < 3.0, "{f}: {share:.1}% want {want:.1}%");
+        assert!(
+            (share - want).abs() < 3.0,
+            "{f}: {share:.1}% want {want:.1}%"
+        );
     }
 }

@@ -42,12 +42,17 @@ impl Sshd {
     }
 
     fn start_in(dir: PathBuf, port: u16) -> Sshd {
+        Self::start_with(dir, port, "")
+    }
+
+    /// Starts sshd with extra configuration lines.
+    fn start_with(dir: PathBuf, port: u16, extra: &str) -> Sshd {
         let _ = std::fs::create_dir_all("/run/sshd");
         let cfg = dir.join("sshd_config");
         std::fs::write(
             &cfg,
             format!(
-                "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nPidFile {d}/sshd.pid\nAuthorizedKeysFile {d}/authorized_keys\nPermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n",
+                "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nPidFile {d}/sshd.pid\nAuthorizedKeysFile {d}/authorized_keys\nPermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n{extra}",
                 d = dir.display()
             ),
         )
@@ -442,7 +447,14 @@ fn a_killed_agent_and_a_dropped_connection_leave_no_file() {
             .env("HOME", &home)
             .env_remove("SSH_AUTH_SOCK")
             .env("LABPERF_AGENT", bin("labperf-agent"))
-            .args(["record", "--accept-new-host-key", "--no-report", "--host", &s.spec(), "--known-hosts"])
+            .args([
+                "record",
+                "--accept-new-host-key",
+                "--no-report",
+                "--host",
+                &s.spec(),
+                "--known-hosts",
+            ])
             .arg(&kh)
             .arg("--identity")
             .arg(s.dir.join("client_key"))
@@ -460,18 +472,31 @@ fn a_killed_agent_and_a_dropped_connection_leave_no_file() {
         let t = Instant::now();
         let pattern = format!("{}/agents/.*record", s.dir.join("remote").display());
         loop {
-            let o = Command::new("pgrep").args(["-f", &pattern]).output().unwrap();
+            let o = Command::new("pgrep")
+                .args(["-f", &pattern])
+                .output()
+                .unwrap();
             if !o.stdout.is_empty() {
-                return String::from_utf8_lossy(&o.stdout).split_whitespace().next().unwrap().to_string();
+                return String::from_utf8_lossy(&o.stdout)
+                    .split_whitespace()
+                    .next()
+                    .unwrap()
+                    .to_string();
             }
-            assert!(t.elapsed() < Duration::from_secs(10), "the agent never started");
+            assert!(
+                t.elapsed() < Duration::from_secs(10),
+                "the agent never started"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     };
     // The agent is killed on the lab machine.
     let child = spawn(&s);
     let agent = wait_for_agent();
-    Command::new("kill").args(["-KILL", &agent]).status().unwrap();
+    Command::new("kill")
+        .args(["-KILL", &agent])
+        .status()
+        .unwrap();
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("was killed"), "{}", stderr(&o));
@@ -479,7 +504,10 @@ fn a_killed_agent_and_a_dropped_connection_leave_no_file() {
     // The connection drops (sshd's session process dies) while the agent runs.
     let child = spawn(&s);
     let _ = wait_for_agent();
-    let sessions = Command::new("pgrep").args(["-P", &s.child.id().to_string()]).output().unwrap();
+    let sessions = Command::new("pgrep")
+        .args(["-P", &s.child.id().to_string()])
+        .output()
+        .unwrap();
     for pid in String::from_utf8_lossy(&sessions.stdout).split_whitespace() {
         Command::new("kill").args(["-KILL", pid]).status().unwrap();
     }
@@ -499,19 +527,63 @@ fn probe_deploy_and_stat_through_a_hosts_file() {
     let home = s.dir.join("home");
     std::fs::create_dir_all(&home).unwrap();
     // The verb, then --hosts-file, then the rest (which may end in `-- CMD`).
-    let labperf = |args: &[&str]| Command::new(bin("labperf")).env("HOME", &home).env_remove("SSH_AUTH_SOCK").env("LABPERF_AGENT", bin("labperf-agent")).arg(args[0]).arg("--hosts-file").arg(&hosts).args(&args[1..]).output().unwrap();
+    let labperf = |args: &[&str]| {
+        Command::new(bin("labperf"))
+            .env("HOME", &home)
+            .env_remove("SSH_AUTH_SOCK")
+            .env("LABPERF_AGENT", bin("labperf-agent"))
+            .arg(args[0])
+            .arg("--hosts-file")
+            .arg(&hosts)
+            .args(&args[1..])
+            .output()
+            .unwrap()
+    };
     let o = labperf(&["deploy", "lab-a", "--accept-new-host-key"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(String::from_utf8_lossy(&o.stdout).contains("lab-a: x86_64,") && String::from_utf8_lossy(&o.stdout).contains("(uploaded)"));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("lab-a: x86_64,")
+            && String::from_utf8_lossy(&o.stdout).contains("(uploaded)")
+    );
     let o = labperf(&["deploy", "lab-a"]);
-    assert!(String::from_utf8_lossy(&o.stdout).contains("(already there)"), "{}", stderr(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("(already there)"),
+        "{}",
+        stderr(&o)
+    );
     let o = labperf(&["probe", "lab-a"]);
     let p = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success() && p.contains("architecture: x86_64") && p.contains("software (type 1)") && p.contains("ProfileMe format bit: no"), "{p}{}", stderr(&o));
+    assert!(
+        o.status.success()
+            && p.contains("architecture: x86_64")
+            && p.contains("software (type 1)")
+            && p.contains("ProfileMe format bit: no"),
+        "{p}{}",
+        stderr(&o)
+    );
     let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid").unwrap();
-    assert!(p.contains(&format!("perf_event_paranoid: {}", paranoid.trim())), "{p}");
+    assert!(
+        p.contains(&format!("perf_event_paranoid: {}", paranoid.trim())),
+        "{p}"
+    );
     let out = s.dir.join("stat.lpr");
-    let o = labperf(&["stat", "--host", "lab-a", "-e", "task-clock", "-I", "100", "-o", out.to_str().unwrap(), "--", bin("labperf-bench").to_str().unwrap(), "--duration", "0.4", "--classes", "nops"]);
+    let o = labperf(&[
+        "stat",
+        "--host",
+        "lab-a",
+        "-e",
+        "task-clock",
+        "-I",
+        "100",
+        "-o",
+        out.to_str().unwrap(),
+        "--",
+        bin("labperf-bench").to_str().unwrap(),
+        "--duration",
+        "0.4",
+        "--classes",
+        "nops",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).contains("task-clock") && stderr(&o).contains("seconds time elapsed"));
     let d = decode_all(&std::fs::read(&out).unwrap());
@@ -520,5 +592,141 @@ fn probe_deploy_and_stat_through_a_hosts_file() {
     // A name that is neither in the hosts file nor resolvable fails clearly.
     let o = labperf(&["probe", "no-such-lab-host.invalid"]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("cannot reach no-such-lab-host.invalid"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("cannot reach no-such-lab-host.invalid"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// Serves every command normally except the fetch of a record file: that one sends the
+/// first 2000 bytes and then kills its own sshd session, as a dropped connection would.
+const CUT_FETCH: &str = r#"#!/bin/sh
+case "$SSH_ORIGINAL_COMMAND" in
+  "cat '"*".lpr'")
+    f=${SSH_ORIGINAL_COMMAND#cat \'}; f=${f%\'}
+    head -c 2000 "$f"
+    p=$$
+    while [ "$p" -gt 1 ]; do
+      if [ "$(cat /proc/$p/comm)" = sshd ]; then kill -9 $p; fi
+      p=$(awk '{print $4}' /proc/$p/stat)
+    done ;;
+  *) exec /bin/sh -c "$SSH_ORIGINAL_COMMAND" ;;
+esac
+"#;
+
+#[test]
+fn a_connection_dropped_mid_fetch_leaves_no_file() {
+    let dir = scratch("ssh-midfetch");
+    keygen(&dir.join("host_key"));
+    keygen(&dir.join("client_key"));
+    std::fs::copy(dir.join("client_key.pub"), dir.join("authorized_keys")).unwrap();
+    let wrapper = dir.join("cut-fetch.sh");
+    std::fs::write(&wrapper, CUT_FETCH).unwrap();
+    Command::new("chmod")
+        .arg("755")
+        .arg(&wrapper)
+        .status()
+        .unwrap();
+    let s = Sshd::start_with(
+        dir,
+        free_port(),
+        &format!("ForceCommand {}\n", wrapper.display()),
+    );
+    let kh = s.dir.join("known_hosts");
+    let out = s.dir.join("cut.lpr");
+    let o = record(
+        &s,
+        &kh,
+        &[
+            "--accept-new-host-key",
+            "-e",
+            "cpu-clock",
+            "--no-report",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+        &[bin("labperf-bench").to_str().unwrap(), "--duration", "0.5"],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    eprintln!("mid-fetch drop reported as: {e}");
+    assert!(
+        e.contains("fetching the record file")
+            && (e.contains("dropped while") || e.contains("does not match its checksum")),
+        "{e}"
+    );
+    assert!(!out.exists(), "a partial record file was left");
+    assert!(std::fs::read_dir(&s.dir)
+        .unwrap()
+        .flatten()
+        .all(|f| !f.file_name().to_string_lossy().ends_with(".part")));
+}
+
+#[test]
+fn ssh_agent_identities_are_all_tried_and_ssh_config_aliases_resolve() {
+    let s = Sshd::start("ssh-agent");
+    // Two keys in the agent; only the second is authorized.
+    keygen(&s.dir.join("decoy_key"));
+    let sock = s.dir.join("agent.sock");
+    let mut agent = Command::new("ssh-agent")
+        .arg("-D")
+        .arg("-a")
+        .arg(&sock)
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("ssh-agent (openssh-client)");
+    let t = Instant::now();
+    while !sock.exists() {
+        assert!(t.elapsed() < Duration::from_secs(5));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for k in ["decoy_key", "client_key"] {
+        let st = Command::new("ssh-add")
+            .env("SSH_AUTH_SOCK", &sock)
+            .arg(s.dir.join(k))
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+    let listed = Command::new("ssh-add")
+        .env("SSH_AUTH_SOCK", &sock)
+        .arg("-l")
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&listed.stdout).lines().count(), 2);
+    // An ~/.ssh/config alias with HostName, User and Port; no --identity: the agent must do.
+    let cfg = s.dir.join("ssh_config");
+    std::fs::write(
+        &cfg,
+        format!(
+            "Host labalias\n  HostName 127.0.0.1\n  User root\n  Port {}\n",
+            s.port
+        ),
+    )
+    .unwrap();
+    let home = s.dir.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let o = Command::new(bin("labperf"))
+        .env("HOME", &home)
+        .env("SSH_AUTH_SOCK", &sock)
+        .env("LABPERF_AGENT", bin("labperf-agent"))
+        .args([
+            "deploy",
+            "labalias",
+            "--accept-new-host-key",
+            "--ssh-config",
+        ])
+        .arg(&cfg)
+        .arg("--known-hosts")
+        .arg(s.dir.join("known_hosts"))
+        .arg("--remote-dir")
+        .arg(s.dir.join("remote"))
+        .output()
+        .unwrap();
+    let _ = agent.kill();
+    let _ = agent.wait();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("labalias: x86_64,"));
 }

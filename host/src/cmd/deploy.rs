@@ -7,7 +7,9 @@ use labperf::deploy;
 
 /// Upload the matching agent to lab machines.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "EXAMPLES:\n  labperf deploy lab1,lab2\n  labperf deploy root@127.0.0.1:10022 --identity target/lab/aarch64/id_ed25519")]
+#[command(
+    after_help = "EXAMPLES:\n  labperf deploy lab1,lab2\n  labperf deploy root@127.0.0.1:10022 --identity target/lab/aarch64/id_ed25519"
+)]
 pub struct Args {
     /// Hosts ([user@]host[:port], ssh config or hosts-file names), comma-separated.
     #[arg(value_delimiter = ',', required = true)]
@@ -23,7 +25,14 @@ pub fn run(a: &Args) -> Result<()> {
             let Connected { remote, remote_dir } = connect(h, &a.ssh)?;
             let arch = deploy::arch(&remote)?;
             let (path, uploaded) = deploy::ensure_agent(&remote, &agent_for(&arch)?, &remote_dir)?;
-            Ok(format!("{arch}, {path} ({})", if uploaded { "uploaded" } else { "already there" }))
+            Ok(format!(
+                "{arch}, {path} ({})",
+                if uploaded {
+                    "uploaded"
+                } else {
+                    "already there"
+                }
+            ))
         })();
         match r {
             Ok(m) => println!("{h}: {m}"),

@@ -7,8 +7,8 @@ pub mod info;
 pub mod probe;
 pub mod record;
 pub mod remote;
-pub mod stat;
 pub mod report;
+pub mod stat;
 
 use labperf::report::{By, Format};
 use std::path::PathBuf;

@@ -6,7 +6,9 @@ use anyhow::{bail, Result};
 
 /// Show what lab machines can measure.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "EXAMPLES:\n  labperf probe lab1\n  labperf probe root@127.0.0.1:10022 --identity target/lab/aarch64/id_ed25519")]
+#[command(
+    after_help = "EXAMPLES:\n  labperf probe lab1\n  labperf probe root@127.0.0.1:10022 --identity target/lab/aarch64/id_ed25519"
+)]
 pub struct Args {
     /// Hosts to probe ([user@]host[:port], ssh config or hosts-file names), comma-separated.
     #[arg(value_delimiter = ',', required = true)]
@@ -40,7 +42,8 @@ pub fn parse(out: &str) -> Facts {
             "paranoid" => f.paranoid = v.trim().parse().ok(),
             "pmu" => {
                 let (n, t) = v.split_once(' ').unwrap_or((v, ""));
-                f.pmus.push((n.into(), t.trim().into(), Vec::new(), Vec::new()));
+                f.pmus
+                    .push((n.into(), t.trim().into(), Vec::new(), Vec::new()));
             }
             "events" | "format" => {
                 let (n, list) = v.split_once(' ').unwrap_or((v, ""));
@@ -61,14 +64,27 @@ pub fn parse(out: &str) -> Facts {
 
 impl Facts {
     fn has_event(&self, pmu: &str, e: &str) -> bool {
-        self.pmus.iter().any(|p| p.0 == pmu && p.2.iter().any(|x| x == e))
+        self.pmus
+            .iter()
+            .any(|p| p.0 == pmu && p.2.iter().any(|x| x == e))
     }
     fn has_format(&self, pmu: &str, t: &str) -> bool {
-        self.pmus.iter().any(|p| p.0 == pmu && p.3.iter().any(|x| x == t))
+        self.pmus
+            .iter()
+            .any(|p| p.0 == pmu && p.3.iter().any(|x| x == t))
     }
 
     pub fn render(&self, host: &str) -> String {
-        let mut s = format!("{host}\n  architecture: {}\n  cpu: {}\n  kernel: {}\n", self.arch, if self.cpu.is_empty() { "unknown" } else { &self.cpu }, self.kernel);
+        let mut s = format!(
+            "{host}\n  architecture: {}\n  cpu: {}\n  kernel: {}\n",
+            self.arch,
+            if self.cpu.is_empty() {
+                "unknown"
+            } else {
+                &self.cpu
+            },
+            self.kernel
+        );
         let p = match self.paranoid {
             Some(v) if v <= -1 => format!("{v} (everything allowed)"),
             Some(v @ 0..=1) => format!("{v} (CPU-wide and kernel profiling allowed)"),
@@ -78,21 +94,56 @@ impl Facts {
         };
         s += &format!("  perf_event_paranoid: {p}\n  PMUs:\n");
         for (n, t, ev, _) in &self.pmus {
-            let shown: Vec<&str> = ev.iter().filter(|e| !e.ends_with(".scale") && !e.ends_with(".unit")).map(String::as_str).collect();
-            s += &format!("    {n} (type {t}){}{}\n", if shown.is_empty() { "" } else { ": " }, shown.join(" "));
+            let shown: Vec<&str> = ev
+                .iter()
+                .filter(|e| !e.ends_with(".scale") && !e.ends_with(".unit"))
+                .map(String::as_str)
+                .collect();
+            s += &format!(
+                "    {n} (type {t}){}{}\n",
+                if shown.is_empty() { "" } else { ": " },
+                shown.join(" ")
+            );
         }
-        let core = ["cpu_core", "cpu"].into_iter().find(|p| self.has_event(p, "slots"));
+        let core = ["cpu_core", "cpu"]
+            .into_iter()
+            .find(|p| self.has_event(p, "slots"));
         let td = match core {
             Some(p) => {
-                let l1 = ["topdown-retiring", "topdown-bad-spec", "topdown-fe-bound", "topdown-be-bound"].iter().filter(|e| self.has_event(p, e)).count();
-                let l2 = ["topdown-heavy-ops", "topdown-br-mispredict", "topdown-fetch-lat", "topdown-mem-bound"].iter().filter(|e| self.has_event(p, e)).count();
+                let l1 = [
+                    "topdown-retiring",
+                    "topdown-bad-spec",
+                    "topdown-fe-bound",
+                    "topdown-be-bound",
+                ]
+                .iter()
+                .filter(|e| self.has_event(p, e))
+                .count();
+                let l2 = [
+                    "topdown-heavy-ops",
+                    "topdown-br-mispredict",
+                    "topdown-fetch-lat",
+                    "topdown-mem-bound",
+                ]
+                .iter()
+                .filter(|e| self.has_event(p, e))
+                .count();
                 format!("yes on {p} (slots, {l1}/4 level-1 metrics, {l2}/4 level-2 metrics)")
             }
-            None if self.has_event("cpu", "topdown-total-slots") => "pre-Ice Lake events only (topdown-total-slots ...)".into(),
+            None if self.has_event("cpu", "topdown-total-slots") => {
+                "pre-Ice Lake events only (topdown-total-slots ...)".into()
+            }
             None => "no".into(),
         };
         s += &format!("  TopDown: {td}\n");
-        let strobe = self.pmus.iter().find(|p| p.3.iter().any(|t| t == "strobe_period" || t == "alt_period")).map(|p| p.0.clone());
+        let strobe = self
+            .pmus
+            .iter()
+            .find(|p| {
+                p.3.iter()
+                    .any(|t| t == "strobe_period" || t == "alt_period")
+            })
+            .map(|p| p.0.clone());
         s += &format!(
             "  alternating periods: {}\n",
             match strobe {
@@ -100,7 +151,14 @@ impl Facts {
                 None => "no driver format term; the out-of-tree kernel ABIs can be confirmed only by sampling (record --metrics)".into(),
             }
         );
-        s += &format!("  ProfileMe format bit: {}\n", if self.has_format("cpu", "profileme") { "yes" } else { "no (needs an EV67 or later and a kernel with the ProfileMe series)" });
+        s += &format!(
+            "  ProfileMe format bit: {}\n",
+            if self.has_format("cpu", "profileme") {
+                "yes"
+            } else {
+                "no (needs an EV67 or later and a kernel with the ProfileMe series)"
+            }
+        );
         s
     }
 }
@@ -108,7 +166,8 @@ impl Facts {
 pub fn run(a: &Args) -> Result<()> {
     let mut failed = 0;
     for h in &a.hosts {
-        let r = connect(h, &a.ssh).and_then(|Connected { remote, .. }| Ok(remote.check("probing", SCRIPT, None)?));
+        let r = connect(h, &a.ssh)
+            .and_then(|Connected { remote, .. }| Ok(remote.check("probing", SCRIPT, None)?));
         match r {
             Ok(out) => print!("{}", parse(&String::from_utf8_lossy(&out)).render(h)),
             Err(e) => {
@@ -131,7 +190,10 @@ mod tests {
     fn reads_topdown_profileme_and_paranoid() {
         let f = parse("arch x86_64\nkernel 6.8\nparanoid 2\ncpu Intel(R) Xeon(R) Platinum 8480+\npmu cpu 4\nevents cpu slots topdown-retiring topdown-bad-spec topdown-fe-bound topdown-be-bound topdown-heavy-ops \nformat cpu event umask\npmu software 1\n");
         let r = f.render("x");
-        assert!(r.contains("TopDown: yes on cpu (slots, 4/4 level-1 metrics, 1/4 level-2 metrics)"), "{r}");
+        assert!(
+            r.contains("TopDown: yes on cpu (slots, 4/4 level-1 metrics, 1/4 level-2 metrics)"),
+            "{r}"
+        );
         assert!(r.contains("perf_event_paranoid: 2 (user-space"));
         assert!(r.contains("ProfileMe format bit: no"));
         let f = parse("arch alpha\nparanoid 1\npmu cpu 4\nformat cpu event profileme\n");

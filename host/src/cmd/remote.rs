@@ -25,17 +25,31 @@ pub struct Connected {
 pub fn connect(spec: &str, o: &RemoteOpts) -> Result<Connected> {
     let hosts = labperf::hosts::load(o.hosts_file.as_deref())?;
     let entry = hosts.hosts.get(spec).cloned().unwrap_or_default();
-    let address = if entry.address.is_empty() { spec } else { entry.address.as_str() };
+    let address = if entry.address.is_empty() {
+        spec
+    } else {
+        entry.address.as_str()
+    };
     let mut t = parse_target(address, o.ssh_config.as_deref())?;
     if !entry.address.is_empty() {
         t.name = spec.to_string();
     }
-    let known = o.known_hosts.clone().or(entry.known_hosts).unwrap_or_else(|| HostKeys::default().file);
-    let keys = HostKeys { file: known, accept_new: o.accept_new_host_key };
+    let known = o
+        .known_hosts
+        .clone()
+        .or(entry.known_hosts)
+        .unwrap_or_else(|| HostKeys::default().file);
+    let keys = HostKeys {
+        file: known,
+        accept_new: o.accept_new_host_key,
+    };
     let mut ids = o.identity.clone();
     ids.extend(entry.identity);
     let remote = Remote::connect(&t, &keys, &ids, Duration::from_secs(o.connect_timeout))?;
-    Ok(Connected { remote, remote_dir: entry.remote_dir.unwrap_or_else(|| o.remote_dir.clone()) })
+    Ok(Connected {
+        remote,
+        remote_dir: entry.remote_dir.unwrap_or_else(|| o.remote_dir.clone()),
+    })
 }
 
 /// Output file for one host: the given name, or `<stem>-<host>.lpr` when recording on several.
@@ -64,7 +78,10 @@ fn output_for(a: &Args, name: &str) -> PathBuf {
 
 fn one(spec: &str, a: &Args, agent_args: &[String]) -> Result<Done> {
     let say = |m: &str| eprintln!("[{spec}] {m}");
-    let Connected { remote: r, remote_dir } = connect(spec, &a.ssh)?;
+    let Connected {
+        remote: r,
+        remote_dir,
+    } = connect(spec, &a.ssh)?;
     let arch = deploy::arch(&r)?;
     let local_agent = agent_for(&arch)?;
     let (agent, uploaded) = deploy::ensure_agent(&r, &local_agent, &remote_dir)?;

@@ -9,7 +9,9 @@ use std::process::Command;
 
 /// Count events over a workload (perf stat style), optionally every -I ms.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "EXAMPLES:\n  labperf stat -- ./my-prog\n  labperf stat -I 500 -e cycles -e instructions --host lab1 -- ./my-prog arg")]
+#[command(
+    after_help = "EXAMPLES:\n  labperf stat -- ./my-prog\n  labperf stat -I 500 -e cycles -e instructions --host lab1 -- ./my-prog arg"
+)]
 pub struct Args {
     /// Lab machines to count on (comma-separated); without it, this machine.
     #[arg(long, value_delimiter = ',')]
@@ -44,7 +46,15 @@ fn agent_args(a: &Args) -> Vec<String> {
 pub fn run(a: &Args) -> Result<()> {
     if a.host.is_empty() {
         let agent = find_agent()?;
-        let st = Command::new(&agent).arg("stat").arg("-o").arg(&a.output).args(agent_args(a)).arg("--").args(&a.command).status().with_context(|| format!("cannot start the agent {}", agent.display()))?;
+        let st = Command::new(&agent)
+            .arg("stat")
+            .arg("-o")
+            .arg(&a.output)
+            .args(agent_args(a))
+            .arg("--")
+            .args(&a.command)
+            .status()
+            .with_context(|| format!("cannot start the agent {}", agent.display()))?;
         return match st.code() {
             Some(0) => Ok(()),
             Some(125) => bail!("the agent could not count (its message is above)"),
@@ -57,12 +67,32 @@ pub fn run(a: &Args) -> Result<()> {
         let r = (|| -> Result<PathBuf> {
             let Connected { remote, remote_dir } = connect(h, &a.ssh)?;
             let arch = deploy::arch(&remote)?;
-            let (agent, _) = deploy::ensure_agent(&remote, &super::record::agent_for(&arch)?, &remote_dir)?;
-            let (file, status) = deploy::run_agent(&remote, &agent, &remote_dir, "stat", &agent_args(a), &a.command, |b| eprint!("{}", String::from_utf8_lossy(b)))?;
+            let (agent, _) =
+                deploy::ensure_agent(&remote, &super::record::agent_for(&arch)?, &remote_dir)?;
+            let (file, status) = deploy::run_agent(
+                &remote,
+                &agent,
+                &remote_dir,
+                "stat",
+                &agent_args(a),
+                &a.command,
+                |b| eprint!("{}", String::from_utf8_lossy(b)),
+            )?;
             if status == 125 || status == 137 {
                 bail!("the agent on {h} could not count (exit {status}; its message is above)");
             }
-            let out = if a.host.len() == 1 { a.output.clone() } else { a.output.with_file_name(format!("{}-{}.lpr", a.output.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(), h.replace(['/', ':', '@'], "_"))) };
+            let out = if a.host.len() == 1 {
+                a.output.clone()
+            } else {
+                a.output.with_file_name(format!(
+                    "{}-{}.lpr",
+                    a.output
+                        .file_stem()
+                        .map(|s| s.to_string_lossy().into_owned())
+                        .unwrap_or_default(),
+                    h.replace(['/', ':', '@'], "_")
+                ))
+            };
             deploy::fetch_record(&remote, &file, &out)?;
             Ok(out)
         })();

@@ -351,13 +351,27 @@ fn unwritable_and_full_remote_directories_are_reported() {
             .output()
             .unwrap()
     };
-    // Read-only: /proc does not take new directories.
-    let o = run(Path::new("/proc/labperf"));
-    assert_eq!(o.status.code(), Some(1));
+    // A read-only file system (a tmpfs mounted ro) as the remote directory.
+    let ro = s.dir.join("ro");
+    std::fs::create_dir_all(&ro).unwrap();
+    let st = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "ro,size=1m", "tmpfs"])
+        .arg(&ro)
+        .status()
+        .unwrap();
     assert!(
-        stderr(&o).contains("is not writable") && stderr(&o).contains("--remote-dir"),
-        "{}",
-        stderr(&o)
+        st.success(),
+        "mounting a tmpfs needs root (CI runs as root)"
+    );
+    let o = run(&ro.join("labperf"));
+    let _ = Command::new("umount").arg(&ro).status();
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    assert!(
+        e.contains("is not writable")
+            && e.contains("Read-only file system")
+            && e.contains("--remote-dir"),
+        "{e}"
     );
     assert!(!out.exists());
     // A 256 KiB tmpfs cannot hold the agent: the upload fails as "disk full" and leaves no partial file.

@@ -204,7 +204,7 @@ fn b64(data: &[u8]) -> String {
 /// Base64 with padding, as in known_hosts lines.
 fn b64_padded(data: &[u8]) -> String {
     let mut s = b64(data);
-    while s.len() % 4 != 0 {
+    while !s.len().is_multiple_of(4) {
         s.push('=');
     }
     s

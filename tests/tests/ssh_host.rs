@@ -99,8 +99,6 @@ fn labperf_in(dir: &Path) -> Command {
 /// `labperf record --host` with this test's known_hosts, key and remote directory, and
 /// a HOME without keys so nothing of the machine's own ssh set-up is used.
 fn record(s: &Sshd, kh: &Path, extra: &[&str], command: &[&str]) -> Output {
-    let home = s.dir.join("home");
-    std::fs::create_dir_all(&home).unwrap();
     labperf_in(&s.dir)
         .args(["record", "--host", &s.spec(), "--known-hosts"])
         .arg(kh)
@@ -334,8 +332,6 @@ fn unwritable_and_full_remote_directories_are_reported() {
     let s = Sshd::start("ssh-disk");
     let kh = s.dir.join("known_hosts");
     let out = s.dir.join("d.lpr");
-    let home = s.dir.join("home");
-    std::fs::create_dir_all(&home).unwrap();
     let run = |remote: &Path| {
         labperf_in(&s.dir)
             .args([
@@ -407,8 +403,6 @@ fn unwritable_and_full_remote_directories_are_reported() {
 fn fan_out_to_three_hosts_with_one_down() {
     let (a, b) = (Sshd::start("ssh-fan-a"), Sshd::start("ssh-fan-b"));
     let down = free_port();
-    let home = a.dir.join("home");
-    std::fs::create_dir_all(&home).unwrap();
     // One known_hosts and one key for all three: b gets a's authorized key.
     std::fs::copy(a.dir.join("client_key.pub"), b.dir.join("authorized_keys")).unwrap();
     let kh = a.dir.join("known_hosts");
@@ -457,8 +451,6 @@ fn a_killed_agent_and_a_dropped_connection_leave_no_file() {
     let kh = s.dir.join("known_hosts");
     let out = s.dir.join("kill.lpr");
     let spawn = |s: &Sshd| {
-        let home = s.dir.join("home");
-        std::fs::create_dir_all(&home).unwrap();
         labperf_in(&s.dir)
             .args([
                 "record",
@@ -537,8 +529,6 @@ fn probe_deploy_and_stat_through_a_hosts_file() {
     let s = Sshd::start("ssh-hostsfile");
     let hosts = s.dir.join("hosts.toml");
     std::fs::write(&hosts, format!("[hosts.lab-a]\naddress = \"{}\"\nidentity = \"client_key\"\nknown_hosts = \"known_hosts\"\nremote_dir = \"{}\"\n", s.spec(), s.dir.join("remote").display())).unwrap();
-    let home = s.dir.join("home");
-    std::fs::create_dir_all(&home).unwrap();
     // The verb, then --hosts-file, then the rest (which may end in `-- CMD`).
     let labperf = |args: &[&str]| {
         labperf_in(&s.dir)

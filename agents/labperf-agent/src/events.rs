@@ -231,6 +231,28 @@ fn apply_format(dir: &Path, e: &mut EventSpec, term: &str, v: u64) -> Result<(),
     Ok(())
 }
 
+/// The low bit of Arm's out-of-tree `strobe_period` driver term (`config2:lo-hi`), when
+/// the PMU that takes `spec` (or, for generic hardware events, any PMU) has one.
+pub fn strobe_term_shift(spec: &EventSpec) -> Option<u32> {
+    strobe_term_shift_in(Path::new(SYSFS), spec)
+}
+
+pub fn strobe_term_shift_in(sysfs: &Path, spec: &EventSpec) -> Option<u32> {
+    for d in fs::read_dir(sysfs).ok()?.flatten() {
+        let ty: u32 = fs::read_to_string(d.path().join("type")).ok()?.trim().parse().ok()?;
+        if spec.type_ != PERF_TYPE_HARDWARE && spec.type_ != PERF_TYPE_RAW && ty != spec.type_ {
+            continue;
+        }
+        if let Ok(f) = fs::read_to_string(d.path().join("format/strobe_period")) {
+            let (field, bits) = f.trim().split_once(':')?;
+            if field == "config2" {
+                return bits.split('-').next()?.parse().ok();
+            }
+        }
+    }
+    None
+}
+
 /// The PMUs of this machine with their type, formats and events, for `list`.
 pub fn list(filter: Option<&str>) -> String {
     let mut out = String::new();
@@ -314,6 +336,8 @@ mod tests {
         let e = parse_in(&d, "armv8_pmuv3_0/cpu_cycles,strobe_period=300/").unwrap();
         assert_eq!((e.type_, e.config, e.config2), (8, 0x11, 300));
         assert!(parse_in(&d, "nopmu/x/").unwrap_err().contains("no PMU"));
+        assert_eq!(strobe_term_shift_in(&d, &parse("cycles").unwrap()), Some(0));
+        assert_eq!(strobe_term_shift_in(&d, &parse("cpu-clock").unwrap()), None);
         fs::remove_dir_all(d).unwrap();
     }
 }

@@ -6,6 +6,7 @@ mod out;
 mod perf;
 mod record;
 mod stat;
+mod strobe;
 mod sys;
 mod workload;
 
@@ -32,12 +33,20 @@ OPTIONS:
       --no-inherit     do not follow the workload's children and threads
       --progress       print progress every second on stderr
       --flush-ms MS    close a record frame at least every MS ms (default 1000)
+      --metrics        per-function metrics: {cycles,instructions,branch-misses,
+                       cache-references,cache-misses} read over a short window after
+                       each long period (strobing); -c is the period (default 1000000)
+      --window N       the counting window in cycles (default 300)
+      --jitter         jitter the window start (the kernel series' rules apply)
+      --strobe MODE    auto (kernel alternating periods if verified, else decimate),
+                       kernel, decimate, or fixed (every window: the baseline)
 
 EXAMPLES:
   labperf-agent record -o bench.lpr -- ./labperf-bench --duration 2
   labperf-agent record -e cpu-clock -c 100000 -- sleep 1
   labperf-agent record -e '{cpu-clock,page-faults}' -- ./my-prog
   labperf-agent stat -I 500 -- ./my-prog arg1 arg2
+  labperf-agent record --metrics -c 1000000 --window 300 -- ./labperf-bench
   labperf-agent list armv8_pmuv3_0
 
 Exit status: the workload's (128+N if killed by signal N); 125 when the agent
@@ -57,6 +66,12 @@ pub struct Opts {
     pub progress: bool,
     pub flush_ms: u64,
     pub command: Vec<String>,
+    /// `record --metrics`: the strobed metrics group.
+    pub metrics: bool,
+    pub window: u64,
+    pub jitter: bool,
+    /// `--strobe auto|kernel|decimate|fixed`.
+    pub strobe: String,
 }
 
 fn num<T: std::str::FromStr>(flag: &str, v: Option<String>) -> Result<T, String> {
@@ -69,6 +84,8 @@ fn parse_opts(args: Vec<String>) -> Result<Opts, String> {
     let mut o = Opts {
         mmap_pages: 128,
         flush_ms: 1000,
+        window: 300,
+        strobe: "auto".into(),
         ..Default::default()
     };
     let mut it = args.into_iter();
@@ -92,6 +109,15 @@ fn parse_opts(args: Vec<String>) -> Result<Opts, String> {
             "--mmap-pages" => o.mmap_pages = num(&flag, val())?,
             "--flush-ms" => o.flush_ms = num(&flag, val())?,
             "--no-inherit" => o.no_inherit = true,
+            "--metrics" => o.metrics = true,
+            "--window" => o.window = num(&flag, val())?,
+            "--jitter" => o.jitter = true,
+            "--strobe" => {
+                o.strobe = val().ok_or("--strobe needs auto, kernel, decimate or fixed")?;
+                if !["auto", "kernel", "decimate", "fixed"].contains(&o.strobe.as_str()) {
+                    return Err(format!("--strobe takes auto, kernel, decimate or fixed, not '{}'", o.strobe));
+                }
+            }
             "--progress" => o.progress = true,
             s if s.starts_with('-') => return Err(format!("unknown option '{s}'")),
             _ => {

@@ -46,6 +46,16 @@ pub struct AttrPlan {
     pub sideband: bool,
     pub build_id: bool,
     pub watermark: u32,
+    /// Out-of-tree alternating-period ABIs: a value at attr offset 136 (then size 144)
+    /// and extra flag bits; see `strobe.rs`.
+    pub ext: AttrExt,
+}
+
+/// Attr fields beyond what perf-event-open-sys names for this purpose.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AttrExt {
+    pub at136: Option<u64>,
+    pub flag_bits: u64,
 }
 
 impl AttrPlan {
@@ -80,6 +90,17 @@ impl AttrPlan {
         if self.watermark > 0 {
             a.set_watermark(1);
             a.__bindgen_anon_2.wakeup_watermark = self.watermark;
+        }
+        if let Some(v) = self.ext.at136 {
+            a.size = 144;
+            a.config4 = v; // offset 136: alternative_sample_period (RFC v2) or hf_sample (v4)
+        }
+        if self.ext.flag_bits != 0 {
+            // SAFETY: the bitfield word is the plain u64 at offset 40.
+            unsafe {
+                let p = (&mut a as *mut perf_event_attr as *mut u8).add(40) as *mut u64;
+                p.write_unaligned(p.read_unaligned() | self.ext.flag_bits);
+            }
         }
         a
     }
@@ -378,6 +399,7 @@ mod tests {
             sideband: true,
             build_id: true,
             watermark: 0,
+            ext: AttrExt::default(),
         }
     }
 

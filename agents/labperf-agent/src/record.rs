@@ -4,7 +4,7 @@ use crate::events::{self, EventSpec};
 use crate::out::Out;
 use crate::perf::{self, AttrPlan, Cur, Fd, Ring};
 use crate::workload::{self, Workload, SIGNALLED};
-use crate::{sys, Opts};
+use crate::{strobe, sys, Opts};
 use labperf_common::*;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -111,6 +111,8 @@ pub struct Opened {
     pub sample_type: u64,
     pub read_format: u64,
     pub notes: Vec<String>,
+    /// The strobing of a --metrics recording.
+    pub strobe: Option<(strobe::Mode, strobe::Strobe)>,
 }
 
 fn notice(notes: &mut Vec<String>, s: String) {
@@ -127,9 +129,75 @@ fn default_period(spec: &EventSpec) -> (u64, bool) {
     }
 }
 
+/// The strobed metrics group. On Arm PMUv3 the kernel maps these to CPU_CYCLES,
+/// INST_RETIRED, BR_MIS_PRED, L1D_CACHE and L1D_CACHE_REFILL.
+pub const METRICS_GROUP: &str = "{cycles,instructions,branch-misses,cache-references,cache-misses}";
+
+/// Report columns that stay empty without an event of the metrics group.
+fn metrics_columns(event: &str) -> &'static str {
+    match event {
+        "branch-misses" => "BM/KI and %BM",
+        "cache-references" => "%CM and %L1DA",
+        "cache-misses" => "CM/KI, %CM and %L1DM",
+        _ => "",
+    }
+}
+
+/// The strobe settings of a --metrics recording, with the chosen mode.
+pub fn strobe_of(o: &Opts) -> Result<Option<strobe::Strobe>, String> {
+    if !o.metrics {
+        return Ok(None);
+    }
+    let s = strobe::Strobe { period: o.period.unwrap_or(1_000_000), window: o.window, jitter: o.jitter };
+    strobe::validate(&s, o.freq.is_some())
+}
+
+/// Opens the sampler alone on the agent itself and reports the PERIOD of each sample:
+/// how a kernel alternating-period ABI is verified before it is trusted.
+struct SelfProbe {
+    pages: usize,
+}
+
+impl strobe::ProbeSys for SelfProbe {
+    fn sample_periods(&mut self, plan: &AttrPlan) -> Result<Vec<u64>, i32> {
+        let mut p = plan.clone();
+        p.sample_type = perf::SAMPLE_PERIOD;
+        p.read_format = 0;
+        p.inherit = false;
+        p.sideband = false;
+        p.enable_on_exec = false;
+        p.disabled = true;
+        p.watermark = 0;
+        let mut a = p.to_kernel();
+        let fd = perf::open(&mut a, 0, -1, -1).map_err(|e| e.errno)?;
+        let mut ring = Ring::new(&fd, self.pages).map_err(|_| libc::ENOMEM)?;
+        fd.enable();
+        let t = Instant::now();
+        let mut x = 1u64;
+        while t.elapsed() < Duration::from_millis(40) {
+            for _ in 0..10_000 {
+                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+            }
+        }
+        fd.disable();
+        let mut periods = Vec::new();
+        ring.drain(|rec| {
+            if rec.len() >= 16 && u32::from_ne_bytes([rec[0], rec[1], rec[2], rec[3]]) == PERF_RECORD_SAMPLE {
+                periods.push(u64::from_ne_bytes(rec[8..16].try_into().unwrap_or([0; 8])));
+            }
+        });
+        Ok(periods)
+    }
+}
+
 fn open_all(o: &Opts, target: &Target) -> Result<Opened, String> {
     let mut notes = Vec::new();
-    let asked = if o.events.is_empty() {
+    let asked = if o.metrics {
+        if !o.events.is_empty() {
+            return Err("--metrics chooses its own events: drop -e".into());
+        }
+        vec![METRICS_GROUP.to_string()]
+    } else if o.events.is_empty() {
         vec!["cycles".to_string()]
     } else {
         o.events.clone()
@@ -151,6 +219,7 @@ fn open_all(o: &Opts, target: &Target) -> Result<Opened, String> {
     let mut inherit = !o.no_inherit;
     let mut build_id = true;
     let samplers = specs.iter().filter(|(_, l)| l.is_none()).count();
+    let mut strobe_mode: Option<(strobe::Mode, strobe::Strobe)> = None;
     loop {
         let mut sample_type = perf::SAMPLE_IP
             | perf::SAMPLE_TID
@@ -192,11 +261,38 @@ fn open_all(o: &Opts, target: &Target) -> Result<Opened, String> {
                     } else {
                         0
                     },
+                    ext: Default::default(),
                 }
             })
             .collect();
+        let mut plans = plans;
+        if let Some(st) = strobe_of(o)? {
+            // Chosen once: the loop comes back here after a fallback.
+            let chosen = strobe_mode.map(|(m, _)| m);
+            let mode = match (chosen, o.strobe.as_str()) {
+                (Some(m), _) => m,
+                (None, "decimate") => strobe::Mode::Decimate,
+                (None, "fixed") => strobe::Mode::Fixed,
+                (None, forced) => {
+                    let driver = events::strobe_term_shift(&plans[0].spec);
+                    let mut tried = Vec::new();
+                    let m = strobe::choose(&mut SelfProbe { pages: 8 }, &plans[0], &st, driver, &mut tried);
+                    if forced == "kernel" && m == strobe::Mode::Decimate {
+                        return Err(format!("--strobe kernel: no kernel alternating-period ABI works here ({}). Use --strobe auto or decimate.", tried.join("; ")));
+                    }
+                    for t in tried {
+                        notes.push(t);
+                    }
+                    m
+                }
+            };
+            let shift = events::strobe_term_shift(&plans[0].spec).unwrap_or(0);
+            strobe::apply(mode, &st, &mut plans[0], shift);
+            strobe_mode = Some((mode, st));
+        }
         match open_plans(o, &plans, &specs, &cpus, &tids) {
             Ok(mut op) => {
+                op.strobe = strobe_mode;
                 op.sample_type = sample_type;
                 op.read_format = read_format;
                 let mut all = notes;
@@ -215,7 +311,8 @@ fn open_all(o: &Opts, target: &Target) -> Result<Opened, String> {
             Err(Retry::Fallback(i, why)) => {
                 let (s, leader) = &specs[i];
                 if leader.is_some() {
-                    notice(&mut notes, format!("'{}' is not available here ({why}): dropped from the group; its columns will be empty", s.name));
+                    let cols = if o.metrics { format!(" ({})", metrics_columns(&s.name)) } else { String::new() };
+                    notice(&mut notes, format!("'{}' is not available here ({why}): dropped from the group; its report columns{cols} will be empty", s.name));
                     specs.remove(i);
                 } else {
                     notice(&mut notes, format!("'{}' is not available here ({why}); falling back to cpu-clock (software timer sampling)", s.name));
@@ -314,6 +411,7 @@ fn open_plans(
         sample_type: 0,
         read_format: 0,
         notes: Vec::new(),
+        strobe: None,
     })
 }
 
@@ -532,12 +630,17 @@ pub fn run(o: &Opts) -> Result<i32, String> {
     };
     let start = sys::clock_ns(libc::CLOCK_MONOTONIC);
     let path = o.output.clone().unwrap_or_else(|| "labperf.lpr".into());
-    let mode = if opened.read_format & perf::FORMAT_GROUP != 0 {
-        "sample-read"
-    } else {
-        "sample"
+    let mode = match opened.strobe {
+        // The host's `report --metrics` reads the strobe settings back from this string.
+        Some((m, st)) => format!("strobe:{};period={};window={};jitter={}", m.name(), st.period, st.window, u8::from(st.jitter)),
+        None if opened.read_format & perf::FORMAT_GROUP != 0 => "sample-read".into(),
+        None => "sample".into(),
     };
-    let hdr = header(o, opened.descs.clone(), mode, opened.notes.clone(), start);
+    let mut decimator = match opened.strobe {
+        Some((strobe::Mode::Decimate, st)) => Some(strobe::Decimator::new(st)),
+        _ => None,
+    };
+    let hdr = header(o, opened.descs.clone(), &mode, opened.notes.clone(), start);
     let mut out = match Out::create(&path, &hdr, o.flush_ms) {
         Ok(out) => out,
         Err(e) => {
@@ -565,21 +668,33 @@ pub fn run(o: &Opts) -> Result<i32, String> {
         lost: 0,
         throttled: 0,
     };
-    let drain_all =
-        |rings: &mut Vec<(Fd, Ring)>, conv: &mut Conv, out: &mut Out| -> Result<(), String> {
-            for (_, ring) in rings.iter_mut() {
-                let mut err = Ok(());
-                ring.drain(|rec| {
-                    if err.is_ok() {
-                        if let Some(r) = conv.convert(rec) {
+    let drain_all = |rings: &mut Vec<(Fd, Ring)>, conv: &mut Conv, out: &mut Out, dec: &mut Option<strobe::Decimator>| -> Result<(), String> {
+        for (_, ring) in rings.iter_mut() {
+            let mut err = Ok(());
+            ring.drain(|rec| {
+                if err.is_ok() {
+                    match (conv.convert(rec), dec.as_mut()) {
+                        (Some(Record::Sample(s)), Some(d)) => {
+                            for kept in d.push(s) {
+                                if err.is_ok() {
+                                    err = out.push(&Record::Sample(kept));
+                                }
+                            }
+                        }
+                        (Some(r), d) => {
+                            if let (Record::Throttle(_), Some(d)) = (&r, d) {
+                                d.break_windows();
+                            }
                             err = out.push(&r);
                         }
+                        (None, _) => {}
                     }
-                });
-                err?;
-            }
-            Ok(())
-        };
+                }
+            });
+            err?;
+        }
+        Ok(())
+    };
     let t0 = Instant::now();
     let mut last_progress = Instant::now();
     let mut forwarded: Option<Instant> = None;
@@ -596,7 +711,7 @@ pub fn run(o: &Opts) -> Result<i32, String> {
             .collect();
         // SAFETY: valid pollfd array.
         unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, 100) };
-        if let Err(e) = drain_all(&mut rings, &mut conv, &mut out).and_then(|_| out.tick()) {
+        if let Err(e) = drain_all(&mut rings, &mut conv, &mut out, &mut decimator).and_then(|_| out.tick()) {
             pending_err = Some(e);
             break;
         }
@@ -643,7 +758,7 @@ pub fn run(o: &Opts) -> Result<i32, String> {
     for fd in rings.iter().map(|(f, _)| f).chain(&opened.fds) {
         fd.disable();
     }
-    if let Err(e) = drain_all(&mut rings, &mut conv, &mut out) {
+    if let Err(e) = drain_all(&mut rings, &mut conv, &mut out, &mut decimator) {
         pending_err.get_or_insert(e);
     }
     if let Some(e) = pending_err {
@@ -656,8 +771,10 @@ pub fn run(o: &Opts) -> Result<i32, String> {
         return Err(e);
     }
     let (cpu_ns, rss) = sys::self_usage();
+    let dropped = decimator.as_ref().map_or(0, |d| d.dropped);
     let trailer = Trailer {
-        samples: conv.samples,
+        samples: conv.samples.saturating_sub(dropped),
+        dropped,
         lost: conv.lost,
         throttled: conv.throttled,
         agent_cpu_ns: cpu_ns,

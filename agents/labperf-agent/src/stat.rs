@@ -88,6 +88,7 @@ pub fn run(o: &Opts) -> Result<i32, String> {
             sideband: false,
             build_id: false,
             watermark: 0,
+            ext: Default::default(),
         };
         let mut fds = Vec::new();
         let mut failed = None;

@@ -275,3 +275,52 @@ fn record_host_on_the_arm_machine_ranks_functions_by_instructions() {
         );
     }
 }
+
+/// `labperf record --host … --metrics` on the lab machine; returns the JSON metrics and the file size.
+pub fn metrics_run(name: &str, strobe: &str, period: &str, secs: &str) -> (serde_json::Value, u64) {
+    deploy();
+    let d = scratch(name);
+    let port = std::fs::read_to_string(lab().join("port")).unwrap();
+    let out = d.join("m.lpr");
+    let o = Command::new(bin("labperf"))
+        .env("HOME", &d)
+        .env("XDG_CACHE_HOME", d.join("cache"))
+        .env_remove("SSH_AUTH_SOCK")
+        .args(["record", "--host", &format!("root@127.0.0.1:{}", port.trim()), "--identity"])
+        .arg(lab().join("id_ed25519"))
+        .arg("--known-hosts")
+        .arg(lab().join("known_hosts"))
+        .args(["--accept-new-host-key", "--metrics", "--strobe", strobe, "-c", period, "--format", "json", "--top", "0", "-o"])
+        .arg(&out)
+        .args(["--", "/root/labperf-bench", "--duration", secs, "--classes", "int_divider_stalls=3,fp_divider_stalls=2,double_to_int=1"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    (serde_json::from_slice(&o.stdout).unwrap(), std::fs::metadata(&out).unwrap().len())
+}
+
+fn instr_pct(j: &serde_json::Value, f: &str) -> f64 {
+    j["rows"].as_array().unwrap().iter().find(|r| r["symbol"] == f).and_then(|r| r["instr_pct"].as_f64()).unwrap_or(-100.0)
+}
+
+#[test]
+#[ignore = "needs the emulated Arm lab machine: `cargo xtask test` boots it"]
+fn metrics_known_answers_through_record_host() {
+    // The bench splits CPU time 3:2:1; under -icount a nanosecond is an instruction, so
+    // that is also the exact instruction split between the three functions.
+    let want = [("int_divider_stalls", 50.0), ("fp_divider_stalls", 100.0 / 3.0), ("double_to_int", 100.0 / 6.0)];
+    // Windows every 20000 cycles: a 300-cycle sampler is throttled by the kernel, and
+    // windows come only from the unthrottled part of each tick.
+    let (j, _) = metrics_run("lab-metrics", "auto", "20000", "3");
+    assert!(j["windows"].as_u64().unwrap() > 2000, "{}", j["windows"]);
+    let share_sum: f64 = want.iter().map(|(f, _)| instr_pct(&j, f)).sum();
+    for (f, w) in want {
+        // %I among the three functions (the rest of the program is a fraction of a percent).
+        let got = 100.0 * instr_pct(&j, f) / share_sum;
+        eprintln!("{f}: %I {got:.2} (want {w:.2})");
+        assert!((got - w).abs() < 2.0, "{f}: {got:.2}% of instructions, want {w:.2}%");
+        let row = j["rows"].as_array().unwrap().iter().find(|r| r["symbol"] == f).unwrap();
+        let cpi = row["cpi"].as_f64().unwrap();
+        assert!((cpi - 1.0).abs() <= 0.01, "{f}: CPI {cpi}");
+    }
+}

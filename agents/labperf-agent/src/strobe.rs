@@ -140,12 +140,19 @@ pub fn choose(sys: &mut dyn ProbeSys, base: &AttrPlan, s: &Strobe, driver_shift:
 
 /// In-agent decimation: samples arrive every `window` cycles; a window is a pair of
 /// consecutive samples of one thread. Pairs about `period` cycles apart are kept, the
-/// start sample rewritten as a long one (its PERIOD = cycles since the last kept
-/// window), and the rest dropped. `values[0]` is the sampler's own count.
+/// start sample rewritten as a long one, and the rest dropped. `values[0]` is the
+/// sampler's own count.
+///
+/// Spacing is measured in time, converted with the cycle rate seen across windows:
+/// the kernel throttles a 300-cycle sampler, and a throttled sampler stops counting,
+/// so its own count would space windows far wider than asked.
 pub struct Decimator {
     s: Strobe,
     last: Vec<(u32, Sample)>,
+    /// (tid, time of the last kept window end)
     last_kept: Vec<(u32, u64)>,
+    /// Cycles per ns, from the windows seen (0 until the first one).
+    rate: f64,
     rng: u64,
     target: u64,
     pub dropped: u64,
@@ -153,7 +160,7 @@ pub struct Decimator {
 
 impl Decimator {
     pub fn new(s: Strobe) -> Self {
-        Decimator { s, last: Vec::new(), last_kept: Vec::new(), rng: 0x9E37_79B9_7F4A_7C15, target: s.period, dropped: 0 }
+        Decimator { s, last: Vec::new(), last_kept: Vec::new(), rate: 0.0, rng: 0x9E37_79B9_7F4A_7C15, target: s.period, dropped: 0 }
     }
 
     fn next_target(&mut self) -> u64 {
@@ -178,23 +185,29 @@ impl Decimator {
         };
         let tid = s.tid;
         let prev = self.last.iter().position(|(t, _)| *t == tid).map(|i| self.last.swap_remove(i).1);
-        let kept_at = self.last_kept.iter().find(|(t, _)| *t == tid).map(|k| k.1).unwrap_or(0);
         let mut out = Vec::new();
-        match prev {
-            Some(p) if c.wrapping_sub(p.values[0]) <= 2 * self.s.window + 64 && c.saturating_sub(kept_at) >= self.target => {
+        if let Some(p) = prev.filter(|p| c.wrapping_sub(p.values[0]) <= 2 * self.s.window + 64 && s.time > p.time) {
+            let dc = c - p.values[0];
+            let r = dc as f64 / (s.time - p.time) as f64;
+            self.rate = if self.rate == 0.0 { r } else { 0.9 * self.rate + 0.1 * r };
+            let kept_at = self.last_kept.iter().find(|(t, _)| *t == tid).map(|k| k.1);
+            let since = kept_at.map_or(u64::MAX, |k| ((s.time.saturating_sub(k)) as f64 * self.rate) as u64);
+            if since >= self.target {
                 let mut long = p.clone();
-                long.period = p.values[0].saturating_sub(kept_at);
+                long.period = since.min(p.values[0].max(self.target));
                 let mut win = s.clone();
-                win.period = c - p.values[0];
+                win.period = dc;
                 out.push(long);
                 out.push(win);
                 match self.last_kept.iter_mut().find(|(t, _)| *t == tid) {
-                    Some(k) => k.1 = c,
-                    None => self.last_kept.push((tid, c)),
+                    Some(k) => k.1 = s.time,
+                    None => self.last_kept.push((tid, s.time)),
                 }
                 self.target = self.next_target();
             }
-            _ => self.dropped += 1,
+        }
+        if out.is_empty() {
+            self.dropped += 1;
         }
         self.last.push((tid, s));
         out
@@ -320,8 +333,9 @@ mod tests {
         assert!(!alternates(&[1_000_000, 300], &S));
     }
 
+    /// One cycle per ns, as under qemu's -icount shift=0.
     fn sample(tid: u32, cycles: u64, ip: u64) -> Sample {
-        Sample { tid, pid: tid, ip, values: vec![cycles, cycles], period: 300, ..Default::default() }
+        Sample { tid, pid: tid, ip, time: cycles, values: vec![cycles, cycles], period: 300, ..Default::default() }
     }
 
     #[test]
@@ -332,14 +346,29 @@ mod tests {
         for i in 1..=100u64 {
             out.extend(d.push(sample(7, i * 300, 0x1000 + i)));
         }
-        // 30000 cycles at one window per 3000 cycles: 10 pairs.
+        // 30000 cycles at one window per 3000 cycles: the first window, then one every 3000.
         assert_eq!(out.len(), 2 * 10);
         for pair in out.chunks(2) {
             assert_eq!(pair[1].period, 300);
-            assert!(pair[0].period >= 2700, "the start sample reads as a long one: {}", pair[0].period);
+            assert!(pair[0].period >= 3000 - 300, "the start sample reads as a long one: {}", pair[0].period);
             assert_eq!(pair[1].ip, pair[0].ip + 1, "consecutive samples");
         }
+        for w in out.chunks(2).collect::<Vec<_>>().windows(2) {
+            assert_eq!(w[1][1].time - w[0][1].time, 3000);
+        }
         assert_eq!(d.dropped, 100 - 10);
+        // Throttling stops the sampler's count, not time: windows stay one period apart in time.
+        let mut d = Decimator::new(s);
+        let mut kept = Vec::new();
+        for burst in 0..20u64 {
+            for i in 0..4u64 {
+                let mut x = sample(3, burst * 1200 + i * 300, i);
+                x.time = burst * 1000 + i * 300; // 1000 ns between bursts, 300 cycles counted in each
+                kept.extend(d.push(x));
+            }
+            d.break_windows();
+        }
+        assert!(kept.len() >= 2 * 5, "time-based spacing keeps windows through throttling: {}", kept.len());
         // A gap (throttling) never forms a window.
         let mut d = Decimator::new(s);
         assert!(d.push(sample(1, 3000, 1)).is_empty());

@@ -28,4 +28,13 @@ pub struct ReportOpts {
     /// Directory searched first for binaries (DIR/<build-id>/elf or DIR/<path>); repeatable.
     #[arg(long, value_name = "DIR")]
     pub symfs: Vec<PathBuf>,
+    /// Per-function metrics (CPI, miss rates) from a `record --metrics` recording.
+    #[arg(long)]
+    pub metrics: bool,
+    /// With --metrics: drop windows whose start and end symbols differ, or keep them.
+    #[arg(short = 's', long = "discard", value_enum, default_value = "discard")]
+    pub discard: labperf::metrics::DiscardMode,
+    /// With --metrics: one row per symbol and thread, or per symbol and CPU.
+    #[arg(long, value_enum, default_value = "none")]
+    pub split: labperf::metrics::Split,
 }

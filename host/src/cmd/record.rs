@@ -22,6 +22,16 @@ pub struct RecordOpts {
     /// Where to write the record file.
     #[arg(short, long, default_value = "labperf.lpr")]
     pub output: PathBuf,
+    /// With --metrics (per-function metrics by strobing: a short counting window after
+    /// each long period -c, default 1000000): the window in cycles.
+    #[arg(long, default_value_t = 300)]
+    pub window: u64,
+    /// With --metrics: jitter the window start.
+    #[arg(long)]
+    pub jitter: bool,
+    /// With --metrics: auto (kernel alternating periods when verified, else decimate), kernel, decimate or fixed.
+    #[arg(long, default_value = "auto")]
+    pub strobe: String,
 }
 
 /// Record a workload with the agent, then print its profile.
@@ -120,8 +130,14 @@ pub fn find_agent() -> Result<PathBuf> {
 }
 
 /// The agent options of a recording, as the agent's command line takes them.
-fn agent_args(r: &RecordOpts) -> Vec<String> {
+fn agent_args(r: &RecordOpts, metrics: bool) -> Vec<String> {
     let mut v = Vec::new();
+    if metrics {
+        v.extend(["--metrics".to_string(), "--window".into(), r.window.to_string(), "--strobe".into(), r.strobe.clone()]);
+        if r.jitter {
+            v.push("--jitter".into());
+        }
+    }
     for e in &r.events {
         v.extend(["-e".to_string(), e.clone()]);
     }
@@ -136,20 +152,11 @@ fn agent_args(r: &RecordOpts) -> Vec<String> {
 
 pub fn run(a: &Args) -> Result<()> {
     if !a.host.is_empty() {
-        return super::remote::record(a, &agent_args(&a.rec));
+        return super::remote::record(a, &agent_args(&a.rec, a.report.metrics));
     }
     let agent = find_agent()?;
     let mut cmd = Command::new(&agent);
-    cmd.arg("record").arg("-o").arg(&a.rec.output);
-    for e in &a.rec.events {
-        cmd.arg("-e").arg(e);
-    }
-    if let Some(p) = a.rec.period {
-        cmd.arg("-c").arg(p.to_string());
-    }
-    if let Some(f) = a.rec.freq {
-        cmd.arg("-F").arg(f.to_string());
-    }
+    cmd.arg("record").arg("-o").arg(&a.rec.output).args(agent_args(&a.rec, a.report.metrics));
     if std::io::stderr().is_terminal() {
         cmd.arg("--progress");
     }

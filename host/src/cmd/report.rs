@@ -23,6 +23,17 @@ pub fn run(a: &Args) -> Result<()> {
 
 /// Builds and prints a report; warnings go to stderr.
 pub fn print(file: &std::path::Path, o: &ReportOpts) -> Result<()> {
+    if o.metrics {
+        let (m, info) = labperf::metrics::build(file, o.symfs.clone(), o.discard, o.split).with_context(|| format!("cannot report metrics from {}", file.display()))?;
+        if let Some(w) = info.damage_warning() {
+            eprintln!("{w}");
+        }
+        for w in &m.warnings {
+            eprintln!("warning: {w}");
+        }
+        print!("{}", m.render(o.format, o.top));
+        return Ok(());
+    }
     let r = labperf::report::build(file, o.by, o.symfs.clone()).with_context(|| {
         format!(
             "cannot report {}: check the path, or record one with `labperf record --local -- CMD`",

@@ -34,7 +34,12 @@ pub fn strobe_info(mode: &str) -> Option<StrobeInfo> {
             _ => {}
         }
     }
-    Some(StrobeInfo { period: period?, window: window?, fixed: kind == "fixed", decimated: kind == "decimate" })
+    Some(StrobeInfo {
+        period: period?,
+        window: window?,
+        fixed: kind == "fixed",
+        decimated: kind == "decimate",
+    })
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -65,9 +70,21 @@ pub struct Columns {
 impl Columns {
     pub fn from_header(h: &Header) -> Columns {
         // Group members of the sampler (event 0), in group order.
-        let members: Vec<&str> = h.events.iter().enumerate().filter(|(i, e)| *i == 0 || e.leader == Some(0)).map(|(_, e)| e.name.as_str()).collect();
+        let members: Vec<&str> = h
+            .events
+            .iter()
+            .enumerate()
+            .filter(|(i, e)| *i == 0 || e.leader == Some(0))
+            .map(|(_, e)| e.name.as_str())
+            .collect();
         let at = |n: &str| members.iter().position(|m| *m == n);
-        Columns { cycles: at("cycles"), instructions: at("instructions"), branch_misses: at("branch-misses"), cache_refs: at("cache-references"), cache_misses: at("cache-misses") }
+        Columns {
+            cycles: at("cycles"),
+            instructions: at("instructions"),
+            branch_misses: at("branch-misses"),
+            cache_refs: at("cache-references"),
+            cache_misses: at("cache-misses"),
+        }
     }
 }
 
@@ -109,7 +126,14 @@ pub struct Metrics {
 
 /// Applies the window rules to a stream of the sampler's samples and throttle events.
 /// `sym` names the function of an (pid, ip); `None` in `events` marks a throttle or unthrottle.
-pub fn compute(events: impl IntoIterator<Item = Option<Sample>>, s: StrobeInfo, cols: &Columns, discard: DiscardMode, split: Split, mut sym: impl FnMut(u32, u64) -> String) -> Metrics {
+pub fn compute(
+    events: impl IntoIterator<Item = Option<Sample>>,
+    s: StrobeInfo,
+    cols: &Columns,
+    discard: DiscardMode,
+    split: Split,
+    mut sym: impl FnMut(u32, u64) -> String,
+) -> Metrics {
     let threshold = (s.period + s.window) / 2;
     let mut prev: HashMap<u32, Sample> = HashMap::new();
     let mut acc: HashMap<(String, Option<u32>), Acc> = HashMap::new();
@@ -117,7 +141,13 @@ pub fn compute(events: impl IntoIterator<Item = Option<Sample>>, s: StrobeInfo, 
     let mut skip_next = false;
     let (mut windows, mut discarded, mut dropped) = (0u64, 0u64, 0u64);
     let mut window_cpis: Vec<f64> = Vec::new();
-    let idx = [cols.cycles, cols.instructions, cols.branch_misses, cols.cache_refs, cols.cache_misses];
+    let idx = [
+        cols.cycles,
+        cols.instructions,
+        cols.branch_misses,
+        cols.cache_refs,
+        cols.cache_misses,
+    ];
     let mut last_values: Option<Vec<u64>> = None;
     let mut throttled = false;
     for e in events {
@@ -142,16 +172,21 @@ pub fn compute(events: impl IntoIterator<Item = Option<Sample>>, s: StrobeInfo, 
             prev.insert(x.tid, x);
             continue;
         }
-        let Some(start) = prev.insert(x.tid, x.clone()) else { continue };
+        let Some(start) = prev.insert(x.tid, x.clone()) else {
+            continue;
+        };
         if !s.fixed && start.period <= threshold {
             continue; // two short samples in a row: not a window of ours
         }
         let end_sym = sym(x.pid, x.ip);
-        let key = (end_sym.clone(), match split {
-            Split::None => None,
-            Split::Thread => Some(x.tid),
-            Split::Cpu => Some(x.cpu),
-        });
+        let key = (
+            end_sym.clone(),
+            match split {
+                Split::None => None,
+                Split::Thread => Some(x.tid),
+                Split::Cpu => Some(x.cpu),
+            },
+        );
         let a = acc.entry(key.clone()).or_insert_with(|| {
             order.push(key.clone());
             Acc::default()
@@ -166,7 +201,12 @@ pub fn compute(events: impl IntoIterator<Item = Option<Sample>>, s: StrobeInfo, 
         let mut d = [0u64; 5];
         for (k, i) in idx.iter().enumerate() {
             if let Some(i) = *i {
-                d[k] = x.values.get(i).copied().unwrap_or(0).wrapping_sub(start.values.get(i).copied().unwrap_or(0));
+                d[k] = x
+                    .values
+                    .get(i)
+                    .copied()
+                    .unwrap_or(0)
+                    .wrapping_sub(start.values.get(i).copied().unwrap_or(0));
                 a.sums[k] += d[k];
             }
         }
@@ -180,8 +220,10 @@ pub fn compute(events: impl IntoIterator<Item = Option<Sample>>, s: StrobeInfo, 
             totals[k] += a.sums[k];
         }
     }
-    let pct = |v: u64, t: u64, present: bool| (present && t > 0).then(|| 100.0 * v as f64 / t as f64);
-    let per_ki = |v: u64, i: u64, present: bool| (present && i > 0).then(|| 1000.0 * v as f64 / i as f64);
+    let pct =
+        |v: u64, t: u64, present: bool| (present && t > 0).then(|| 100.0 * v as f64 / t as f64);
+    let per_ki =
+        |v: u64, i: u64, present: bool| (present && i > 0).then(|| 1000.0 * v as f64 / i as f64);
     let have = idx.map(|i| i.is_some());
     let mut rows: Vec<MetricsRow> = order
         .iter()
@@ -201,17 +243,27 @@ pub fn compute(events: impl IntoIterator<Item = Option<Sample>>, s: StrobeInfo, 
                 bm_pct: pct(bm, totals[2], have[2]),
                 l1da_pct: pct(cr, totals[3], have[3]),
                 l1dm_pct: pct(cm, totals[4], have[4]),
-                discarded_pct: if a.windows > 0 { 100.0 * a.discarded as f64 / a.windows as f64 } else { 0.0 },
+                discarded_pct: if a.windows > 0 {
+                    100.0 * a.discarded as f64 / a.windows as f64
+                } else {
+                    0.0
+                },
             }
         })
         .collect();
-    rows.sort_by(|a, b| b.samples.cmp(&a.samples).then_with(|| a.symbol.cmp(&b.symbol)));
+    rows.sort_by(|a, b| {
+        b.samples
+            .cmp(&a.samples)
+            .then_with(|| a.symbol.cmp(&b.symbol))
+    });
     // Whole-run CPI: the sampler's own running totals when they count the whole run (kernel
     // alternating periods, never throttled); a throttled sampler stops counting while its
     // group keeps going, so then the windows' aggregate is the reference.
     let cumulative_ok = !throttled && !s.decimated && !s.fixed;
     let whole = match (&last_values, cols.cycles, cols.instructions, cumulative_ok) {
-        (Some(v), Some(c), Some(i), true) if v.get(i).copied().unwrap_or(0) > 0 => Some(v[c] as f64 / v[i] as f64),
+        (Some(v), Some(c), Some(i), true) if v.get(i).copied().unwrap_or(0) > 0 => {
+            Some(v[c] as f64 / v[i] as f64)
+        }
         _ if totals[1] > 0 && have[0] => Some(totals[0] as f64 / totals[1] as f64),
         _ => None,
     };
@@ -223,9 +275,18 @@ pub fn compute(events: impl IntoIterator<Item = Option<Sample>>, s: StrobeInfo, 
         }
     }
     if dropped > 0 {
-        warnings.push(format!("{dropped} samples right after a throttle or unthrottle were dropped"));
+        warnings.push(format!(
+            "{dropped} samples right after a throttle or unthrottle were dropped"
+        ));
     }
-    Metrics { rows, windows, discarded, dropped_after_throttle: dropped, whole_run_cpi: whole, warnings }
+    Metrics {
+        rows,
+        windows,
+        discarded,
+        dropped_after_throttle: dropped,
+        whole_run_cpi: whole,
+        warnings,
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -237,7 +298,12 @@ pub enum MetricsError {
 }
 
 /// Reads a recording and computes its metrics table.
-pub fn build(path: &Path, symfs: Vec<PathBuf>, discard: DiscardMode, split: Split) -> Result<(Metrics, load::FileInfo), MetricsError> {
+pub fn build(
+    path: &Path,
+    symfs: Vec<PathBuf>,
+    discard: DiscardMode,
+    split: Split,
+) -> Result<(Metrics, load::FileInfo), MetricsError> {
     let mut sym = Symbolizer::new(symfs);
     let mut stream: Vec<Option<Sample>> = Vec::new();
     let info = load::stream(path, |r| match r {
@@ -247,15 +313,25 @@ pub fn build(path: &Path, symfs: Vec<PathBuf>, discard: DiscardMode, split: Spli
     })?;
     let header = info.header.clone();
     let mode = header.as_ref().map(|h| h.mode.clone()).unwrap_or_default();
-    let s = strobe_info(&mode).ok_or_else(|| MetricsError::NotStrobed(path.into(), mode.clone()))?;
-    let cols = header.as_ref().map(Columns::from_header).unwrap_or_default();
+    let s =
+        strobe_info(&mode).ok_or_else(|| MetricsError::NotStrobed(path.into(), mode.clone()))?;
+    let cols = header
+        .as_ref()
+        .map(Columns::from_header)
+        .unwrap_or_default();
     let mut names: HashMap<(u32, u64), String> = HashMap::new();
     let m = compute(stream, s, &cols, discard, split, |pid, ip| {
         names
             .entry((pid, ip))
             .or_insert_with(|| {
                 let l = sym.resolve(pid, ip);
-                l.sym.map(|n| n.to_string()).unwrap_or_else(|| format!("{}+{:#x}", l.dso.rsplit('/').next().unwrap_or(&l.dso), l.vaddr))
+                l.sym.map(|n| n.to_string()).unwrap_or_else(|| {
+                    format!(
+                        "{}+{:#x}",
+                        l.dso.rsplit('/').next().unwrap_or(&l.dso),
+                        l.vaddr
+                    )
+                })
             })
             .clone()
     });
@@ -265,17 +341,43 @@ pub fn build(path: &Path, symfs: Vec<PathBuf>, discard: DiscardMode, split: Spli
 }
 
 fn f(v: Option<f64>, prec: usize) -> String {
-    v.map(|x| format!("{x:.prec$}")).unwrap_or_else(|| "-".into())
+    v.map(|x| format!("{x:.prec$}"))
+        .unwrap_or_else(|| "-".into())
 }
 
 impl Metrics {
     pub fn render(&self, format: crate::report::Format, top: usize) -> String {
-        let rows = if top == 0 { &self.rows[..] } else { &self.rows[..top.min(self.rows.len())] };
+        let rows = if top == 0 {
+            &self.rows[..]
+        } else {
+            &self.rows[..top.min(self.rows.len())]
+        };
         let mut s = String::new();
         match format {
             crate::report::Format::Table => {
-                let _ = writeln!(s, "# {} windows, {} discarded; whole-run CPI {}", self.windows, self.discarded, f(self.whole_run_cpi, 2));
-                let _ = writeln!(s, "{:<32} {:>7} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6}", "Symbol", "#", "CPI", "BM/KI", "CM/KI", "%CM", "%CY", "%I", "%BM", "%L1DA", "%L1DM", "DIS");
+                let _ = writeln!(
+                    s,
+                    "# {} windows, {} discarded; whole-run CPI {}",
+                    self.windows,
+                    self.discarded,
+                    f(self.whole_run_cpi, 2)
+                );
+                let _ = writeln!(
+                    s,
+                    "{:<32} {:>7} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6}",
+                    "Symbol",
+                    "#",
+                    "CPI",
+                    "BM/KI",
+                    "CM/KI",
+                    "%CM",
+                    "%CY",
+                    "%I",
+                    "%BM",
+                    "%L1DA",
+                    "%L1DM",
+                    "DIS"
+                );
                 for r in rows {
                     let name = match r.split {
                         Some(x) => format!("{} [{x}]", r.symbol),
@@ -288,7 +390,23 @@ impl Metrics {
                 s.push_str("symbol,split,samples,cpi,bm_per_ki,cm_per_ki,cm_pct,cycles_pct,instr_pct,bm_pct,l1da_pct,l1dm_pct,discarded_pct\n");
                 for r in rows {
                     let o = |v: Option<f64>| v.map(|x| format!("{x:.4}")).unwrap_or_default();
-                    let _ = writeln!(s, "{},{},{},{},{},{},{},{},{},{},{},{},{:.4}", r.symbol, r.split.map(|x| x.to_string()).unwrap_or_default(), r.samples, o(r.cpi), o(r.bm_per_ki), o(r.cm_per_ki), o(r.cm_pct), o(r.cycles_pct), o(r.instr_pct), o(r.bm_pct), o(r.l1da_pct), o(r.l1dm_pct), r.discarded_pct);
+                    let _ = writeln!(
+                        s,
+                        "{},{},{},{},{},{},{},{},{},{},{},{},{:.4}",
+                        r.symbol,
+                        r.split.map(|x| x.to_string()).unwrap_or_default(),
+                        r.samples,
+                        o(r.cpi),
+                        o(r.bm_per_ki),
+                        o(r.cm_per_ki),
+                        o(r.cm_pct),
+                        o(r.cycles_pct),
+                        o(r.instr_pct),
+                        o(r.bm_pct),
+                        o(r.l1da_pct),
+                        o(r.l1dm_pct),
+                        r.discarded_pct
+                    );
                 }
             }
             crate::report::Format::Json => {
@@ -304,21 +422,53 @@ impl Metrics {
 mod tests {
     use super::*;
 
-    const S: StrobeInfo = StrobeInfo { period: 1000, window: 100, fixed: false, decimated: false };
+    const S: StrobeInfo = StrobeInfo {
+        period: 1000,
+        window: 100,
+        fixed: false,
+        decimated: false,
+    };
 
     fn cols() -> Columns {
-        Columns { cycles: Some(0), instructions: Some(1), branch_misses: Some(2), cache_refs: None, cache_misses: None }
+        Columns {
+            cycles: Some(0),
+            instructions: Some(1),
+            branch_misses: Some(2),
+            cache_refs: None,
+            cache_misses: None,
+        }
     }
 
     /// A long sample at `ip_start` then a window ending at `ip_end`, with counts.
-    fn pair(t: &mut [u64; 3], ip_start: u64, ip_end: u64, cy: u64, ins: u64, bm: u64) -> Vec<Option<Sample>> {
+    fn pair(
+        t: &mut [u64; 3],
+        ip_start: u64,
+        ip_end: u64,
+        cy: u64,
+        ins: u64,
+        bm: u64,
+    ) -> Vec<Option<Sample>> {
         t[0] += 900;
         t[1] += 900;
-        let long = Sample { tid: 1, pid: 1, ip: ip_start, period: 900, values: t.to_vec(), ..Default::default() };
+        let long = Sample {
+            tid: 1,
+            pid: 1,
+            ip: ip_start,
+            period: 900,
+            values: t.to_vec(),
+            ..Default::default()
+        };
         t[0] += cy;
         t[1] += ins;
         t[2] += bm;
-        let win = Sample { tid: 1, pid: 1, ip: ip_end, period: 100, values: t.to_vec(), ..Default::default() };
+        let win = Sample {
+            tid: 1,
+            pid: 1,
+            ip: ip_end,
+            period: 100,
+            values: t.to_vec(),
+            ..Default::default()
+        };
         vec![Some(long), Some(win)]
     }
 
@@ -334,7 +484,14 @@ mod tests {
         ev.extend(pair(&mut t, 100, 120, 100, 50, 3)); // f1 again
         ev.extend(pair(&mut t, 200, 210, 100, 100, 0)); // f2: CPI 1
         ev.extend(pair(&mut t, 200, 310, 100, 100, 0)); // starts in f2, ends in f3: discarded
-        let m = compute(ev.clone(), S, &cols(), DiscardMode::Discard, Split::None, name);
+        let m = compute(
+            ev.clone(),
+            S,
+            &cols(),
+            DiscardMode::Discard,
+            Split::None,
+            name,
+        );
         assert_eq!((m.windows, m.discarded), (4, 1));
         let f1 = m.rows.iter().find(|r| r.symbol == "f1").unwrap();
         assert_eq!(f1.samples, 2);
@@ -344,20 +501,39 @@ mod tests {
         assert_eq!(f1.bm_pct, Some(100.0));
         assert_eq!(f1.cm_pct, None, "no cache events: the column is empty");
         let f3 = m.rows.iter().find(|r| r.symbol == "f3").unwrap();
-        assert_eq!((f3.samples, f3.discarded_pct, f3.cpi), (1, 100.0, None), "a discarded window still counts in #");
+        assert_eq!(
+            (f3.samples, f3.discarded_pct, f3.cpi),
+            (1, 100.0, None),
+            "a discarded window still counts in #"
+        );
         // -s none keeps it, attributed to its end symbol.
         let m = compute(ev, S, &cols(), DiscardMode::None, Split::None, name);
         assert_eq!(m.discarded, 0);
-        assert_eq!(m.rows.iter().find(|r| r.symbol == "f3").unwrap().cpi, Some(1.0));
+        assert_eq!(
+            m.rows.iter().find(|r| r.symbol == "f3").unwrap().cpi,
+            Some(1.0)
+        );
     }
 
     #[test]
     fn long_and_short_samples_by_threshold() {
         // (1000 + 100) / 2 = 550: a 551-cycle sample is long, a 550-cycle one is a window.
-        let mk = |ip, period, c| Some(Sample { tid: 1, pid: 1, ip, period, values: vec![c, c], ..Default::default() });
+        let mk = |ip, period, c| {
+            Some(Sample {
+                tid: 1,
+                pid: 1,
+                ip,
+                period,
+                values: vec![c, c],
+                ..Default::default()
+            })
+        };
         let ev = vec![mk(100, 551, 551), mk(110, 550, 1101), mk(120, 550, 1651)];
         let m = compute(ev, S, &cols(), DiscardMode::Discard, Split::None, name);
-        assert_eq!(m.windows, 1, "the second short sample follows a short one: no window");
+        assert_eq!(
+            m.windows, 1,
+            "the second short sample follows a short one: no window"
+        );
         assert_eq!(m.rows[0].cpi, Some(1.0));
     }
 
@@ -376,19 +552,48 @@ mod tests {
         let mut t = [0u64; 3];
         let mut ev = vec![None];
         ev.extend(pair(&mut t, 200, 210, 100, 100, 0));
-        let m = compute(ev, StrobeInfo { decimated: true, ..S }, &cols(), DiscardMode::Discard, Split::None, name);
+        let m = compute(
+            ev,
+            StrobeInfo {
+                decimated: true,
+                ..S
+            },
+            &cols(),
+            DiscardMode::Discard,
+            Split::None,
+            name,
+        );
         assert_eq!((m.windows, m.dropped_after_throttle), (1, 0));
     }
 
     #[test]
     fn fixed_period_windows_chain_and_splits() {
         let s = StrobeInfo { fixed: true, ..S };
-        let mk = |tid, ip, c| Some(Sample { tid, pid: 1, ip, cpu: tid, period: 100, values: vec![c, c / 2], ..Default::default() });
-        let ev = vec![mk(1, 100, 100), mk(2, 100, 100), mk(1, 110, 200), mk(2, 210, 300), mk(1, 120, 300)];
+        let mk = |tid, ip, c| {
+            Some(Sample {
+                tid,
+                pid: 1,
+                ip,
+                cpu: tid,
+                period: 100,
+                values: vec![c, c / 2],
+                ..Default::default()
+            })
+        };
+        let ev = vec![
+            mk(1, 100, 100),
+            mk(2, 100, 100),
+            mk(1, 110, 200),
+            mk(2, 210, 300),
+            mk(1, 120, 300),
+        ];
         let m = compute(ev, s, &cols(), DiscardMode::Discard, Split::Thread, name);
         assert_eq!((m.windows, m.discarded), (3, 1));
         let t1 = m.rows.iter().find(|r| r.split == Some(1)).unwrap();
-        assert_eq!((t1.symbol.as_str(), t1.samples, t1.cpi), ("f1", 2, Some(2.0)));
+        assert_eq!(
+            (t1.symbol.as_str(), t1.samples, t1.cpi),
+            ("f1", 2, Some(2.0))
+        );
     }
 
     #[test]
@@ -400,13 +605,30 @@ mod tests {
         }
         ev.extend(pair(&mut t, 100, 110, 4500, 100, 0)); // CPI 45 in one window
         let m = compute(ev, S, &cols(), DiscardMode::Discard, Split::None, name);
-        assert!(m.warnings.iter().any(|w| w.contains("1 of 11 windows have a CPI over 4x")), "{:?}", m.warnings);
+        assert!(
+            m.warnings
+                .iter()
+                .any(|w| w.contains("1 of 11 windows have a CPI over 4x")),
+            "{:?}",
+            m.warnings
+        );
     }
 
     #[test]
     fn strobe_mode_strings() {
-        assert_eq!(strobe_info("strobe:decimate;period=1000000;window=300;jitter=0"), Some(StrobeInfo { period: 1_000_000, window: 300, fixed: false, decimated: true }));
-        assert_eq!(strobe_info("strobe:fixed;period=1000000;window=300;jitter=1").map(|s| s.fixed), Some(true));
+        assert_eq!(
+            strobe_info("strobe:decimate;period=1000000;window=300;jitter=0"),
+            Some(StrobeInfo {
+                period: 1_000_000,
+                window: 300,
+                fixed: false,
+                decimated: true
+            })
+        );
+        assert_eq!(
+            strobe_info("strobe:fixed;period=1000000;window=300;jitter=1").map(|s| s.fixed),
+            Some(true)
+        );
         assert_eq!(strobe_info("sample"), None);
     }
 }

@@ -286,21 +286,54 @@ pub fn metrics_run(name: &str, strobe: &str, period: &str, secs: &str) -> (serde
         .env("HOME", &d)
         .env("XDG_CACHE_HOME", d.join("cache"))
         .env_remove("SSH_AUTH_SOCK")
-        .args(["record", "--host", &format!("root@127.0.0.1:{}", port.trim()), "--identity"])
+        .args([
+            "record",
+            "--host",
+            &format!("root@127.0.0.1:{}", port.trim()),
+            "--identity",
+        ])
         .arg(lab().join("id_ed25519"))
         .arg("--known-hosts")
         .arg(lab().join("known_hosts"))
-        .args(["--accept-new-host-key", "--metrics", "--strobe", strobe, "-c", period, "--format", "json", "--top", "0", "-o"])
+        .args([
+            "--accept-new-host-key",
+            "--metrics",
+            "--strobe",
+            strobe,
+            "-c",
+            period,
+            "--format",
+            "json",
+            "--top",
+            "0",
+            "-o",
+        ])
         .arg(&out)
-        .args(["--", "/root/labperf-bench", "--duration", secs, "--classes", "int_divider_stalls=3,fp_divider_stalls=2,double_to_int=1"])
+        .args([
+            "--",
+            "/root/labperf-bench",
+            "--duration",
+            secs,
+            "--classes",
+            "int_divider_stalls=3,fp_divider_stalls=2,double_to_int=1",
+        ])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    (serde_json::from_slice(&o.stdout).unwrap(), std::fs::metadata(&out).unwrap().len())
+    (
+        serde_json::from_slice(&o.stdout).unwrap(),
+        std::fs::metadata(&out).unwrap().len(),
+    )
 }
 
 fn instr_pct(j: &serde_json::Value, f: &str) -> f64 {
-    j["rows"].as_array().unwrap().iter().find(|r| r["symbol"] == f).and_then(|r| r["instr_pct"].as_f64()).unwrap_or(-100.0)
+    j["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["symbol"] == f)
+        .and_then(|r| r["instr_pct"].as_f64())
+        .unwrap_or(-100.0)
 }
 
 #[test]
@@ -308,7 +341,11 @@ fn instr_pct(j: &serde_json::Value, f: &str) -> f64 {
 fn metrics_known_answers_through_record_host() {
     // The bench splits CPU time 3:2:1; under -icount a nanosecond is an instruction, so
     // that is also the exact instruction split between the three functions.
-    let want = [("int_divider_stalls", 50.0), ("fp_divider_stalls", 100.0 / 3.0), ("double_to_int", 100.0 / 6.0)];
+    let want = [
+        ("int_divider_stalls", 50.0),
+        ("fp_divider_stalls", 100.0 / 3.0),
+        ("double_to_int", 100.0 / 6.0),
+    ];
     // Windows every 20000 cycles: a 300-cycle sampler is throttled by the kernel, and
     // windows come only from the unthrottled part of each tick.
     let (j, _) = metrics_run("lab-metrics", "auto", "20000", "3");
@@ -318,9 +355,61 @@ fn metrics_known_answers_through_record_host() {
         // %I among the three functions (the rest of the program is a fraction of a percent).
         let got = 100.0 * instr_pct(&j, f) / share_sum;
         eprintln!("{f}: %I {got:.2} (want {w:.2})");
-        assert!((got - w).abs() < 2.0, "{f}: {got:.2}% of instructions, want {w:.2}%");
-        let row = j["rows"].as_array().unwrap().iter().find(|r| r["symbol"] == f).unwrap();
+        assert!(
+            (got - w).abs() < 2.0,
+            "{f}: {got:.2}% of instructions, want {w:.2}%"
+        );
+        let row = j["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["symbol"] == f)
+            .unwrap();
         let cpi = row["cpi"].as_f64().unwrap();
         assert!((cpi - 1.0).abs() <= 0.01, "{f}: CPI {cpi}");
     }
+}
+
+#[test]
+#[ignore = "needs the emulated Arm lab machine: `cargo xtask test` boots it"]
+fn probe_shows_the_arm_pmu_and_the_strobing_mode() {
+    let d = scratch("lab-probe");
+    let port = std::fs::read_to_string(lab().join("port")).unwrap();
+    let o = Command::new(bin("labperf"))
+        .env("HOME", &d)
+        .env_remove("SSH_AUTH_SOCK")
+        .args([
+            "probe",
+            &format!("root@127.0.0.1:{}", port.trim()),
+            "--accept-new-host-key",
+            "--identity",
+        ])
+        .arg(lab().join("id_ed25519"))
+        .arg("--known-hosts")
+        .arg(lab().join("known_hosts"))
+        .output()
+        .unwrap();
+    let p = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{p}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        p.contains("architecture: aarch64")
+            && p.contains("armv8_pmuv3 (type")
+            && p.contains("cpu_cycles")
+            && p.contains("inst_retired"),
+        "{p}"
+    );
+    // Debian's 6.1: no alternating periods (size-144 attrs are E2BIG), so decimation.
+    assert!(
+        p.contains("strobing: decimate")
+            && p.contains("kernel-rfc-v2: not available (Argument list too long"),
+        "{p}"
+    );
+    assert!(
+        p.contains("perf_event_paranoid: 3") && p.contains("ProfileMe format bit: no"),
+        "{p}"
+    );
 }

@@ -20,6 +20,9 @@ pub struct Args {
     /// Seconds of decoder fuzzing (0 skips it).
     #[arg(long, default_value_t = 180)]
     pub fuzz_seconds: u64,
+    /// Seconds (guest time) of each strobing recording on the emulated Arm machine (0 skips them).
+    #[arg(long, default_value_t = 10)]
+    pub strobe_seconds: u64,
 }
 
 fn median_secs(reps: usize, mut f: impl FnMut() -> anyhow::Result<()>) -> anyhow::Result<f64> {
@@ -130,6 +133,9 @@ pub fn run(a: &Args, s: &mut Summary) {
             Ok(line)
         });
     }
+    if a.strobe_seconds > 0 {
+        strobing(a, s);
+    }
     if a.fuzz_seconds > 0 {
         crate::setup::run(
             &crate::setup::Args {
@@ -142,5 +148,77 @@ pub fn run(a: &Args, s: &mut Summary) {
             &format!("fuzz the decoder for {} s", a.fuzz_seconds),
             || crate::fuzz::fuzz(a.fuzz_seconds),
         );
+    }
+}
+
+/// Decimation against the fixed 300-cycle window on the emulated Arm machine: bytes,
+/// per-function %I, and `labperf report --metrics` time, from the same workload.
+fn strobing(a: &Args, s: &mut Summary) {
+    let was_up = crate::lab::is_up();
+    if !s.step("lab up aarch64", || crate::lab::up(10022)) {
+        return;
+    }
+    let dir = target_dir().join("bench");
+    let labperf = target_dir().join("release/labperf");
+    let secs = a.strobe_seconds.to_string();
+    let mut runs: Vec<(String, u64, String)> = Vec::new();
+    s.step("strobing: decimated and fixed recordings of the same run", || {
+        let sh = Shell::new()?;
+        let ssh = crate::lab::ssh_args()?;
+        let bench = agents_dir("aarch64-unknown-linux-musl").join("labperf-bench");
+        let upload = "cat > /root/labperf-bench && chmod +x /root/labperf-bench";
+        cmd!(sh, "ssh {ssh...} {upload}").stdin(std::fs::read(&bench)?).run()?;
+        let lab = crate::lab::dir();
+        let (key, kh) = (lab.join("id_ed25519"), lab.join("known_hosts"));
+        let port = std::fs::read_to_string(lab.join("port"))?.trim().to_string();
+        let host = format!("root@127.0.0.1:{port}");
+        for mode in ["decimate", "fixed"] {
+            let out = dir.join(format!("strobe-{mode}.lpr"));
+            let json = cmd!(sh, "{labperf} record --host {host} --identity {key} --known-hosts {kh} --accept-new-host-key --metrics --strobe {mode} -c 25000 --format json --top 0 -o {out} -- /root/labperf-bench --duration {secs} --classes int_divider_stalls=3,fp_divider_stalls=2,double_to_int=1").read()?;
+            runs.push((mode.to_string(), std::fs::metadata(&out)?.len(), json));
+        }
+        Ok(format!("{} B decimated, {} B fixed", runs[0].1, runs[1].1))
+    });
+    if runs.len() == 2 {
+        s.step("strobing: bytes, %I agreement and report time (targets 1/20, 2 points, 20x)", || {
+            let pct = |json: &str, f: &str| -> f64 {
+                let key = format!("\"symbol\": \"{f}\"");
+                json.split("{").find(|r| r.contains(&key)).and_then(|r| r.split("\"instr_pct\": ").nth(1)).and_then(|v| v.split([',', '\n']).next()).and_then(|v| v.trim().parse().ok()).unwrap_or(f64::NAN)
+            };
+            let mut worst = 0.0f64;
+            let mut rows = Vec::new();
+            for f in ["int_divider_stalls", "fp_divider_stalls", "double_to_int"] {
+                let (d, x) = (pct(&runs[0].2, f), pct(&runs[1].2, f));
+                worst = worst.max((d - x).abs());
+                rows.push(format!("{f} %I {d:.1} vs {x:.1}"));
+            }
+            let sh = Shell::new()?;
+            let time = |mode: &str| {
+                let f = dir.join(format!("strobe-{mode}.lpr"));
+                median_secs(a.reps, || {
+                    cmd!(sh, "{labperf} report --metrics {f}").quiet().ignore_stdout().ignore_stderr().run()?;
+                    Ok(())
+                })
+            };
+            let (td, tf) = (time("decimate")?, time("fixed")?);
+            let line = format!(
+                "decimated {} B vs fixed {} B = 1/{:.0}; {}; worst %I difference {worst:.2} points; report --metrics {:.1} ms vs {:.1} ms = {:.1}x faster",
+                runs[0].1,
+                runs[1].1,
+                runs[1].1 as f64 / runs[0].1 as f64,
+                rows.join(", "),
+                td * 1e3,
+                tf * 1e3,
+                tf / td
+            );
+            println!("BENCH strobing: {line}");
+            if runs[0].1 * 20 > runs[1].1 || worst >= 2.0 || tf / td < 20.0 {
+                bail!("{line}: a target is missed");
+            }
+            Ok(line)
+        });
+    }
+    if !was_up {
+        s.step("lab down", crate::lab::down);
     }
 }

@@ -239,7 +239,11 @@ pub fn strobe_term_shift(spec: &EventSpec) -> Option<u32> {
 
 pub fn strobe_term_shift_in(sysfs: &Path, spec: &EventSpec) -> Option<u32> {
     for d in fs::read_dir(sysfs).ok()?.flatten() {
-        let ty: u32 = fs::read_to_string(d.path().join("type")).ok()?.trim().parse().ok()?;
+        let ty: u32 = fs::read_to_string(d.path().join("type"))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()?;
         if spec.type_ != PERF_TYPE_HARDWARE && spec.type_ != PERF_TYPE_RAW && ty != spec.type_ {
             continue;
         }

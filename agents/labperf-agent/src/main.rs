@@ -18,6 +18,7 @@ USAGE:
   labperf-agent record [OPTIONS] (--pid PID | -- CMD [ARGS...])
   labperf-agent stat   [OPTIONS] [-I MS] (--pid PID | -- CMD [ARGS...])
   labperf-agent list   [PMU]
+  labperf-agent strobe-probe [-c PERIOD] [--window N]   which strobing mode --metrics uses here
   labperf-agent --version
 
 OPTIONS:
@@ -115,7 +116,10 @@ fn parse_opts(args: Vec<String>) -> Result<Opts, String> {
             "--strobe" => {
                 o.strobe = val().ok_or("--strobe needs auto, kernel, decimate or fixed")?;
                 if !["auto", "kernel", "decimate", "fixed"].contains(&o.strobe.as_str()) {
-                    return Err(format!("--strobe takes auto, kernel, decimate or fixed, not '{}'", o.strobe));
+                    return Err(format!(
+                        "--strobe takes auto, kernel, decimate or fixed, not '{}'",
+                        o.strobe
+                    ));
                 }
             }
             "--progress" => o.progress = true,
@@ -166,6 +170,20 @@ fn main() {
             println!("{USAGE}");
             0
         }
+        "strobe-probe" => match parse_opts(
+            args.into_iter()
+                .chain(["--".to_string(), "probe".to_string()])
+                .collect(),
+        ) {
+            Ok(o) => record::strobe_probe(&o).unwrap_or_else(|e| {
+                eprintln!("labperf-agent: error: {e}");
+                125
+            }),
+            Err(e) => {
+                eprintln!("labperf-agent: {e}");
+                2
+            }
+        },
         "list" => {
             print!("{}", events::list(args.first().map(String::as_str)));
             0

@@ -6,7 +6,6 @@ use crate::perf::{self, AttrPlan, Cur, Fd, Ring};
 use crate::workload::{self, Workload, SIGNALLED};
 use crate::{strobe, sys, Opts};
 use labperf_common::*;
-use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -107,7 +106,8 @@ pub struct Opened {
     pub descs: Vec<EventDesc>,
     pub fds: Vec<Fd>,
     pub rings: Vec<(Fd, Ring)>,
-    pub id_to_event: HashMap<u64, u32>,
+    /// (perf event id, index into the header's events): few enough for a linear search.
+    pub id_to_event: Vec<(u64, u32)>,
     pub sample_type: u64,
     pub read_format: u64,
     pub notes: Vec<String>,
@@ -148,7 +148,11 @@ pub fn strobe_of(o: &Opts) -> Result<Option<strobe::Strobe>, String> {
     if !o.metrics {
         return Ok(None);
     }
-    let s = strobe::Strobe { period: o.period.unwrap_or(1_000_000), window: o.window, jitter: o.jitter };
+    let s = strobe::Strobe {
+        period: o.period.unwrap_or(1_000_000),
+        window: o.window,
+        jitter: o.jitter,
+    };
     strobe::validate(&s, o.freq.is_some())
 }
 
@@ -182,12 +186,59 @@ impl strobe::ProbeSys for SelfProbe {
         fd.disable();
         let mut periods = Vec::new();
         ring.drain(|rec| {
-            if rec.len() >= 16 && u32::from_ne_bytes([rec[0], rec[1], rec[2], rec[3]]) == PERF_RECORD_SAMPLE {
+            if rec.len() >= 16
+                && u32::from_ne_bytes([rec[0], rec[1], rec[2], rec[3]]) == PERF_RECORD_SAMPLE
+            {
                 periods.push(u64::from_ne_bytes(rec[8..16].try_into().unwrap_or([0; 8])));
             }
         });
         Ok(periods)
     }
+}
+
+/// `labperf-agent strobe-probe`: which strobing mode `record --metrics` would use here.
+pub fn strobe_probe(o: &Opts) -> Result<i32, String> {
+    let st = strobe::Strobe {
+        period: o.period.unwrap_or(1_000_000),
+        window: o.window,
+        jitter: o.jitter,
+    };
+    let spec = events::parse("cycles")?;
+    let base = AttrPlan {
+        spec,
+        period: st.window,
+        freq: false,
+        sample_type: perf::SAMPLE_PERIOD,
+        read_format: 0,
+        disabled: true,
+        enable_on_exec: false,
+        inherit: false,
+        sideband: false,
+        build_id: false,
+        watermark: 0,
+        ext: Default::default(),
+    };
+    let mut probe = SelfProbe { pages: 8 };
+    if let Err(e) = strobe::ProbeSys::sample_periods(&mut probe, &base) {
+        println!(
+            "strobing: unavailable: the cycles event does not sample here ({})",
+            std::io::Error::from_raw_os_error(e)
+        );
+        return Ok(1);
+    }
+    let mut notes = Vec::new();
+    let m = strobe::choose(
+        &mut probe,
+        &base,
+        &st,
+        events::strobe_term_shift(&base.spec),
+        &mut notes,
+    );
+    println!("strobing: {}", m.name());
+    for n in notes {
+        println!("  {n}");
+    }
+    Ok(0)
 }
 
 fn open_all(o: &Opts, target: &Target) -> Result<Opened, String> {
@@ -276,7 +327,13 @@ fn open_all(o: &Opts, target: &Target) -> Result<Opened, String> {
                 (None, forced) => {
                     let driver = events::strobe_term_shift(&plans[0].spec);
                     let mut tried = Vec::new();
-                    let m = strobe::choose(&mut SelfProbe { pages: 8 }, &plans[0], &st, driver, &mut tried);
+                    let m = strobe::choose(
+                        &mut SelfProbe { pages: 8 },
+                        &plans[0],
+                        &st,
+                        driver,
+                        &mut tried,
+                    );
                     if forced == "kernel" && m == strobe::Mode::Decimate {
                         return Err(format!("--strobe kernel: no kernel alternating-period ABI works here ({}). Use --strobe auto or decimate.", tried.join("; ")));
                     }
@@ -345,7 +402,7 @@ fn open_plans(
 ) -> Result<Opened, Retry> {
     let mut fds = Vec::new();
     let mut rings: Vec<(Fd, Ring)> = Vec::new();
-    let mut id_to_event = HashMap::new();
+    let mut id_to_event = Vec::new();
     let mut descs = Vec::new();
     for (i, p) in plans.iter().enumerate() {
         let a = p.to_kernel();
@@ -381,7 +438,7 @@ fn open_plans(
                         });
                     }
                 };
-                id_to_event.insert(fd.id(), i as u32);
+                id_to_event.push((fd.id(), i as u32));
                 if specs[i].1.is_none() {
                     leader_fd = fd.0;
                     match ring_fd {
@@ -413,6 +470,15 @@ fn open_plans(
         notes: Vec::new(),
         strobe: None,
     })
+}
+
+impl Opened {
+    fn event_of(&self, id: u64) -> u32 {
+        self.id_to_event
+            .iter()
+            .find(|(i, _)| *i == id)
+            .map_or(0, |e| e.1)
+    }
 }
 
 /// Converts one kernel record into labperf records.
@@ -486,7 +552,7 @@ impl Conv<'_> {
                 let lost = c.u64()?;
                 self.lost += lost;
                 Record::Lost(Lost {
-                    event: self.op.id_to_event.get(&id).copied().unwrap_or(0),
+                    event: self.op.event_of(id),
                     lost,
                 })
             }
@@ -503,7 +569,7 @@ impl Conv<'_> {
                 }
                 Record::Throttle(Throttle {
                     time,
-                    event: self.op.id_to_event.get(&id).copied().unwrap_or(0),
+                    event: self.op.event_of(id),
                     throttle: ty == PERF_RECORD_THROTTLE,
                 })
             }
@@ -515,7 +581,7 @@ impl Conv<'_> {
         let st = self.op.sample_type;
         let mut s = Sample::default();
         if st & perf::SAMPLE_IDENTIFIER != 0 {
-            s.event = self.op.id_to_event.get(&c.u64()?).copied().unwrap_or(0);
+            s.event = self.op.event_of(c.u64()?);
         }
         if st & perf::SAMPLE_IP != 0 {
             s.ip = c.u64()?;
@@ -632,7 +698,13 @@ pub fn run(o: &Opts) -> Result<i32, String> {
     let path = o.output.clone().unwrap_or_else(|| "labperf.lpr".into());
     let mode = match opened.strobe {
         // The host's `report --metrics` reads the strobe settings back from this string.
-        Some((m, st)) => format!("strobe:{};period={};window={};jitter={}", m.name(), st.period, st.window, u8::from(st.jitter)),
+        Some((m, st)) => format!(
+            "strobe:{};period={};window={};jitter={}",
+            m.name(),
+            st.period,
+            st.window,
+            u8::from(st.jitter)
+        ),
         None if opened.read_format & perf::FORMAT_GROUP != 0 => "sample-read".into(),
         None => "sample".into(),
     };
@@ -668,7 +740,11 @@ pub fn run(o: &Opts) -> Result<i32, String> {
         lost: 0,
         throttled: 0,
     };
-    let drain_all = |rings: &mut Vec<(Fd, Ring)>, conv: &mut Conv, out: &mut Out, dec: &mut Option<strobe::Decimator>| -> Result<(), String> {
+    let drain_all = |rings: &mut Vec<(Fd, Ring)>,
+                     conv: &mut Conv,
+                     out: &mut Out,
+                     dec: &mut Option<strobe::Decimator>|
+     -> Result<(), String> {
         for (_, ring) in rings.iter_mut() {
             let mut err = Ok(());
             ring.drain(|rec| {
@@ -711,7 +787,9 @@ pub fn run(o: &Opts) -> Result<i32, String> {
             .collect();
         // SAFETY: valid pollfd array.
         unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, 100) };
-        if let Err(e) = drain_all(&mut rings, &mut conv, &mut out, &mut decimator).and_then(|_| out.tick()) {
+        if let Err(e) =
+            drain_all(&mut rings, &mut conv, &mut out, &mut decimator).and_then(|_| out.tick())
+        {
             pending_err = Some(e);
             break;
         }

@@ -53,10 +53,17 @@ pub fn validate(s: &Strobe, freq: bool) -> Result<Option<Strobe>, String> {
         return Err("--metrics strobes a fixed period: it cannot be used with --freq".into());
     }
     if s.window == 0 {
-        return Err(if s.jitter { "--jitter needs a window: give --window N (N > 0)".into() } else { "--window must be greater than 0".into() });
+        return Err(if s.jitter {
+            "--jitter needs a window: give --window N (N > 0)".into()
+        } else {
+            "--window must be greater than 0".into()
+        });
     }
     if s.window > s.period {
-        return Err(format!("--window ({}) must not exceed --period ({})", s.window, s.period));
+        return Err(format!(
+            "--window ({}) must not exceed --period ({})",
+            s.window, s.period
+        ));
     }
     if s.window == s.period {
         return Ok(None); // as the kernel does: equal periods switch alternation off
@@ -71,12 +78,18 @@ pub fn apply(mode: Mode, s: &Strobe, plan: &mut AttrPlan, driver_shift: u32) {
     match mode {
         Mode::KernelRfcV2 => {
             plan.period = s.period;
-            plan.ext = AttrExt { at136: Some(s.window), flag_bits: if s.jitter { RFC_V2_JITTER_BIT } else { 0 } };
+            plan.ext = AttrExt {
+                at136: Some(s.window),
+                flag_bits: if s.jitter { RFC_V2_JITTER_BIT } else { 0 },
+            };
         }
         Mode::KernelV4 => {
             plan.period = s.period;
             let rand = if s.jitter { V4_RAND_BITS } else { 0 };
-            plan.ext = AttrExt { at136: Some((s.window & 0xffff_ffff) | (rand << 32)), flag_bits: 0 };
+            plan.ext = AttrExt {
+                at136: Some((s.window & 0xffff_ffff) | (rand << 32)),
+                flag_bits: 0,
+            };
         }
         Mode::DriverTerm => {
             plan.period = s.period;
@@ -93,7 +106,18 @@ pub fn alternates(periods: &[u64], s: &Strobe) -> bool {
     }
     let short = |p: u64| p <= s.window * 2 + 16;
     let long = |p: u64| p + s.window + 16 >= s.period && p <= s.period + 16;
-    let kinds: Vec<Option<bool>> = periods.iter().map(|&p| if short(p) { Some(true) } else if long(p) { Some(false) } else { None }).collect();
+    let kinds: Vec<Option<bool>> = periods
+        .iter()
+        .map(|&p| {
+            if short(p) {
+                Some(true)
+            } else if long(p) {
+                Some(false)
+            } else {
+                None
+            }
+        })
+        .collect();
     kinds.iter().all(Option::is_some) && kinds.windows(2).all(|w| w[0] != w[1])
 }
 
@@ -104,7 +128,11 @@ fn classify(tried: Mode, periods: &[u64], s: &Strobe) -> Mode {
     if !matches!(tried, Mode::KernelRfcV2 | Mode::KernelV4) {
         return tried;
     }
-    let longs: Vec<u64> = periods.iter().copied().filter(|&p| p > s.window * 2 + 16).collect();
+    let longs: Vec<u64> = periods
+        .iter()
+        .copied()
+        .filter(|&p| p > s.window * 2 + 16)
+        .collect();
     let mean = longs.iter().sum::<u64>() / longs.len().max(1) as u64;
     if mean.abs_diff(s.period - s.window) < mean.abs_diff(s.period) {
         Mode::KernelV4
@@ -121,7 +149,13 @@ pub trait ProbeSys {
 
 /// Picks the mode: each kernel ABI in turn, trusted only if samples really alternate
 /// (upstream kernels take a size-144 attr as `config4` and ignore it), then decimation.
-pub fn choose(sys: &mut dyn ProbeSys, base: &AttrPlan, s: &Strobe, driver_shift: Option<u32>, notes: &mut Vec<String>) -> Mode {
+pub fn choose(
+    sys: &mut dyn ProbeSys,
+    base: &AttrPlan,
+    s: &Strobe,
+    driver_shift: Option<u32>,
+    notes: &mut Vec<String>,
+) -> Mode {
     let mut candidates = vec![Mode::KernelRfcV2, Mode::KernelV4];
     if driver_shift.is_some() {
         candidates.insert(0, Mode::DriverTerm);
@@ -131,8 +165,15 @@ pub fn choose(sys: &mut dyn ProbeSys, base: &AttrPlan, s: &Strobe, driver_shift:
         apply(m, s, &mut plan, driver_shift.unwrap_or(0));
         match sys.sample_periods(&plan) {
             Ok(p) if alternates(&p, s) => return classify(m, &p, s),
-            Ok(p) => notes.push(format!("{}: the attr opened but sampled periods did not alternate ({} samples: {:?}...); not used", m.name(), p.len(), &p[..p.len().min(6)])),
-            Err(e) => notes.push(format!("{}: not available ({})", m.name(), std::io::Error::from_raw_os_error(e))),
+            Ok(p) => {
+                let first: Vec<String> = p.iter().take(6).map(u64::to_string).collect();
+                notes.push(format!("{}: the attr opened but sampled periods did not alternate ({} samples: {}...); not used", m.name(), p.len(), first.join(", ")));
+            }
+            Err(e) => notes.push(format!(
+                "{}: not available ({})",
+                m.name(),
+                std::io::Error::from_raw_os_error(e)
+            )),
         }
     }
     Mode::Decimate
@@ -160,7 +201,15 @@ pub struct Decimator {
 
 impl Decimator {
     pub fn new(s: Strobe) -> Self {
-        Decimator { s, last: Vec::new(), last_kept: Vec::new(), rate: 0.0, rng: 0x9E37_79B9_7F4A_7C15, target: s.period, dropped: 0 }
+        Decimator {
+            s,
+            last: Vec::new(),
+            last_kept: Vec::new(),
+            rate: 0.0,
+            rng: 0x9E37_79B9_7F4A_7C15,
+            target: s.period,
+            dropped: 0,
+        }
     }
 
     fn next_target(&mut self) -> u64 {
@@ -184,14 +233,26 @@ impl Decimator {
             return vec![s];
         };
         let tid = s.tid;
-        let prev = self.last.iter().position(|(t, _)| *t == tid).map(|i| self.last.swap_remove(i).1);
+        let prev = self
+            .last
+            .iter()
+            .position(|(t, _)| *t == tid)
+            .map(|i| self.last.swap_remove(i).1);
         let mut out = Vec::new();
-        if let Some(p) = prev.filter(|p| c.wrapping_sub(p.values[0]) <= 2 * self.s.window + 64 && s.time > p.time) {
+        if let Some(p) = prev
+            .filter(|p| c.wrapping_sub(p.values[0]) <= 2 * self.s.window + 64 && s.time > p.time)
+        {
             let dc = c - p.values[0];
             let r = dc as f64 / (s.time - p.time) as f64;
-            self.rate = if self.rate == 0.0 { r } else { 0.9 * self.rate + 0.1 * r };
+            self.rate = if self.rate == 0.0 {
+                r
+            } else {
+                0.9 * self.rate + 0.1 * r
+            };
             let kept_at = self.last_kept.iter().find(|(t, _)| *t == tid).map(|k| k.1);
-            let since = kept_at.map_or(u64::MAX, |k| ((s.time.saturating_sub(k)) as f64 * self.rate) as u64);
+            let since = kept_at.map_or(u64::MAX, |k| {
+                ((s.time.saturating_sub(k)) as f64 * self.rate) as u64
+            });
             if since >= self.target {
                 let mut long = p.clone();
                 long.period = since.min(p.values[0].max(self.target));
@@ -236,7 +297,11 @@ mod tests {
         }
     }
 
-    const S: Strobe = Strobe { period: 1_000_000, window: 300, jitter: false };
+    const S: Strobe = Strobe {
+        period: 1_000_000,
+        window: 300,
+        jitter: false,
+    };
 
     /// A simulated kernel: which ABI it implements, and what an upstream kernel does
     /// with a size-144 attr (accepts it as config4 and ignores it).
@@ -253,7 +318,11 @@ mod tests {
         fn sample_periods(&mut self, p: &AttrPlan) -> Result<Vec<u64>, i32> {
             let a = p.to_kernel();
             self.tried.push((a.size, p.ext.at136, p.spec.config2));
-            let alt = |long: u64, short: u64| (0..8).map(|i| if i % 2 == 0 { long } else { short }).collect();
+            let alt = |long: u64, short: u64| {
+                (0..8)
+                    .map(|i| if i % 2 == 0 { long } else { short })
+                    .collect()
+            };
             if a.size == 144 && self.size144_e2big {
                 return Err(libc::E2BIG);
             }
@@ -277,19 +346,46 @@ mod tests {
     }
 
     fn fake() -> Fake {
-        Fake { rfc: false, v4: false, driver: false, upstream_config4: false, size144_e2big: false, tried: vec![] }
+        Fake {
+            rfc: false,
+            v4: false,
+            driver: false,
+            upstream_config4: false,
+            size144_e2big: false,
+            tried: vec![],
+        }
     }
 
     #[test]
     fn each_abi_is_used_when_it_really_alternates() {
         let mut notes = vec![];
-        let mut f = Fake { rfc: true, ..fake() };
-        assert_eq!(choose(&mut f, &base(), &S, None, &mut notes), Mode::KernelRfcV2);
+        let mut f = Fake {
+            rfc: true,
+            ..fake()
+        };
+        assert_eq!(
+            choose(&mut f, &base(), &S, None, &mut notes),
+            Mode::KernelRfcV2
+        );
         let mut f = Fake { v4: true, ..fake() };
-        assert_eq!(choose(&mut f, &base(), &S, None, &mut notes), Mode::KernelV4, "told apart by the sampled long period");
-        assert_eq!(f.tried, vec![(144, Some(300), 0)], "v4 puts the window in hf_sample_period");
-        let mut f = Fake { driver: true, ..fake() };
-        assert_eq!(choose(&mut f, &base(), &S, Some(0), &mut notes), Mode::DriverTerm);
+        assert_eq!(
+            choose(&mut f, &base(), &S, None, &mut notes),
+            Mode::KernelV4,
+            "told apart by the sampled long period"
+        );
+        assert_eq!(
+            f.tried,
+            vec![(144, Some(300), 0)],
+            "v4 puts the window in hf_sample_period"
+        );
+        let mut f = Fake {
+            driver: true,
+            ..fake()
+        };
+        assert_eq!(
+            choose(&mut f, &base(), &S, Some(0), &mut notes),
+            Mode::DriverTerm
+        );
         assert_eq!(f.tried[0].2, 300, "strobe_period goes into config2:0-31");
     }
 
@@ -297,23 +393,64 @@ mod tests {
     fn silent_acceptance_falls_through_to_decimation() {
         // An upstream kernel: size 144 opens (config4), periods never alternate.
         let mut notes = vec![];
-        let mut f = Fake { upstream_config4: true, ..fake() };
-        assert_eq!(choose(&mut f, &base(), &S, None, &mut notes), Mode::Decimate);
+        let mut f = Fake {
+            upstream_config4: true,
+            ..fake()
+        };
+        assert_eq!(
+            choose(&mut f, &base(), &S, None, &mut notes),
+            Mode::Decimate
+        );
         assert_eq!(notes.len(), 2);
-        assert!(notes.iter().all(|n| n.contains("did not alternate")), "{notes:?}");
+        assert!(
+            notes.iter().all(|n| n.contains("did not alternate")),
+            "{notes:?}"
+        );
         // Debian's 6.1: size 144 is E2BIG.
         let mut notes = vec![];
-        let mut f = Fake { size144_e2big: true, ..fake() };
-        assert_eq!(choose(&mut f, &base(), &S, None, &mut notes), Mode::Decimate);
+        let mut f = Fake {
+            size144_e2big: true,
+            ..fake()
+        };
+        assert_eq!(
+            choose(&mut f, &base(), &S, None, &mut notes),
+            Mode::Decimate
+        );
         assert!(notes[0].contains("Argument list too long"), "{notes:?}");
     }
 
     #[test]
     fn jitter_and_window_rules() {
         assert!(validate(&S, true).unwrap_err().contains("--freq"));
-        assert!(validate(&Strobe { window: 0, jitter: true, ..S }, false).unwrap_err().contains("--jitter needs a window"));
-        assert_eq!(validate(&Strobe { window: S.period, ..S }, false).unwrap(), None);
-        assert!(validate(&Strobe { window: S.period + 1, ..S }, false).is_err());
+        assert!(validate(
+            &Strobe {
+                window: 0,
+                jitter: true,
+                ..S
+            },
+            false
+        )
+        .unwrap_err()
+        .contains("--jitter needs a window"));
+        assert_eq!(
+            validate(
+                &Strobe {
+                    window: S.period,
+                    ..S
+                },
+                false
+            )
+            .unwrap(),
+            None
+        );
+        assert!(validate(
+            &Strobe {
+                window: S.period + 1,
+                ..S
+            },
+            false
+        )
+        .is_err());
         let mut p = base();
         apply(Mode::KernelRfcV2, &Strobe { jitter: true, ..S }, &mut p, 0);
         let a = p.to_kernel();
@@ -327,7 +464,10 @@ mod tests {
 
     #[test]
     fn alternation_check() {
-        assert!(alternates(&[1_000_000, 300, 1_000_000, 310, 999_990, 300], &S));
+        assert!(alternates(
+            &[1_000_000, 300, 1_000_000, 310, 999_990, 300],
+            &S
+        ));
         assert!(!alternates(&[1_000_000, 1_000_000, 300, 300], &S));
         assert!(!alternates(&[300, 300, 300, 300], &S));
         assert!(!alternates(&[1_000_000, 300], &S));
@@ -335,12 +475,24 @@ mod tests {
 
     /// One cycle per ns, as under qemu's -icount shift=0.
     fn sample(tid: u32, cycles: u64, ip: u64) -> Sample {
-        Sample { tid, pid: tid, ip, time: cycles, values: vec![cycles, cycles], period: 300, ..Default::default() }
+        Sample {
+            tid,
+            pid: tid,
+            ip,
+            time: cycles,
+            values: vec![cycles, cycles],
+            period: 300,
+            ..Default::default()
+        }
     }
 
     #[test]
     fn decimation_keeps_one_window_per_period() {
-        let s = Strobe { period: 3000, window: 300, jitter: false };
+        let s = Strobe {
+            period: 3000,
+            window: 300,
+            jitter: false,
+        };
         let mut d = Decimator::new(s);
         let mut out = Vec::new();
         for i in 1..=100u64 {
@@ -350,7 +502,11 @@ mod tests {
         assert_eq!(out.len(), 2 * 10);
         for pair in out.chunks(2) {
             assert_eq!(pair[1].period, 300);
-            assert!(pair[0].period >= 3000 - 300, "the start sample reads as a long one: {}", pair[0].period);
+            assert!(
+                pair[0].period >= 3000 - 300,
+                "the start sample reads as a long one: {}",
+                pair[0].period
+            );
             assert_eq!(pair[1].ip, pair[0].ip + 1, "consecutive samples");
         }
         for w in out.chunks(2).collect::<Vec<_>>().windows(2) {
@@ -368,14 +524,24 @@ mod tests {
             }
             d.break_windows();
         }
-        assert!(kept.len() >= 2 * 5, "time-based spacing keeps windows through throttling: {}", kept.len());
+        assert!(
+            kept.len() >= 2 * 5,
+            "time-based spacing keeps windows through throttling: {}",
+            kept.len()
+        );
         // A gap (throttling) never forms a window.
         let mut d = Decimator::new(s);
         assert!(d.push(sample(1, 3000, 1)).is_empty());
-        assert!(d.push(sample(1, 9000, 2)).is_empty(), "6000 cycles apart is not a window");
+        assert!(
+            d.push(sample(1, 9000, 2)).is_empty(),
+            "6000 cycles apart is not a window"
+        );
         assert_eq!(d.push(sample(1, 9300, 3)).len(), 2);
         d.break_windows();
-        assert!(d.push(sample(1, 12600, 4)).is_empty(), "nothing continues across a throttle");
+        assert!(
+            d.push(sample(1, 12600, 4)).is_empty(),
+            "nothing continues across a throttle"
+        );
         // Threads are kept apart.
         let mut d = Decimator::new(s);
         d.push(sample(1, 3000, 1));

@@ -145,11 +145,10 @@ impl Facts {
             })
             .map(|p| p.0.clone());
         s += &format!(
-            "  alternating periods: {}\n",
-            match strobe {
-                Some(p) => format!("{p} has a strobe_period/alt_period format term; the kernel ABIs are confirmed only by sampling (record --metrics)"),
-                None => "no driver format term; the out-of-tree kernel ABIs can be confirmed only by sampling (record --metrics)".into(),
-            }
+            "  strobe_period driver term: {}\n",
+            strobe
+                .map(|p| format!("yes, on {p}"))
+                .unwrap_or_else(|| "no".into())
         );
         s += &format!(
             "  ProfileMe format bit: {}\n",
@@ -166,10 +165,38 @@ impl Facts {
 pub fn run(a: &Args) -> Result<()> {
     let mut failed = 0;
     for h in &a.hosts {
-        let r = connect(h, &a.ssh)
-            .and_then(|Connected { remote, .. }| Ok(remote.check("probing", SCRIPT, None)?));
+        let r = connect(h, &a.ssh).and_then(|Connected { remote, remote_dir }| {
+            let facts = parse(&String::from_utf8_lossy(
+                &remote.check("probing", SCRIPT, None)?,
+            ));
+            // The strobing mode `record --metrics` would use, verified by the agent itself.
+            let strobing = match super::record::agent_for(&facts.arch)
+                .and_then(|local| Ok(labperf::deploy::ensure_agent(&remote, &local, &remote_dir)?))
+            {
+                Ok((agent, _)) => {
+                    let o = remote.run(
+                        &format!("{} strobe-probe", labperf::remote::shell_quote(&agent)),
+                        None,
+                        |_| {},
+                    )?;
+                    let text = String::from_utf8_lossy(&o.stdout).trim().to_string();
+                    if text.starts_with("strobing:") {
+                        text
+                    } else {
+                        "strobing: not checked (this agent has no strobe-probe)".into()
+                    }
+                }
+                Err(e) => format!("strobing: not checked ({e:#})"),
+            };
+            Ok((facts, strobing))
+        });
         match r {
-            Ok(out) => print!("{}", parse(&String::from_utf8_lossy(&out)).render(h)),
+            Ok((facts, strobing)) => {
+                print!("{}", facts.render(h));
+                for (i, l) in strobing.lines().enumerate() {
+                    println!("  {}{}", if i == 0 { "" } else { "  " }, l.trim());
+                }
+            }
             Err(e) => {
                 eprintln!("[{h}] error: {e:#}");
                 failed += 1;

@@ -133,7 +133,13 @@ pub fn find_agent() -> Result<PathBuf> {
 fn agent_args(r: &RecordOpts, metrics: bool) -> Vec<String> {
     let mut v = Vec::new();
     if metrics {
-        v.extend(["--metrics".to_string(), "--window".into(), r.window.to_string(), "--strobe".into(), r.strobe.clone()]);
+        v.extend([
+            "--metrics".to_string(),
+            "--window".into(),
+            r.window.to_string(),
+            "--strobe".into(),
+            r.strobe.clone(),
+        ]);
         if r.jitter {
             v.push("--jitter".into());
         }
@@ -156,7 +162,10 @@ pub fn run(a: &Args) -> Result<()> {
     }
     let agent = find_agent()?;
     let mut cmd = Command::new(&agent);
-    cmd.arg("record").arg("-o").arg(&a.rec.output).args(agent_args(&a.rec, a.report.metrics));
+    cmd.arg("record")
+        .arg("-o")
+        .arg(&a.rec.output)
+        .args(agent_args(&a.rec, a.report.metrics));
     if std::io::stderr().is_terminal() {
         cmd.arg("--progress");
     }

@@ -24,7 +24,8 @@ pub fn run(a: &Args) -> Result<()> {
 /// Builds and prints a report; warnings go to stderr.
 pub fn print(file: &std::path::Path, o: &ReportOpts) -> Result<()> {
     if o.metrics {
-        let (m, info) = labperf::metrics::build(file, o.symfs.clone(), o.discard, o.split).with_context(|| format!("cannot report metrics from {}", file.display()))?;
+        let (m, info) = labperf::metrics::build(file, o.symfs.clone(), o.discard, o.split)
+            .with_context(|| format!("cannot report metrics from {}", file.display()))?;
         if let Some(w) = info.damage_warning() {
             eprintln!("{w}");
         }

@@ -150,9 +150,10 @@ fn stat_records_intervals_and_totals() {
     assert!(iv.len() >= 5, "{} intervals", iv.len());
     let total = iv.last().unwrap();
     assert!(!total.delta);
-    // task-clock (ns) of a 0.6 s busy loop: between 0.5 and 0.9 s, and the deltas add up to it.
+    // task-clock (ns) of a 0.6 s busy loop: at most 0.6 s plus start-up, and well above
+    // zero even on a loaded machine; the deltas add up to it.
     let tc = total.counts[0].value;
-    assert!((500_000_000..900_000_000).contains(&tc), "task-clock {tc}");
+    assert!((100_000_000..900_000_000).contains(&tc), "task-clock {tc}");
     let sum: u64 = iv[..iv.len() - 1].iter().map(|i| i.counts[0].value).sum();
     assert!(
         sum <= tc && sum as f64 > 0.95 * tc as f64,

@@ -143,8 +143,9 @@ fn sigkilled_agent_leaves_a_file_decodable_to_its_last_flush() {
         .iter()
         .filter(|r| matches!(r, Record::Sample(_)))
         .count();
-    // Flushed at least every second: by 2.6 s at least ~1.5 s of 4 kHz samples are on disk.
-    assert!(samples > 4000, "only {samples} samples survived the kill");
+    // Flushed at least every second: by 2.6 s the frames of the first seconds are on disk
+    // (4 kHz of the bench's CPU time; fewer when the machine is loaded).
+    assert!(samples > 1500, "only {samples} samples survived the kill");
     assert!(
         dec.damage
             .iter()

@@ -216,8 +216,8 @@ pub fn compute(
     }
     let mut totals = [0u64; 5];
     for a in acc.values() {
-        for k in 0..5 {
-            totals[k] += a.sums[k];
+        for (t, v) in totals.iter_mut().zip(a.sums) {
+            *t += v;
         }
     }
     let pct =

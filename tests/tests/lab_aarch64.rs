@@ -47,8 +47,9 @@ fn run(cmd: &str) -> String {
 }
 
 fn upload(local: &Path, remote: &str) {
+    // Through a temporary name: a still-running copy would make `cat >` fail with ETXTBSY.
     let st = ssh()
-        .arg(format!("cat > {remote} && chmod +x {remote}"))
+        .arg(format!("cat > {remote}.tmp && chmod +x {remote}.tmp && mv -f {remote}.tmp {remote}"))
         .stdin(std::fs::File::open(local).unwrap())
         .status()
         .unwrap();
@@ -346,10 +347,11 @@ fn metrics_known_answers_through_record_host() {
         ("fp_divider_stalls", 100.0 / 3.0),
         ("double_to_int", 100.0 / 6.0),
     ];
-    // Windows every 20000 cycles: a 300-cycle sampler is throttled by the kernel, and
-    // windows come only from the unthrottled part of each tick.
-    let (j, _) = metrics_run("lab-metrics", "auto", "20000", "3");
-    assert!(j["windows"].as_u64().unwrap() > 2000, "{}", j["windows"]);
+    // A 300-cycle sampler is throttled to ~400 samples per 4 ms tick, so windows come
+    // only from the start of each tick: the accuracy is set by the number of ticks
+    // (12 s of guest time: ~3000, one standard deviation under 1 point).
+    let (j, _) = metrics_run("lab-metrics", "auto", "20000", "12");
+    assert!(j["windows"].as_u64().unwrap() > 8000, "{}", j["windows"]);
     let share_sum: f64 = want.iter().map(|(f, _)| instr_pct(&j, f)).sum();
     for (f, w) in want {
         // %I among the three functions (the rest of the program is a fraction of a percent).

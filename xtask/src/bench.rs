@@ -166,7 +166,7 @@ fn strobing(a: &Args, s: &mut Summary) {
         let sh = Shell::new()?;
         let ssh = crate::lab::ssh_args()?;
         let bench = agents_dir("aarch64-unknown-linux-musl").join("labperf-bench");
-        let upload = "cat > /root/labperf-bench && chmod +x /root/labperf-bench";
+        let upload = "cat > /root/labperf-bench.tmp && chmod +x /root/labperf-bench.tmp && mv -f /root/labperf-bench.tmp /root/labperf-bench";
         cmd!(sh, "ssh {ssh...} {upload}").stdin(std::fs::read(&bench)?).run()?;
         let lab = crate::lab::dir();
         let (key, kh) = (lab.join("id_ed25519"), lab.join("known_hosts"));

@@ -18,7 +18,8 @@ USAGE: labperf-bench [--duration SECS] [--classes LIST] [--slice-ms MS] [--list]
 
 The split of the bench's CPU time is weight / sum(weights) per class (CPU
 time, not wall time, so preemption does not skew it). Each round starts at the
-next class, so slices never line up with a sampling period.
+next class and each slice's length varies randomly around its mean, so slices
+never line up with a sampling period or a timer tick.
 
 EXAMPLE: labperf-bench --duration 3 --classes fp_divider_stalls=3,dcache_miss=1";
 
@@ -92,11 +93,18 @@ fn main() {
     let end = Instant::now() + Duration::from_secs_f64(duration);
     let mut round = 0usize;
     let mut sink = 0u64;
+    // Each slice lasts weight × slice-ms × a random factor in [0.5, 1.5): the split holds
+    // on average, and no timer or sampling period can stay in step with the slices.
+    let mut rng = 0x2545_F491_4F6C_DD1Du64;
     while Instant::now() < end {
         for k in 0..sel.len() {
             let j = (k + round) % sel.len();
             let (idx, w) = sel[j];
-            let slice = Duration::from_secs_f64(slice_ms * w as f64 / 1000.0);
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            let factor = 0.5 + (rng >> 11) as f64 / (1u64 << 53) as f64;
+            let slice = Duration::from_secs_f64(slice_ms * w as f64 * factor / 1000.0);
             sink = sink.wrapping_add(run_slice(&state, idx, blocks[j], slice));
             if Instant::now() >= end {
                 break;

@@ -49,7 +49,9 @@ fn run(cmd: &str) -> String {
 fn upload(local: &Path, remote: &str) {
     // Through a temporary name: a still-running copy would make `cat >` fail with ETXTBSY.
     let st = ssh()
-        .arg(format!("cat > {remote}.tmp && chmod +x {remote}.tmp && mv -f {remote}.tmp {remote}"))
+        .arg(format!(
+            "cat > {remote}.tmp && chmod +x {remote}.tmp && mv -f {remote}.tmp {remote}"
+        ))
         .stdin(std::fs::File::open(local).unwrap())
         .status()
         .unwrap();

@@ -201,26 +201,32 @@ fn stat_counts_the_real_pmu() {
     );
 }
 
+/// `labperf record --host <the lab machine>` with its key and known_hosts, isolated under `d`.
+fn record_host(d: &Path) -> Command {
+    let port = std::fs::read_to_string(lab().join("port")).unwrap();
+    let mut c = Command::new(bin("labperf"));
+    c.env("HOME", d)
+        .env("XDG_CACHE_HOME", d.join("cache"))
+        .env_remove("SSH_AUTH_SOCK");
+    c.args([
+        "record",
+        "--host",
+        &format!("root@127.0.0.1:{}", port.trim()),
+        "--identity",
+    ]);
+    c.arg(lab().join("id_ed25519"))
+        .arg("--known-hosts")
+        .arg(lab().join("known_hosts"));
+    c
+}
+
 #[test]
 #[ignore = "needs the emulated Arm lab machine: `cargo xtask test` boots it"]
 fn record_host_on_the_arm_machine_ranks_functions_by_instructions() {
     deploy();
     let d = scratch("lab-host");
-    let port = std::fs::read_to_string(lab().join("port")).unwrap();
     let out = d.join("arm.lpr");
-    let o = Command::new(bin("labperf"))
-        .env("HOME", &d)
-        .env("XDG_CACHE_HOME", d.join("cache"))
-        .env_remove("SSH_AUTH_SOCK")
-        .args([
-            "record",
-            "--host",
-            &format!("root@127.0.0.1:{}", port.trim()),
-            "--identity",
-        ])
-        .arg(lab().join("id_ed25519"))
-        .arg("--known-hosts")
-        .arg(lab().join("known_hosts"))
+    let o = record_host(&d)
         .args([
             "--accept-new-host-key",
             "-e",
@@ -283,21 +289,8 @@ fn record_host_on_the_arm_machine_ranks_functions_by_instructions() {
 pub fn metrics_run(name: &str, strobe: &str, period: &str, secs: &str) -> (serde_json::Value, u64) {
     deploy();
     let d = scratch(name);
-    let port = std::fs::read_to_string(lab().join("port")).unwrap();
     let out = d.join("m.lpr");
-    let o = Command::new(bin("labperf"))
-        .env("HOME", &d)
-        .env("XDG_CACHE_HOME", d.join("cache"))
-        .env_remove("SSH_AUTH_SOCK")
-        .args([
-            "record",
-            "--host",
-            &format!("root@127.0.0.1:{}", port.trim()),
-            "--identity",
-        ])
-        .arg(lab().join("id_ed25519"))
-        .arg("--known-hosts")
-        .arg(lab().join("known_hosts"))
+    let o = record_host(&d)
         .args([
             "--accept-new-host-key",
             "--metrics",

@@ -99,18 +99,24 @@ fn labperf_in(dir: &Path) -> Command {
 /// `labperf record --host` with this test's known_hosts, key and remote directory, and
 /// a HOME without keys so nothing of the machine's own ssh set-up is used.
 fn record(s: &Sshd, kh: &Path, extra: &[&str], command: &[&str]) -> Output {
-    labperf_in(&s.dir)
-        .args(["record", "--host", &s.spec(), "--known-hosts"])
-        .arg(kh)
-        .arg("--identity")
-        .arg(s.dir.join("client_key"))
-        .arg("--remote-dir")
-        .arg(s.dir.join("remote"))
+    record_cmd(s, kh, &s.dir.join("remote"))
         .args(extra)
         .arg("--")
         .args(command)
         .output()
         .unwrap()
+}
+
+/// `labperf record --host <s>` with this test's known_hosts, key and remote directory.
+fn record_cmd(s: &Sshd, kh: &Path, remote_dir: &Path) -> Command {
+    let mut c = labperf_in(&s.dir);
+    c.args(["record", "--host", &s.spec(), "--known-hosts"])
+        .arg(kh)
+        .arg("--identity")
+        .arg(s.dir.join("client_key"))
+        .arg("--remote-dir")
+        .arg(remote_dir);
+    c
 }
 
 fn stderr(o: &Output) -> String {
@@ -333,21 +339,8 @@ fn unwritable_and_full_remote_directories_are_reported() {
     let kh = s.dir.join("known_hosts");
     let out = s.dir.join("d.lpr");
     let run = |remote: &Path| {
-        labperf_in(&s.dir)
-            .args([
-                "record",
-                "--accept-new-host-key",
-                "--no-report",
-                "--host",
-                &s.spec(),
-                "--known-hosts",
-            ])
-            .arg(&kh)
-            .arg("--identity")
-            .arg(s.dir.join("client_key"))
-            .arg("--remote-dir")
-            .arg(remote)
-            .arg("-o")
+        record_cmd(&s, &kh, remote)
+            .args(["--accept-new-host-key", "--no-report", "-o"])
             .arg(&out)
             .args(["--", "/bin/true"])
             .output()
@@ -451,21 +444,8 @@ fn a_killed_agent_and_a_dropped_connection_leave_no_file() {
     let kh = s.dir.join("known_hosts");
     let out = s.dir.join("kill.lpr");
     let spawn = |s: &Sshd| {
-        labperf_in(&s.dir)
-            .args([
-                "record",
-                "--accept-new-host-key",
-                "--no-report",
-                "--host",
-                &s.spec(),
-                "--known-hosts",
-            ])
-            .arg(&kh)
-            .arg("--identity")
-            .arg(s.dir.join("client_key"))
-            .arg("--remote-dir")
-            .arg(s.dir.join("remote"))
-            .arg("-o")
+        record_cmd(s, &kh, &s.dir.join("remote"))
+            .args(["--accept-new-host-key", "--no-report", "-o"])
             .arg(&out)
             .args(["--", "/bin/sleep", "3"])
             .stdout(Stdio::null())

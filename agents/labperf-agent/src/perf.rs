@@ -59,6 +59,24 @@ pub struct AttrExt {
 }
 
 impl AttrPlan {
+    /// A disabled, non-inherited counting plan for `spec`; callers change what they need.
+    pub fn new(spec: EventSpec) -> Self {
+        AttrPlan {
+            spec,
+            period: 0,
+            freq: false,
+            sample_type: 0,
+            read_format: 0,
+            disabled: true,
+            enable_on_exec: false,
+            inherit: false,
+            sideband: false,
+            build_id: false,
+            watermark: 0,
+            ext: AttrExt::default(),
+        }
+    }
+
     pub fn to_kernel(&self) -> perf_event_attr {
         // SAFETY: perf_event_attr is plain data; all-zero is its documented default.
         let mut a: perf_event_attr = unsafe { std::mem::zeroed() };
@@ -388,18 +406,12 @@ mod tests {
         let mut spec = crate::events::parse("cycles").unwrap();
         spec.kernel = kernel;
         AttrPlan {
-            spec,
             period: 1000,
-            freq: false,
-            sample_type: 0,
-            read_format: 0,
-            disabled: true,
             enable_on_exec: true,
             inherit: true,
             sideband: true,
             build_id: true,
-            watermark: 0,
-            ext: AttrExt::default(),
+            ..AttrPlan::new(spec)
         }
     }
 

@@ -205,18 +205,9 @@ pub fn strobe_probe(o: &Opts) -> Result<i32, String> {
     };
     let spec = events::parse("cycles")?;
     let base = AttrPlan {
-        spec,
         period: st.window,
-        freq: false,
         sample_type: perf::SAMPLE_PERIOD,
-        read_format: 0,
-        disabled: true,
-        enable_on_exec: false,
-        inherit: false,
-        sideband: false,
-        build_id: false,
-        watermark: 0,
-        ext: Default::default(),
+        ..AttrPlan::new(spec)
     };
     let mut probe = SelfProbe { pages: 8 };
     if let Err(e) = strobe::ProbeSys::sample_periods(&mut probe, &base) {

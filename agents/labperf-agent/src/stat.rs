@@ -77,18 +77,11 @@ pub fn run(o: &Opts) -> Result<i32, String> {
             }
         };
         let plan = AttrPlan {
-            spec,
-            period: 0,
-            freq: false,
-            sample_type: 0,
             read_format: perf::FORMAT_TOTAL_TIME_ENABLED | perf::FORMAT_TOTAL_TIME_RUNNING,
             disabled: spawned,
             enable_on_exec: spawned,
             inherit: !o.no_inherit,
-            sideband: false,
-            build_id: false,
-            watermark: 0,
-            ext: Default::default(),
+            ..AttrPlan::new(spec)
         };
         let mut fds = Vec::new();
         let mut failed = None;

@@ -281,20 +281,7 @@ mod tests {
     use crate::events;
 
     fn base() -> AttrPlan {
-        AttrPlan {
-            spec: events::parse("cycles").unwrap(),
-            period: 0,
-            freq: false,
-            sample_type: 0,
-            read_format: 0,
-            disabled: true,
-            enable_on_exec: false,
-            inherit: false,
-            sideband: false,
-            build_id: false,
-            watermark: 0,
-            ext: AttrExt::default(),
-        }
+        AttrPlan::new(events::parse("cycles").unwrap())
     }
 
     const S: Strobe = Strobe {

@@ -138,15 +138,25 @@ fn run_slice(state: &classes::State, idx: usize, block: u64, slice: Duration) ->
     acc
 }
 
+/// Work units per ~50 µs of CPU time for class `idx`. Measured in thread CPU time, so
+/// a preemption during calibration cannot shrink the block (a tiny block would spend
+/// the slice in `clock_gettime`, in the kernel, where user-only sampling sees nothing);
+/// the fastest of three tries wins, for the same reason.
 fn calibrate(state: &classes::State, idx: usize) -> u64 {
-    let mut n = 16u64;
-    loop {
-        let t = Instant::now();
-        black_box((classes::CLASSES[idx].run)(state, n));
-        let e = t.elapsed();
-        if e >= Duration::from_micros(200) || n >= 1 << 30 {
-            return (n as f64 * 50.0 / e.as_secs_f64().max(1e-9) / 1e6).max(1.0) as u64;
+    let mut best = 1u64;
+    for _ in 0..3 {
+        let mut n = 16u64;
+        loop {
+            let t = thread_cpu_time();
+            black_box((classes::CLASSES[idx].run)(state, n));
+            let e = thread_cpu_time().saturating_sub(t);
+            if e >= Duration::from_micros(200) || n >= 1 << 30 {
+                let per = (n as f64 * 50.0 / e.as_secs_f64().max(1e-9) / 1e6).max(1.0) as u64;
+                best = best.max(per);
+                break;
+            }
+            n *= 2;
         }
-        n *= 2;
     }
+    best
 }

@@ -24,6 +24,7 @@ static const char USAGE[] =
     "USAGE:\n"
     "  labperf-agent record [OPTIONS] -- CMD [ARGS...]\n"
     "  labperf-agent replay RINGFILE [OPTIONS]   re-encode saved ring-buffer bytes (tests, no perf fd)\n"
+    "  labperf-agent plan [OPTIONS]              print every perf_event_attr record would open\n"
     "  labperf-agent --version\n\n"
     "OPTIONS:\n"
     "  -e, --event NAME     cycles, instructions, branch-misses, cache-misses, cpu-clock, task-clock,\n"
@@ -34,19 +35,55 @@ static const char USAGE[] =
     "      --mmap-pages N   ring buffer data pages per CPU, a power of two (default 16)\n"
     "      --no-inherit     do not follow children\n"
     "      --flush-ms MS    close a frame at least every MS ms (default 1000)\n"
-    "      --dump-ring FILE also save the raw ring-buffer records (for replay)\n\n"
+    "      --dump-ring FILE also save the raw ring-buffer records (for replay)\n"
+    "      --profileme      Alpha EV67+: ProfileMe instruction samples, cpu/instructions,profileme/\n"
+    "                       (IP, TID, TIME and the 28-byte RAW status); needs the profileme format bit\n"
+    "      --mem            Alpha EV67+: cpu/cycles,profileme/ with DATA_SRC and ADDR (DTB hits/misses)\n"
+    "      --replay-ring FILE  run the workload but take the samples from saved ring bytes instead of\n"
+    "                       perf_event_open (emulators such as qemu-user have none); the header says so\n\n"
+    "ENVIRONMENT: LABPERF_SYSFS  sysfs root to read PMU formats from (default /sys)\n\n"
     "EXAMPLE: labperf-agent record -e cpu-clock -c 250000 -o run.lpr -- ./labperf-bench --duration 2\n";
 
 struct ev {
     const char *name;
     u32 type;
     u64 config;
+    int profileme; /* 1: ProfileMe, 2: ProfileMe for perf mem (DATA_SRC, ADDR) */
 };
 
+/* The profileme format bit, from <sysfs>/bus/event_source/devices/cpu/format/profileme. */
+static const char *sysfs_root = "/sys";
+static char pm_format_path[512];
+static int pm_field = -1; /* 0 config, 1 config1, 2 config2; -1 unknown */
+static int pm_bit;
+
+static int read_profileme_format(void) {
+    char s[64];
+    size_t n = lp_strlen(sysfs_root);
+    if (n > 400) n = 400;
+    memcpy(pm_format_path, sysfs_root, n);
+    memcpy(pm_format_path + n, "/bus/event_source/devices/cpu/format/profileme", 47);
+    long r = lp_read_file(pm_format_path, s, sizeof s - 1);
+    if (r <= 0) return 0;
+    s[r] = 0;
+    const char *p = s;
+    if (!lp_startswith(p, "config")) return 0;
+    p += 6;
+    int field = 0;
+    if (*p == '1' || *p == '2') field = *p++ - '0';
+    if (*p++ != ':') return 0;
+    int bit = 0, digits = 0;
+    while (*p >= '0' && *p <= '9') bit = bit * 10 + (*p++ - '0'), digits++;
+    if (!digits || bit > 63) return 0;
+    pm_field = field;
+    pm_bit = bit;
+    return 1;
+}
+
 static const struct ev KNOWN[] = {
-    {"cycles", 0, 0},         {"instructions", 0, 1},   {"cache-references", 0, 2}, {"cache-misses", 0, 3},
-    {"branches", 0, 4},       {"branch-misses", 0, 5},  {"cpu-clock", 1, 0},        {"task-clock", 1, 1},
-    {"page-faults", 1, 2},    {"context-switches", 1, 3},
+    {"cycles", 0, 0, 0},         {"instructions", 0, 1, 0},   {"cache-references", 0, 2, 0}, {"cache-misses", 0, 3, 0},
+    {"branches", 0, 4, 0},       {"branch-misses", 0, 5, 0},  {"cpu-clock", 1, 0, 0},        {"task-clock", 1, 1, 0},
+    {"page-faults", 1, 2, 0},    {"context-switches", 1, 3, 0},
 };
 
 struct opts {
@@ -55,7 +92,8 @@ struct opts {
     u64 period, freq;
     const char *output, *dump, *replay;
     u64 mmap_pages, flush_ms;
-    int no_inherit;
+    int no_inherit, profileme, mem;
+    const char *replay_ring;
     char **command;
     int ncommand;
 };
@@ -100,7 +138,7 @@ static void parse_opts(int argc, char **argv, int i, struct opts *o) {
         if (lp_streq(a, "--")) {
             o->command = argv + i + 1;
             o->ncommand = argc - i - 1;
-            return;
+            break;
         } else if (lp_streq(a, "-e") || lp_streq(a, "--event")) {
             NEED();
             if (o->nevents == MAX_EVENTS) die("too many events", 0, 2);
@@ -125,6 +163,13 @@ static void parse_opts(int argc, char **argv, int i, struct opts *o) {
         } else if (lp_streq(a, "--flush-ms")) {
             NEED();
             if (!lp_parse_u64(v, &o->flush_ms)) die("--flush-ms expects a number, got ", v, 2);
+        } else if (lp_streq(a, "--profileme")) {
+            o->profileme = 1;
+        } else if (lp_streq(a, "--mem")) {
+            o->mem = 1;
+        } else if (lp_streq(a, "--replay-ring")) {
+            NEED();
+            o->replay_ring = v;
         } else if (lp_streq(a, "--no-inherit")) {
             o->no_inherit = 1;
         } else if (lp_streq(a, "-p") || lp_streq(a, "--pid")) {
@@ -134,11 +179,31 @@ static void parse_opts(int argc, char **argv, int i, struct opts *o) {
         } else {
             o->command = argv + i;
             o->ncommand = argc - i;
-            return;
+            break;
         }
 #undef NEED
     }
     if (o->period && o->freq) die("--period and --freq exclude each other: give one", 0, 2);
+    if (o->profileme && o->mem) die("--profileme and --mem exclude each other: give one", 0, 2);
+    if ((o->profileme || o->mem) && o->nevents) die("--profileme and --mem choose the event themselves: drop -e", 0, 2);
+    if (o->profileme || o->mem) {
+        static const struct ev pm = {"cpu/instructions,profileme/", 0, 1, 1};
+        static const struct ev mem = {"cpu/cycles,profileme/", 0, 0, 2};
+        o->events[o->nevents++] = o->profileme ? pm : mem;
+    }
+#ifdef __alpha__
+    if (o->nevents > 2) die("the Alpha PMU has two counters, in fixed pairs: give at most two events", 0, 2);
+#endif
+}
+
+/* ProfileMe needs the format bit: say what is missing and what has it. */
+static void require_profileme(const struct opts *o, int fatal) {
+    if (!(o->profileme || o->mem) || read_profileme_format()) return;
+    if (fatal) {
+die("ProfileMe needs an Alpha EV67 or later and a kernel with the ProfileMe series "
+            "(\"alpha/perf: add ProfileMe sampling\"); this machine has no profileme format bit: ",
+            pm_format_path, 125);
+    }
 }
 
 /* ---- the perf attr, as opened and as described in the header ---- */
@@ -163,6 +228,15 @@ static void make_attr(const struct opts *o, const struct ev *e, int first, int s
 #endif
     a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_PERIOD | PERF_SAMPLE_CPU;
     if (multi) a->sample_type |= PERF_SAMPLE_IDENTIFIER;
+    if (e->profileme) {
+        /* Not a precise event (:p samples only retired instructions, and a load or store
+         * that misses the DTB is aborted and refetched): the format bit selects ProfileMe. */
+        a->sample_type |= PERF_SAMPLE_RAW;
+        if (e->profileme == 2) a->sample_type |= PERF_SAMPLE_ADDR | PERF_SAMPLE_DATA_SRC;
+        if (pm_field == 0) a->config |= 1ull << pm_bit;
+        if (pm_field == 1) a->config1 |= 1ull << pm_bit;
+        if (pm_field == 2) a->config2 |= 1ull << pm_bit;
+    }
     a->disabled = spawned;
     a->enable_on_exec = spawned;
     a->inherit = !o->no_inherit;
@@ -303,14 +377,30 @@ static void convert(struct conv *c, const u8 *rec, u32 size) {
     switch (type) {
     case PERF_RECORD_SAMPLE: {
         struct lp_sample s;
+        u64 st = c->sample_type;
         memset(&s, 0, sizeof s);
-        if (c->sample_type & PERF_SAMPLE_IDENTIFIER) s.event = event_of(c, rd64(p)), p += 8;
-        if (p + 40 > end) return;
-        s.ip = rd64(p), p += 8;
-        s.pid = rd32(p), s.tid = rd32(p + 4), p += 8;
-        s.time = rd64(p), p += 8;
-        s.cpu = rd32(p), p += 8;
-        s.period = rd64(p), p += 8;
+        /* Fields in the kernel's order (perf_output_sample); each is checked against the end. */
+#define NEED_BYTES(n) \
+    if (p + (n) > end) return
+        if (st & PERF_SAMPLE_IDENTIFIER) { NEED_BYTES(8); s.event = event_of(c, rd64(p)), p += 8; }
+        if (st & PERF_SAMPLE_IP) { NEED_BYTES(8); s.ip = rd64(p), p += 8; }
+        if (st & PERF_SAMPLE_TID) { NEED_BYTES(8); s.pid = rd32(p), s.tid = rd32(p + 4), p += 8; }
+        if (st & PERF_SAMPLE_TIME) { NEED_BYTES(8); s.time = rd64(p), p += 8; }
+        if (st & PERF_SAMPLE_ADDR) { NEED_BYTES(8); s.addr = rd64(p), s.has_addr = 1, p += 8; }
+        if (st & PERF_SAMPLE_ID) { NEED_BYTES(8); p += 8; }
+        if (st & PERF_SAMPLE_STREAM_ID) { NEED_BYTES(8); p += 8; }
+        if (st & PERF_SAMPLE_CPU) { NEED_BYTES(8); s.cpu = rd32(p), p += 8; }
+        if (st & PERF_SAMPLE_PERIOD) { NEED_BYTES(8); s.period = rd64(p), p += 8; }
+        if (st & PERF_SAMPLE_RAW) {
+            NEED_BYTES(4);
+            u32 n = rd32(p);
+            p += 4;
+            NEED_BYTES(n);
+            s.raw = p, s.raw_len = n, s.has_raw = 1;
+            p += n;
+        }
+        if (st & PERF_SAMPLE_DATA_SRC) { NEED_BYTES(8); s.data_src = rd64(p), s.has_data_src = 1, p += 8; }
+#undef NEED_BYTES
         w_sample(c->w, &s);
         c->samples++;
         return;
@@ -456,14 +546,14 @@ static u64 file_size(const char *path, int *fd_out) {
     return n;
 }
 
-/* replay: the ring-buffer records saved with --dump-ring, re-encoded without a perf fd. */
-static int replay(struct opts *o) {
+/* Converts every record of a saved ring dump (kernel record layout, as --dump-ring writes). */
+static void feed_ring_file(struct conv *c, const char *path) {
     int fd = -1;
-    u64 n = file_size(o->replay, &fd);
-    if (n == (u64)-1) die("cannot open the ring dump ", o->replay, 125);
+    u64 n = file_size(path, &fd);
+    if (n == (u64)-1) die("cannot open the ring dump ", path, 125);
     u8 *data = lp_alloc(n + 8);
     SYS1(__NR_close, fd);
-    fd = (int)SYS4(__NR_openat, LP_AT_FDCWD, o->replay, LP_O_RDONLY, 0);
+    fd = (int)SYS4(__NR_openat, LP_AT_FDCWD, path, LP_O_RDONLY, 0);
     u64 got = 0;
     while (got < n) {
         long r = SYS3(__NR_read, fd, data + got, n - got);
@@ -471,6 +561,24 @@ static int replay(struct opts *o) {
         got += r;
     }
     SYS1(__NR_close, fd);
+    for (u64 at = 0; at + 8 <= got;) {
+        u16 size = (u16)(data[at + 6] | data[at + 7] << 8);
+        if (size < 8 || at + size > got) die("the ring dump is truncated or corrupt: ", path, 125);
+        convert(c, data + at, size);
+        at += size;
+    }
+}
+
+/* The header note of a replayed recording. */
+static const char *replay_note(const struct opts *o) {
+    if ((o->profileme || o->mem) && pm_field < 0)
+        return "re-encoded from saved ring-buffer bytes; no profileme format bit here, so the attr shows none";
+    return "re-encoded from saved ring-buffer bytes";
+}
+
+/* replay: the ring-buffer records saved with --dump-ring, re-encoded without a perf fd. */
+static int replay(struct opts *o) {
+    require_profileme(o, 0);
     if (!o->nevents) parse_event("cpu-clock", &o->events[o->nevents++]);
     struct perf_event_attr attrs[MAX_EVENTS];
     for (int i = 0; i < o->nevents; i++) make_attr(o, &o->events[i], i == 0, 1, o->nevents > 1, &attrs[i]);
@@ -478,18 +586,13 @@ static int replay(struct opts *o) {
     if (w_open(w, o->output, o->flush_ms) < 0) die("cannot create the record file ", o->output, 125);
     u64 start = lp_clock_ns(LP_CLOCK_MONOTONIC);
     struct buf h;
-    build_header(&h, o, attrs, o->nevents, "replay", "re-encoded from saved ring-buffer bytes", start);
+    build_header(&h, o, attrs, o->nevents, "replay", replay_note(o), start);
     w_header(w, &h);
     struct conv *c = lp_alloc(sizeof *c);
     memset(c, 0, sizeof *c);
     c->w = w;
     c->sample_type = attrs[0].sample_type;
-    for (u64 at = 0; at + 8 <= got;) {
-        u16 size = (u16)(data[at + 6] | data[at + 7] << 8);
-        if (size < 8 || at + size > got) die("the ring dump is truncated or corrupt", 0, 125);
-        convert(c, data + at, size);
-        at += size;
-    }
+    feed_ring_file(c, o->replay);
     w_trailer(w, 0, c->samples, c->lost, c->throttled, 0, 0, 0, 0, lp_clock_ns(LP_CLOCK_MONOTONIC) - start);
     if (w->failed) die("cannot write the record file ", o->output, 125);
     lp_puts(2, "labperf-agent: replayed ");
@@ -500,8 +603,58 @@ static int replay(struct opts *o) {
     return 0;
 }
 
+static void put_hex(int fd, u64 v) {
+    char s[19] = "0x";
+    int n = 0;
+    u64 t = v;
+    do n++, t >>= 4; while (t);
+    for (int i = n - 1; i >= 0; i--, v >>= 4) s[2 + i] = "0123456789abcdef"[v & 15];
+    s[2 + n] = 0;
+    lp_puts(fd, s);
+}
+
+static void put_kv(const char *k, u64 v, int hex) {
+    lp_puts(1, " ");
+    lp_puts(1, k);
+    lp_puts(1, "=");
+    if (hex) put_hex(1, v);
+    else lp_putu(1, v);
+}
+
+/* plan: each attr as record would open it, one line per event (perf's tests/attr idea). */
+static int plan(struct opts *o) {
+    require_profileme(o, 1);
+    if (!o->nevents) parse_event("cycles", &o->events[o->nevents++]);
+    struct perf_event_attr a;
+    for (int i = 0; i < o->nevents; i++) {
+        make_attr(o, &o->events[i], i == 0, o->ncommand > 0, o->nevents > 1, &a);
+        lp_puts(1, "event=");
+        lp_puts(1, o->events[i].name);
+        lp_puts(1, " group_fd=-1");
+        put_kv("type", a.type, 0);
+        put_kv("size", a.size, 0);
+        put_kv("config", a.config, 1);
+        put_kv("config1", a.config1, 1);
+        put_kv("config2", a.config2, 1);
+        put_kv(a.freq ? "sample_freq" : "sample_period", a.sample_period, 0);
+        put_kv("sample_type", a.sample_type, 1);
+        put_kv("read_format", a.read_format, 1);
+        put_kv("disabled", a.disabled, 0);
+        put_kv("inherit", a.inherit, 0);
+        put_kv("exclude_user", a.exclude_user, 0);
+        put_kv("exclude_kernel", a.exclude_kernel, 0);
+        put_kv("exclude_hv", a.exclude_hv, 0);
+        put_kv("exclude_idle", a.exclude_idle, 0);
+        put_kv("precise_ip", a.precise_ip, 0);
+        put_kv("enable_on_exec", a.enable_on_exec, 0);
+        lp_puts(1, "\n");
+    }
+    return 0;
+}
+
 static int record(struct opts *o, char **envp) {
     if (!o->ncommand) die("no workload: give a command after --", 0, 2);
+    require_profileme(o, !o->replay_ring);
     int gate[2], status[2];
     if (SYS2(__NR_pipe2, gate, 0) < 0 || SYS2(__NR_pipe2, status, 0) < 0) die("cannot create a pipe", 0, 125);
     long pid = SYS0(__NR_fork);
@@ -537,7 +690,14 @@ static int record(struct opts *o, char **envp) {
     struct conv *c = lp_alloc(sizeof *c);
     memset(c, 0, sizeof *c);
     if (!o->nevents) parse_event("cycles", &o->events[o->nevents++]);
-    for (int attempt = 0; attempt < 2; attempt++) {
+    if (o->replay_ring) {
+        ncpus = 0; /* no perf events: the samples come from the saved ring bytes */
+        for (int i = 0; i < o->nevents; i++) make_attr(o, &o->events[i], i == 0, 1, o->nevents > 1, &attrs[i]);
+        lp_puts(2, "labperf-agent: notice: --replay-ring: no perf events are opened; the samples come from ");
+        lp_puts(2, o->replay_ring);
+        lp_puts(2, "\n");
+    }
+    for (int attempt = 0; attempt < 2 && !o->replay_ring; attempt++) {
         int failed = 0;
         c->nids = 0;
         for (int i = 0; i < o->nevents; i++) make_attr(o, &o->events[i], i == 0, 1, o->nevents > 1, &attrs[i]);
@@ -584,7 +744,8 @@ static int record(struct opts *o, char **envp) {
     }
     u64 start = lp_clock_ns(LP_CLOCK_MONOTONIC);
     struct buf h;
-    build_header(&h, o, attrs, o->nevents, "sample", note, start);
+    build_header(&h, o, attrs, o->nevents, o->replay_ring ? "replay" : "sample", o->replay_ring ? replay_note(o) : note,
+                 start);
     w_header(w, &h);
     c->w = w;
     c->sample_type = attrs[0].sample_type;
@@ -603,6 +764,10 @@ static int record(struct opts *o, char **envp) {
     for (;;) {
         struct lp_pollfd pfd[MAX_CPUS];
         for (int k = 0; k < ncpus; k++) pfd[k].fd = rings[k], pfd[k].events = LP_POLLIN, pfd[k].revents = 0;
+        if (!ncpus) { /* --replay-ring: nothing to drain meanwhile */
+            if (SYS4(__NR_wait4, pid, &wstatus, 0, 0) == pid) break;
+            continue;
+        }
         SYS3(__NR_poll, pfd, ncpus, 100);
         for (int k = 0; k < ncpus; k++) drain(c, maps[k], data_size);
         w_tick(w);
@@ -610,6 +775,7 @@ static int record(struct opts *o, char **envp) {
         if (r == pid) break;
     }
     for (int k = 0; k < ncpus; k++) drain(c, maps[k], data_size);
+    if (o->replay_ring) feed_ring_file(c, o->replay_ring);
     struct lp_rusage ru;
     memset(&ru, 0, sizeof ru);
     SYS2(__NR_getrusage, 0, &ru);
@@ -639,7 +805,13 @@ int lp_main(long argc, char **argv, char **envp) {
         lp_puts(1, USAGE);
         return 0;
     }
+    for (char **e = envp; e && *e; e++)
+        if (lp_startswith(*e, "LABPERF_SYSFS=")) sysfs_root = *e + 14;
     struct opts *o = lp_alloc(sizeof *o);
+    if (lp_streq(cmd, "plan")) {
+        parse_opts((int)argc, argv, 2, o);
+        return plan(o);
+    }
     if (lp_streq(cmd, "record")) {
         parse_opts((int)argc, argv, 2, o);
         return record(o, envp);

@@ -101,7 +101,7 @@ static void reset_frame(struct writer *w) {
     w->last_thread = 0;
     w->have_thread = 0;
     w->event = w->cpu = 0;
-    w->period = w->ip = w->time = 0;
+    w->period = w->ip = w->time = w->addr = 0;
 }
 
 int w_open(struct writer *w, const char *path, u64 flush_ms) {
@@ -157,6 +157,8 @@ void w_sample(struct writer *w, const struct lp_sample *s) {
     if (s->event != w->event) flags |= 2;
     if (s->cpu != w->cpu) flags |= 4;
     if (s->period != w->period) flags |= 8;
+    u64 extra = (s->has_raw ? 1 : 0) | (s->has_data_src ? 2 : 0) | (s->has_addr ? 4 : 0);
+    if (extra) flags |= 0x40; /* EXTRA: bit 0 raw, bit 1 data_src, bit 2 addr */
     struct buf *c = &w->chunk;
     buf_u8(c, TAG_SAMPLE);
     buf_u8(c, flags);
@@ -166,6 +168,18 @@ void w_sample(struct writer *w, const struct lp_sample *s) {
     if (flags & 2) buf_varint(c, s->event);
     if (flags & 4) buf_varint(c, s->cpu);
     if (flags & 8) buf_zz(c, (i64)(s->period - w->period));
+    if (extra) {
+        buf_varint(c, extra);
+        if (s->has_raw) {
+            buf_varint(c, s->raw_len);
+            buf_bytes(c, s->raw, s->raw_len);
+        }
+        if (s->has_data_src) buf_varint(c, s->data_src);
+        if (s->has_addr) {
+            buf_zz(c, (i64)(s->addr - w->addr));
+            w->addr = s->addr;
+        }
+    }
     w->have_thread = 1;
     w->thread = t;
     w->event = s->event;

@@ -30,7 +30,7 @@ struct writer {
     /* delta state, reset per frame */
     int have_thread;
     u32 thread, event, cpu;
-    u64 period, ip, time;
+    u64 period, ip, time, addr;
     u64 last_flush_ns, flush_ns;
     int failed;
 };
@@ -38,6 +38,11 @@ struct writer {
 struct lp_sample {
     u32 event, pid, tid, cpu;
     u64 ip, time, period;
+    /* PERF_SAMPLE_RAW, DATA_SRC and ADDR: written when present (the EXTRA flag). */
+    const u8 *raw;
+    u32 raw_len;
+    int has_raw, has_data_src, has_addr;
+    u64 data_src, addr;
 };
 
 int w_open(struct writer *w, const char *path, u64 flush_ms);

@@ -99,6 +99,7 @@ pub mod decode;
 pub mod encode;
 pub mod frame;
 pub mod model;
+pub mod profileme;
 pub mod topdown;
 pub mod varint;
 

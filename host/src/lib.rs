@@ -4,6 +4,7 @@ pub mod deploy;
 pub mod hosts;
 pub mod load;
 pub mod metrics;
+pub mod profileme;
 pub mod progress;
 pub mod remote;
 pub mod report;

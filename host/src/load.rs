@@ -53,6 +53,27 @@ pub fn stream(path: &Path, mut f: impl FnMut(&Record)) -> Result<FileInfo, LoadE
     Ok(info)
 }
 
+/// Like [`stream`], and `f` also sees the header once it has been read (it precedes
+/// every record in an intact file).
+pub fn stream_with_header(
+    path: &Path,
+    mut f: impl FnMut(Option<&Header>, &Record),
+) -> Result<FileInfo, LoadError> {
+    let info = read(path, |dec, info| {
+        while let Some(e) = dec.poll() {
+            match e {
+                Event::Record(r) => {
+                    info.records += 1;
+                    f(info.header.as_ref(), &r)
+                }
+                other => info.take(other, &mut |_| {}),
+            }
+        }
+    })?;
+    check_labperf(path, &info)?;
+    Ok(info)
+}
+
 /// Per-(pid, ip) sample counts and periods, with the FxHash of the report's hot loop.
 pub type IpCounts = HashMap<(u32, u64), (u64, u64), BuildHasherDefault<FxHasher>>;
 

@@ -48,3 +48,4 @@ pub fn scratch(test: &str) -> PathBuf {
     std::fs::create_dir_all(&d).expect("scratch dir");
     d
 }
+pub mod alpha;

@@ -710,3 +710,67 @@ fn ssh_agent_identities_are_all_tried_and_ssh_config_aliases_resolve() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(String::from_utf8_lossy(&o.stdout).starts_with("labalias: x86_64,"));
 }
+
+#[test]
+fn alpha_agent_deploys_runs_under_binfmt_qemu_alpha_and_reports_profileme() {
+    use labperf_tests::alpha::*;
+    ensure_binfmt_alpha().unwrap();
+    let s = Sshd::start("ssh-alpha");
+    let kh = s.dir.join("known_hosts");
+    let out = s.dir.join("alpha.lpr");
+    // The target runs Alpha binaries through qemu-alpha, which has no perf_event_open:
+    // the agent runs the (Alpha) workload and takes its samples from saved ring bytes.
+    let ring = s.dir.join("target-ring.bin");
+    std::fs::write(&ring, branch_ring(21).bytes).unwrap();
+    let bench = alpha_bench();
+    let o = record(
+        &s,
+        &kh,
+        &[
+            "--accept-new-host-key",
+            "--arch",
+            "alpha",
+            "--profileme",
+            "--replay-ring",
+            ring.to_str().unwrap(),
+            "--pc",
+            "--top",
+            "3",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+        &[bench.to_str().unwrap(), "--duration", "0.2"],
+    );
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("alpha: agent") && err.contains("(uploaded)") && err.contains("fetched"),
+        "{err}"
+    );
+    // The uploaded agent is the Alpha one, and it ran (under qemu-alpha) on the target.
+    let agents: Vec<_> = std::fs::read_dir(s.dir.join("remote/agents"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().join("labperf-agent"))
+        .collect();
+    assert!(
+        agents.iter().any(|p| std::fs::read(p)
+            .map(|b| b[18..20] == [0x26, 0x90])
+            .unwrap_or(false)),
+        "no Alpha ELF (EM_ALPHA 0x9026) among {agents:?}"
+    );
+    let d = decode_all(&std::fs::read(&out).unwrap());
+    assert!(d.losses.is_clean());
+    let h = d.header.unwrap();
+    assert_eq!(h.arch, labperf_common::Arch::Alpha);
+    assert_eq!(h.mode, "replay");
+    assert_eq!(d.trailer.unwrap().exit.code, Some(0));
+    // The report printed after the run is the ProfileMe one, by PC: the branch row first.
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let branch = first_conditional_branch("branch_mispredicts");
+    let line = stdout
+        .lines()
+        .find(|l| l.contains(&format!("{branch:#018x} branch_mispredicts")))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert_eq!(line.split_whitespace().nth(3), Some("21.0"), "{line}");
+}

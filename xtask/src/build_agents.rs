@@ -70,7 +70,6 @@ pub fn build_c(cc: &str, arch_file: &str, dir: &str) -> anyhow::Result<String> {
         "-Wextra",
         "-Wno-unused-parameter",
         "-Werror",
-        "-s",
         "-Wl,-z,max-page-size=0x2000",
     ];
     let pie: &[&str] = if arch_file.contains("x86_64") {
@@ -84,12 +83,13 @@ pub fn build_c(cc: &str, arch_file: &str, dir: &str) -> anyhow::Result<String> {
     );
     cmd!(
         sh,
-        "{cc} {flags...} {pie...} -Os -o {agent} {arch_file} lib.c writer.c agent.c -lgcc"
+        "{cc} {flags...} {pie...} -s -Os -o {agent} {arch_file} lib.c writer.c agent.c -lgcc"
     )
     .run()
     .with_context(|| {
         format!("{cc} failed on the C agent; `cargo xtask setup` installs the cross compiler")
     })?;
+    // The bench keeps its symbols: it is the workload that reports name by function.
     cmd!(
         sh,
         "{cc} {flags...} {pie...} -O2 -o {bench} {arch_file} lib.c bench.c -lgcc"

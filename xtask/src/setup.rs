@@ -99,6 +99,29 @@ pub fn run(a: &Args, s: &mut Summary) {
             ],
         )
     });
+    s.step("setup: binfmt_misc runs Alpha binaries (qemu-alpha)", || {
+        let conf = std::path::Path::new("/usr/lib/binfmt.d/qemu-alpha.conf");
+        let mut did = Vec::new();
+        if !conf.exists() {
+            apt(&sh, &["qemu-user-binfmt"])?;
+            did.push("installed qemu-user-binfmt");
+        }
+        let dir = std::path::Path::new("/proc/sys/fs/binfmt_misc");
+        if dir.join("qemu-alpha").exists() {
+            did.push("qemu-alpha registered");
+            return Ok(did.join(", "));
+        }
+        if !dir.join("register").exists() {
+            cmd!(sh, "mount -t binfmt_misc binfmt_misc {dir}")
+                .run()
+                .context("cannot mount binfmt_misc: run `sudo mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc`")?;
+        }
+        std::fs::write(dir.join("register"), std::fs::read(conf)?).context(
+            "cannot register qemu-alpha: run `sudo systemctl restart systemd-binfmt` (or as root: cat /usr/lib/binfmt.d/qemu-alpha.conf > /proc/sys/fs/binfmt_misc/register)",
+        )?;
+        did.push("registered qemu-alpha");
+        Ok(did.join(", "))
+    });
     if a.perf {
         s.step("setup: linux-perf", || {
             packages(&sh, &[("perf", "linux-perf")])

@@ -15,6 +15,36 @@ pub struct Args {
     pub file: PathBuf,
 }
 
+/// The seed's `perf report -D` lines for a ProfileMe payload (each line indented).
+pub fn profileme_lines(p: &labperf_common::profileme::Payload) -> String {
+    format!(
+        "\n         ProfileMe PMPC:\t{:016x} {} trap {}{}\
+         \n         ProfileMe I_STAT:\t{:016x} TRP {} MIS {} LSO {} TrapType {} ICM {} OVR {}\
+         \n         ProfileMe PCTR_CTL:\t{:016x} VAL {} TAK {} Stalled {} Killed {} SL0 {} SL1 {} PCTR0 {} PCTR1 {} ({})",
+        p.pmpc,
+        p.pc_class(),
+        p.dump_trap_name(),
+        if p.mispredicted() { " mispredicted" } else { "" },
+        p.i_stat,
+        p.trp(),
+        p.mis(),
+        p.lso(),
+        p.trap_type(),
+        p.icm(),
+        p.ovr(),
+        p.pctr_ctl,
+        p.val(),
+        p.tak(),
+        p.stalled(),
+        p.killed(),
+        p.sl0(),
+        p.sl1(),
+        p.pctr0(),
+        p.pctr1(),
+        labperf_common::profileme::PCTR1_NAMES[p.sl1() as usize]
+    )
+}
+
 pub fn line(r: &Record) -> String {
     match r {
         Record::Sample(s) => {
@@ -108,12 +138,31 @@ pub fn run(a: &Args) -> Result<()> {
     let mut out = std::io::BufWriter::new(stdout.lock());
     let mut n = 0u64;
     let mut err = None;
-    let info = labperf::load::stream(&a.file, |r| {
+    let mut pm = labperf::profileme::Skipped::default();
+    let mut pm_decoded = 0u64;
+    let mut types: Option<Vec<u32>> = None;
+    let info = labperf::load::stream_with_header(&a.file, |h, r| {
         n += 1;
-        if err.is_none() {
-            if let Err(e) = writeln!(out, "{n:>8} {}", line(r)) {
-                err = Some(e);
+        if err.is_some() {
+            return;
+        }
+        let mut text = line(r);
+        // Alpha recordings: decode each sample's ProfileMe payload as `perf report -D` does.
+        if let (Some(h), Record::Sample(s)) = (h, r) {
+            if h.arch == labperf_common::Arch::Alpha {
+                let t =
+                    types.get_or_insert_with(|| h.events.iter().map(|e| e.attr.type_).collect());
+                match labperf::profileme::payload(t, s) {
+                    Ok(p) => {
+                        pm_decoded += 1;
+                        text += &profileme_lines(&p);
+                    }
+                    Err(e) => pm.add(e),
+                }
             }
+        }
+        if let Err(e) = writeln!(out, "{n:>8} {text}") {
+            err = Some(e);
         }
     })
     .with_context(|| format!("cannot dump {}", a.file.display()))?;
@@ -121,6 +170,21 @@ pub fn run(a: &Args) -> Result<()> {
         Some(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
         Some(e) => return Err(e).context("cannot write to stdout"),
         None => {}
+    }
+    if info
+        .header
+        .as_ref()
+        .is_some_and(|h| h.arch == labperf_common::Arch::Alpha)
+    {
+        writeln!(
+            out,
+            "PROFILEME decoded={pm_decoded} skipped={} (short={} version={} not_cpu_pmu={})",
+            pm.total(),
+            pm.short,
+            pm.version,
+            pm.not_cpu_pmu
+        )
+        .ok();
     }
     out.flush().ok();
     for d in &info.damage {

@@ -29,8 +29,21 @@ pub struct ReportOpts {
     #[arg(long, value_name = "DIR")]
     pub symfs: Vec<PathBuf>,
     /// Per-function metrics (CPI, miss rates) from a `record --metrics` recording.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["profileme", "mem"])]
     pub metrics: bool,
+    /// Alpha EV67+: ProfileMe. `record` samples cpu/instructions,profileme/ (with --host);
+    /// `report` prints the DCPI-style summary (killed, invalid, mispredicted, taken,
+    /// stalled, mean PCTR1, traps), one table per thing PCTR1 counted.
+    #[arg(long, conflicts_with = "mem")]
+    pub profileme: bool,
+    /// With --profileme: one row per instruction (PMPC) instead of per symbol.
+    #[arg(long, requires = "profileme")]
+    pub pc: bool,
+    /// Alpha EV67+: DTB hits and misses. `record` samples cpu/cycles,profileme/ with data
+    /// source and address (with --host); `report` counts hits and misses of loads, stores
+    /// and prefetches, by symbol and by data address.
+    #[arg(long)]
+    pub mem: bool,
     /// With --metrics: drop windows whose start and end symbols differ, or keep them.
     #[arg(short = 's', long = "discard", value_enum, default_value = "discard")]
     pub discard: labperf::metrics::DiscardMode,

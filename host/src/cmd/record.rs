@@ -32,6 +32,11 @@ pub struct RecordOpts {
     /// With --metrics: auto (kernel alternating periods when verified, else decimate), kernel, decimate or fixed.
     #[arg(long, default_value = "auto")]
     pub strobe: String,
+    /// C agent (Alpha): take the samples from ring-buffer bytes saved on the target (a
+    /// path there) instead of perf_event_open, which emulators such as qemu-user lack.
+    /// The workload still runs; the file's header says it was replayed.
+    #[arg(long, value_name = "TARGET_FILE")]
+    pub replay_ring: Option<String>,
 }
 
 /// Record a workload with the agent, then print its profile.
@@ -81,6 +86,10 @@ pub struct RemoteOpts {
     /// Seconds to wait for a TCP connection.
     #[arg(long, default_value_t = 10)]
     pub connect_timeout: u64,
+    /// Use this architecture's agent instead of the one `uname -m` names: for a machine
+    /// that runs foreign binaries through binfmt_misc (qemu-alpha, say).
+    #[arg(long, value_name = "ARCH")]
+    pub arch: Option<String>,
     /// Hosts file naming lab machines [default: ~/.config/labperf/hosts.toml].
     #[arg(long, value_name = "FILE")]
     pub hosts_file: Option<PathBuf>,
@@ -130,7 +139,8 @@ pub fn find_agent() -> Result<PathBuf> {
 }
 
 /// The agent options of a recording, as the agent's command line takes them.
-fn agent_args(r: &RecordOpts, metrics: bool) -> Vec<String> {
+fn agent_args(r: &RecordOpts, rep: &ReportOpts) -> Vec<String> {
+    let metrics = rep.metrics;
     let mut v = Vec::new();
     if metrics {
         v.extend([
@@ -143,6 +153,15 @@ fn agent_args(r: &RecordOpts, metrics: bool) -> Vec<String> {
         if r.jitter {
             v.push("--jitter".into());
         }
+    }
+    if rep.profileme {
+        v.push("--profileme".into());
+    }
+    if rep.mem {
+        v.push("--mem".into());
+    }
+    if let Some(f) = &r.replay_ring {
+        v.extend(["--replay-ring".to_string(), f.clone()]);
     }
     for e in &r.events {
         v.extend(["-e".to_string(), e.clone()]);
@@ -158,14 +177,17 @@ fn agent_args(r: &RecordOpts, metrics: bool) -> Vec<String> {
 
 pub fn run(a: &Args) -> Result<()> {
     if !a.host.is_empty() {
-        return super::remote::record(a, &agent_args(&a.rec, a.report.metrics));
+        return super::remote::record(a, &agent_args(&a.rec, &a.report));
+    }
+    if a.report.profileme || a.report.mem || a.rec.replay_ring.is_some() {
+        bail!("--profileme, --mem and --replay-ring are for the Alpha (C) agent: record on an Alpha EV67 or later lab machine with --host HOST");
     }
     let agent = find_agent()?;
     let mut cmd = Command::new(&agent);
     cmd.arg("record")
         .arg("-o")
         .arg(&a.rec.output)
-        .args(agent_args(&a.rec, a.report.metrics));
+        .args(agent_args(&a.rec, &a.report));
     if std::io::stderr().is_terminal() {
         cmd.arg("--progress");
     }

@@ -82,7 +82,10 @@ fn one(spec: &str, a: &Args, agent_args: &[String]) -> Result<Done> {
         remote: r,
         remote_dir,
     } = connect(spec, &a.ssh)?;
-    let arch = deploy::arch(&r)?;
+    let arch = match &a.ssh.arch {
+        Some(arch) => arch.clone(),
+        None => deploy::arch(&r)?,
+    };
     let local_agent = agent_for(&arch)?;
     let (agent, uploaded) = deploy::ensure_agent(&r, &local_agent, &remote_dir)?;
     say(&format!(

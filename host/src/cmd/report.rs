@@ -7,7 +7,7 @@ use std::path::PathBuf;
 /// Print a profile from a record file.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "EXAMPLES:\n  labperf report labperf.lpr\n  labperf report bench.lpr --by dso --format csv\n  labperf report bench.lpr --top 5 --format json"
+    after_help = "EXAMPLES:\n  labperf report labperf.lpr\n  labperf report bench.lpr --by dso --format csv\n  labperf report bench.lpr --top 5 --format json\n  labperf report alpha.lpr --profileme --pc --top 10\n  labperf report alpha-mem.lpr --mem --format csv"
 )]
 pub struct Args {
     /// The record file (written by labperf record or labperf-agent).
@@ -23,6 +23,43 @@ pub fn run(a: &Args) -> Result<()> {
 
 /// Builds and prints a report; warnings go to stderr.
 pub fn print(file: &std::path::Path, o: &ReportOpts) -> Result<()> {
+    if o.profileme {
+        let r = labperf::profileme::build(file, o.pc, o.symfs.clone())
+            .with_context(|| format!("cannot report ProfileMe samples from {}", file.display()))?;
+        if let Some(w) = r.info.damage_warning() {
+            eprintln!("{w}");
+        }
+        for w in &r.warnings {
+            eprintln!("warning: {w}");
+        }
+        if r.total == 0 {
+            eprintln!(
+                "note: {} holds no ProfileMe samples: record them on an Alpha EV67 or later with `labperf record --profileme`",
+                file.display()
+            );
+        }
+        print!("{}", r.render(o.format, o.top));
+        return Ok(());
+    }
+    if o.mem {
+        let r = labperf::profileme::build_mem(file, o.symfs.clone()).with_context(|| {
+            format!("cannot report DTB hits and misses from {}", file.display())
+        })?;
+        if let Some(w) = r.info.damage_warning() {
+            eprintln!("{w}");
+        }
+        for w in &r.warnings {
+            eprintln!("warning: {w}");
+        }
+        if r.loads + r.stores + r.prefetches == 0 {
+            eprintln!(
+                "note: {} holds no samples with a DTB data source: record with `labperf record --mem` on an Alpha EV67 or later",
+                file.display()
+            );
+        }
+        print!("{}", r.render(o.format, o.top));
+        return Ok(());
+    }
     if o.metrics {
         let (m, info) = labperf::metrics::build(file, o.symfs.clone(), o.discard, o.split)
             .with_context(|| format!("cannot report metrics from {}", file.display()))?;

@@ -62,7 +62,7 @@ impl Encoder {
 
     /// The header frame (seq 0).
     pub fn header_frame(&mut self, h: &Header) -> Vec<u8> {
-        let payload = postcard::to_allocvec(h).expect("postcard encoding into a Vec cannot fail");
+        let payload = to_vec(h);
         let f = frame::build(FRAME_HEADER, self.seq, 0, 0, &payload);
         self.seq += 1;
         f
@@ -119,7 +119,7 @@ impl Encoder {
             Record::Throttle(t) => (tag::THROTTLE, postcard::to_allocvec(t)),
             Record::Interval(i) => (tag::INTERVAL, postcard::to_allocvec(i)),
         };
-        let body = body.expect("postcard encoding into a Vec cannot fail");
+        let body = body.unwrap_or_else(|_| encoding_failed());
         self.chunk.push(t);
         put_u64(&mut self.chunk, body.len() as u64);
         self.chunk.extend_from_slice(&body);
@@ -240,7 +240,7 @@ impl Encoder {
         let mut t = t.clone();
         t.records = self.records_before;
         t.frames = self.frames;
-        let payload = postcard::to_allocvec(&t).expect("postcard encoding into a Vec cannot fail");
+        let payload = to_vec(&t);
         out.extend_from_slice(&frame::build(
             FRAME_TRAILER,
             self.seq,
@@ -251,4 +251,15 @@ impl Encoder {
         self.seq += 1;
         out
     }
+}
+
+/// Postcard into a `Vec` fails only on allocation failure, which aborts first. The error
+/// is not formatted: that keeps postcard's `Debug` out of the agents.
+#[cold]
+fn encoding_failed() -> ! {
+    panic!("postcard encoding into a Vec cannot fail")
+}
+
+fn to_vec<T: serde::Serialize + ?Sized>(v: &T) -> Vec<u8> {
+    postcard::to_allocvec(v).unwrap_or_else(|_| encoding_failed())
 }

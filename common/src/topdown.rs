@@ -44,19 +44,186 @@ pub fn delta_fractions(a: Reading, b: Reading) -> Option<[f64; 4]> {
 }
 
 /// perf's ratio: a metric over the sum of the metrics read with it (the kernel's
-/// topdown-* counts). Needs at least two metrics with a non-zero sum.
+/// topdown-* counts, slot-scaled). perf's `full_td` rule: at least two metrics must be
+/// present with a non-zero count, else there is no ratio.
 pub fn ratios(counts: &[Option<u64>]) -> Option<Vec<Option<f64>>> {
-    let present: Vec<u64> = counts.iter().flatten().copied().collect();
-    let sum: u64 = present.iter().sum();
-    if present.len() < 2 || sum == 0 {
-        return None;
-    }
+    let (num, den) = ratio_parts(counts)?;
     Some(
-        counts
-            .iter()
-            .map(|c| c.map(|v| v as f64 / sum as f64))
+        num.iter()
+            .map(|n| n.map(|v| v as f64 / den as f64))
             .collect(),
     )
+}
+
+/// [`ratios`] as (numerators, common denominator), for integer callers (the agent
+/// prints tenths of a percent without floats).
+pub fn ratio_parts(counts: &[Option<u64>]) -> Option<(Vec<Option<u64>>, u64)> {
+    let nonzero = counts.iter().flatten().filter(|&&v| v > 0).count();
+    let sum: u64 = counts
+        .iter()
+        .flatten()
+        .fold(0u64, |a, &v| a.saturating_add(v));
+    if nonzero < 2 || sum == 0 {
+        return None;
+    }
+    Some((counts.to_vec(), sum))
+}
+
+/// `num / den` in tenths of a percent, rounded half up (integer only).
+pub fn permille(num: u64, den: u64) -> u64 {
+    if den == 0 {
+        return 0;
+    }
+    ((num as u128 * 2000 + den as u128) / (den as u128 * 2)) as u64
+}
+
+/// The level-1 metric events, in PERF_METRICS field order, with their raw configs on the
+/// cpu (or cpu_core) PMU: `event=0x00,umask=0x80..0x83`.
+pub const LEVEL1_EVENTS: [(&str, u64); 4] = [
+    ("topdown-retiring", 0x8000),
+    ("topdown-bad-spec", 0x8100),
+    ("topdown-fe-bound", 0x8200),
+    ("topdown-be-bound", 0x8300),
+];
+/// Level 2 (Sapphire Rapids and later): each splits one level-1 metric.
+pub const LEVEL2_EVENTS: [(&str, u64); 4] = [
+    ("topdown-heavy-ops", 0x8400),
+    ("topdown-br-mispredict", 0x8500),
+    ("topdown-fetch-lat", 0x8600),
+    ("topdown-mem-bound", 0x8700),
+];
+/// The SLOTS fixed counter (fixed counter 3): `event=0x00,umask=0x4`.
+pub const SLOTS: (&str, u64) = ("slots", 0x0400);
+/// Column titles: level 1, then level 2 with the four derived ones after each pair.
+pub const LEVEL1_TITLES: [&str; 4] = [
+    "retiring",
+    "bad speculation",
+    "frontend bound",
+    "backend bound",
+];
+pub const LEVEL2_TITLES: [&str; 8] = [
+    "heavy operations",
+    "light operations",
+    "branch mispredict",
+    "machine clears",
+    "fetch latency",
+    "fetch bandwidth",
+    "memory bound",
+    "core bound",
+];
+
+/// Pre-Ice Lake TopDown events (generic counters, per core): total slots, slots issued,
+/// slots retired, fetch bubbles, recovery bubbles, in this order.
+pub const LEGACY_EVENTS: [&str; 5] = [
+    "topdown-total-slots",
+    "topdown-slots-issued",
+    "topdown-slots-retired",
+    "topdown-fetch-bubbles",
+    "topdown-recovery-bubbles",
+];
+
+/// perf's pre-Ice Lake formulas (stat-shadow's `td_*`), as numerators over the total
+/// slots (`counts` in [`LEGACY_EVENTS`] order, already multiplied by their sysfs scale):
+/// retiring = retired; bad speculation = issued − retired + recovery bubbles; frontend
+/// bound = fetch bubbles; backend bound = total − the other three. perf clamps values
+/// just below 0 to 0; callers clamp each ratio to [0, 1].
+pub fn legacy_parts(counts: [u64; 5]) -> Option<([u64; 4], u64)> {
+    let [total, issued, retired, fetch, recovery] = counts;
+    if total == 0 {
+        return None;
+    }
+    // Saturating arithmetic: each part is clamped to [0, total].
+    let bad = issued
+        .saturating_add(recovery)
+        .saturating_sub(retired)
+        .min(total);
+    let (ret, fe) = (retired.min(total), fetch.min(total));
+    let be = total.saturating_sub(ret.saturating_add(bad).saturating_add(fe));
+    Some(([ret, bad, fe, be], total))
+}
+
+/// [`legacy_parts`] as fractions.
+pub fn legacy_fractions(counts: [u64; 5]) -> Option<[f64; 4]> {
+    let (n, d) = legacy_parts(counts)?;
+    Some(n.map(|v| v as f64 / d as f64))
+}
+
+/// Ice Lake and later (SLOTS + PERF_METRICS), or the older per-core events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Metrics,
+    Legacy,
+}
+
+/// Where each TopDown event sits in a list of counts, and which columns follow from it:
+/// level 1 (4 columns), and with level 2 heavy ops, light ops, branch mispredict,
+/// machine clears, fetch latency, fetch bandwidth, memory bound, core bound.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    pub kind: Kind,
+    pub level: u8,
+    pub l1: [Option<usize>; 4],
+    pub l2: [Option<usize>; 4],
+    pub legacy: [Option<usize>; 5],
+}
+
+impl Layout {
+    /// The layout of counts named `names` (event names, in count order).
+    pub fn new<'a>(kind: Kind, level: u8, names: impl Iterator<Item = &'a str> + Clone) -> Layout {
+        let at = |n: &str| names.clone().position(|x| x == n);
+        Layout {
+            kind,
+            level,
+            l1: LEVEL1_EVENTS.map(|(n, _)| at(n)),
+            l2: LEVEL2_EVENTS.map(|(n, _)| at(n)),
+            legacy: LEGACY_EVENTS.map(at),
+        }
+    }
+
+    /// The column titles.
+    pub fn titles(&self) -> Vec<&'static str> {
+        let mut t = LEVEL1_TITLES.to_vec();
+        if self.level == 2 {
+            t.extend(LEVEL2_TITLES);
+        }
+        t
+    }
+
+    /// The columns of `v` as numerators over one denominator (None: not measured), or
+    /// None when perf would print no ratios (fewer than two metrics above zero).
+    pub fn parts(&self, v: &[u64]) -> Option<(Vec<Option<u64>>, u64)> {
+        let get = |i: Option<usize>| i.and_then(|i| v.get(i).copied());
+        match self.kind {
+            Kind::Legacy => {
+                let c = self.legacy.map(|i| get(i).unwrap_or(0));
+                let (num, den) = legacy_parts(c)?;
+                Some((num.iter().map(|&x| Some(x)).collect(), den))
+            }
+            Kind::Metrics => {
+                let l1: Vec<Option<u64>> = self.l1.iter().map(|&i| get(i)).collect();
+                let (mut num, den) = ratio_parts(&l1)?;
+                if self.level == 2 {
+                    for i in 0..4 {
+                        let part = get(self.l2[i]).unwrap_or(0);
+                        let whole = l1[i].unwrap_or(0);
+                        num.push(Some(part));
+                        num.push(Some(whole.saturating_sub(part)));
+                    }
+                }
+                Some((num, den))
+            }
+        }
+    }
+
+    /// [`Layout::parts`] as fractions.
+    pub fn fractions(&self, v: &[u64]) -> Option<Vec<Option<f64>>> {
+        let (num, den) = self.parts(v)?;
+        Some(
+            num.iter()
+                .map(|n| n.map(|n| n as f64 / den as f64))
+                .collect(),
+        )
+    }
 }
 
 /// Level-2 values derived from level 1 and the four level-2 metrics, all as fractions:
@@ -158,6 +325,23 @@ mod tests {
         assert_eq!(r, vec![Some(0.75), None, Some(0.25), None]);
         assert_eq!(ratios(&[Some(300), None, None, None]), None);
         assert_eq!(ratios(&[Some(0), Some(0)]), None);
+        // perf's full_td counts metrics above zero: one non-zero metric is not enough.
+        assert_eq!(ratios(&[Some(300), Some(0), Some(0), Some(0)]), None);
+        assert_eq!(permille(153, 1000), 153);
+        assert_eq!(permille(1, 3), 333);
+        assert_eq!(permille(2, 3), 667);
+        assert_eq!(permille(5, 0), 0);
+    }
+
+    #[test]
+    fn legacy_formulas() {
+        // total 1000, issued 600, retired 400, fetch bubbles 150, recovery 50:
+        // retiring 0.4, bad spec (600-400+50)/1000 = 0.25, fe 0.15, be 1-0.8 = 0.2.
+        let f = legacy_fractions([1000, 600, 400, 150, 50]).unwrap();
+        assert_eq!(f, [0.4, 0.25, 0.15, 0.2]);
+        // Over-full: backend bound clamps at 0 rather than going negative.
+        assert_eq!(legacy_fractions([100, 90, 40, 40, 0]).unwrap()[3], 0.0);
+        assert_eq!(legacy_fractions([0, 1, 1, 1, 1]), None);
     }
 
     #[test]

@@ -4,10 +4,12 @@ mod arch;
 mod events;
 mod out;
 mod perf;
+mod plan;
 mod record;
 mod stat;
 mod strobe;
 mod sys;
+mod topdown;
 mod workload;
 
 pub const VERSION: &str = concat!("labperf-agent ", env!("CARGO_PKG_VERSION"));
@@ -18,6 +20,7 @@ USAGE:
   labperf-agent record [OPTIONS] (--pid PID | -- CMD [ARGS...])
   labperf-agent stat   [OPTIONS] [-I MS] (--pid PID | -- CMD [ARGS...])
   labperf-agent list   [PMU]
+  labperf-agent plan   (record|stat) [OPTIONS] [-- CMD]   print every perf_event_attr it would open
   labperf-agent strobe-probe [-c PERIOD] [--window N]   which strobing mode --metrics uses here
   labperf-agent --version
 
@@ -41,12 +44,20 @@ OPTIONS:
       --jitter         jitter the window start (the kernel series' rules apply)
       --strobe MODE    auto (kernel alternating periods if verified, else decimate),
                        kernel, decimate, or fixed (every window: the baseline)
+      --topdown        Intel TopDown. stat: the {slots,topdown-*} group per thread (Ice
+                       Lake+), or the older events per core system-wide (needs root);
+                       record: {slots,SAMPLER,topdown-*} read in each sample (-e SAMPLER:
+                       cycles, instructions or ref-cycles)
+      --level N        --topdown level 1 (default) or 2 (Sapphire Rapids and later)
+      --per-thread     stat --topdown: one line per thread
+ENVIRONMENT: LABPERF_SYSFS  the sysfs root to read PMUs from (default /sys)
 
 EXAMPLES:
   labperf-agent record -o bench.lpr -- ./labperf-bench --duration 2
   labperf-agent record -e cpu-clock -c 100000 -- sleep 1
   labperf-agent record -e '{cpu-clock,page-faults}' -- ./my-prog
   labperf-agent stat -I 500 -- ./my-prog arg1 arg2
+  labperf-agent stat --topdown -I 1000 -- ./labperf-bench
   labperf-agent record --metrics -c 1000000 --window 300 -- ./labperf-bench
   labperf-agent list armv8_pmuv3_0
 
@@ -73,6 +84,10 @@ pub struct Opts {
     pub jitter: bool,
     /// `--strobe auto|kernel|decimate|fixed`.
     pub strobe: String,
+    /// `--topdown`, its `--level` (1 or 2) and `--per-thread`.
+    pub topdown: bool,
+    pub level: u8,
+    pub per_thread: bool,
 }
 
 fn num<T: std::str::FromStr>(flag: &str, v: Option<String>) -> Result<T, String> {
@@ -87,6 +102,7 @@ fn parse_opts(args: Vec<String>) -> Result<Opts, String> {
         flush_ms: 1000,
         window: 300,
         strobe: "auto".into(),
+        level: 1,
         ..Default::default()
     };
     let mut it = args.into_iter();
@@ -123,6 +139,14 @@ fn parse_opts(args: Vec<String>) -> Result<Opts, String> {
                 }
             }
             "--progress" => o.progress = true,
+            "--topdown" => o.topdown = true,
+            "--per-thread" => o.per_thread = true,
+            "--level" => {
+                o.level = num(&flag, val())?;
+                if !(1..=2).contains(&o.level) {
+                    return Err("--level is 1 or 2".into());
+                }
+            }
             s if s.starts_with('-') => return Err(format!("unknown option '{s}'")),
             _ => {
                 o.command.push(a);
@@ -184,6 +208,23 @@ fn main() {
                 2
             }
         },
+        "plan" => {
+            let verb = args.first().cloned().unwrap_or_default();
+            let mut rest: Vec<String> = args.into_iter().skip(1).collect();
+            if !rest.iter().any(|a| a == "--") {
+                rest.extend(["--".to_string(), "CMD".to_string()]);
+            }
+            match parse_opts(rest).and_then(|o| plan::print(&verb, &o)) {
+                Ok(text) => {
+                    print!("{text}");
+                    0
+                }
+                Err(e) => {
+                    eprintln!("labperf-agent: {e}");
+                    2
+                }
+            }
+        }
         "list" => {
             print!("{}", events::list(args.first().map(String::as_str)));
             0

@@ -132,7 +132,9 @@ pub fn portable(a: &perf_event_attr) -> Attr {
             a as *const _ as *const u8,
             std::mem::size_of::<perf_event_attr>(),
         );
-        let flags = u64::from_ne_bytes(bytes[40..48].try_into().unwrap());
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&bytes[40..48]);
+        let flags = u64::from_ne_bytes(w);
         Attr {
             type_: a.type_,
             size: a.size,
@@ -194,20 +196,31 @@ impl Fd {
     }
     /// Reads up to `buf.len()` u64 words; returns how many were read.
     pub fn read_u64s(&self, buf: &mut [u64]) -> usize {
-        // SAFETY: buffer valid for its length in bytes.
-        let n = unsafe {
-            libc::read(
-                self.0,
-                buf.as_mut_ptr() as *mut libc::c_void,
-                std::mem::size_of_val(buf),
-            )
-        };
-        if n < 0 {
-            0
-        } else {
-            n as usize / 8
-        }
+        read_raw(self.0, buf)
     }
+}
+
+/// Reads up to `buf.len()` u64 words from a perf fd owned elsewhere.
+pub fn read_raw(fd: i32, buf: &mut [u64]) -> usize {
+    // SAFETY: buffer valid for its length in bytes.
+    let n = unsafe {
+        libc::read(
+            fd,
+            buf.as_mut_ptr() as *mut libc::c_void,
+            std::mem::size_of_val(buf),
+        )
+    };
+    if n < 0 {
+        0
+    } else {
+        n as usize / 8
+    }
+}
+
+/// Enables a perf fd owned elsewhere.
+pub fn enable_raw(fd: i32) {
+    // SAFETY: an fd number; a stale one only makes the ioctl fail.
+    unsafe { sys::ioctls::ENABLE(fd, 0) };
 }
 
 /// Why an event did not open, as an errno.

@@ -232,8 +232,26 @@ pub fn strobe_probe(o: &Opts) -> Result<i32, String> {
     Ok(0)
 }
 
-fn open_all(o: &Opts, target: &Target) -> Result<Opened, String> {
-    let mut notes = Vec::new();
+/// The events `record` opens: (spec, index of its group leader).
+pub fn asked_specs(o: &Opts) -> Result<Vec<(EventSpec, Option<usize>)>, String> {
+    if o.topdown {
+        if o.metrics {
+            return Err("--topdown and --metrics exclude each other: give one".into());
+        }
+        let r = crate::topdown::detect(&crate::topdown::sysfs_root(), o.level)?;
+        let sampler = events::parse(o.events.first().map_or("cycles", String::as_str))?;
+        if o.events.len() > 1 {
+            return Err(
+                "--topdown takes one sampling event (-e cycles, instructions or ref-cycles)".into(),
+            );
+        }
+        let v = crate::topdown::record_specs(&r, sampler)?;
+        return Ok(v
+            .into_iter()
+            .enumerate()
+            .map(|(i, s)| (s, (i > 0).then_some(0)))
+            .collect());
+    }
     let asked = if o.metrics {
         if !o.events.is_empty() {
             return Err("--metrics chooses its own events: drop -e".into());
@@ -244,69 +262,97 @@ fn open_all(o: &Opts, target: &Target) -> Result<Opened, String> {
     } else {
         o.events.clone()
     };
-    // (spec, is group member, leader index)
     let mut specs: Vec<(EventSpec, Option<usize>)> = Vec::new();
-    let mut grouped = false;
     for a in &asked {
         let (list, g) = events::parse_list(a)?;
-        grouped |= g && list.len() > 1;
         let leader = specs.len();
         for (i, s) in list.into_iter().enumerate() {
             specs.push((s, if g && i > 0 { Some(leader) } else { None }));
         }
     }
+    Ok(specs)
+}
+
+/// The attrs `record` asks for, before strobing: the sampler of each group (its leader,
+/// or with --topdown the second event, as SLOTS leads but cannot sample) gets the period.
+pub fn base_plans(
+    o: &Opts,
+    specs: &[(EventSpec, Option<usize>)],
+    spawned: bool,
+    inherit: bool,
+    build_id: bool,
+) -> (Vec<AttrPlan>, u64, u64) {
+    let grouped = specs.iter().any(|(_, l)| l.is_some());
+    // --topdown: the sampler is not the leader, so samples name their event.
+    let samplers = if o.topdown {
+        2
+    } else {
+        specs.iter().filter(|(_, l)| l.is_none()).count()
+    };
+    let mut sample_type = perf::SAMPLE_IP
+        | perf::SAMPLE_TID
+        | perf::SAMPLE_TIME
+        | perf::SAMPLE_PERIOD
+        | perf::SAMPLE_CPU;
+    let mut read_format = 0;
+    if samplers > 1 {
+        sample_type |= perf::SAMPLE_IDENTIFIER;
+    }
+    if grouped {
+        sample_type |= perf::SAMPLE_READ;
+        read_format = perf::FORMAT_GROUP | perf::FORMAT_ID;
+    }
+    let plans = specs
+        .iter()
+        .enumerate()
+        .map(|(i, (s, leader))| {
+            let (dp, dfreq) = default_period(s);
+            let samples = if o.topdown {
+                i == crate::topdown::SAMPLER_INDEX
+            } else {
+                leader.is_none()
+            };
+            let (period, freq) = match (samples, o.period, o.freq) {
+                (false, _, _) => (0, false),
+                (true, Some(p), _) => (p, false),
+                (true, None, Some(f)) => (f, true),
+                (true, None, None) => (dp, dfreq),
+            };
+            AttrPlan {
+                spec: s.clone(),
+                period,
+                freq,
+                sample_type,
+                read_format,
+                disabled: leader.is_none() && spawned,
+                enable_on_exec: leader.is_none() && spawned,
+                inherit,
+                sideband: i == 0,
+                build_id,
+                watermark: if i == 0 {
+                    (o.mmap_pages as u32 * 4096) / 4
+                } else {
+                    0
+                },
+                ext: Default::default(),
+            }
+        })
+        .collect();
+    (plans, sample_type, read_format)
+}
+
+fn open_all(o: &Opts, target: &Target) -> Result<Opened, String> {
+    let mut notes = Vec::new();
+    let mut specs = asked_specs(o)?;
+    let grouped = specs.iter().any(|(_, l)| l.is_some());
     let spawned = matches!(target, Target::Spawned(_));
     let cpus = sys::online_cpus();
     let tids = target.tids();
     let mut inherit = !o.no_inherit;
     let mut build_id = true;
-    let samplers = specs.iter().filter(|(_, l)| l.is_none()).count();
     let mut strobe_mode: Option<(strobe::Mode, strobe::Strobe)> = None;
     loop {
-        let mut sample_type = perf::SAMPLE_IP
-            | perf::SAMPLE_TID
-            | perf::SAMPLE_TIME
-            | perf::SAMPLE_PERIOD
-            | perf::SAMPLE_CPU;
-        let mut read_format = 0;
-        if samplers > 1 {
-            sample_type |= perf::SAMPLE_IDENTIFIER;
-        }
-        if grouped {
-            sample_type |= perf::SAMPLE_READ;
-            read_format = perf::FORMAT_GROUP | perf::FORMAT_ID;
-        }
-        let plans: Vec<AttrPlan> = specs
-            .iter()
-            .enumerate()
-            .map(|(i, (s, leader))| {
-                let (dp, dfreq) = default_period(s);
-                let (period, freq) = match (leader, o.period, o.freq) {
-                    (Some(_), _, _) => (0, false),
-                    (None, Some(p), _) => (p, false),
-                    (None, None, Some(f)) => (f, true),
-                    (None, None, None) => (dp, dfreq),
-                };
-                AttrPlan {
-                    spec: s.clone(),
-                    period,
-                    freq,
-                    sample_type,
-                    read_format,
-                    disabled: leader.is_none() && spawned,
-                    enable_on_exec: leader.is_none() && spawned,
-                    inherit,
-                    sideband: i == 0,
-                    build_id,
-                    watermark: if i == 0 {
-                        (o.mmap_pages as u32 * 4096) / 4
-                    } else {
-                        0
-                    },
-                    ext: Default::default(),
-                }
-            })
-            .collect();
+        let (plans, sample_type, read_format) = base_plans(o, &specs, spawned, inherit, build_id);
         let mut plans = plans;
         if let Some(st) = strobe_of(o)? {
             // Chosen once: the loop comes back here after a fallback.
@@ -356,6 +402,9 @@ fn open_all(o: &Opts, target: &Target) -> Result<Opened, String> {
                 build_id = false;
                 notice(&mut notes, "this kernel cannot put build-ids in mmap records: the host will match binaries by path".into());
             }
+            Err(Retry::Fallback(i, why)) if o.topdown => {
+                return Err(format!("'{}' cannot be opened here ({why}): TopDown needs the CPU's PMU; run `labperf-agent list cpu`", specs[i].0.name));
+            }
             Err(Retry::Fallback(i, why)) => {
                 let (s, leader) = &specs[i];
                 if leader.is_some() {
@@ -364,7 +413,7 @@ fn open_all(o: &Opts, target: &Target) -> Result<Opened, String> {
                     specs.remove(i);
                 } else {
                     notice(&mut notes, format!("'{}' is not available here ({why}); falling back to cpu-clock (software timer sampling)", s.name));
-                    let mut cc = events::parse("cpu-clock").expect("cpu-clock is a known event");
+                    let mut cc = events::parse("cpu-clock")?;
                     cc.user = s.user;
                     cc.kernel = s.kernel;
                     specs[i].0 = cc;
@@ -432,6 +481,9 @@ fn open_plans(
                 id_to_event.push((fd.id(), i as u32));
                 if specs[i].1.is_none() {
                     leader_fd = fd.0;
+                }
+                // Samplers write to the ring: leaders, and the --topdown group's second event.
+                if specs[i].1.is_none() || (o.topdown && i == crate::topdown::SAMPLER_INDEX) {
                     match ring_fd {
                         None => {
                             let ring = Ring::new(&fd, o.mmap_pages).map_err(Retry::Fatal)?;

@@ -56,15 +56,82 @@ fn secs(d: std::time::Duration, places: u32) -> String {
     format!("{}.{:0w$}", d.as_secs(), frac, w = places as usize)
 }
 
-pub fn run(o: &Opts) -> Result<i32, String> {
-    workload::install_signal_handlers();
-    let mut target = Target::new(o)?;
-    let spawned = matches!(target, Target::Spawned(_));
-    let names: Vec<String> = if o.events.is_empty() {
+/// The counting attr of one event.
+pub fn plan_for(spec: events::EventSpec, spawned: bool, inherit: bool) -> AttrPlan {
+    AttrPlan {
+        read_format: perf::FORMAT_TOTAL_TIME_ENABLED | perf::FORMAT_TOTAL_TIME_RUNNING,
+        disabled: spawned,
+        enable_on_exec: spawned,
+        inherit,
+        ..AttrPlan::new(spec)
+    }
+}
+
+/// The events plain `stat` counts.
+pub fn names(o: &Opts) -> Vec<String> {
+    if o.events.is_empty() {
         DEFAULT.iter().map(|s| s.to_string()).collect()
     } else {
         o.events.clone()
-    };
+    }
+}
+
+/// Waits for the workload (or attached process) to end, forwarding a signal once, and
+/// calls `tick(elapsed, done)` every interval and once more, with `done`, at the end.
+fn run_loop(
+    target: &Target,
+    every: Option<Duration>,
+    mut tick: impl FnMut(Duration, bool) -> Result<(), String>,
+) -> Result<ExitStatus, String> {
+    let pid = target.pid();
+    let t0 = Instant::now();
+    let mut next = every.map(|d| t0 + d);
+    let mut exit = ExitStatus::default();
+    let mut forwarded = false;
+    loop {
+        std::thread::sleep(
+            Duration::from_millis(10).min(every.unwrap_or(Duration::from_millis(10))),
+        );
+        let done = match target {
+            Target::Spawned(_) => workload::wait(pid, false).map(|s| exit = s).is_some(),
+            // SAFETY: signal 0 only checks existence.
+            Target::Attached(p) => (unsafe { libc::kill(*p, 0) }) != 0,
+        };
+        let sig = SIGNALLED.load(Ordering::SeqCst);
+        if sig != 0 && !forwarded {
+            forwarded = true;
+            match target {
+                // SAFETY: signalling our own child.
+                Target::Spawned(_) => unsafe {
+                    libc::kill(pid, sig);
+                },
+                Target::Attached(_) => {
+                    tick(t0.elapsed(), true)?;
+                    return Ok(exit);
+                }
+            }
+        }
+        if let (Some(n), Some(d)) = (next, every) {
+            if Instant::now() >= n && !done {
+                next = Some(n + d);
+                tick(t0.elapsed(), false)?;
+            }
+        }
+        if done {
+            tick(t0.elapsed(), true)?;
+            return Ok(exit);
+        }
+    }
+}
+
+pub fn run(o: &Opts) -> Result<i32, String> {
+    if o.topdown {
+        return run_topdown(o);
+    }
+    workload::install_signal_handlers();
+    let mut target = Target::new(o)?;
+    let spawned = matches!(target, Target::Spawned(_));
+    let names = names(o);
     let mut counters = Vec::new();
     let mut descs = Vec::new();
     let mut notes = Vec::new();
@@ -76,13 +143,7 @@ pub fn run(o: &Opts) -> Result<i32, String> {
                 return Err(e);
             }
         };
-        let plan = AttrPlan {
-            read_format: perf::FORMAT_TOTAL_TIME_ENABLED | perf::FORMAT_TOTAL_TIME_RUNNING,
-            disabled: spawned,
-            enable_on_exec: spawned,
-            inherit: !o.no_inherit,
-            ..AttrPlan::new(spec)
-        };
+        let plan = plan_for(spec, spawned, !o.no_inherit);
         let mut fds = Vec::new();
         let mut failed = None;
         for tid in target.tids() {
@@ -141,64 +202,36 @@ pub fn run(o: &Opts) -> Result<i32, String> {
         Target::Spawned(w) => w.go()?,
         Target::Attached(_) => counters.iter().flat_map(|c| &c.fds).for_each(Fd::enable),
     }
-    let pid = target.pid();
     let every = o.interval_ms.map(Duration::from_millis);
     let t0 = Instant::now();
-    let mut next = every.map(|d| t0 + d);
-    let mut exit = ExitStatus::default();
-    let mut forwarded = false;
-    loop {
-        std::thread::sleep(
-            Duration::from_millis(10).min(every.unwrap_or(Duration::from_millis(10))),
-        );
-        let done = match &target {
-            Target::Spawned(_) => workload::wait(pid, false).map(|s| exit = s).is_some(),
-            // SAFETY: signal 0 only checks existence.
-            Target::Attached(p) => (unsafe { libc::kill(*p, 0) }) != 0,
-        };
-        let sig = SIGNALLED.load(Ordering::SeqCst);
-        if sig != 0 && !forwarded {
-            forwarded = true;
-            match &target {
-                // SAFETY: signalling our own child.
-                Target::Spawned(_) => unsafe {
-                    libc::kill(pid, sig);
-                },
-                Target::Attached(_) => break,
-            }
+    let exit = run_loop(&target, every, |t, done| {
+        if every.is_none() && done {
+            return Ok(());
         }
-        if let (Some(n), Some(d)) = (next, every) {
-            if Instant::now() >= n || done {
-                next = Some(n + d);
-                let t = t0.elapsed();
-                let mut counts = Vec::new();
-                for (i, c) in counters.iter_mut().enumerate() {
-                    let now = read(c, i as u32);
-                    let delta = Count {
-                        event: i as u32,
-                        value: now.value.wrapping_sub(c.prev.value),
-                        time_enabled: now.time_enabled.wrapping_sub(c.prev.time_enabled),
-                        time_running: now.time_running.wrapping_sub(c.prev.time_running),
-                    };
-                    eprintln!("{:>12} {:>18} {}", secs(t, 3), scaled(&delta), c.name);
-                    c.prev = now;
-                    counts.push(delta);
-                }
-                if let Some(out) = &mut out {
-                    out.push(&Record::Interval(Interval {
-                        time: t.as_nanos() as u64,
-                        tid: None,
-                        delta: true,
-                        counts,
-                    }))?;
-                    out.tick()?;
-                }
-            }
+        let mut counts = Vec::new();
+        for (i, c) in counters.iter_mut().enumerate() {
+            let now = read(c, i as u32);
+            let delta = Count {
+                event: i as u32,
+                value: now.value.wrapping_sub(c.prev.value),
+                time_enabled: now.time_enabled.wrapping_sub(c.prev.time_enabled),
+                time_running: now.time_running.wrapping_sub(c.prev.time_running),
+            };
+            eprintln!("{:>12} {:>18} {}", secs(t, 3), scaled(&delta), c.name);
+            c.prev = now;
+            counts.push(delta);
         }
-        if done {
-            break;
+        if let Some(out) = &mut out {
+            out.push(&Record::Interval(Interval {
+                time: t.as_nanos() as u64,
+                tid: None,
+                delta: true,
+                counts,
+            }))?;
+            out.tick()?;
         }
-    }
+        Ok(())
+    })?;
     let totals: Vec<Count> = counters
         .iter()
         .enumerate()
@@ -238,4 +271,164 @@ pub fn run(o: &Opts) -> Result<i32, String> {
         })?;
     }
     Ok(workload::exit_code(&exit))
+}
+
+/// `stat --topdown`: the TopDown group read once per interval, as perf's ratios.
+fn run_topdown(o: &Opts) -> Result<i32, String> {
+    use crate::topdown::{self, Kind, Real};
+    let recipe = topdown::detect(&topdown::sysfs_root(), o.level)?;
+    let mut notes = recipe.notes.clone();
+    if recipe.kind == Kind::Legacy {
+        let paranoid: i32 = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(2);
+        // SAFETY: geteuid has no failure mode.
+        if paranoid > 0 && unsafe { libc::geteuid() } != 0 {
+            return Err(format!("{} (it is {paranoid})", topdown::ROOT_NEEDED));
+        }
+        if let Some(w) = topdown::nmi_watchdog_warning(std::path::Path::new("/proc")) {
+            eprintln!("labperf-agent: warning: {w}");
+            notes.push(w.replace('\n', " "));
+        }
+    }
+    for n in &recipe.notes {
+        eprintln!("labperf-agent: notice: {n}");
+    }
+    workload::install_signal_handlers();
+    let mut target = Target::new(o)?;
+    let spawned = matches!(target, Target::Spawned(_));
+    let plans = topdown::stat_plans(&recipe, spawned, !o.no_inherit);
+    let mut k = Real::default();
+    let mut c = match topdown::open(
+        &mut k,
+        recipe,
+        &target.tids(),
+        &sys::online_cpus(),
+        spawned,
+        !o.no_inherit,
+    ) {
+        Ok(c) => c,
+        Err(e) => {
+            target.abort();
+            return Err(e);
+        }
+    };
+    let descs = plans
+        .iter()
+        .map(|(p, l)| EventDesc {
+            name: p.spec.name.clone(),
+            attr: perf::portable(&p.to_kernel()),
+            leader: l.map(|l| l as u32),
+        })
+        .collect();
+    let r = c.recipe.clone();
+    let mode = format!(
+        "stat:topdown;level={};kind={};pmu={}",
+        r.level,
+        if r.kind == Kind::Metrics {
+            "metrics"
+        } else {
+            "legacy"
+        },
+        r.pmu
+    );
+    let start = sys::clock_ns(libc::CLOCK_MONOTONIC);
+    let mut out = match &o.output {
+        Some(p) => Some(Out::create(
+            p,
+            &header(o, descs, &mode, notes, start),
+            o.flush_ms,
+        )?),
+        None => None,
+    };
+    if o.interval_ms.is_none() {
+        eprintln!("{}", labperf_common::topdown::LONG_RUN_WARNING);
+    }
+    let per_thread = o.per_thread && r.kind == Kind::Metrics;
+    let ncols = topdown::titles(&r).len();
+    eprintln!("{}", topdown::header_line(&r, per_thread));
+    match &mut target {
+        Target::Spawned(w) => w.go()?,
+        Target::Attached(_) => c.enable(&mut k),
+    }
+    let every = o.interval_ms.map(Duration::from_millis);
+    let t0 = Instant::now();
+    let mut totals = vec![0u64; r.events.len()];
+    let exit = run_loop(&target, every, |t, done| {
+        let t = t.as_nanos() as u64;
+        let d = c.deltas(&mut k);
+        let mut sum = vec![0u64; r.events.len()];
+        for (tid, v) in &d {
+            for (s, x) in sum.iter_mut().zip(v) {
+                *s = s.wrapping_add(*x);
+            }
+            if per_thread {
+                let cols = topdown::columns(&r, v);
+                eprintln!("{}", topdown::line(t, *tid, cols.as_deref(), ncols));
+                if let Some(out) = &mut out {
+                    out.push(&Record::Interval(Interval {
+                        time: t,
+                        tid: tid.map(|t| t as u32),
+                        delta: true,
+                        counts: counts_of(v),
+                    }))?;
+                }
+            }
+        }
+        for (a, x) in totals.iter_mut().zip(&sum) {
+            *a = a.wrapping_add(*x);
+        }
+        if !per_thread && (!done || every.is_some()) {
+            let cols = topdown::columns(&r, &sum);
+            eprintln!("{}", topdown::line(t, None, cols.as_deref(), ncols));
+        }
+        if let Some(out) = &mut out {
+            if !per_thread {
+                out.push(&Record::Interval(Interval {
+                    time: t,
+                    tid: None,
+                    delta: true,
+                    counts: counts_of(&sum),
+                }))?;
+            }
+            out.tick()?;
+        }
+        Ok(())
+    })?;
+    let cols = topdown::columns(&r, &totals);
+    eprintln!(
+        "\n Performance counter stats for '{}':\n\n{}\n{}\n",
+        o.command.join(" "),
+        topdown::header_line(&r, false).replacen("           time", "          total", 1),
+        topdown::line(t0.elapsed().as_nanos() as u64, None, cols.as_deref(), ncols)
+    );
+    if let Some(mut out) = out {
+        out.push(&Record::Interval(Interval {
+            time: t0.elapsed().as_nanos() as u64,
+            tid: None,
+            delta: false,
+            counts: counts_of(&totals),
+        }))?;
+        let (cpu_ns, rss) = sys::self_usage();
+        out.finish(&Trailer {
+            agent_cpu_ns: cpu_ns,
+            agent_peak_rss_kib: rss,
+            exit: exit.clone(),
+            duration_ns: sys::clock_ns(libc::CLOCK_MONOTONIC).saturating_sub(start),
+            ..Default::default()
+        })?;
+    }
+    Ok(workload::exit_code(&exit))
+}
+
+fn counts_of(v: &[u64]) -> Vec<Count> {
+    v.iter()
+        .enumerate()
+        .map(|(i, &value)| Count {
+            event: i as u32,
+            value,
+            ..Default::default()
+        })
+        .collect()
 }

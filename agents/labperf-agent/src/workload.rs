@@ -39,7 +39,7 @@ impl Workload {
             .iter()
             .map(|a| {
                 CString::new(a.as_bytes())
-                    .map_err(|_| format!("workload argument {a:?} contains a NUL byte"))
+                    .map_err(|_| format!("workload argument '{a}' contains a NUL byte"))
             })
             .collect::<Result<_, _>>()?;
         let mut ptrs: Vec<*const libc::c_char> = cargs.iter().map(|c| c.as_ptr()).collect();

@@ -9,3 +9,4 @@ pub mod progress;
 pub mod remote;
 pub mod report;
 pub mod symbols;
+pub mod topdown;

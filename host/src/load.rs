@@ -28,6 +28,8 @@ pub enum LoadError {
     },
     #[error("{path} is not a labperf record file (it does not start with the LABPERF magic and holds no labperf frames).")]
     NotLabperf { path: PathBuf },
+    #[error("{path} is not a TopDown recording (its header has no slots or topdown-total-slots event): record one with `labperf stat --topdown` or `labperf record --topdown`.")]
+    NotTopDown { path: PathBuf },
 }
 
 /// The non-record parts of a file, gathered while records are streamed to a callback.

@@ -211,7 +211,7 @@ fn main() {
         "plan" => {
             let verb = args.first().cloned().unwrap_or_default();
             let mut rest: Vec<String> = args.into_iter().skip(1).collect();
-            if !rest.iter().any(|a| a == "--") {
+            if !rest.iter().any(|a| a == "--" || a == "-p" || a == "--pid") {
                 rest.extend(["--".to_string(), "CMD".to_string()]);
             }
             match parse_opts(rest).and_then(|o| plan::print(&verb, &o)) {

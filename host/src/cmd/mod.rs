@@ -39,6 +39,11 @@ pub struct ReportOpts {
     /// With --profileme: one row per instruction (PMPC) instead of per symbol.
     #[arg(long, requires = "profileme")]
     pub pc: bool,
+    /// Intel TopDown. `record` samples the {slots,SAMPLER,topdown-*} group (-e SAMPLER,
+    /// default cycles); `report` prints slot-weighted retiring, bad speculation,
+    /// frontend and backend bound per symbol, or the intervals of a `stat --topdown` file.
+    #[arg(long, conflicts_with_all = ["profileme", "mem", "metrics"])]
+    pub topdown: bool,
     /// Alpha EV67+: DTB hits and misses. `record` samples cpu/cycles,profileme/ with data
     /// source and address (with --host); `report` counts hits and misses of loads, stores
     /// and prefetches, by symbol and by data address.

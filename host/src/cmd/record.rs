@@ -32,6 +32,9 @@ pub struct RecordOpts {
     /// With --metrics: auto (kernel alternating periods when verified, else decimate), kernel, decimate or fixed.
     #[arg(long, default_value = "auto")]
     pub strobe: String,
+    /// With --topdown: TopDown level 1, or 2 (Sapphire Rapids and later).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=2))]
+    pub level: u8,
     /// C agent (Alpha): take the samples from ring-buffer bytes saved on the target (a
     /// path there) instead of perf_event_open, which emulators such as qemu-user lack.
     /// The workload still runs; the file's header says it was replayed.
@@ -156,6 +159,13 @@ fn agent_args(r: &RecordOpts, rep: &ReportOpts) -> Vec<String> {
     }
     if rep.profileme {
         v.push("--profileme".into());
+    }
+    if rep.topdown {
+        v.extend([
+            "--topdown".to_string(),
+            "--level".into(),
+            r.level.to_string(),
+        ]);
     }
     if rep.mem {
         v.push("--mem".into());

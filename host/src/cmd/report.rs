@@ -7,7 +7,7 @@ use std::path::PathBuf;
 /// Print a profile from a record file.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "EXAMPLES:\n  labperf report labperf.lpr\n  labperf report bench.lpr --by dso --format csv\n  labperf report bench.lpr --top 5 --format json\n  labperf report alpha.lpr --profileme --pc --top 10\n  labperf report alpha-mem.lpr --mem --format csv"
+    after_help = "EXAMPLES:\n  labperf report labperf.lpr\n  labperf report bench.lpr --by dso --format csv\n  labperf report bench.lpr --top 5 --format json\n  labperf report alpha.lpr --profileme --pc --top 10\n  labperf report td.lpr --topdown --format csv\n  labperf report alpha-mem.lpr --mem --format csv"
 )]
 pub struct Args {
     /// The record file (written by labperf record or labperf-agent).
@@ -23,6 +23,18 @@ pub fn run(a: &Args) -> Result<()> {
 
 /// Builds and prints a report; warnings go to stderr.
 pub fn print(file: &std::path::Path, o: &ReportOpts) -> Result<()> {
+    if o.topdown {
+        let r = labperf::topdown::build(file, o.symfs.clone())
+            .with_context(|| format!("cannot report TopDown from {}", file.display()))?;
+        if let Some(w) = r.info.damage_warning() {
+            eprintln!("{w}");
+        }
+        for w in &r.warnings {
+            eprintln!("note: {w}");
+        }
+        print!("{}", r.render(o.format, o.top, colour()));
+        return Ok(());
+    }
     if o.profileme {
         let r = labperf::profileme::build(file, o.pc, o.symfs.clone())
             .with_context(|| format!("cannot report ProfileMe samples from {}", file.display()))?;
@@ -92,4 +104,10 @@ pub fn print(file: &std::path::Path, o: &ReportOpts) -> Result<()> {
     }
     print!("{}", r.render(o.format, o.by, o.top));
     Ok(())
+}
+
+/// Colours for a table on a terminal, unless NO_COLOR is set.
+pub fn colour() -> bool {
+    use std::io::IsTerminal;
+    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
 }

@@ -10,7 +10,7 @@ use std::process::Command;
 /// Count events over a workload (perf stat style), optionally every -I ms.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "EXAMPLES:\n  labperf stat -- ./my-prog\n  labperf stat -I 500 -e cycles -e instructions --host lab1 -- ./my-prog arg"
+    after_help = "EXAMPLES:\n  labperf stat -- ./my-prog\n  labperf stat -I 500 -e cycles -e instructions --host lab1 -- ./my-prog arg\n  labperf stat --topdown -I 1000 -- ./labperf-bench --duration 5\n  labperf stat --topdown --level 2 --per-thread --format csv --pid 4242"
 )]
 pub struct Args {
     /// Lab machines to count on (comma-separated); without it, this machine.
@@ -24,6 +24,19 @@ pub struct Args {
     /// Print and record the counts every MS milliseconds.
     #[arg(short = 'I', long, value_name = "MS")]
     pub interval: Option<u64>,
+    /// Intel TopDown: {slots,topdown-*} per thread (Ice Lake and later), or the older
+    /// per-core events system-wide (needs root); the ratios as perf computes them.
+    #[arg(long)]
+    pub topdown: bool,
+    /// With --topdown: level 1, or 2 (Sapphire Rapids and later).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=2), requires = "topdown")]
+    pub level: u8,
+    /// With --topdown: one line per thread.
+    #[arg(long, requires = "topdown")]
+    pub per_thread: bool,
+    /// With --topdown: the table printed at the end (the agent prints live lines meanwhile).
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: labperf::report::Format,
     /// Record file of the counts [default: labperf-stat.lpr].
     #[arg(short, long, default_value = "labperf-stat.lpr")]
     pub output: PathBuf,
@@ -40,7 +53,27 @@ fn agent_args(a: &Args) -> Vec<String> {
     if let Some(i) = a.interval {
         v.extend(["-I".to_string(), i.to_string()]);
     }
+    if a.topdown {
+        v.extend([
+            "--topdown".to_string(),
+            "--level".into(),
+            a.level.to_string(),
+        ]);
+        if a.per_thread {
+            v.push("--per-thread".into());
+        }
+    }
     v
+}
+
+/// With --topdown, the table (or CSV, JSON) of the recorded intervals.
+fn print_topdown(a: &Args, file: &std::path::Path) -> Result<()> {
+    if a.topdown {
+        let r = labperf::topdown::build(file, Vec::new())
+            .with_context(|| format!("cannot read the TopDown counts in {}", file.display()))?;
+        print!("{}", r.render(a.format, 0, super::report::colour()));
+    }
+    Ok(())
 }
 
 pub fn run(a: &Args) -> Result<()> {
@@ -56,7 +89,7 @@ pub fn run(a: &Args) -> Result<()> {
             .status()
             .with_context(|| format!("cannot start the agent {}", agent.display()))?;
         return match st.code() {
-            Some(0) => Ok(()),
+            Some(0) => print_topdown(a, &a.output),
             Some(125) => bail!("the agent could not count (its message is above)"),
             Some(c) => std::process::exit(c),
             None => bail!("the agent was killed"),
@@ -97,7 +130,13 @@ pub fn run(a: &Args) -> Result<()> {
             Ok(out)
         })();
         match r {
-            Ok(p) => eprintln!("[{h}] counts recorded in {}", p.display()),
+            Ok(p) => {
+                eprintln!("[{h}] counts recorded in {}", p.display());
+                if let Err(e) = print_topdown(a, &p) {
+                    eprintln!("[{h}] error: {e:#}");
+                    failed += 1;
+                }
+            }
             Err(e) => {
                 eprintln!("[{h}] error: {e:#}");
                 failed += 1;

@@ -1,0 +1,495 @@
+//! Intel TopDown without the hardware: the agent's attrs for every recipe against expected
+//! files (perf's tests/attr method, over recorded sysfs trees), its errors on this
+//! machine, and the host's tables from recordings whose counts are worked out by hand
+//! (the seed's interval table among them).
+
+use labperf_common::{
+    Arch, Attr, Count, CpuId, Encoder, Endian, EventDesc, Header, Interval, Mmap2, Record, Sample,
+    Trailer,
+};
+use labperf_tests::{bin, root, scratch};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn plan_dir() -> PathBuf {
+    root().join("tests/data/x86_64-topdown-plan")
+}
+
+fn agent() -> PathBuf {
+    bin("labperf-agent")
+}
+
+/// `labperf-agent plan ARGS` over the sysfs tree `tree`.
+fn plan(tree: &str, args: &[&str]) -> (bool, String, String) {
+    let o = Command::new(agent())
+        .arg("plan")
+        .args(args)
+        .env("LABPERF_SYSFS", root().join("tests/data/sysfs").join(tree))
+        .output()
+        .unwrap();
+    (
+        o.status.success(),
+        String::from_utf8(o.stdout).unwrap(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// The `key=value` fields of one plan line.
+fn fields(line: &str) -> BTreeMap<&str, &str> {
+    line.split(' ')
+        .filter_map(|kv| kv.split_once('='))
+        .collect()
+}
+
+fn hex(v: &str) -> u64 {
+    u64::from_str_radix(v.trim_start_matches("0x"), 16).unwrap()
+}
+
+#[test]
+fn plan_output_matches_the_expected_attrs_of_every_recipe() {
+    let recipes = std::fs::read_to_string(plan_dir().join("recipes.txt")).unwrap();
+    let mut n = 0;
+    for r in recipes.lines() {
+        // name: sysfs tree: labperf-agent plan ARGS
+        let mut parts = r.splitn(3, ": ");
+        let (name, tree, cmd) = (
+            parts.next().unwrap(),
+            parts.next().unwrap(),
+            parts.next().unwrap(),
+        );
+        let args: Vec<&str> = cmd
+            .trim_start_matches("labperf-agent plan ")
+            .split(' ')
+            .collect();
+        let (ok, out, err) = plan(tree, &args);
+        assert!(ok, "{name}: {err}");
+        let want = std::fs::read_to_string(plan_dir().join(format!("{name}.txt"))).unwrap();
+        assert_eq!(out, want, "{name}: `{cmd}` with {tree}");
+        n += 1;
+    }
+    assert_eq!(n, 12);
+}
+
+#[test]
+fn topdown_attrs_follow_the_seeds_rules() {
+    const GROUP: u64 = 1 << 3;
+    const SAMPLE_READ: u64 = 1 << 4;
+    // stat: SLOTS (0x0400) leads, the metrics (0x8000 + 0x100 i) follow, all read as a group.
+    for (tree, level, n) in [
+        ("x86_64-icelake", "1", 4),
+        ("x86_64-sapphirerapids", "2", 8),
+    ] {
+        let (ok, out, err) = plan(tree, &["stat", "--topdown", "--level", level, "--", "w"]);
+        assert!(ok, "{err}");
+        let lines: Vec<_> = out.lines().map(fields).collect();
+        assert_eq!(lines.len(), 1 + n);
+        assert_eq!(
+            (lines[0]["event"], lines[0]["config"], lines[0]["leader"]),
+            ("slots", "0x400", "-")
+        );
+        for (i, l) in lines[1..].iter().enumerate() {
+            assert_eq!(hex(l["config"]), 0x8000 + 0x100 * i as u64, "{l:?}");
+            assert_eq!(l["leader"], "0");
+        }
+        assert!(lines.iter().all(|l| hex(l["read_format"]) & GROUP != 0));
+        assert!(lines.iter().all(|l| l["type"] == "4" && l["cpu"] == "-1"));
+    }
+    // record: {slots, SAMPLER, topdown-*}: only the second event samples, and reads the group.
+    let (_, out, _) = plan(
+        "x86_64-icelake",
+        &["record", "--topdown", "-c", "100003", "--", "w"],
+    );
+    let lines: Vec<_> = out.lines().map(fields).collect();
+    assert_eq!((lines[0]["event"], lines[1]["event"]), ("slots", "cycles"));
+    for (i, l) in lines.iter().enumerate() {
+        let period: u64 = l.get("sample_period").map_or(1, |p| p.parse().unwrap());
+        assert_eq!(period != 0, i == 1, "{l:?}");
+        assert!(hex(l["sample_type"]) & SAMPLE_READ != 0);
+    }
+    // Before Ice Lake: per CPU, system-wide, kernel included, the five events.
+    let (_, out, _) = plan("x86_64-skylake", &["stat", "--topdown", "--", "w"]);
+    let lines: Vec<_> = out.lines().map(fields).collect();
+    assert_eq!(lines.len(), 5);
+    assert!(lines
+        .iter()
+        .all(|l| l["pid"] == "-1" && !l["flags"].contains("exclude_kernel")));
+    // Errors that name the fix.
+    let (ok, _, err) = plan(
+        "x86_64-icelake",
+        &["stat", "--topdown", "--level", "2", "--", "w"],
+    );
+    assert!(!ok && err.contains("Sapphire Rapids"), "{err}");
+    let (ok, _, err) = plan("x86_64-skylake", &["record", "--topdown", "--", "w"]);
+    assert!(!ok && err.contains("use stat --topdown"), "{err}");
+    let (ok, _, err) = plan("x86_64-no-topdown", &["stat", "--topdown", "--", "w"]);
+    assert!(!ok && err.contains("no TopDown events"), "{err}");
+}
+
+#[test]
+fn stat_topdown_on_this_machine_says_what_is_missing() {
+    // This VM has no hardware PMU: no cpu PMU events, so no TopDown.
+    let o = Command::new(agent())
+        .args(["stat", "--topdown", "--", "/bin/true"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(125));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.contains("no TopDown events") && e.contains("Ice Lake"),
+        "{e}"
+    );
+    // With an Ice Lake sysfs tree but no PMU behind it, opening SLOTS fails, said plainly,
+    // and the workload never runs.
+    let d = scratch("td-open");
+    let marker = d.join("ran");
+    let o = Command::new(agent())
+        .args(["stat", "--topdown", "--", "/bin/touch"])
+        .arg(&marker)
+        .env(
+            "LABPERF_SYSFS",
+            root().join("tests/data/sysfs/x86_64-icelake"),
+        )
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(125));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("slots"), "{e}");
+    assert!(
+        !marker.exists(),
+        "the workload ran although nothing was counted"
+    );
+}
+
+fn event(name: &str, type_: u32, config: u64, leader: Option<u32>) -> EventDesc {
+    EventDesc {
+        name: name.into(),
+        attr: Attr {
+            type_,
+            size: 136,
+            config,
+            ..Default::default()
+        },
+        leader,
+    }
+}
+
+fn header(events: Vec<EventDesc>, mode: &str) -> Header {
+    Header {
+        agent_version: "synthetic".into(),
+        arch: Arch::X86_64,
+        endian: Endian::Little,
+        kernel_release: "6.18".into(),
+        cpu: CpuId::Unknown {
+            cpuinfo: "GenuineIntel".into(),
+        },
+        hostname: "icx".into(),
+        command: vec!["./w".into()],
+        clock_id: 1,
+        start_time_ns: 0,
+        start_realtime_ns: 0,
+        events,
+        mode: mode.into(),
+        notes: vec![],
+    }
+}
+
+fn write(name: &str, h: &Header, records: &[Record]) -> PathBuf {
+    let mut e = Encoder::new();
+    let mut f = Encoder::prelude().to_vec();
+    f.extend(e.header_frame(h));
+    for r in records {
+        e.push(r);
+    }
+    if let Some(fr) = e.flush() {
+        f.extend(fr);
+    }
+    f.extend(e.trailer_frame(&Trailer::default()));
+    let p = scratch(name).join("td.lpr");
+    std::fs::write(&p, f).unwrap();
+    p
+}
+
+fn metrics_events(level2: bool) -> Vec<EventDesc> {
+    let mut v = vec![event("slots", 4, 0x400, None)];
+    let names = [
+        "topdown-retiring",
+        "topdown-bad-spec",
+        "topdown-fe-bound",
+        "topdown-be-bound",
+        "topdown-heavy-ops",
+        "topdown-br-mispredict",
+        "topdown-fetch-lat",
+        "topdown-mem-bound",
+    ];
+    for (i, n) in names.iter().enumerate().take(if level2 { 8 } else { 4 }) {
+        v.push(event(n, 4, 0x8000 + 0x100 * i as u64, Some(0)));
+    }
+    v
+}
+
+fn interval(time: u64, tid: Option<u32>, delta: bool, values: &[u64]) -> Record {
+    Record::Interval(Interval {
+        time,
+        tid,
+        delta,
+        counts: values
+            .iter()
+            .enumerate()
+            .map(|(i, &value)| Count {
+                event: i as u32,
+                value,
+                ..Default::default()
+            })
+            .collect(),
+    })
+}
+
+fn report(file: &Path, extra: &[&str]) -> String {
+    let o = Command::new(bin("labperf"))
+        .args(["report", "--topdown"])
+        .args(extra)
+        .arg(file)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout).unwrap()
+}
+
+#[test]
+fn the_seeds_interval_table_comes_back_exactly() {
+    // The seed's `perf stat -a --topdown -I1000` example, as slot counts in tenths of a
+    // percent of each interval (line 6 sums to 999, as its rounded figures do).
+    let rows: [(u64, [u64; 4]); 8] = [
+        (1_001_281_330, [230, 153, 296, 321]),
+        (2_003_009_005, [50, 68, 466, 416]),
+        (3_004_646_182, [67, 67, 460, 406]),
+        (4_006_326_375, [50, 64, 476, 410]),
+        (5_007_991_804, [51, 63, 463, 423]),
+        (6_009_626_773, [62, 71, 473, 393]),
+        (7_011_296_356, [47, 67, 462, 424]),
+        (8_012_951_831, [47, 67, 475, 411]),
+    ];
+    let recs: Vec<Record> = rows
+        .iter()
+        .map(|(t, m)| interval(*t, None, true, &[4000, m[0], m[1], m[2], m[3]]))
+        .collect();
+    let f = write(
+        "td-seed",
+        &header(
+            metrics_events(false),
+            "stat:topdown;level=1;kind=metrics;pmu=cpu",
+        ),
+        &recs,
+    );
+    // Copied from the seed's topdown.txt.
+    let want = "\
+#           time             retiring      bad speculation       frontend bound        backend bound
+     1.001281330                23.0%                15.3%                29.6%                32.1%
+     2.003009005                 5.0%                 6.8%                46.6%                41.6%
+     3.004646182                 6.7%                 6.7%                46.0%                40.6%
+     4.006326375                 5.0%                 6.4%                47.6%                41.0%
+     5.007991804                 5.1%                 6.3%                46.3%                42.3%
+     6.009626773                 6.2%                 7.1%                47.3%                39.3%
+     7.011296356                 4.7%                 6.7%                46.2%                42.4%
+     8.012951831                 4.7%                 6.7%                47.5%                41.1%
+";
+    assert_eq!(report(&f, &[]), want);
+    let csv = report(&f, &["--format", "csv"]);
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next(),
+        Some("time_s,tid,slots,retiring,bad_speculation,frontend_bound,backend_bound")
+    );
+    assert_eq!(
+        lines.next(),
+        Some("1.001281330,,4000,0.230000,0.153000,0.296000,0.321000")
+    );
+}
+
+#[test]
+fn level_2_per_thread_missing_metrics_and_colours() {
+    // Level 2, two threads and a total. Thread 11: retiring 500 (heavy 100), bad spec 200
+    // (branch mispredict 150), fe 200 (fetch latency 50), be 100 (memory 80).
+    let t11 = [9000, 500, 200, 200, 100, 100, 150, 50, 80];
+    // Thread 12: nothing retired or missed but backend: one metric above zero, no ratios.
+    let t12 = [9000, 0, 0, 0, 900, 0, 0, 0, 0];
+    let f = write(
+        "td-l2",
+        &header(
+            metrics_events(true),
+            "stat:topdown;level=2;kind=metrics;pmu=cpu",
+        ),
+        &[
+            interval(1_000_000_000, Some(11), true, &t11),
+            interval(1_000_000_000, Some(12), true, &t12),
+            interval(
+                1_500_000_000,
+                None,
+                false,
+                &[18000, 500, 200, 200, 1000, 100, 150, 50, 80],
+            ),
+        ],
+    );
+    let j: Value = serde_json::from_str(&report(&f, &["--format", "json"])).unwrap();
+    assert_eq!(j["level"], 2);
+    let r: Vec<f64> = j["lines"][0]["ratios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    // heavy 10%, light 40%, branch mispredict 15%, machine clears 5%, fetch latency 5%,
+    // fetch bandwidth 15%, memory bound 8%, core bound 2%.
+    assert_eq!(
+        r,
+        [0.5, 0.2, 0.2, 0.1, 0.1, 0.4, 0.15, 0.05, 0.05, 0.15, 0.08, 0.02]
+    );
+    assert_eq!(j["lines"][0]["tid"], 11);
+    assert!(j["lines"][1]["ratios"].is_null(), "{}", j["lines"][1]);
+    // Total: 500+200+200+1000 = 1900 slots of metrics.
+    let total = j["total"]["ratios"][3].as_f64().unwrap();
+    assert!((total - 1000.0 / 1900.0).abs() < 1e-12);
+    // The table marks thread rows and paints as perf: retiring > 70% green, bad spec > 10%,
+    // frontend and backend bound > 20% red.
+    let table = report(&f, &[]);
+    assert!(
+        table.starts_with("#           time      thread             retiring"),
+        "{table}"
+    );
+    assert!(
+        table.contains("           -                    -"),
+        "{table}"
+    );
+    let o = Command::new(bin("labperf"))
+        .args(["report", "--topdown"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    let plain = String::from_utf8(o.stdout).unwrap();
+    assert!(!plain.contains('\x1b'), "no colour when not on a terminal");
+    // Missing metrics: a recording with only retiring and be-bound.
+    let f = write(
+        "td-missing",
+        &header(
+            vec![
+                event("slots", 4, 0x400, None),
+                event("topdown-retiring", 4, 0x8000, Some(0)),
+                event("topdown-be-bound", 4, 0x8300, Some(0)),
+            ],
+            "stat:topdown;level=1;kind=metrics;pmu=cpu",
+        ),
+        &[interval(1_000_000_000, None, true, &[1000, 600, 200])],
+    );
+    assert!(report(&f, &[]).contains("     1.000000000                75.0%                    -                    -                25.0%"));
+}
+
+#[test]
+fn pre_ice_lake_formulas_in_the_report() {
+    let names = [
+        "topdown-total-slots",
+        "topdown-slots-issued",
+        "topdown-slots-retired",
+        "topdown-fetch-bubbles",
+        "topdown-recovery-bubbles",
+    ];
+    let events = names.iter().map(|n| event(n, 4, 0, None)).collect();
+    // total 1000, issued 600, retired 400, fetch bubbles 160, recovery bubbles 48:
+    // retiring 40%, bad spec (600-400+48)/1000 = 24.8%, fe 16%, be the rest, 19.2%.
+    let f = write(
+        "td-legacy",
+        &header(events, "stat:topdown;level=1;kind=legacy;pmu=cpu"),
+        &[interval(
+            1_000_000_000,
+            None,
+            true,
+            &[1000, 600, 400, 160, 48],
+        )],
+    );
+    let t = report(&f, &[]);
+    assert!(t.contains("     1.000000000                40.0%                24.8%                16.0%                19.2%"), "{t}");
+    let j: Value = serde_json::from_str(&report(&f, &["--format", "json"])).unwrap();
+    assert_eq!(j["kind"], "legacy");
+}
+
+#[test]
+fn record_topdown_attributes_slot_deltas_to_functions() {
+    // Group values {slots, cycles, retiring, bad-spec, fe-bound, be-bound}, cumulative per
+    // thread. Between samples: 1000 slots in branch_mispredicts (bad spec 400 of them),
+    // then 2000 in int_divider_stalls (backend 1700), then 1000 more in branch_mispredicts.
+    let bench = bin("labperf-bench");
+    let data = std::fs::read(&bench).unwrap();
+    use object::{Object, ObjectSegment, ObjectSymbol};
+    let elf = object::File::parse(&*data).unwrap();
+    let sym = |n: &str| elf.symbols().find(|s| s.name() == Ok(n)).unwrap().address();
+    let (bm, idiv) = (sym("branch_mispredicts"), sym("int_divider_stalls"));
+    let seg = elf
+        .segments()
+        .find(|s| (s.address()..s.address() + s.size()).contains(&bm))
+        .unwrap();
+    let (off, _) = seg.file_range();
+    // The bench's executable segment, mapped at its own address (a non-PIE executable).
+    let mut recs = vec![Record::Mmap2(Mmap2 {
+        pid: 5,
+        tid: 5,
+        addr: seg.address(),
+        len: seg.size(),
+        pgoff: off,
+        prot: 5,
+        flags: 2,
+        build_id: None,
+        path: bench.to_str().unwrap().into(),
+    })];
+    let samples: [(u64, [u64; 6]); 4] = [
+        (bm, [0, 0, 0, 0, 0, 0]),
+        (bm, [1000, 10, 300, 400, 100, 200]),
+        (idiv, [3000, 30, 500, 400, 200, 1900]),
+        (bm, [4000, 40, 800, 800, 300, 2100]),
+    ];
+    for (i, (ip, v)) in samples.iter().enumerate() {
+        recs.push(Record::Sample(Sample {
+            event: 1,
+            pid: 5,
+            tid: 5,
+            ip: *ip,
+            time: i as u64,
+            values: v.to_vec(),
+            ..Default::default()
+        }));
+    }
+    let mut events = vec![
+        event("slots", 4, 0x400, None),
+        event("cycles", 0, 0, Some(0)),
+    ];
+    events.extend(metrics_events(false).into_iter().skip(1));
+    let f = write("td-record", &header(events, "sample"), &recs);
+    let j: Value = serde_json::from_str(&report(&f, &["--format", "json"])).unwrap();
+    let row = |n: &str| {
+        j["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["symbol"] == n)
+            .unwrap_or_else(|| panic!("no {n}: {j}"))
+            .clone()
+    };
+    let b = row("branch_mispredicts");
+    // 2000 slots: retiring 300+300, bad spec 400+400, fe 100+100, be 200+200 → of 2000.
+    assert_eq!(
+        (b["samples"].as_u64(), b["slots"].as_u64()),
+        (Some(2), Some(2000))
+    );
+    assert_eq!(b["ratios"], serde_json::json!([0.3, 0.4, 0.1, 0.2]));
+    let d = row("int_divider_stalls");
+    assert_eq!(d["slots"], 2000);
+    assert_eq!(d["ratios"], serde_json::json!([0.1, 0.0, 0.05, 0.85]));
+    // The table ranks by slots and prints the symbol last.
+    let t = report(&f, &[]);
+    assert!(t.starts_with("#          slots"), "{t}");
+    assert!(
+        t.contains("40.0%") && t.contains("branch_mispredicts (labperf-bench)"),
+        "{t}"
+    );
+}

@@ -203,11 +203,10 @@ impl Layout {
                 let l1: Vec<Option<u64>> = self.l1.iter().map(|&i| get(i)).collect();
                 let (mut num, den) = ratio_parts(&l1)?;
                 if self.level == 2 {
-                    for i in 0..4 {
-                        let part = get(self.l2[i]).unwrap_or(0);
-                        let whole = l1[i].unwrap_or(0);
+                    for (&at, whole) in self.l2.iter().zip(&l1) {
+                        let part = get(at).unwrap_or(0);
                         num.push(Some(part));
-                        num.push(Some(whole.saturating_sub(part)));
+                        num.push(Some(whole.unwrap_or(0).saturating_sub(part)));
                     }
                 }
                 Some((num, den))

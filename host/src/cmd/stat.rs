@@ -91,7 +91,13 @@ pub fn run(a: &Args) -> Result<()> {
         return match st.code() {
             Some(0) => print_topdown(a, &a.output),
             Some(125) => bail!("the agent could not count (its message is above)"),
-            Some(c) => std::process::exit(c),
+            Some(c) => {
+                // The workload's own status; its counts are still worth printing.
+                if a.output.exists() {
+                    print_topdown(a, &a.output)?;
+                }
+                std::process::exit(c)
+            }
             None => bail!("the agent was killed"),
         };
     }

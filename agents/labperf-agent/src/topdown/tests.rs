@@ -300,6 +300,10 @@ fn record_group_puts_the_sampler_second() {
             "topdown-be-bound"
         ]
     );
+    // Hybrid: a generic sampler names the P-core PMU (type 4) in config bits 32-63.
+    let hy = detect(&sysfs("x86_64-alderlake-hybrid"), 1).unwrap();
+    let v = record_specs(&hy, crate::events::parse("cycles").unwrap()).unwrap();
+    assert_eq!((v[1].type_, v[1].config), (0, 4 << 32));
     let legacy = detect(&sysfs("x86_64-skylake"), 1).unwrap();
     assert!(record_specs(&legacy, crate::events::parse("cycles").unwrap()).is_err());
 }

@@ -4,7 +4,7 @@
 //! `labperf_common::profileme`.
 
 use crate::load::{self, FileInfo, LoadError};
-use crate::report::Format;
+use crate::report::{csv_field, short, Format};
 use crate::symbols::Symbolizer;
 use labperf_common::profileme::{data_src, Payload, Skip, Trap, PCTR1_NAMES};
 use labperf_common::{Header, Record};
@@ -103,10 +103,6 @@ fn pct(n: u64, d: u64) -> f64 {
     } else {
         100.0 * n as f64 / d as f64
     }
-}
-
-fn short(dso: &str) -> &str {
-    dso.rsplit('/').next().unwrap_or(dso)
 }
 
 struct Pending {
@@ -242,14 +238,6 @@ pub fn build(path: &Path, by_pc: bool, symfs: Vec<PathBuf>) -> Result<PmReport, 
         info,
         warnings,
     })
-}
-
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
 }
 
 fn traps_text(t: &BTreeMap<String, u64>) -> String {

@@ -43,7 +43,8 @@ pub struct Report {
     pub warnings: Vec<String>,
 }
 
-fn short(dso: &str) -> &str {
+/// The file name of a DSO path.
+pub(crate) fn short(dso: &str) -> &str {
     dso.rsplit('/').next().unwrap_or(dso)
 }
 
@@ -120,7 +121,8 @@ pub fn build(path: &Path, by: By, symfs: Vec<PathBuf>) -> Result<Report, LoadErr
     })
 }
 
-fn csv_field(s: &str) -> String {
+/// A CSV field, quoted when it holds a comma, quote or newline.
+pub(crate) fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {

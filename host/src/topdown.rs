@@ -3,7 +3,7 @@
 //! consecutive samples), as table (perf's colours), CSV or JSON.
 
 use crate::load::{self, FileInfo, LoadError};
-use crate::report::Format;
+use crate::report::{csv_field, short, Format};
 use crate::symbols::Symbolizer;
 use labperf_common::topdown::{self as td, Colour, Kind, Layout};
 use labperf_common::{Header, Record};
@@ -212,10 +212,6 @@ fn paint(text: &str, c: Colour, colour: bool) -> String {
     }
 }
 
-fn short(dso: &str) -> &str {
-    dso.rsplit('/').next().unwrap_or(dso)
-}
-
 impl Report {
     /// Renders the report; `colour` paints the table as perf does.
     pub fn render(&self, format: Format, top: usize, colour: bool) -> String {
@@ -294,8 +290,8 @@ impl Report {
                         let _ = write!(
                             s,
                             "{},{},{},{}",
-                            l.symbol.as_deref().unwrap_or(""),
-                            l.dso.as_deref().unwrap_or(""),
+                            csv_field(l.symbol.as_deref().unwrap_or("")),
+                            csv_field(l.dso.as_deref().unwrap_or("")),
                             l.samples.unwrap_or(0),
                             l.slots.map(|x| x.to_string()).unwrap_or_default()
                         );

@@ -254,23 +254,7 @@ pub fn run(o: &Opts) -> Result<i32, String> {
         );
     }
     eprintln!("\n{:>18} seconds time elapsed\n", secs(t0.elapsed(), 9));
-    if let Some(mut out) = out {
-        out.push(&Record::Interval(Interval {
-            time: t0.elapsed().as_nanos() as u64,
-            tid: None,
-            delta: false,
-            counts: totals,
-        }))?;
-        let (cpu_ns, rss) = sys::self_usage();
-        out.finish(&Trailer {
-            agent_cpu_ns: cpu_ns,
-            agent_peak_rss_kib: rss,
-            exit: exit.clone(),
-            duration_ns: sys::clock_ns(libc::CLOCK_MONOTONIC).saturating_sub(start),
-            ..Default::default()
-        })?;
-    }
-    Ok(workload::exit_code(&exit))
+    finish(out, totals, t0, &exit, start)
 }
 
 /// `stat --topdown`: the TopDown group read once per interval, as perf's ratios.
@@ -403,12 +387,23 @@ fn run_topdown(o: &Opts) -> Result<i32, String> {
         topdown::header_line(&r, false).replacen("           time", "          total", 1),
         topdown::line(t0.elapsed().as_nanos() as u64, None, cols.as_deref(), ncols)
     );
+    finish(out, counts_of(&totals), t0, &exit, start)
+}
+
+/// Records the whole run's totals and the trailer, then gives the workload's exit code.
+fn finish(
+    out: Option<Out>,
+    totals: Vec<Count>,
+    t0: Instant,
+    exit: &ExitStatus,
+    start: u64,
+) -> Result<i32, String> {
     if let Some(mut out) = out {
         out.push(&Record::Interval(Interval {
             time: t0.elapsed().as_nanos() as u64,
             tid: None,
             delta: false,
-            counts: counts_of(&totals),
+            counts: totals,
         }))?;
         let (cpu_ns, rss) = sys::self_usage();
         out.finish(&Trailer {
@@ -419,7 +414,7 @@ fn run_topdown(o: &Opts) -> Result<i32, String> {
             ..Default::default()
         })?;
     }
-    Ok(workload::exit_code(&exit))
+    Ok(workload::exit_code(exit))
 }
 
 fn counts_of(v: &[u64]) -> Vec<Count> {

@@ -346,3 +346,82 @@ fn children_are_followed_and_symbolized() {
         "{j}"
     );
 }
+
+#[test]
+fn attaching_to_a_running_process_records_its_functions() {
+    // The bench runs on its own; the agent attaches with --pid, after the bench has mapped
+    // its code, so the mappings come from /proc/PID/maps rather than from mmap records.
+    let d = scratch("attach");
+    let file = d.join("attach.lpr");
+    let mut bench = Command::new(bin("labperf-bench"))
+        .args([
+            "--duration",
+            "2.5",
+            "--classes",
+            "int_divider_stalls=1,nops=1",
+        ])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let o = Command::new(bin("labperf-agent"))
+        .args(["record", "-e", "cpu-clock", "-c", "250000", "-o"])
+        .arg(&file)
+        .args(["--pid", &bench.id().to_string()])
+        .output()
+        .unwrap();
+    assert!(bench.wait().unwrap().success());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let d = decode_all(&std::fs::read(&file).unwrap());
+    assert!(d.losses.is_clean(), "{:?}", d.damage);
+    let h = d.header.unwrap();
+    assert_eq!(h.command, ["--pid".to_string(), bench.id().to_string()]);
+    assert!(d
+        .records
+        .iter()
+        .any(|r| matches!(r, Record::Mmap2(m) if m.path.ends_with("labperf-bench"))));
+    let rep = Command::new(bin("labperf"))
+        .args(["report", "--format", "json", "--top", "0"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let j: serde_json::Value = serde_json::from_slice(&rep.stdout).unwrap();
+    let share = |f: &str| {
+        j["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == f)
+            .map_or(0.0, |r| r["percent"].as_f64().unwrap())
+    };
+    // Two classes at 1:1 for the ~2 s attached: each near half (the bench's main loop and
+    // the clock take a few percent).
+    for f in ["int_divider_stalls", "nops"] {
+        assert!(
+            (35.0..=60.0).contains(&share(f)),
+            "{f}: {}% in {j}",
+            share(f)
+        );
+    }
+    // stat attaches the same way and counts the remaining CPU time.
+    let mut bench = Command::new(bin("labperf-bench"))
+        .args(["--duration", "1.5", "--classes", "nops=1"])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let o = Command::new(bin("labperf-agent"))
+        .args(["stat", "-e", "task-clock", "--pid", &bench.id().to_string()])
+        .output()
+        .unwrap();
+    bench.wait().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let e = String::from_utf8_lossy(&o.stderr);
+    let ns: u64 = e
+        .lines()
+        .find(|l| l.contains("task-clock"))
+        .and_then(|l| l.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("{e}"));
+    assert!(
+        (700_000_000..1_400_000_000).contains(&ns),
+        "task-clock {ns} ns: {e}"
+    );
+}

@@ -869,8 +869,7 @@ pub fn run(o: &Opts) -> Result<i32, String> {
                 }
             }
             Target::Attached(p) => {
-                // SAFETY: signal 0 only checks existence.
-                if sig != 0 || (unsafe { libc::kill(*p, 0) } != 0 && sys::errno() == libc::ESRCH) {
+                if sig != 0 || !crate::workload::attached_alive(*p) {
                     break;
                 }
             }

@@ -94,8 +94,7 @@ fn run_loop(
         );
         let done = match target {
             Target::Spawned(_) => workload::wait(pid, false).map(|s| exit = s).is_some(),
-            // SAFETY: signal 0 only checks existence.
-            Target::Attached(p) => (unsafe { libc::kill(*p, 0) }) != 0,
+            Target::Attached(p) => !workload::attached_alive(*p),
         };
         let sig = SIGNALLED.load(Ordering::SeqCst);
         if sig != 0 && !forwarded {

@@ -165,3 +165,21 @@ pub fn exit_code(s: &labperf_common::ExitStatus) -> i32 {
         _ => 0,
     }
 }
+
+/// Whether an attached process still runs. A process that exited but was not reaped yet
+/// (a zombie, state Z in /proc/PID/stat) has ended too: signal 0 still reaches it.
+pub fn attached_alive(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks existence.
+    if unsafe { libc::kill(pid, 0) } != 0 && crate::sys::errno() == libc::ESRCH {
+        return false;
+    }
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the parenthesised command name, which may hold spaces.
+        Ok(s) => !matches!(
+            s.rsplit_once(')')
+                .and_then(|(_, r)| r.trim_start().chars().next()),
+            Some('Z' | 'X')
+        ),
+        Err(_) => false,
+    }
+}

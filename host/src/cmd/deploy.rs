@@ -23,10 +23,7 @@ pub fn run(a: &Args) -> Result<()> {
     for h in &a.hosts {
         let r = (|| -> Result<String> {
             let Connected { remote, remote_dir } = connect(h, &a.ssh)?;
-            let arch = match &a.ssh.arch {
-                Some(arch) => arch.clone(),
-                None => deploy::arch(&remote)?,
-            };
+            let arch = super::remote::target_arch(&remote, &a.ssh)?;
             let (path, uploaded) = deploy::ensure_agent(&remote, &agent_for(&arch)?, &remote_dir)?;
             Ok(format!(
                 "{arch}, {path} ({})",

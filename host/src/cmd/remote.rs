@@ -76,16 +76,21 @@ fn output_for(a: &Args, name: &str) -> PathBuf {
     a.rec.output.with_file_name(format!("{stem}-{safe}.lpr"))
 }
 
+/// The target's architecture: `--arch`, or what its `uname -m` says.
+pub fn target_arch(r: &Remote, o: &RemoteOpts) -> Result<String> {
+    Ok(match &o.arch {
+        Some(arch) => arch.clone(),
+        None => deploy::arch(r)?,
+    })
+}
+
 fn one(spec: &str, a: &Args, agent_args: &[String]) -> Result<Done> {
     let say = |m: &str| eprintln!("[{spec}] {m}");
     let Connected {
         remote: r,
         remote_dir,
     } = connect(spec, &a.ssh)?;
-    let arch = match &a.ssh.arch {
-        Some(arch) => arch.clone(),
-        None => deploy::arch(&r)?,
-    };
+    let arch = target_arch(&r, &a.ssh)?;
     let local_agent = agent_for(&arch)?;
     let (agent, uploaded) = deploy::ensure_agent(&r, &local_agent, &remote_dir)?;
     say(&format!(

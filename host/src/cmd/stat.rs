@@ -10,7 +10,7 @@ use std::process::Command;
 /// Count events over a workload (perf stat style), optionally every -I ms.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "EXAMPLES:\n  labperf stat -- ./my-prog\n  labperf stat -I 500 -e cycles -e instructions --host lab1 -- ./my-prog arg\n  labperf stat --topdown -I 1000 -- ./labperf-bench --duration 5\n  labperf stat --topdown --level 2 --per-thread --format csv --pid 4242"
+    after_help = "EXAMPLES:\n  labperf stat -- ./my-prog\n  labperf stat -I 500 -e cycles -e instructions --host lab1 -- ./my-prog arg\n  labperf stat --topdown -I 1000 -- ./labperf-bench --duration 5\n  labperf stat --topdown --level 2 --per-thread --format csv -- ./my-prog"
 )]
 pub struct Args {
     /// Lab machines to count on (comma-separated); without it, this machine.
@@ -37,7 +37,7 @@ pub struct Args {
     /// With --topdown: the table printed at the end (the agent prints live lines meanwhile).
     #[arg(long, value_enum, default_value = "table")]
     pub format: labperf::report::Format,
-    /// Record file of the counts [default: labperf-stat.lpr].
+    /// Record file of the counts.
     #[arg(short, long, default_value = "labperf-stat.lpr")]
     pub output: PathBuf,
     /// The workload and its arguments, passed on exactly as given.
@@ -105,7 +105,7 @@ pub fn run(a: &Args) -> Result<()> {
     for h in &a.host {
         let r = (|| -> Result<PathBuf> {
             let Connected { remote, remote_dir } = connect(h, &a.ssh)?;
-            let arch = deploy::arch(&remote)?;
+            let arch = super::remote::target_arch(&remote, &a.ssh)?;
             let (agent, _) =
                 deploy::ensure_agent(&remote, &super::record::agent_for(&arch)?, &remote_dir)?;
             let (file, status) = deploy::run_agent(

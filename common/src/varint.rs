@@ -138,7 +138,7 @@ mod tests {
                 let mut b = Vec::new();
                 put_u64(&mut b, v);
                 let n = b.len();
-                b.extend(core::iter::repeat(0xff).take(pad));
+                b.extend(core::iter::repeat_n(0xff, pad));
                 let mut p = 0;
                 assert_eq!(get_u64(&b, &mut p), Ok(v), "value {v:#x} pad {pad}");
                 assert_eq!(p, n);

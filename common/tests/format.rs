@@ -131,12 +131,12 @@ fn records(n: usize, seed: u64) -> Vec<Record> {
     out
 }
 
+/// Each records frame's byte range and its records.
+type Frames = Vec<(std::ops::Range<usize>, Vec<Record>)>;
+
 /// Encodes `recs` flushing every `per_frame` records; returns the file and the
 /// records of each frame with the frame's byte range.
-fn encode(
-    recs: &[Record],
-    per_frame: usize,
-) -> (Vec<u8>, Vec<(std::ops::Range<usize>, Vec<Record>)>) {
+fn encode(recs: &[Record], per_frame: usize) -> (Vec<u8>, Frames) {
     let mut enc = Encoder::new();
     let mut file = Encoder::prelude().to_vec();
     file.extend(enc.header_frame(&header()));

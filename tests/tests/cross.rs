@@ -93,7 +93,10 @@ fn every_agent_is_static_and_of_its_architecture() {
 
 /// Samples straight from saved ring-buffer bytes (the kernel's layout for
 /// IP|TID|TIME|CPU|PERIOD), to check the C writer against.
-fn ring_samples(ring: &[u8]) -> (Vec<(u32, u32, u64, u64, u32, u64)>, usize) {
+/// (pid, tid, ip, time, cpu, period) of one ring sample.
+type RingSample = (u32, u32, u64, u64, u32, u64);
+
+fn ring_samples(ring: &[u8]) -> (Vec<RingSample>, usize) {
     let (mut out, mut other, mut at) = (Vec::new(), 0, 0);
     let u64_at = |p: usize| u64::from_le_bytes(ring[p..p + 8].try_into().unwrap());
     let u32_at = |p: usize| u32::from_le_bytes(ring[p..p + 4].try_into().unwrap());

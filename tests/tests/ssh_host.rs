@@ -581,15 +581,19 @@ fn probe_deploy_and_stat_through_a_hosts_file() {
 
 /// Serves every command normally except the fetch of a record file: that one sends the
 /// first 2000 bytes and then kills its own sshd session, as a dropped connection would.
+/// Only that session: the one process among its ancestors whose parent is this test's sshd
+/// (its pid is in @DIR@/sshd.pid), never the test's sshd itself nor the machine's.
 const CUT_FETCH: &str = r#"#!/bin/sh
 case "$SSH_ORIGINAL_COMMAND" in
   "cat '"*".lpr'")
     f=${SSH_ORIGINAL_COMMAND#cat \'}; f=${f%\'}
     head -c 2000 "$f"
+    main=$(cat '@DIR@/sshd.pid')
     p=$$
     while [ "$p" -gt 1 ]; do
-      if [ "$(cat /proc/$p/comm)" = sshd ]; then kill -9 $p; fi
-      p=$(awk '{print $4}' /proc/$p/stat)
+      read -r _ _ _ pp _ < "/proc/$p/stat"
+      if [ "$pp" = "$main" ]; then kill -9 "$p"; break; fi
+      p=$pp
     done ;;
   *) exec /bin/sh -c "$SSH_ORIGINAL_COMMAND" ;;
 esac
@@ -602,7 +606,11 @@ fn a_connection_dropped_mid_fetch_leaves_no_file() {
     keygen(&dir.join("client_key"));
     std::fs::copy(dir.join("client_key.pub"), dir.join("authorized_keys")).unwrap();
     let wrapper = dir.join("cut-fetch.sh");
-    std::fs::write(&wrapper, CUT_FETCH).unwrap();
+    std::fs::write(
+        &wrapper,
+        CUT_FETCH.replace("@DIR@", &dir.display().to_string()),
+    )
+    .unwrap();
     Command::new("chmod")
         .arg("755")
         .arg(&wrapper)
@@ -637,6 +645,11 @@ fn a_connection_dropped_mid_fetch_leaves_no_file() {
         "{e}"
     );
     assert!(!out.exists(), "a partial record file was left");
+    let mut s = s;
+    assert!(
+        s.child.try_wait().unwrap().is_none(),
+        "the cut killed the test's own sshd, not only its session"
+    );
     assert!(std::fs::read_dir(&s.dir)
         .unwrap()
         .flatten()

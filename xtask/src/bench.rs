@@ -137,13 +137,7 @@ pub fn run(a: &Args, s: &mut Summary) {
         strobing(a, s);
     }
     if a.fuzz_seconds > 0 {
-        crate::setup::run(
-            &crate::setup::Args {
-                fuzz: true,
-                ..Default::default()
-            },
-            s,
-        );
+        crate::setup::run(&crate::setup::Args { fuzz: true }, s);
         s.step(
             &format!("fuzz the decoder for {} s", a.fuzz_seconds),
             || crate::fuzz::fuzz(a.fuzz_seconds),

@@ -107,39 +107,16 @@ pub fn ssh_args() -> anyhow::Result<Vec<String>> {
     ])
 }
 
-fn ensure_tools(sh: &Shell) -> anyhow::Result<()> {
-    let have = |b: &str| {
-        cmd!(sh, "which {b}")
-            .quiet()
-            .ignore_stdout()
-            .ignore_stderr()
-            .run()
-            .is_ok()
-    };
-    let mut missing = Vec::new();
-    for (bin, pkg) in [
-        ("qemu-system-aarch64", "qemu-system-arm"),
-        ("cpio", "cpio"),
-        ("ssh", "openssh-client"),
-        ("ssh-keygen", "openssh-client"),
-        ("gzip", "gzip"),
-    ] {
-        if !have(bin) && !missing.contains(&pkg) {
-            missing.push(pkg);
-        }
-    }
+/// The image is made of arm64 packages: dpkg must know the arm64 architecture. The
+/// programs it runs (qemu-system-aarch64, cpio, ssh, ...) come from `cargo xtask setup`.
+fn ensure_arm64(sh: &Shell) -> anyhow::Result<()> {
     let foreign = cmd!(sh, "dpkg --print-foreign-architectures").read()?;
-    if !foreign.lines().any(|l| l.trim() == "arm64") || !missing.is_empty() {
+    if !foreign.lines().any(|l| l.trim() == "arm64") {
         if !is_root() {
-            bail!("not root: run `sudo dpkg --add-architecture arm64 && sudo apt-get update && sudo apt-get install {}`", missing.join(" "));
+            bail!("not root: run `sudo dpkg --add-architecture arm64 && sudo apt-get update`");
         }
         cmd!(sh, "dpkg --add-architecture arm64").run()?;
         cmd!(sh, "apt-get update -qq").run()?;
-        if !missing.is_empty() {
-            cmd!(sh, "apt-get install -y -qq {missing...}")
-                .env("DEBIAN_FRONTEND", "noninteractive")
-                .run()?;
-        }
     }
     Ok(())
 }
@@ -238,13 +215,29 @@ fn build_image(sh: &Shell, d: &Path) -> anyhow::Result<()> {
     std::fs::write(root.join("etc/shells"), "/bin/sh\n")?;
     std::fs::write(root.join("init"), INIT)?;
     cmd!(sh, "chmod 755 {root}/init").run()?;
-    let initrd = d.join("initrd.gz");
     sh.change_dir(&root);
-    let pack = format!(
-        "find . | cpio -o -H newc --quiet | gzip -1 > '{}'",
-        initrd.display()
-    );
-    cmd!(sh, "sh -c {pack}").run()?;
+    // find | cpio > initrd, then gzip it: the file list in sorted order for a stable image.
+    let list = cmd!(sh, "find .").read()?;
+    let mut names: Vec<&str> = list.lines().collect();
+    names.sort_unstable();
+    let cpio_out = d.join("initrd");
+    let mut cpio = std::process::Command::new("cpio")
+        .args(["-o", "-H", "newc", "--quiet"])
+        .current_dir(&root)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::fs::File::create(&cpio_out)?)
+        .spawn()
+        .context("cannot run cpio")?;
+    {
+        use std::io::Write;
+        let mut stdin = cpio.stdin.take().context("cpio's stdin")?;
+        stdin.write_all(names.join("\n").as_bytes())?;
+        stdin.write_all(b"\n")?;
+    }
+    if !cpio.wait()?.success() {
+        bail!("cpio failed to pack {}", root.display());
+    }
+    cmd!(sh, "gzip -1 -f {cpio_out}").run()?;
     std::fs::copy(x.join(format!("boot/vmlinuz-{release}")), d.join("vmlinuz"))?;
     std::fs::write(d.join("kernel-release"), &release)?;
     Ok(())
@@ -266,7 +259,7 @@ pub fn is_up() -> bool {
 
 pub fn up(port: u16) -> anyhow::Result<String> {
     let sh = Shell::new()?;
-    ensure_tools(&sh)?;
+    ensure_arm64(&sh)?;
     let d = dir();
     std::fs::create_dir_all(&d)?;
     if let Some(pid) = running(&d) {

@@ -69,23 +69,11 @@ fn main() {
             test::run(&a, &mut s);
         }
         Cmd::Bench(a) => {
-            setup::run(
-                &setup::Args {
-                    perf: true,
-                    ..Default::default()
-                },
-                &mut s,
-            );
+            setup::run(&setup::Args::default(), &mut s);
             bench::run(&a, &mut s);
         }
         Cmd::Fuzz(a) => {
-            setup::run(
-                &setup::Args {
-                    fuzz: true,
-                    ..Default::default()
-                },
-                &mut s,
-            );
+            setup::run(&setup::Args { fuzz: true }, &mut s);
             fuzz::run(&a, &mut s);
         }
     }

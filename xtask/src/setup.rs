@@ -1,26 +1,94 @@
-//! `cargo xtask setup`: installs missing rustup targets and Debian packages, idempotently.
+//! `cargo xtask setup`: installs missing rustup targets and every Debian package that a test,
+//! bench or xtask command runs, idempotently. [`PROGRAMS`] is the one table of them.
 
 use crate::util::{is_root, Summary};
 use anyhow::{bail, Context};
+use std::path::Path;
 use xshell::{cmd, Shell};
 
 #[derive(clap::Args, Default)]
 pub struct Args {
-    /// Also install linux-perf (the benchmark's reference).
-    #[arg(long)]
-    pub perf: bool,
     /// Also install cargo-fuzz and the nightly toolchain it needs.
     #[arg(long)]
     pub fuzz: bool,
 }
 
-fn have(sh: &Shell, bin: &str) -> bool {
-    cmd!(sh, "which {bin}")
-        .quiet()
-        .ignore_stdout()
-        .ignore_stderr()
-        .run()
-        .is_ok()
+/// Every external program that a test, bench or xtask command starts (or that the host
+/// runs on a lab machine, which the tests' sshd is), with the Debian package that
+/// installs it. `cargo xtask setup` installs the package of each missing program; the
+/// tidy test (`tests/tests/tidy.rs`) fails when code starts a program not listed here.
+pub const PROGRAMS: &[(&str, &str)] = &[
+    // Compilers.
+    ("gcc", "gcc"),
+    ("alpha-linux-gnu-gcc", "gcc-alpha-linux-gnu"),
+    // Emulators: qemu-user for the Alpha agent and bench, the system emulator for the Arm lab.
+    ("qemu-alpha", "qemu-user"),
+    ("qemu-aarch64", "qemu-user"),
+    ("qemu-system-aarch64", "qemu-system-arm"),
+    // SSH: the tests start their own sshd and talk to the lab machine with ssh.
+    ("sshd", "openssh-server"),
+    ("ssh", "openssh-client"),
+    ("ssh-keygen", "openssh-client"),
+    ("ssh-agent", "openssh-client"),
+    ("ssh-add", "openssh-client"),
+    // The reference profiler of the benchmarks.
+    ("perf", "linux-perf"),
+    // Building the lab image.
+    ("cpio", "cpio"),
+    ("gzip", "gzip"),
+    ("dpkg", "dpkg"),
+    ("dpkg-deb", "dpkg"),
+    ("apt-get", "apt"),
+    ("apt-cache", "apt"),
+    // Checking binaries and packing releases.
+    ("file", "file"),
+    ("ldd", "libc-bin"),
+    ("tar", "tar"),
+    // Process and mount tools the tests use.
+    ("setpriv", "util-linux"),
+    ("mount", "mount"),
+    ("umount", "mount"),
+    ("pgrep", "procps"),
+    ("pkill", "procps"),
+    ("kill", "procps"),
+    ("find", "findutils"),
+    ("which", "debianutils"),
+    // Coreutils and the shell: run by the tests and, through the tests' sshd, by the host
+    // as it would on a lab machine.
+    ("sh", "dash"),
+    ("id", "coreutils"),
+    ("cat", "coreutils"),
+    ("head", "coreutils"),
+    ("chmod", "coreutils"),
+    ("chown", "coreutils"),
+    ("cp", "coreutils"),
+    ("mv", "coreutils"),
+    ("rm", "coreutils"),
+    ("mkdir", "coreutils"),
+    ("uname", "coreutils"),
+    ("sha256sum", "coreutils"),
+    ("wc", "coreutils"),
+    ("sleep", "coreutils"),
+    ("true", "coreutils"),
+    ("printf", "coreutils"),
+];
+
+/// Programs that come with the Rust toolchain (rustup), the one prerequisite
+/// `cargo xtask` cannot install for itself. The tidy test reads this list.
+#[allow(dead_code)]
+pub const TOOLCHAIN: &[&str] = &["cargo", "rustup", "rustc"];
+
+/// Whether `bin` is installed: on PATH, or in the sbin directories (not on a user's PATH).
+fn have(bin: &str) -> bool {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/sbin", "/sbin", "/usr/bin", "/bin"].map(Into::into))
+        .any(|d| is_executable(&d.join(bin)))
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 fn apt(sh: &Shell, pkgs: &[&str]) -> anyhow::Result<()> {
@@ -31,36 +99,47 @@ fn apt(sh: &Shell, pkgs: &[&str]) -> anyhow::Result<()> {
         );
     }
     let _ = cmd!(sh, "apt-get update -qq").run();
-    cmd!(sh, "apt-get install -y -qq {pkgs...}")
-        .env("DEBIAN_FRONTEND", "noninteractive")
-        .run()
-        .with_context(|| {
-            format!(
-                "apt-get failed: run `apt-get install {}` by hand",
-                pkgs.join(" ")
-            )
-        })
+    cmd!(
+        sh,
+        "apt-get install -y -qq --no-install-recommends {pkgs...}"
+    )
+    .env("DEBIAN_FRONTEND", "noninteractive")
+    .run()
+    .with_context(|| {
+        format!(
+            "apt-get failed: run `apt-get install {}` by hand",
+            pkgs.join(" ")
+        )
+    })
 }
 
-/// Installs the Debian packages whose commands are missing; `(command, package)` pairs.
-fn packages(sh: &Shell, wanted: &[(&str, &str)]) -> anyhow::Result<String> {
-    let missing: Vec<&str> = wanted
-        .iter()
-        .filter(|(c, _)| !have(sh, c))
-        .map(|(_, p)| *p)
-        .collect();
+/// The packages of the programs in `wanted` that are missing, each once, in table order.
+pub fn missing_packages(wanted: &[(&str, &str)], have: impl Fn(&str) -> bool) -> Vec<String> {
+    let mut missing: Vec<String> = Vec::new();
+    for (prog, pkg) in wanted {
+        if !have(prog) && !missing.iter().any(|m| m == pkg) {
+            missing.push(pkg.to_string());
+        }
+    }
+    missing
+}
+
+/// Installs the Debian packages of the missing programs of [`PROGRAMS`].
+fn packages(sh: &Shell) -> anyhow::Result<String> {
+    let missing = missing_packages(PROGRAMS, have);
     if missing.is_empty() {
-        return Ok(format!(
-            "{} present",
-            wanted
-                .iter()
-                .map(|(c, _)| *c)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
+        return Ok(format!("all {} programs present", PROGRAMS.len()));
     }
     eprintln!("installing {}", missing.join(" "));
-    apt(sh, &missing)?;
+    let refs: Vec<&str> = missing.iter().map(String::as_str).collect();
+    apt(sh, &refs)?;
+    let still = missing_packages(PROGRAMS, have);
+    if !still.is_empty() {
+        bail!(
+            "installed, but still missing the programs of: {}",
+            still.join(" ")
+        );
+    }
     Ok(format!("installed {}", missing.join(" ")))
 }
 
@@ -86,27 +165,35 @@ pub fn run(a: &Args, s: &mut Summary) {
             format!("added {}", added.join(", "))
         })
     });
-    s.step("setup: cross compiler, qemu-user, file, sshd", || {
-        packages(
-            &sh,
-            &[
-                ("gcc", "gcc"),
-                ("alpha-linux-gnu-gcc", "gcc-alpha-linux-gnu"),
-                ("qemu-alpha", "qemu-user"),
-                ("qemu-aarch64", "qemu-user"),
-                ("file", "file"),
-                ("setpriv", "util-linux"),
-            ],
-        )
+    s.step("setup: clippy and rustfmt", || {
+        let have = cmd!(sh, "rustup component list --installed").read()?;
+        let mut added = Vec::new();
+        for want in ["clippy", "rustfmt"] {
+            if !have.lines().any(|l| l.starts_with(want)) {
+                cmd!(sh, "rustup component add {want}")
+                    .run()
+                    .with_context(|| format!("run `rustup component add {want}` by hand"))?;
+                added.push(want);
+            }
+        }
+        Ok(if added.is_empty() {
+            "present".into()
+        } else {
+            format!("added {}", added.join(", "))
+        })
     });
+    s.step(
+        "setup: Debian packages (compilers, qemu, sshd, perf, tools)",
+        || packages(&sh),
+    );
     s.step("setup: binfmt_misc runs Alpha binaries (qemu-alpha)", || {
-        let conf = std::path::Path::new("/usr/lib/binfmt.d/qemu-alpha.conf");
+        let conf = Path::new("/usr/lib/binfmt.d/qemu-alpha.conf");
         let mut did = Vec::new();
         if !conf.exists() {
             apt(&sh, &["qemu-user-binfmt"])?;
             did.push("installed qemu-user-binfmt");
         }
-        let dir = std::path::Path::new("/proc/sys/fs/binfmt_misc");
+        let dir = Path::new("/proc/sys/fs/binfmt_misc");
         if dir.join("qemu-alpha").exists() {
             did.push("qemu-alpha registered");
             return Ok(did.join(", "));
@@ -122,11 +209,6 @@ pub fn run(a: &Args, s: &mut Summary) {
         did.push("registered qemu-alpha");
         Ok(did.join(", "))
     });
-    if a.perf {
-        s.step("setup: linux-perf", || {
-            packages(&sh, &[("perf", "linux-perf")])
-        });
-    }
     if a.fuzz {
         s.step("setup: cargo-fuzz", || {
             if cmd!(sh, "rustup toolchain list")
@@ -152,5 +234,18 @@ pub fn run(a: &Args, s: &mut Summary) {
                 .context("run `cargo install cargo-fuzz` by hand")?;
             Ok("cargo-fuzz installed".into())
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_program_names_its_package_once() {
+        let have = |p: &str| !["sshd", "ssh", "ssh-keygen"].contains(&p);
+        let m = missing_packages(PROGRAMS, have);
+        assert_eq!(m, ["openssh-server", "openssh-client"]);
+        assert!(missing_packages(PROGRAMS, |_| true).is_empty());
     }
 }

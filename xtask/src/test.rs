@@ -30,6 +30,16 @@ pub fn run(a: &Args, s: &mut Summary) {
         cmd!(sh, "cargo fmt --all -- --check").run()?;
         Ok(String::new())
     });
+    s.step("cargo clippy -D warnings", || {
+        let sh = Shell::new()?;
+        sh.change_dir(root());
+        cmd!(
+            sh,
+            "cargo clippy --workspace --all-targets --quiet -- -D warnings"
+        )
+        .run()?;
+        Ok(String::new())
+    });
     let was_up = crate::lab::is_up();
     let lab_up = s.step("lab up aarch64 (for the lab tests)", || {
         crate::lab::up(10022)

@@ -32,7 +32,7 @@ static const char USAGE[] =
     "  -c, --period N       sample every N events (Alpha caps it at 2^20-1)\n"
     "  -F, --freq HZ        sample at about HZ per second\n"
     "  -o, --output FILE    record file (default labperf.lpr)\n"
-    "      --mmap-pages N   ring buffer data pages per CPU, a power of two (default 16)\n"
+    "      --mmap-pages N   ring buffer data pages per CPU, a power of two up to 65536 (default 16)\n"
     "      --no-inherit     do not follow children\n"
     "      --flush-ms MS    close a frame at least every MS ms (default 1000)\n"
     "      --dump-ring FILE also save the raw ring-buffer records (for replay)\n"
@@ -40,7 +40,10 @@ static const char USAGE[] =
     "                       (IP, TID, TIME and the 28-byte RAW status); needs the profileme format bit\n"
     "      --mem            Alpha EV67+: cpu/cycles,profileme/ with DATA_SRC and ADDR (DTB hits/misses)\n"
     "      --replay-ring FILE  run the workload but take the samples from saved ring bytes instead of\n"
-    "                       perf_event_open (emulators such as qemu-user have none); the header says so\n\n"
+    "                       perf_event_open (emulators such as qemu-user have none); the header says so\n"
+    "      --status-file F  write how the run ended: `ok CODE`, `exec-error MSG`, `disk-full MSG`\n"
+    "                       or `agent-error MSG` (the workload may exit 125 or 127 itself)\n"
+    "      --sample-type HEX, --read-format HEX  replay: the ring's layout, if not the options'\n\n"
     "ENVIRONMENT: LABPERF_SYSFS  sysfs root to read PMU formats from (default /sys)\n\n"
     "EXAMPLE: labperf-agent record -e cpu-clock -c 250000 -o run.lpr -- ./labperf-bench --duration 2\n";
 
@@ -90,6 +93,7 @@ struct opts {
     struct ev events[MAX_EVENTS];
     int nevents;
     u64 period, freq;
+    u64 sample_type, read_format; /* replay overrides; 0: from the options */
     const char *output, *dump, *replay;
     u64 mmap_pages, flush_ms;
     int no_inherit, profileme, mem;
@@ -98,12 +102,61 @@ struct opts {
     int ncommand;
 };
 
+/* --status-file: how the run ended, out of band (see the Rust agent's status.rs). */
+static const char *status_path;
+
+static void write_status(const char *kind, const char *a, const char *b, u64 code) {
+    static char tmp[560];
+    if (!status_path) return;
+    size_t n = lp_strlen(status_path);
+    if (n > 540) return;
+    memcpy(tmp, status_path, n);
+    memcpy(tmp + n, ".tmp", 5);
+    long fd = SYS4(__NR_openat, LP_AT_FDCWD, tmp, LP_O_WRONLY_CREAT_TRUNC, 0644);
+    if (fd < 0) return;
+    lp_puts((int)fd, kind);
+    lp_puts((int)fd, " ");
+    if (a) lp_puts((int)fd, a);
+    if (b) lp_puts((int)fd, b);
+    if (!a) lp_putu((int)fd, code);
+    lp_puts((int)fd, "\n");
+    SYS1(__NR_close, fd);
+    SYS4(__NR_renameat, LP_AT_FDCWD, tmp, LP_AT_FDCWD, status_path);
+}
+
 static void die(const char *a, const char *b, int code) {
     lp_puts(2, "labperf-agent: error: ");
     lp_puts(2, a);
     if (b) lp_puts(2, b);
     lp_puts(2, "\n");
+    write_status(code == 127 ? "exec-error" : "agent-error", a, b, 0);
     lp_exit(code);
+}
+
+/* The record file could not be written: disk full (ENOSPC, EDQUOT) or another error. */
+static void die_write(const struct writer *w, const char *path) {
+#ifdef __alpha__
+    int dquot = w->err == 69;
+#else
+    int dquot = w->err == 122;
+#endif
+    if (w->err == 28 || dquot) {
+        lp_puts(2, "labperf-agent: error: no space left to write the record file ");
+        lp_puts(2, path);
+        lp_puts(2, "\n");
+        write_status("disk-full", "no space left to write the record file ", path, 0);
+        lp_exit(125);
+    }
+    die("cannot write the record file ", path, 125);
+}
+
+static int lp_parse_hex(const char *s, u64 *out) {
+    static char t[40] = "0x";
+    if (s[0] == '0' && s[1] == 'x') return lp_parse_u64(s, out);
+    size_t n = lp_strlen(s);
+    if (n > 32) return 0;
+    memcpy(t + 2, s, n + 1);
+    return lp_parse_u64(t, out);
 }
 
 static int parse_event(const char *s, struct ev *out) {
@@ -153,13 +206,23 @@ static void parse_opts(int argc, char **argv, int i, struct opts *o) {
         } else if (lp_streq(a, "-o") || lp_streq(a, "--output")) {
             NEED();
             o->output = v;
+        } else if (lp_streq(a, "--status-file")) {
+            NEED();
+            status_path = v;
+        } else if (lp_streq(a, "--sample-type")) {
+            NEED();
+            if (!lp_parse_hex(v, &o->sample_type)) die("--sample-type expects a hexadecimal number, got ", v, 2);
+        } else if (lp_streq(a, "--read-format")) {
+            NEED();
+            if (!lp_parse_hex(v, &o->read_format)) die("--read-format expects a hexadecimal number, got ", v, 2);
         } else if (lp_streq(a, "--dump-ring")) {
             NEED();
             o->dump = v;
         } else if (lp_streq(a, "--mmap-pages")) {
             NEED();
-            if (!lp_parse_u64(v, &o->mmap_pages) || !o->mmap_pages || (o->mmap_pages & (o->mmap_pages - 1)))
-                die("--mmap-pages must be a power of two, got ", v, 2);
+            if (!lp_parse_u64(v, &o->mmap_pages) || !o->mmap_pages || (o->mmap_pages & (o->mmap_pages - 1)) ||
+                o->mmap_pages > 65536)
+                die("--mmap-pages must be a power of two from 1 to 65536, got ", v, 2);
         } else if (lp_streq(a, "--flush-ms")) {
             NEED();
             if (!lp_parse_u64(v, &o->flush_ms)) die("--flush-ms expects a number, got ", v, 2);
@@ -339,11 +402,35 @@ static void build_header(struct buf *h, const struct opts *o, struct perf_event_
     if (note) buf_str(h, note);
 }
 
+/* The header-extension frame's items: RECIPE (postcard labperf_common::Recipe: Sample = 0
+ * with group_read, ProfileMe = 5, Mem = 6) and, for replayed samples, REPLAYED. */
+static void write_header_ext(struct writer *w, const struct opts *o, int replayed) {
+    struct buf x, r;
+    buf_init(&x, 32);
+    buf_init(&r, 8);
+    if (o->profileme) {
+        buf_varint(&r, 5);
+    } else if (o->mem) {
+        buf_varint(&r, 6);
+    } else {
+        buf_varint(&r, 0);
+        buf_u8(&r, (o->read_format & PERF_FORMAT_GROUP) ? 1 : 0);
+    }
+    buf_varint(&x, 1); /* RECIPE */
+    buf_varint(&x, r.len);
+    buf_bytes(&x, r.p, r.len);
+    if (replayed) {
+        buf_varint(&x, 2); /* REPLAYED */
+        buf_varint(&x, 0);
+    }
+    w_header_ext(w, &x);
+}
+
 /* ---- kernel records → labperf records ---- */
 
 struct conv {
     struct writer *w;
-    u64 sample_type;
+    u64 sample_type, read_format;
     u64 ids[MAX_EVENTS * MAX_CPUS];
     u32 id_event[MAX_EVENTS * MAX_CPUS];
     int nids;
@@ -391,6 +478,34 @@ static void convert(struct conv *c, const u8 *rec, u32 size) {
         if (st & PERF_SAMPLE_STREAM_ID) { NEED_BYTES(8); p += 8; }
         if (st & PERF_SAMPLE_CPU) { NEED_BYTES(8); s.cpu = rd32(p), p += 8; }
         if (st & PERF_SAMPLE_PERIOD) { NEED_BYTES(8); s.period = rd64(p), p += 8; }
+        if (st & PERF_SAMPLE_READ) {
+            /* A group read (PERF_FORMAT_GROUP): nr, [enabled], [running], {value, [id]} x nr. */
+            u64 rf = c->read_format;
+            NEED_BYTES(8);
+            u64 nr = rd64(p);
+            p += 8;
+            if (nr > LP_MAX_VALUES) return; /* no group is this large: a corrupt record */
+            if (rf & PERF_FORMAT_TOTAL_TIME_ENABLED) { NEED_BYTES(8); p += 8; }
+            if (rf & PERF_FORMAT_TOTAL_TIME_RUNNING) { NEED_BYTES(8); p += 8; }
+            for (u64 i = 0; i < nr; i++) {
+                NEED_BYTES(8);
+                s.values[s.nvalues++] = rd64(p);
+                p += 8;
+                if (rf & PERF_FORMAT_ID) { NEED_BYTES(8); p += 8; }
+            }
+        }
+        if (st & PERF_SAMPLE_CALLCHAIN) {
+            NEED_BYTES(8);
+            u64 nr = rd64(p);
+            p += 8;
+            if (nr > LP_MAX_CALLCHAIN) return;
+            for (u64 i = 0; i < nr; i++) {
+                NEED_BYTES(8);
+                u64 e = rd64(p);
+                p += 8;
+                if (e < 0xfffffffffffff000ull) s.callchain[s.ncallchain++] = e; /* no context markers */
+            }
+        }
         if (st & PERF_SAMPLE_RAW) {
             NEED_BYTES(4);
             u32 n = rd32(p);
@@ -399,6 +514,7 @@ static void convert(struct conv *c, const u8 *rec, u32 size) {
             s.raw = p, s.raw_len = n, s.has_raw = 1;
             p += n;
         }
+        if (st & PERF_SAMPLE_WEIGHT) { NEED_BYTES(8); p += 8; }
         if (st & PERF_SAMPLE_DATA_SRC) { NEED_BYTES(8); s.data_src = rd64(p), s.has_data_src = 1, p += 8; }
 #undef NEED_BYTES
         w_sample(c->w, &s);
@@ -448,6 +564,14 @@ static void convert(struct conv *c, const u8 *rec, u32 size) {
         buf_varint(&b, event_of(c, rd64(p)));
         buf_varint(&b, rd64(p + 8));
         c->lost += rd64(p + 8);
+        w_long(c->w, TAG_LOST, &b);
+        return;
+    case PERF_RECORD_LOST_SAMPLES:
+        if (p + 8 > end) return;
+        buf_init(&b, 24);
+        buf_varint(&b, 0);
+        buf_varint(&b, rd64(p));
+        c->lost += rd64(p);
         w_long(c->w, TAG_LOST, &b);
         return;
     case PERF_RECORD_THROTTLE:
@@ -586,15 +710,22 @@ static int replay(struct opts *o) {
     if (w_open(w, o->output, o->flush_ms) < 0) die("cannot create the record file ", o->output, 125);
     u64 start = lp_clock_ns(LP_CLOCK_MONOTONIC);
     struct buf h;
+    for (int i = 0; i < o->nevents; i++) {
+        if (o->sample_type) attrs[i].sample_type = o->sample_type;
+        if (o->read_format) attrs[i].read_format = o->read_format;
+    }
     build_header(&h, o, attrs, o->nevents, "replay", replay_note(o), start);
     w_header(w, &h);
+    write_header_ext(w, o, 1);
     struct conv *c = lp_alloc(sizeof *c);
     memset(c, 0, sizeof *c);
     c->w = w;
     c->sample_type = attrs[0].sample_type;
+    c->read_format = attrs[0].read_format;
     feed_ring_file(c, o->replay);
     w_trailer(w, 0, c->samples, c->lost, c->throttled, 0, 0, 0, 0, lp_clock_ns(LP_CLOCK_MONOTONIC) - start);
-    if (w->failed) die("cannot write the record file ", o->output, 125);
+    if (w_finish(w) < 0) die_write(w, o->output);
+    write_status("ok", 0, 0, 0);
     lp_puts(2, "labperf-agent: replayed ");
     lp_putu(2, c->samples);
     lp_puts(2, " samples into ");
@@ -663,6 +794,9 @@ static int record(struct opts *o, char **envp) {
         char b;
         SYS1(__NR_close, gate[1]);
         SYS1(__NR_close, status[0]);
+        /* A killed agent takes its workload with it (PR_SET_PDEATHSIG = 1). If the agent
+         * died before this, the gate read below sees end of file and the child exits. */
+        SYS5(__NR_prctl, 1, LP_SIGKILL, 0, 0, 0);
         if (SYS3(__NR_read, gate[0], &b, 1) != 1) lp_exit(125);
         long e = SYS3(__NR_execve, o->command[0], o->command, envp);
         int err = (int)-e;
@@ -747,18 +881,19 @@ static int record(struct opts *o, char **envp) {
     build_header(&h, o, attrs, o->nevents, o->replay_ring ? "replay" : "sample", o->replay_ring ? replay_note(o) : note,
                  start);
     w_header(w, &h);
+    write_header_ext(w, o, o->replay_ring != 0);
     c->w = w;
     c->sample_type = attrs[0].sample_type;
+    c->read_format = attrs[0].read_format;
 
     char go = 'g';
     SYS3(__NR_write, gate[1], &go, 1);
     SYS1(__NR_close, gate[1]);
     int err = 0;
     if (SYS3(__NR_read, status[0], &err, 4) == 4) {
-        lp_puts(2, "labperf-agent: error: cannot run '");
-        lp_puts(2, o->command[0]);
-        lp_puts(2, err == LP_ENOENT ? "': no such file (the C agent does not search PATH)\n" : "': exec failed\n");
-        lp_exit(127);
+        w_abandon(w);
+        die("cannot run the workload: ",
+            err == LP_ENOENT ? "no such file (the C agent does not search PATH)" : "exec failed", 127);
     }
     int wstatus = 0;
     for (;;) {
@@ -782,7 +917,8 @@ static int record(struct opts *o, char **envp) {
     u64 cpu_ns = (u64)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000u + (u64)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000u;
     int sig = wstatus & 0x7f, code = (wstatus >> 8) & 0xff;
     w_trailer(w, 0, c->samples, c->lost, c->throttled, cpu_ns, (u64)ru.ru_maxrss, code, sig, lp_clock_ns(LP_CLOCK_MONOTONIC) - start);
-    if (w->failed) die("cannot write the record file ", o->output, 125);
+    if (w_finish(w) < 0) die_write(w, o->output);
+    write_status("ok", 0, 0, sig ? 128 + sig : code);
     lp_puts(2, "labperf-agent: wrote ");
     lp_putu(2, c->samples);
     lp_puts(2, " samples to ");

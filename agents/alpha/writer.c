@@ -71,6 +71,7 @@ static void out(struct writer *w, const void *p, size_t n) {
         long r = SYS3(__NR_write, w->fd, q, n);
         if (r <= 0) {
             w->failed = 1;
+            w->err = -r;
             return;
         }
         q += r;
@@ -102,22 +103,48 @@ static void reset_frame(struct writer *w) {
     w->have_thread = 0;
     w->event = w->cpu = 0;
     w->period = w->ip = w->time = w->addr = 0;
+    w->nvals = 0;
 }
 
 int w_open(struct writer *w, const char *path, u64 flush_ms) {
     memset(w, 0, sizeof *w);
-    long fd = SYS4(__NR_openat, LP_AT_FDCWD, path, LP_O_WRONLY_CREAT_TRUNC, 0644);
+    size_t n = lp_strlen(path);
+    if (n >= sizeof w->path) return -36; /* ENAMETOOLONG */
+    memcpy(w->path, path, n + 1);
+    memcpy(w->part, path, n);
+    memcpy(w->part + n, ".part", 6);
+    long fd = SYS4(__NR_openat, LP_AT_FDCWD, w->part, LP_O_WRONLY_CREAT_TRUNC, 0644);
     if (fd < 0) return (int)fd;
     w->fd = (int)fd;
     buf_init(&w->chunk, 128 * 1024);
     w->flush_ns = (flush_ms ? flush_ms : 1000) * 1000000u;
     w->last_flush_ns = lp_clock_ns(LP_CLOCK_MONOTONIC);
-    u8 prelude[12] = {'L', 'A', 'B', 'P', 'E', 'R', 'F', 0, 1, 0, 0, 0}; /* wire version 1 */
+    u8 prelude[12] = {'L', 'A', 'B', 'P', 'E', 'R', 'F', 0, 2, 0, 0, 0}; /* wire version 2 */
     out(w, prelude, 12);
     return 0;
 }
 
 void w_header(struct writer *w, const struct buf *h) { frame(w, 1, 0, h->p, h->len); }
+
+void w_header_ext(struct writer *w, const struct buf *items) { frame(w, 4, 0, items->p, items->len); }
+
+int w_finish(struct writer *w) {
+    if (w->failed) return -1;
+    SYS1(__NR_fsync, w->fd);
+    SYS1(__NR_close, w->fd);
+    long r = SYS4(__NR_renameat, LP_AT_FDCWD, w->part, LP_AT_FDCWD, w->path);
+    if (r < 0) {
+        w->failed = 1;
+        w->err = -r;
+        return -1;
+    }
+    return 0;
+}
+
+void w_abandon(struct writer *w) {
+    SYS1(__NR_close, w->fd);
+    SYS3(__NR_unlinkat, LP_AT_FDCWD, w->part, 0);
+}
 
 void w_flush(struct writer *w) {
     w->last_flush_ns = lp_clock_ns(LP_CLOCK_MONOTONIC);
@@ -157,6 +184,8 @@ void w_sample(struct writer *w, const struct lp_sample *s) {
     if (s->event != w->event) flags |= 2;
     if (s->cpu != w->cpu) flags |= 4;
     if (s->period != w->period) flags |= 8;
+    if (s->nvalues) flags |= 0x10; /* VALUES: deltas from the previous sample's values */
+    if (s->ncallchain) flags |= 0x20; /* CALLCHAIN: entries relative to ip */
     u64 extra = (s->has_raw ? 1 : 0) | (s->has_data_src ? 2 : 0) | (s->has_addr ? 4 : 0);
     if (extra) flags |= 0x40; /* EXTRA: bit 0 raw, bit 1 data_src, bit 2 addr */
     struct buf *c = &w->chunk;
@@ -168,6 +197,16 @@ void w_sample(struct writer *w, const struct lp_sample *s) {
     if (flags & 2) buf_varint(c, s->event);
     if (flags & 4) buf_varint(c, s->cpu);
     if (flags & 8) buf_zz(c, (i64)(s->period - w->period));
+    if (s->nvalues) {
+        buf_varint(c, s->nvalues);
+        for (u32 i = 0; i < s->nvalues; i++) buf_zz(c, (i64)(s->values[i] - (i < w->nvals ? w->vals[i] : 0)));
+        memcpy(w->vals, s->values, s->nvalues * 8);
+        w->nvals = s->nvalues;
+    }
+    if (s->ncallchain) {
+        buf_varint(c, s->ncallchain);
+        for (u32 i = 0; i < s->ncallchain; i++) buf_zz(c, (i64)(s->callchain[i] - s->ip));
+    }
     if (extra) {
         buf_varint(c, extra);
         if (s->has_raw) {

@@ -1,4 +1,4 @@
-/* writer.h: the labperf record format (wire version 1), written as labperf-common's rustdoc specifies. */
+/* writer.h: the labperf record format (wire version 2), written as labperf-common's rustdoc specifies. */
 #ifndef LP_WRITER_H
 #define LP_WRITER_H
 #include "sys.h"
@@ -18,6 +18,8 @@ void buf_strn(struct buf *b, const char *s, size_t n);
 u32 lp_crc32(const u8 *p, size_t n);
 
 #define LP_MAX_THREADS 4096
+#define LP_MAX_VALUES 64
+#define LP_MAX_CALLCHAIN 512
 
 struct writer {
     int fd;
@@ -31,8 +33,12 @@ struct writer {
     int have_thread;
     u32 thread, event, cpu;
     u64 period, ip, time, addr;
+    u64 vals[LP_MAX_VALUES];
+    u32 nvals;
     u64 last_flush_ns, flush_ns;
     int failed;
+    long err; /* the errno of the failed write, if any */
+    char path[512], part[520];
 };
 
 struct lp_sample {
@@ -43,10 +49,21 @@ struct lp_sample {
     u32 raw_len;
     int has_raw, has_data_src, has_addr;
     u64 data_src, addr;
+    /* PERF_SAMPLE_READ group values (the VALUES flag when nvalues > 0). */
+    u64 values[LP_MAX_VALUES];
+    u32 nvalues;
+    /* PERF_SAMPLE_CALLCHAIN entries, context markers left out (CALLCHAIN when ncallchain > 0). */
+    u64 callchain[LP_MAX_CALLCHAIN];
+    u32 ncallchain;
 };
 
+/* Opens PATH.part; w_finish renames it to PATH once the trailer is written. */
 int w_open(struct writer *w, const char *path, u64 flush_ms);
 void w_header(struct writer *w, const struct buf *postcard_header);
+/* The header-extension frame (kind 4): its items, each varint tag, varint length, body. */
+void w_header_ext(struct writer *w, const struct buf *items);
+int w_finish(struct writer *w);
+void w_abandon(struct writer *w);
 void w_sample(struct writer *w, const struct lp_sample *s);
 void w_long(struct writer *w, u8 tag, const struct buf *body);
 void w_flush(struct writer *w);

@@ -140,6 +140,8 @@ pub enum Event {
     Version(u16),
     /// Boxed: headers are large and rare, records small and many.
     Header(Box<Header>),
+    /// The header-extension frame (wire version 2 on).
+    HeaderExt(Box<HeaderExt>),
     Record(Record),
     Trailer(Box<Trailer>),
     Damage(Damage),
@@ -539,7 +541,7 @@ impl Decoder {
         self.saw_frame = true;
         self.next_seq = h.seq.wrapping_add(1);
         if h.kind == FRAME_RECORDS {
-            self.next_record = h.first_record + u64::from(h.nrecords);
+            self.next_record = h.first_record.saturating_add(u64::from(h.nrecords));
         }
     }
 
@@ -575,9 +577,55 @@ impl Decoder {
             FRAME_RECORDS => {
                 self.cur = Some(RecordReader::in_frame(payload, h.nrecords, self.abs(at)))
             }
+            crate::FRAME_HEADER_EXT => {
+                let (x, ok) = decode_header_ext(payload.bytes());
+                if !ok {
+                    self.damage(Damage {
+                        offset: self.abs(at),
+                        len: payload.bytes().len() as u64,
+                        reason: DamageReason::BadRecords("undecodable header-extension item"),
+                        frames_lost: 0,
+                        records_lost: Some(0),
+                    });
+                }
+                self.pending.push_back(Event::HeaderExt(Box::new(x)));
+            }
             _ => {} // A newer frame kind: skipped by design.
         }
     }
+}
+
+/// Decodes a header-extension payload; `false` when an item was cut or did not decode
+/// (the items before it are kept).
+pub fn decode_header_ext(p: &[u8]) -> (HeaderExt, bool) {
+    let mut x = HeaderExt::default();
+    let mut pos = 0;
+    while pos < p.len() {
+        let item = (|| {
+            let tag = get_u64(p, &mut pos)?;
+            let len = usize::try_from(get_u64(p, &mut pos)?)
+                .map_err(|_| DecodeError::Malformed("item length too large"))?;
+            let end = pos
+                .checked_add(len)
+                .filter(|&e| e <= p.len())
+                .ok_or(DecodeError::UnexpectedEof)?;
+            let body = &p[pos..end];
+            pos = end;
+            Ok::<_, DecodeError>((tag, body))
+        })();
+        let Ok((tag, body)) = item else {
+            return (x, false);
+        };
+        match tag {
+            crate::ext_item::RECIPE => match postcard::from_bytes::<Recipe>(body) {
+                Ok(r) => x.recipe = Some(r),
+                Err(_) => return (x, false),
+            },
+            crate::ext_item::REPLAYED => x.replayed = true,
+            _ => x.unknown_items = x.unknown_items.saturating_add(1),
+        }
+    }
+    (x, true)
 }
 
 /// A record from [`RecordReader::next_light`]: samples reduced to their head,
@@ -954,6 +1002,11 @@ fn decode_sample_into(
     }
     if flags & sf::VALUES != 0 {
         let n = get_len(p, pos)?;
+        if n > crate::MAX_VALUES {
+            return Err(DecodeError::Malformed(
+                "more group values than a sample can carry",
+            ));
+        }
         st.values.resize(st.values.len().max(n), 0);
         for i in 0..n {
             st.values[i] = st.values[i].wrapping_add(get_i64(p, pos)? as u64);
@@ -965,6 +1018,11 @@ fn decode_sample_into(
     }
     if flags & sf::CALLCHAIN != 0 {
         let n = get_len(p, pos)?;
+        if n > crate::MAX_CALLCHAIN {
+            return Err(DecodeError::Malformed(
+                "longer callchain than a sample can carry",
+            ));
+        }
         if let Some(o) = out.as_deref_mut() {
             o.callchain.reserve(n);
         }
@@ -1024,6 +1082,7 @@ fn decode_sample_into(
 pub struct Decoded {
     pub wire_version: Option<u16>,
     pub header: Option<Header>,
+    pub header_ext: Option<HeaderExt>,
     pub records: Vec<Record>,
     pub trailer: Option<Trailer>,
     pub damage: Vec<Damage>,
@@ -1050,6 +1109,7 @@ pub fn decode_all(bytes: &[u8]) -> Decoded {
         match e {
             Event::Version(v) => out.wire_version = Some(v),
             Event::Header(h) => out.header = Some(*h),
+            Event::HeaderExt(x) => out.header_ext = Some(*x),
             Event::Record(r) => out.records.push(r),
             Event::Trailer(t) => out.trailer = Some(*t),
             Event::Damage(dm) => out.damage.push(dm),

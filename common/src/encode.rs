@@ -68,6 +68,14 @@ impl Encoder {
         f
     }
 
+    /// The header-extension frame (kind 4), written right after the header frame.
+    pub fn header_ext_frame(&mut self, x: &HeaderExt) -> Vec<u8> {
+        let payload = encode_header_ext(x);
+        let f = frame::build(crate::FRAME_HEADER_EXT, self.seq, 0, 0, &payload);
+        self.seq += 1;
+        f
+    }
+
     /// Bytes buffered in the open records frame.
     pub fn pending_bytes(&self) -> usize {
         self.chunk.len()
@@ -251,6 +259,23 @@ impl Encoder {
         self.seq += 1;
         out
     }
+}
+
+/// The payload of a header-extension frame: its items, `varint tag | varint len | body`.
+pub fn encode_header_ext(x: &HeaderExt) -> Vec<u8> {
+    let mut p = Vec::new();
+    let mut item = |tag: u64, body: &[u8]| {
+        put_u64(&mut p, tag);
+        put_u64(&mut p, body.len() as u64);
+        p.extend_from_slice(body);
+    };
+    if let Some(r) = &x.recipe {
+        item(crate::ext_item::RECIPE, &to_vec(r));
+    }
+    if x.replayed {
+        item(crate::ext_item::REPLAYED, &[]);
+    }
+    p
 }
 
 /// Postcard into a `Vec` fails only on allocation failure, which aborts first. The error

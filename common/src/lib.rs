@@ -4,16 +4,19 @@
 //! the host feeds file bytes to [`Decoder`]. This page is the normative
 //! specification of the format; the freestanding C agent is written from it.
 //!
-//! # File layout (wire version 1)
+//! # File layout (wire version 2)
 //!
 //! All fixed-width integers are **little-endian**, whatever the target's byte order.
 //!
 //! ```text
 //! prelude   12 bytes   magic "LABPERF\0" (8) | wire_version u16 | reserved u16 = 0
 //! frame     header frame (kind 1, seq 0): postcard(Header)
-//! frame*    records frames (kind 2, seq 1, 2, ...): a run of records, see below
+//! frame     header-extension frame (kind 4, seq 1): tagged items, see below (version 2 on)
+//! frame*    records frames (kind 2, seq 2, 3, ...): a run of records, see below
 //! frame     trailer frame (kind 3, last seq): postcard(Trailer), written on a clean finish only
 //! ```
+//!
+//! Version 1 files have no header-extension frame (their records frames start at seq 1).
 //!
 //! ## Frames
 //!
@@ -22,7 +25,7 @@
 //! | offset | size | field |
 //! |---|---|---|
 //! | 0 | 4 | sync `F5 4C 50 46` ([`FRAME_SYNC`]) |
-//! | 4 | 1 | kind: 1 header, 2 records, 3 trailer; other kinds are skipped by readers |
+//! | 4 | 1 | kind: 1 header, 2 records, 3 trailer, 4 header extension; other kinds are skipped by readers |
 //! | 5 | 1 | flags, 0 |
 //! | 6 | 2 | reserved, 0 |
 //! | 8 | 4 | seq: 0 for the header frame, then +1 per frame |
@@ -47,6 +50,20 @@
 //! as a varint length then the elements, enums as a varint variant index then the
 //! fields, structs as their fields in declaration order. The types are those of
 //! the [`model`] module, in their declaration order.
+//!
+//! ## The header extension (frame kind 4)
+//!
+//! The [`Header`] is a postcard struct and cannot grow; what the header gains after
+//! version 1 travels in this frame, right after it. Its payload is a run of items, each
+//! `varint tag | varint length | body`; a reader skips the items whose tag it does not
+//! know, so items can be appended forever. Tags ([`ext_item`]):
+//!
+//! * `1` RECIPE: postcard([`Recipe`]), what kind of recording this is (the typed form
+//!   of `Header::mode`, which stays for older readers);
+//! * `2` REPLAYED: empty body; the samples were re-encoded from saved ring-buffer bytes.
+//!
+//! [`HeaderExt`] is the decoded form. A file without the frame (version 1) has no recipe:
+//! [`Recipe::from_legacy_mode`] derives it from the mode string and the events.
 //!
 //! ## Records (frame kind 2)
 //!
@@ -83,9 +100,21 @@
 //! # Versioning
 //!
 //! The format only grows: new frame kinds, new long-record tags, new trailing
-//! fields in new tags. [`WIRE_VERSION`] names the newest version this crate
-//! writes; every version ever written is a named constant and stays decodable
-//! (golden files in `tests/data/`).
+//! fields in new tags, new header-extension items. [`WIRE_VERSION`] names the newest
+//! version this crate writes; every version ever written is a named constant and stays
+//! decodable (golden files in `tests/data/`).
+//!
+//! | version | adds |
+//! |---|---|
+//! | 1 | the first published layout |
+//! | 2 | the header-extension frame (kind 4) with the RECIPE and REPLAYED items |
+//!
+//! # Limits a reader enforces
+//!
+//! A frame payload is at most [`MAX_PAYLOAD`] bytes; a sample carries at most
+//! [`MAX_VALUES`] group values and [`MAX_CALLCHAIN`] callchain entries. Larger counts
+//! are malformed (a writer never produces them), which bounds a decoder's memory by a
+//! small multiple of its input.
 
 #![no_std]
 #![forbid(unsafe_code)]
@@ -114,8 +143,10 @@ pub use model::*;
 pub const MAGIC: [u8; 8] = *b"LABPERF\0";
 /// Wire version 1: the first published layout.
 pub const WIRE_VERSION_1: u16 = 1;
+/// Wire version 2: adds the header-extension frame (kind 4).
+pub const WIRE_VERSION_2: u16 = 2;
 /// The wire version this crate writes.
-pub const WIRE_VERSION: u16 = WIRE_VERSION_1;
+pub const WIRE_VERSION: u16 = WIRE_VERSION_2;
 /// Size of the prelude (magic, wire version, reserved).
 pub const PRELUDE_LEN: usize = 12;
 /// Sync word that starts every frame.
@@ -130,6 +161,18 @@ pub const FRAME_HEADER: u8 = 1;
 pub const FRAME_RECORDS: u8 = 2;
 /// Frame kind: the trailer.
 pub const FRAME_TRAILER: u8 = 3;
+/// Frame kind: the header extension (wire version 2 on).
+pub const FRAME_HEADER_EXT: u8 = 4;
+/// Most group values one sample may carry.
+pub const MAX_VALUES: usize = 256;
+/// Most callchain entries one sample may carry.
+pub const MAX_CALLCHAIN: usize = 4096;
+
+/// Header-extension item tags.
+pub mod ext_item {
+    pub const RECIPE: u64 = 1;
+    pub const REPLAYED: u64 = 2;
+}
 
 /// Record tags.
 pub mod tag {

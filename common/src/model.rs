@@ -328,3 +328,186 @@ pub struct Trailer {
     /// ns since [`Header::start_time_ns`] when recording stopped.
     pub duration_ns: u64,
 }
+
+/// How strobed windows were made (see [`Recipe::Strobe`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum StrobeMode {
+    /// The kernel's alternating periods, RFC v2 ABI (`alternative_sample_period`).
+    KernelRfcV2,
+    /// The kernel's alternating periods, v4 ABI (`hf_sample`).
+    KernelV4,
+    /// Arm's driver term `strobe_period`.
+    DriverTerm,
+    /// Every window sampled, one kept about each period, the rest dropped by the agent.
+    Decimate,
+    /// Every window kept: a plain fixed short period.
+    Fixed,
+}
+
+impl StrobeMode {
+    /// The name the agent prints and the legacy mode string carries.
+    pub fn name(self) -> &'static str {
+        match self {
+            StrobeMode::KernelRfcV2 => "kernel-rfc-v2",
+            StrobeMode::KernelV4 => "kernel-v4",
+            StrobeMode::DriverTerm => "driver-strobe_period",
+            StrobeMode::Decimate => "decimate",
+            StrobeMode::Fixed => "fixed",
+        }
+    }
+    /// The mode of `name` (see [`StrobeMode::name`]).
+    pub fn from_name(name: &str) -> Option<StrobeMode> {
+        [
+            StrobeMode::KernelRfcV2,
+            StrobeMode::KernelV4,
+            StrobeMode::DriverTerm,
+            StrobeMode::Decimate,
+            StrobeMode::Fixed,
+        ]
+        .into_iter()
+        .find(|m| m.name() == name)
+    }
+}
+
+/// What kind of recording a file is: the typed contract behind [`Header::mode`]. Written
+/// (wire version 2 on) in the header-extension frame; for older files
+/// [`Recipe::from_legacy_mode`] reads it back from the mode string and the events.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Recipe {
+    /// Samples of one or more events; `group_read`: groups read with PERF_SAMPLE_READ.
+    Sample { group_read: bool },
+    /// Per-function metrics by strobing: a `window`-cycle window after each `period`.
+    Strobe {
+        mode: StrobeMode,
+        period: u64,
+        window: u64,
+        jitter: bool,
+    },
+    /// Counting (`stat`): interval records.
+    Stat,
+    /// `stat --topdown`: TopDown groups counted per thread (`legacy`: the pre-Ice Lake
+    /// events per core), intervals of the named core `pmu`.
+    StatTopdown {
+        level: u8,
+        legacy: bool,
+        pmu: String,
+    },
+    /// `record --topdown`: `{slots, SAMPLER, topdown-*}` read in each sample.
+    RecordTopdown { level: u8 },
+    /// Alpha ProfileMe samples (28-byte RAW status).
+    ProfileMe,
+    /// Alpha DTB hits and misses (ProfileMe with DATA_SRC and ADDR).
+    Mem,
+}
+
+impl Recipe {
+    /// The legacy [`Header::mode`] string of this recipe (what wire version 1 carried).
+    pub fn mode_string(&self) -> String {
+        match self {
+            Recipe::Sample { group_read: false } => "sample".into(),
+            Recipe::Sample { group_read: true } => "sample-read".into(),
+            Recipe::Strobe {
+                mode,
+                period,
+                window,
+                jitter,
+            } => alloc::format!(
+                "strobe:{};period={period};window={window};jitter={}",
+                mode.name(),
+                u8::from(*jitter)
+            ),
+            Recipe::Stat => "stat".into(),
+            Recipe::StatTopdown { level, legacy, pmu } => alloc::format!(
+                "stat:topdown;level={level};kind={};pmu={pmu}",
+                if *legacy { "legacy" } else { "metrics" }
+            ),
+            Recipe::RecordTopdown { .. } => "sample-read".into(),
+            Recipe::ProfileMe | Recipe::Mem => "sample".into(),
+        }
+    }
+
+    /// The recipe of a file without a header extension (wire version 1), from its mode
+    /// string and events: what the host used to guess in several places, now in one.
+    pub fn from_legacy_mode(h: &Header) -> Recipe {
+        let m = h.mode.as_str();
+        if let Some(rest) = m.strip_prefix("strobe:") {
+            let mut parts = rest.split(';');
+            let mode = parts.next().and_then(StrobeMode::from_name);
+            let (mut period, mut window, mut jitter) = (None, None, false);
+            for p in parts {
+                match p.split_once('=') {
+                    Some(("period", v)) => period = v.parse().ok(),
+                    Some(("window", v)) => window = v.parse().ok(),
+                    Some(("jitter", v)) => jitter = v == "1",
+                    _ => {}
+                }
+            }
+            if let (Some(mode), Some(period), Some(window)) = (mode, period, window) {
+                return Recipe::Strobe {
+                    mode,
+                    period,
+                    window,
+                    jitter,
+                };
+            }
+        }
+        let names = || h.events.iter().map(|e| e.name.as_str());
+        if let Some(rest) = m.strip_prefix("stat:topdown") {
+            let field = |k: &str| {
+                rest.split(';')
+                    .find_map(|p| p.strip_prefix(k)?.strip_prefix('='))
+                    .unwrap_or("")
+            };
+            return Recipe::StatTopdown {
+                level: field("level").parse().unwrap_or(1),
+                legacy: field("kind") == "legacy",
+                pmu: field("pmu").into(),
+            };
+        }
+        if m == "stat" {
+            return Recipe::Stat;
+        }
+        let level = if names().any(|n| n == crate::topdown::LEVEL2_EVENTS[0].0) {
+            2
+        } else {
+            1
+        };
+        if names().any(|n| n == crate::topdown::SLOTS.0) {
+            return Recipe::RecordTopdown { level };
+        }
+        // ProfileMe: the cpu PMU's profileme events (RAW samples), by their names.
+        if let Some(e) = h.events.first() {
+            if e.attr.sample_type & (1 << 10) != 0 {
+                return if e.attr.sample_type & (1 << 15) != 0 {
+                    Recipe::Mem
+                } else {
+                    Recipe::ProfileMe
+                };
+            }
+        }
+        Recipe::Sample {
+            group_read: m == "sample-read",
+        }
+    }
+}
+
+/// What the header-extension frame (kind [`crate::FRAME_HEADER_EXT`]) adds to the header.
+/// Each field is one tagged item of the frame, so items can be appended without breaking
+/// older readers (they skip tags they do not know).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HeaderExt {
+    /// Item 1: what kind of recording this is.
+    pub recipe: Option<Recipe>,
+    /// Item 2: the samples were re-encoded from saved ring-buffer bytes (`replay`), not
+    /// read from a perf fd while the workload ran.
+    pub replayed: bool,
+    /// Items of tags this decoder does not know (skipped).
+    pub unknown_items: u32,
+}
+
+/// The recipe of a file: its header extension's, or (wire version 1) the one its mode
+/// string and events imply.
+pub fn recipe_of(h: &Header, ext: Option<&HeaderExt>) -> Recipe {
+    ext.and_then(|x| x.recipe.clone())
+        .unwrap_or_else(|| Recipe::from_legacy_mode(h))
+}

@@ -2,6 +2,7 @@
 //! slot-scaled deltas between two readings, and perf's ratios and colours for
 //! `stat --topdown` (level 1, and level 2 where the CPU has it).
 
+use alloc::string::String;
 use alloc::vec::Vec;
 
 /// Level-1 metrics, in the order of their 8-bit fields in PERF_METRICS (bits 0-7, 8-15, …).
@@ -266,6 +267,65 @@ pub fn colour(metric: &str, ratio: f64) -> Colour {
 /// The seed's warning for `stat --topdown` without `-I`, with the grammar its review asked for.
 pub const LONG_RUN_WARNING: &str = "Topdown accuracy may decrease when measuring long periods.\nPlease print the result regularly, e.g. -I1000";
 
+/// One table cell: `num / den` in tenths of a percent, rounded half up (`23.0%`), or `-`
+/// when the metric was not measured. The agent's live lines and the host's tables both
+/// print through this, so they agree to the digit.
+pub fn cell(num: Option<u64>, den: u64) -> String {
+    match num {
+        Some(n) => {
+            let p = permille(n, den);
+            alloc::format!("{}.{}%", p / 10, p % 10)
+        }
+        None => "-".into(),
+    }
+}
+
+/// The cells of a line: each column of [`Layout::parts`], or all `-` when perf would
+/// print no ratios.
+pub fn cells(parts: Option<&(Vec<Option<u64>>, u64)>, ncols: usize) -> Vec<String> {
+    (0..ncols)
+        .map(|i| match parts {
+            Some((num, den)) => cell(num.get(i).copied().flatten(), *den),
+            None => "-".into(),
+        })
+        .collect()
+}
+
+/// Nanoseconds as seconds with nine decimals (`1.001281330`).
+pub fn seconds(ns: u64) -> String {
+    alloc::format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
+}
+
+/// The table header: `#`, the first column's title right-aligned in 15, `thread` in 12
+/// when per thread, then each title right-aligned in 21 (the seed's interval table).
+pub fn header_line(first: &str, per_thread: bool, titles: &[&str]) -> String {
+    use core::fmt::Write;
+    let mut s = String::new();
+    let _ = write!(s, "#{first:>15}");
+    if per_thread {
+        let _ = write!(s, "{:>12}", "thread");
+    }
+    for t in titles {
+        let _ = write!(s, "{t:>21}");
+    }
+    s
+}
+
+/// One table line: the first column (a time, `total`, or slots) right-aligned in 16, the
+/// thread in 12 when given (`Some("")` keeps the column blank), then each cell in 21.
+pub fn table_line(first: &str, tid: Option<&str>, cells: &[String]) -> String {
+    use core::fmt::Write;
+    let mut s = String::new();
+    let _ = write!(s, "{first:>16}");
+    if let Some(t) = tid {
+        let _ = write!(s, "{t:>12}");
+    }
+    for c in cells {
+        let _ = write!(s, "{c:>21}");
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -357,5 +417,28 @@ mod tests {
         assert_eq!(colour("be-bound", 0.2), Colour::Normal);
         assert!(LONG_RUN_WARNING
             .starts_with("Topdown accuracy may decrease when measuring long periods."));
+    }
+
+    #[test]
+    fn one_formatter_rounds_half_up() {
+        // 3/2000 = 0.15%: rounded half up in integers, not through a binary float.
+        assert_eq!(cell(Some(3), 2000), "0.2%");
+        assert_eq!(cell(Some(1), 3), "33.3%");
+        assert_eq!(cell(Some(2), 3), "66.7%");
+        assert_eq!(cell(None, 3), "-");
+        assert_eq!(seconds(1_001_281_330), "1.001281330");
+        assert_eq!(seconds(5), "0.000000005");
+        assert_eq!(
+            table_line(
+                &seconds(2_003_009_005),
+                None,
+                &cells(Some(&(vec![Some(50), None], 1000)), 2)
+            ),
+            "     2.003009005                 5.0%                    -"
+        );
+        assert_eq!(
+            header_line("time", true, &["a"]),
+            "#           time      thread                    a"
+        );
     }
 }

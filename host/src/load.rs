@@ -2,8 +2,8 @@
 
 use crate::progress::Progress;
 use labperf_common::{
-    Damage, Decoder, Event, FrameEvent, Header, Light, Losses, Record, RecordReader, Shared,
-    Trailer,
+    Damage, Decoder, Event, FrameEvent, Header, HeaderExt, Light, Losses, Record, RecordReader,
+    Shared, Trailer,
 };
 use std::collections::HashMap;
 use std::fs::File;
@@ -37,6 +37,7 @@ pub enum LoadError {
 pub struct FileInfo {
     pub wire_version: Option<u16>,
     pub header: Option<Header>,
+    pub header_ext: Option<HeaderExt>,
     pub trailer: Option<Trailer>,
     pub damage: Vec<Damage>,
     pub losses: Losses,
@@ -388,6 +389,7 @@ impl FileInfo {
         match e {
             Event::Version(v) => self.wire_version = Some(v),
             Event::Header(h) => self.header = Some(*h),
+            Event::HeaderExt(x) => self.header_ext = Some(*x),
             Event::Record(r) => {
                 self.records += 1;
                 f(&r)

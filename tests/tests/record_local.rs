@@ -100,7 +100,7 @@ fn sigint_forwards_to_the_workload_and_finishes_the_file() {
         .unwrap();
     std::thread::sleep(Duration::from_millis(1500));
     // SAFETY: signalling our own child.
-    unsafe { libc_kill(agent.id() as i32, 2) };
+    unsafe { libc::kill(agent.id() as i32, 2) };
     let st = agent.wait().unwrap();
     assert_eq!(
         st.code(),
@@ -114,14 +114,52 @@ fn sigint_forwards_to_the_workload_and_finishes_the_file() {
     assert!(t.samples > 1000, "{} samples", t.samples);
 }
 
+/// CLOCK_MONOTONIC now, in ns: the clock of every `time` in a record file.
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid timespec to fill.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The processes of process group `pgid` that are not zombies (/proc/PID/stat: the state
+/// and the group follow the parenthesised name).
+fn running_in_group(pgid: u32) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
+        .filter(|st| {
+            let rest: Vec<&str> = st
+                .rsplit_once(')')
+                .map_or(vec![], |(_, r)| r.split_whitespace().collect());
+            rest.len() > 2 && rest[0] != "Z" && rest[2] == pgid.to_string()
+        })
+        .collect()
+}
+
 #[test]
 fn sigkilled_agent_leaves_a_file_decodable_to_its_last_flush() {
     let d = scratch("sigkill");
     let file = d.join("kill.lpr");
+    // A previous recording under the same name: a run that never finishes leaves it alone.
+    std::fs::write(&file, b"the previous recording").unwrap();
     use std::os::unix::process::CommandExt;
     // Its own process group, so the workload can be killed with the agent afterwards.
     let mut agent = Command::new(bin("labperf-agent"))
-        .args(["record", "-e", "cpu-clock", "-c", "250000", "-o"])
+        .args([
+            "record",
+            "-e",
+            "cpu-clock",
+            "-c",
+            "250000",
+            "--flush-ms",
+            "300",
+            "-o",
+        ])
         .arg(&file)
         .arg("--")
         .arg(bin("labperf-bench"))
@@ -131,21 +169,50 @@ fn sigkilled_agent_leaves_a_file_decodable_to_its_last_flush() {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(2600));
+    let killed_at = monotonic_ns();
     agent.kill().unwrap();
     agent.wait().unwrap();
-    // SAFETY: signalling the test's own process group (the orphaned workload).
-    unsafe { libc_kill(-(agent.id() as i32), 9) };
-    let dec = decode_all(&std::fs::read(&file).unwrap());
+    // The workload dies with the agent (PR_SET_PDEATHSIG): nothing of its process group is
+    // left running (a zombie waiting for init to reap it has ended).
+    std::thread::sleep(Duration::from_millis(300));
+    let running = running_in_group(agent.id());
+    // SAFETY: signalling the test's own process group, in case the check above failed.
+    unsafe { libc::kill(-(agent.id() as i32), 9) };
+    assert!(
+        running.is_empty(),
+        "the workload outlived its SIGKILLed agent: {running:?}"
+    );
+    assert_eq!(std::fs::read(&file).unwrap(), b"the previous recording");
+    let bytes = std::fs::read(d.join("kill.lpr.part")).unwrap();
+    let dec = decode_all(&bytes);
     assert!(dec.header.is_some());
     assert!(dec.trailer.is_none());
-    let samples = dec
+    let last = dec
         .records
         .iter()
-        .filter(|r| matches!(r, Record::Sample(_)))
-        .count();
-    // Flushed at least every second: by 2.6 s the frames of the first seconds are on disk
-    // (4 kHz of the bench's CPU time; fewer when the machine is loaded).
-    assert!(samples > 1500, "only {samples} samples survived the kill");
+        .filter_map(|r| match r {
+            Record::Sample(s) => Some(s.time),
+            _ => None,
+        })
+        .max()
+        .expect("samples before the kill");
+    // At most the last flush interval is lost: the agent drains its rings on every 100 ms
+    // poll and writes a frame every 300 ms (--flush-ms), so the newest sample on disk is
+    // at most 300 + 100 ms older than the kill; 300 ms more covers scheduling delays.
+    let lost_ms = killed_at.saturating_sub(last) / 1_000_000;
+    assert!(
+        lost_ms <= 700,
+        "the newest sample on disk is {lost_ms} ms older than the kill"
+    );
+    // And a frame went out every 300 ms: about 8 in 2.6 s (these small frames never fill
+    // their 64 KiB first), at least 6 allowing for a late start.
+    let mut frames = 0;
+    let mut at = labperf_common::PRELUDE_LEN;
+    while let Ok((h, _, used)) = labperf_common::frame::parse(&bytes[at..]) {
+        frames += u32::from(h.kind == labperf_common::FRAME_RECORDS);
+        at += used;
+    }
+    assert!(frames >= 6, "only {frames} records frames in 2.6 s");
     assert!(
         dec.damage
             .iter()
@@ -153,11 +220,6 @@ fn sigkilled_agent_leaves_a_file_decodable_to_its_last_flush() {
         "{:?}",
         dec.damage
     );
-}
-
-extern "C" {
-    #[link_name = "kill"]
-    fn libc_kill(pid: i32, sig: i32) -> i32;
 }
 
 #[test]

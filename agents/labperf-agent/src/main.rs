@@ -1,12 +1,14 @@
 //! labperf-agent: the static on-target agent. Parses its command line and dispatches to record, stat or list.
 
 mod arch;
+mod convert;
 mod events;
 mod out;
 mod perf;
 mod plan;
 mod record;
 mod stat;
+mod status;
 mod strobe;
 mod sys;
 mod topdown;
@@ -22,6 +24,7 @@ USAGE:
   labperf-agent list   [PMU]
   labperf-agent plan   (record|stat) [OPTIONS] [-- CMD]   print every perf_event_attr it would open
   labperf-agent strobe-probe [-c PERIOD] [--window N]   which strobing mode --metrics uses here
+  labperf-agent replay RINGFILE [OPTIONS] -o FILE   re-encode saved ring-buffer bytes
   labperf-agent --version
 
 OPTIONS:
@@ -30,10 +33,13 @@ OPTIONS:
                        {leader,member,...} sampled with PERF_SAMPLE_READ
   -c, --period N       sample every N events (ns for cpu-clock/task-clock)
   -F, --freq HZ        sample at about HZ samples per second instead
-  -o, --output FILE    record file to write (default labperf.lpr; stat writes only with -o)
+  -o, --output FILE    record file to write (default labperf.lpr; stat writes only with -o);
+                       written as FILE.part and renamed to FILE once complete
+      --status-file F  write how the run ended to F: `ok CODE`, `exec-error MSG`,
+                       `disk-full MSG` or `agent-error MSG` (for labperf over SSH)
   -p, --pid PID        attach to a running process instead of starting CMD
   -I, --interval MS    stat: print and record counts every MS milliseconds
-      --mmap-pages N   ring buffer data pages per CPU, a power of two (default 128)
+      --mmap-pages N   ring buffer data pages per CPU, a power of two up to 65536 (default 128)
       --no-inherit     do not follow the workload's children and threads
       --progress       print progress every second on stderr
       --flush-ms MS    close a record frame at least every MS ms (default 1000)
@@ -50,6 +56,8 @@ OPTIONS:
                        cycles, instructions or ref-cycles)
       --level N        --topdown level 1 (default) or 2 (Sapphire Rapids and later)
       --per-thread     stat --topdown: one line per thread
+      --sample-type HEX, --read-format HEX
+                       replay: the ring's layout, when it differs from what the options open
 ENVIRONMENT: LABPERF_SYSFS  the sysfs root to read PMUs from (default /sys)
 
 EXAMPLES:
@@ -62,7 +70,11 @@ EXAMPLES:
   labperf-agent list armv8_pmuv3_0
 
 Exit status: the workload's (128+N if killed by signal N); 125 when the agent
-itself fails; 127 when CMD cannot be run.";
+itself fails; 127 when CMD cannot be run; 2 for a usage error. A workload can
+exit 125 or 127 itself: --status-file tells the cases apart.";
+
+/// Most ring-buffer data pages per CPU (256 MiB of 4 KiB pages).
+const MAX_MMAP_PAGES: usize = 1 << 16;
 
 /// Options shared by record and stat.
 #[derive(Debug, Default, Clone)]
@@ -72,12 +84,17 @@ pub struct Opts {
     pub freq: Option<u64>,
     pub output: Option<String>,
     pub pid: Option<i32>,
+    /// `--status-file`: where to say how the run ended.
+    pub status_file: Option<String>,
+    /// `replay --sample-type/--read-format`: the ring's layout.
+    pub sample_type: Option<u64>,
+    pub read_format: Option<u64>,
     pub interval_ms: Option<u64>,
     pub mmap_pages: usize,
     pub no_inherit: bool,
     pub progress: bool,
     pub flush_ms: u64,
-    pub command: Vec<String>,
+    pub command: Vec<std::ffi::OsString>,
     /// `record --metrics`: the strobed metrics group.
     pub metrics: bool,
     pub window: u64,
@@ -96,7 +113,24 @@ fn num<T: std::str::FromStr>(flag: &str, v: Option<String>) -> Result<T, String>
         .map_err(|_| format!("{flag} expects a number, got '{v}'"))
 }
 
-fn parse_opts(args: Vec<String>) -> Result<Opts, String> {
+fn hex(flag: &str, v: Option<String>) -> Result<u64, String> {
+    let v = v.ok_or_else(|| format!("{flag} needs a value"))?;
+    u64::from_str_radix(v.trim_start_matches("0x"), 16)
+        .map_err(|_| format!("{flag} expects a hexadecimal number, got '{v}'"))
+}
+
+impl Opts {
+    /// The workload's argv as text (for messages and the file header; non-UTF-8 bytes
+    /// are shown as U+FFFD there, and passed on exactly to the workload).
+    pub fn command_text(&self) -> Vec<String> {
+        self.command
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+}
+
+fn parse_opts(args: Vec<std::ffi::OsString>) -> Result<Opts, String> {
     let mut o = Opts {
         mmap_pages: 128,
         flush_ms: 1000,
@@ -106,17 +140,35 @@ fn parse_opts(args: Vec<String>) -> Result<Opts, String> {
         ..Default::default()
     };
     let mut it = args.into_iter();
-    while let Some(a) = it.next() {
+    while let Some(raw) = it.next() {
+        // Options are text; the workload's arguments (after `--`) are kept as bytes.
+        let Some(a) = raw.to_str().map(str::to_string) else {
+            if raw.as_encoded_bytes().starts_with(b"-") {
+                return Err(format!("option {raw:?} is not valid UTF-8"));
+            }
+            o.command.push(raw);
+            o.command.extend(it.by_ref());
+            break;
+        };
         let (flag, inline) = match a.split_once('=') {
             Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
             _ => (a.clone(), None),
         };
-        let mut val = || inline.clone().or_else(|| it.next());
+        let mut val = || {
+            inline
+                .clone()
+                .or_else(|| it.next().map(|v| v.to_string_lossy().into_owned()))
+        };
         match flag.as_str() {
             "--" => {
                 o.command = it.by_ref().collect();
                 break;
             }
+            "--status-file" => {
+                o.status_file = Some(val().ok_or("--status-file needs a file name")?)
+            }
+            "--sample-type" => o.sample_type = Some(hex(&flag, val())?),
+            "--read-format" => o.read_format = Some(hex(&flag, val())?),
             "-e" | "--event" => o.events.push(val().ok_or("--event needs a value")?),
             "-c" | "--period" => o.period = Some(num(&flag, val())?),
             "-F" | "--freq" => o.freq = Some(num(&flag, val())?),
@@ -149,7 +201,7 @@ fn parse_opts(args: Vec<String>) -> Result<Opts, String> {
             }
             s if s.starts_with('-') => return Err(format!("unknown option '{s}'")),
             _ => {
-                o.command.push(a);
+                o.command.push(raw);
                 o.command.extend(it.by_ref());
                 break;
             }
@@ -161,11 +213,16 @@ fn parse_opts(args: Vec<String>) -> Result<Opts, String> {
     if o.period == Some(0) || o.freq == Some(0) {
         return Err("--period and --freq must be greater than 0".into());
     }
-    if !o.mmap_pages.is_power_of_two() {
+    if !o.mmap_pages.is_power_of_two() || o.mmap_pages > MAX_MMAP_PAGES {
         return Err(format!(
-            "--mmap-pages must be a power of two, got {}",
+            "--mmap-pages must be a power of two from 1 to {MAX_MMAP_PAGES}, got {}",
             o.mmap_pages
         ));
+    }
+    if let Some(p) = o.pid {
+        if p <= 0 {
+            return Err(format!("--pid takes a process id greater than 0, got {p}"));
+        }
     }
     if o.interval_ms == Some(0) {
         return Err("--interval must be at least 1 ms".into());
@@ -179,12 +236,12 @@ fn parse_opts(args: Vec<String>) -> Result<Opts, String> {
 }
 
 fn main() {
-    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     if args.is_empty() {
         eprintln!("{USAGE}");
         std::process::exit(2);
     }
-    let cmd = args.remove(0);
+    let cmd = args.remove(0).to_string_lossy().into_owned();
     let code = match cmd.as_str() {
         "-V" | "--version" | "version" => {
             println!("{VERSION} ({})", sys::arch().name());
@@ -196,7 +253,7 @@ fn main() {
         }
         "strobe-probe" => match parse_opts(
             args.into_iter()
-                .chain(["--".to_string(), "probe".to_string()])
+                .chain(["--".into(), "probe".into()])
                 .collect(),
         ) {
             Ok(o) => record::strobe_probe(&o).unwrap_or_else(|e| {
@@ -209,10 +266,13 @@ fn main() {
             }
         },
         "plan" => {
-            let verb = args.first().cloned().unwrap_or_default();
-            let mut rest: Vec<String> = args.into_iter().skip(1).collect();
+            let verb = args
+                .first()
+                .map(|v| v.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let mut rest: Vec<std::ffi::OsString> = args.into_iter().skip(1).collect();
             if !rest.iter().any(|a| a == "--" || a == "-p" || a == "--pid") {
-                rest.extend(["--".to_string(), "CMD".to_string()]);
+                rest.extend(["--".into(), "CMD".into()]);
             }
             match parse_opts(rest).and_then(|o| plan::print(&verb, &o)) {
                 Ok(text) => {
@@ -226,8 +286,27 @@ fn main() {
             }
         }
         "list" => {
-            print!("{}", events::list(args.first().map(String::as_str)));
+            print!("{}", events::list(args.first().and_then(|a| a.to_str())));
             0
+        }
+        "replay" => {
+            let ring = args.first().map(|a| a.to_string_lossy().into_owned());
+            let rest: Vec<std::ffi::OsString> = args
+                .into_iter()
+                .skip(1)
+                .chain(["--".into(), "replay".into()])
+                .collect();
+            match (ring, parse_opts(rest)) {
+                (Some(ring), Ok(o)) => finish(&o, record::replay(&o, &ring)),
+                (None, _) => {
+                    eprintln!("labperf-agent: replay needs the ring dump file");
+                    2
+                }
+                (_, Err(e)) => {
+                    eprintln!("labperf-agent: {e}");
+                    2
+                }
+            }
         }
         "record" | "stat" => match parse_opts(args) {
             Err(e) => {
@@ -240,17 +319,7 @@ fn main() {
                 } else {
                     stat::run(&o)
                 };
-                match r {
-                    Ok(code) => code,
-                    Err(e) => {
-                        eprintln!("labperf-agent: error: {e}");
-                        if e.starts_with("cannot run") {
-                            127
-                        } else {
-                            125
-                        }
-                    }
-                }
+                finish(&o, r)
             }
         },
         other => {
@@ -261,12 +330,26 @@ fn main() {
     std::process::exit(code);
 }
 
+/// Reports a run's result (its status file, its error) and gives the exit code.
+fn finish(o: &Opts, r: Result<i32, status::Fail>) -> i32 {
+    if let Some(f) = &o.status_file {
+        status::write(f, &r);
+    }
+    match r {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("labperf-agent: error: {e}");
+            e.exit_code()
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn s(v: &[&str]) -> Vec<String> {
-        v.iter().map(|x| x.to_string()).collect()
+    fn s(v: &[&str]) -> Vec<std::ffi::OsString> {
+        v.iter().map(|x| x.into()).collect()
     }
 
     #[test]
@@ -287,6 +370,15 @@ mod tests {
         assert_eq!(o.period, Some(1000));
         assert_eq!(o.output.as_deref(), Some("x.lpr"));
         assert_eq!(o.command, ["prog", "-e", "a b"]);
+        // Workload arguments are bytes: non-UTF-8 ones pass through untouched.
+        use std::os::unix::ffi::OsStringExt;
+        let bad = std::ffi::OsString::from_vec(vec![b'x', 0xff, b'y']);
+        let mut args = s(&["--", "prog"]);
+        args.push(bad.clone());
+        assert_eq!(parse_opts(args).unwrap().command[1], bad);
+        let mut args = s(&["-e", "cpu-clock"]);
+        args.push(bad.clone());
+        assert_eq!(parse_opts(args).unwrap().command, [bad]);
     }
 
     #[test]
@@ -304,5 +396,19 @@ mod tests {
         assert!(parse_opts(s(&["--pid", "1", "--", "p"]))
             .unwrap_err()
             .contains("not both"));
+        for bad in ["0", "-1"] {
+            assert!(parse_opts(s(&["--pid", bad]))
+                .unwrap_err()
+                .contains("greater than 0"));
+        }
+        assert!(
+            parse_opts(s(&["--mmap-pages", "1073741824", "--", "p"]))
+                .unwrap_err()
+                .contains("up to 65536")
+                || parse_opts(s(&["--mmap-pages", "1073741824", "--", "p"]))
+                    .unwrap_err()
+                    .contains("from 1 to 65536")
+        );
+        assert!(parse_opts(s(&["--mmap-pages", "65536", "--", "p"])).is_ok());
     }
 }

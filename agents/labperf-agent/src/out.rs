@@ -1,6 +1,9 @@
-//! The record file writer: header, frames flushed at least every interval, trailer.
+//! The record file writer: header, frames flushed at least every interval, trailer; written
+//! under `FILE.part` and renamed to `FILE` only once complete, so an existing `FILE` is
+//! never touched by a run that fails (a killed agent's frames stay in `FILE.part`).
 
-use labperf_common::{Encoder, Header, Record, Trailer};
+use crate::status::Fail;
+use labperf_common::{Encoder, Header, HeaderExt, Record, Trailer};
 use std::fs::File;
 use std::io::Write;
 use std::time::{Duration, Instant};
@@ -11,40 +14,72 @@ pub const FRAME_BYTES: usize = 64 * 1024;
 pub struct Out {
     file: File,
     path: String,
+    part: String,
     pub enc: Encoder,
     last_flush: Instant,
     every: Duration,
     pub bytes: u64,
+    /// Samples written (after any decimation): the trailer's `samples`.
+    pub samples: u64,
+}
+
+/// Where a recording for `path` is written until it is complete.
+pub fn part_path(path: &str) -> String {
+    format!("{path}.part")
 }
 
 impl Out {
-    pub fn create(path: &str, header: &Header, flush_ms: u64) -> Result<Out, String> {
-        let file = File::create(path).map_err(|e| {
-            format!("cannot create the record file '{path}': {e}. Choose a writable place with -o.")
+    pub fn create(
+        path: &str,
+        header: &Header,
+        ext: &HeaderExt,
+        flush_ms: u64,
+    ) -> Result<Out, Fail> {
+        let part = part_path(path);
+        let file = File::create(&part).map_err(|e| {
+            Fail::io(
+                &e,
+                format!(
+                    "cannot create the record file '{part}': {e}. Choose a writable place with -o."
+                ),
+            )
         })?;
         let mut o = Out {
             file,
             path: path.into(),
+            part,
             enc: Encoder::new(),
             last_flush: Instant::now(),
             every: Duration::from_millis(flush_ms.max(1)),
             bytes: 0,
+            samples: 0,
         };
         o.write(&Encoder::prelude())?;
         let h = o.enc.header_frame(header);
         o.write(&h)?;
+        let x = o.enc.header_ext_frame(ext);
+        o.write(&x)?;
         Ok(o)
     }
 
-    fn write(&mut self, b: &[u8]) -> Result<(), String> {
-        self.file
-            .write_all(b)
-            .map_err(|e| format!("cannot write the record file '{}': {e}", self.path))?;
+    fn write(&mut self, b: &[u8]) -> Result<(), Fail> {
+        self.file.write_all(b).map_err(|e| {
+            Fail::io(
+                &e,
+                format!(
+                    "cannot write the record file '{}': {e} (what was written so far is in it)",
+                    self.part
+                ),
+            )
+        })?;
         self.bytes += b.len() as u64;
         Ok(())
     }
 
-    pub fn push(&mut self, r: &Record) -> Result<(), String> {
+    pub fn push(&mut self, r: &Record) -> Result<(), Fail> {
+        if matches!(r, Record::Sample(_)) {
+            self.samples += 1;
+        }
         self.enc.push(r);
         if self.enc.pending_bytes() >= FRAME_BYTES {
             self.flush()?;
@@ -53,14 +88,14 @@ impl Out {
     }
 
     /// Writes the open frame if the flush interval has passed.
-    pub fn tick(&mut self) -> Result<(), String> {
+    pub fn tick(&mut self) -> Result<(), Fail> {
         if self.last_flush.elapsed() >= self.every {
             self.flush()?;
         }
         Ok(())
     }
 
-    pub fn flush(&mut self) -> Result<(), String> {
+    pub fn flush(&mut self) -> Result<(), Fail> {
         self.last_flush = Instant::now();
         if let Some(f) = self.enc.flush() {
             self.write(&f)?;
@@ -68,12 +103,27 @@ impl Out {
         Ok(())
     }
 
-    pub fn finish(mut self, t: &Trailer) -> Result<u64, String> {
+    /// Writes the trailer, syncs, and renames the file into place; returns its size.
+    pub fn finish(mut self, t: &Trailer) -> Result<u64, Fail> {
         let f = self.enc.trailer_frame(t);
         self.write(&f)?;
-        self.file
-            .sync_all()
-            .map_err(|e| format!("cannot sync the record file '{}': {e}", self.path))?;
+        self.file.sync_all().map_err(|e| {
+            Fail::io(
+                &e,
+                format!("cannot sync the record file '{}': {e}", self.part),
+            )
+        })?;
+        std::fs::rename(&self.part, &self.path).map_err(|e| {
+            Fail::io(
+                &e,
+                format!("cannot rename '{}' to '{}': {e}", self.part, self.path),
+            )
+        })?;
         Ok(self.bytes)
+    }
+
+    /// Removes the unfinished file: nothing worth keeping was recorded.
+    pub fn abandon(self) {
+        let _ = std::fs::remove_file(&self.part);
     }
 }

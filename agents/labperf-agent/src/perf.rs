@@ -376,41 +376,6 @@ impl Drop for Ring {
     }
 }
 
-/// Little cursor over a kernel record in native byte order.
-pub struct Cur<'a> {
-    pub b: &'a [u8],
-    pub p: usize,
-}
-
-impl<'a> Cur<'a> {
-    pub fn new(b: &'a [u8]) -> Self {
-        Cur { b, p: 0 }
-    }
-    pub fn u64(&mut self) -> Option<u64> {
-        let v = u64::from_ne_bytes(self.b.get(self.p..self.p + 8)?.try_into().ok()?);
-        self.p += 8;
-        Some(v)
-    }
-    pub fn u32(&mut self) -> Option<u32> {
-        let v = u32::from_ne_bytes(self.b.get(self.p..self.p + 4)?.try_into().ok()?);
-        self.p += 4;
-        Some(v)
-    }
-    pub fn bytes(&mut self, n: usize) -> Option<&'a [u8]> {
-        let v = self.b.get(self.p..self.p.checked_add(n)?)?;
-        self.p += n;
-        Some(v)
-    }
-    /// A NUL-terminated, 8-byte padded string.
-    pub fn cstr(&mut self) -> String {
-        let rest = &self.b[self.p.min(self.b.len())..];
-        let end = rest.iter().position(|&c| c == 0).unwrap_or(rest.len());
-        let s = String::from_utf8_lossy(&rest[..end]).into_owned();
-        self.p += (end + 8) & !7;
-        s
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,25 +1,15 @@
 //! `record`: opens sampling events on the workload, drains the ring buffers, writes the record file.
 
+use crate::convert::{Conv, Layout};
 use crate::events::{self, EventSpec};
-use crate::out::Out;
-use crate::perf::{self, AttrPlan, Cur, Fd, Ring};
+use crate::out::{self, Out};
+use crate::perf::{self, AttrPlan, Fd, Ring};
+use crate::status::Fail;
 use crate::workload::{self, Workload, SIGNALLED};
 use crate::{strobe, sys, Opts};
 use labperf_common::*;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
-
-const PERF_RECORD_MMAP2: u32 = 10;
-const PERF_RECORD_LOST: u32 = 2;
-const PERF_RECORD_COMM: u32 = 3;
-const PERF_RECORD_EXIT: u32 = 4;
-const PERF_RECORD_THROTTLE: u32 = 5;
-const PERF_RECORD_UNTHROTTLE: u32 = 6;
-const PERF_RECORD_FORK: u32 = 7;
-const PERF_RECORD_SAMPLE: u32 = 9;
-const PERF_RECORD_LOST_SAMPLES: u32 = 13;
-const MISC_COMM_EXEC: u16 = 1 << 13;
-const MISC_MMAP_BUILD_ID: u16 = 1 << 14;
 
 /// Builds the file header common to record and stat.
 pub fn header(
@@ -39,7 +29,7 @@ pub fn header(
         hostname: u.nodename,
         command: match o.pid {
             Some(p) => vec!["--pid".into(), p.to_string()],
-            None => o.command.clone(),
+            None => o.command_text(),
         },
         clock_id: libc::CLOCK_MONOTONIC,
         start_time_ns: start,
@@ -187,7 +177,8 @@ impl strobe::ProbeSys for SelfProbe {
         let mut periods = Vec::new();
         ring.drain(|rec| {
             if rec.len() >= 16
-                && u32::from_ne_bytes([rec[0], rec[1], rec[2], rec[3]]) == PERF_RECORD_SAMPLE
+                && u32::from_ne_bytes([rec[0], rec[1], rec[2], rec[3]])
+                    == crate::convert::PERF_RECORD_SAMPLE
             {
                 periods.push(u64::from_ne_bytes(rec[8..16].try_into().unwrap_or([0; 8])));
             }
@@ -515,184 +506,8 @@ fn open_plans(
     })
 }
 
-impl Opened {
-    fn event_of(&self, id: u64) -> u32 {
-        self.id_to_event
-            .iter()
-            .find(|(i, _)| *i == id)
-            .map_or(0, |e| e.1)
-    }
-}
-
-/// Converts one kernel record into labperf records.
-struct Conv<'a> {
-    op: &'a Opened,
-    samples: u64,
-    lost: u64,
-    throttled: u64,
-}
-
-impl Conv<'_> {
-    fn convert(&mut self, rec: &[u8]) -> Option<Record> {
-        let ty = u32::from_ne_bytes(rec[0..4].try_into().ok()?);
-        let misc = u16::from_ne_bytes(rec[4..6].try_into().ok()?);
-        let mut c = Cur::new(&rec[8..]);
-        Some(match ty {
-            PERF_RECORD_SAMPLE => {
-                let s = self.sample(&mut c)?;
-                self.samples += 1;
-                Record::Sample(s)
-            }
-            PERF_RECORD_MMAP2 => {
-                let (pid, tid) = (c.u32()?, c.u32()?);
-                let (addr, len, pgoff) = (c.u64()?, c.u64()?, c.u64()?);
-                let build_id = if misc & MISC_MMAP_BUILD_ID != 0 {
-                    let b = c.bytes(24)?;
-                    let n = usize::from(b[0]).min(20);
-                    Some(b[4..4 + n].to_vec())
-                } else {
-                    c.bytes(24)?;
-                    None
-                };
-                let (prot, flags) = (c.u32()?, c.u32()?);
-                Record::Mmap2(Mmap2 {
-                    pid,
-                    tid,
-                    addr,
-                    len,
-                    pgoff,
-                    prot,
-                    flags,
-                    build_id,
-                    path: c.cstr(),
-                })
-            }
-            PERF_RECORD_COMM => {
-                let (pid, tid) = (c.u32()?, c.u32()?);
-                Record::Comm(Comm {
-                    pid,
-                    tid,
-                    comm: c.cstr(),
-                    exec: misc & MISC_COMM_EXEC != 0,
-                })
-            }
-            PERF_RECORD_FORK | PERF_RECORD_EXIT => {
-                let t = Task {
-                    pid: c.u32()?,
-                    ppid: c.u32()?,
-                    tid: c.u32()?,
-                    ptid: c.u32()?,
-                    time: c.u64()?,
-                };
-                if ty == PERF_RECORD_FORK {
-                    Record::Fork(t)
-                } else {
-                    Record::Exit(t)
-                }
-            }
-            PERF_RECORD_LOST => {
-                let id = c.u64()?;
-                let lost = c.u64()?;
-                self.lost += lost;
-                Record::Lost(Lost {
-                    event: self.op.event_of(id),
-                    lost,
-                })
-            }
-            PERF_RECORD_LOST_SAMPLES => {
-                let lost = c.u64()?;
-                self.lost += lost;
-                Record::Lost(Lost { event: 0, lost })
-            }
-            PERF_RECORD_THROTTLE | PERF_RECORD_UNTHROTTLE => {
-                let time = c.u64()?;
-                let id = c.u64()?;
-                if ty == PERF_RECORD_THROTTLE {
-                    self.throttled += 1;
-                }
-                Record::Throttle(Throttle {
-                    time,
-                    event: self.op.event_of(id),
-                    throttle: ty == PERF_RECORD_THROTTLE,
-                })
-            }
-            _ => return None,
-        })
-    }
-
-    fn sample(&self, c: &mut Cur) -> Option<Sample> {
-        let st = self.op.sample_type;
-        let mut s = Sample::default();
-        if st & perf::SAMPLE_IDENTIFIER != 0 {
-            s.event = self.op.event_of(c.u64()?);
-        }
-        if st & perf::SAMPLE_IP != 0 {
-            s.ip = c.u64()?;
-        }
-        if st & perf::SAMPLE_TID != 0 {
-            s.pid = c.u32()?;
-            s.tid = c.u32()?;
-        }
-        if st & perf::SAMPLE_TIME != 0 {
-            s.time = c.u64()?;
-        }
-        if st & perf::SAMPLE_ADDR != 0 {
-            s.addr = Some(c.u64()?);
-        }
-        if st & perf::SAMPLE_ID != 0 {
-            c.u64()?;
-        }
-        if st & perf::SAMPLE_STREAM_ID != 0 {
-            c.u64()?;
-        }
-        if st & perf::SAMPLE_CPU != 0 {
-            s.cpu = c.u32()?;
-            c.u32()?;
-        }
-        if st & perf::SAMPLE_PERIOD != 0 {
-            s.period = c.u64()?;
-        }
-        if st & perf::SAMPLE_READ != 0 {
-            let rf = self.op.read_format;
-            let nr = c.u64()?;
-            if rf & perf::FORMAT_TOTAL_TIME_ENABLED != 0 {
-                c.u64()?;
-            }
-            if rf & perf::FORMAT_TOTAL_TIME_RUNNING != 0 {
-                c.u64()?;
-            }
-            for _ in 0..nr.min(64) {
-                s.values.push(c.u64()?);
-                if rf & perf::FORMAT_ID != 0 {
-                    c.u64()?;
-                }
-            }
-        }
-        if st & perf::SAMPLE_CALLCHAIN != 0 {
-            let nr = c.u64()?;
-            for _ in 0..nr.min(512) {
-                let e = c.u64()?;
-                if e < 0xffff_ffff_ffff_f000 {
-                    s.callchain.push(e);
-                }
-            }
-        }
-        if st & perf::SAMPLE_RAW != 0 {
-            let n = c.u32()? as usize;
-            s.raw = Some(c.bytes(n)?.to_vec());
-        }
-        if st & perf::SAMPLE_WEIGHT != 0 {
-            c.u64()?;
-        }
-        if st & perf::SAMPLE_DATA_SRC != 0 {
-            s.data_src = Some(c.u64()?);
-        }
-        Some(s)
-    }
-}
-
 /// Synthesizes mmap2 and comm records for an attached process from /proc.
-fn synthesize(pid: i32, out: &mut Out) -> Result<(), String> {
+fn synthesize(pid: i32, out: &mut Out) -> Result<(), Fail> {
     let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
     out.push(&Record::Comm(Comm {
         pid: pid as u32,
@@ -727,47 +542,154 @@ fn synthesize(pid: i32, out: &mut Out) -> Result<(), String> {
     Ok(())
 }
 
-pub fn run(o: &Opts) -> Result<i32, String> {
+/// Converted records on their way to the file: the kernel-record converter, the strobing
+/// decimator when there is one, and the writer. `record` and `replay` share it.
+pub struct Sink {
+    pub conv: Conv,
+    dec: Option<strobe::Decimator>,
+    pub out: Out,
+}
+
+impl Sink {
+    pub fn new(layout: Layout, strobe: Option<(strobe::Mode, strobe::Strobe)>, out: Out) -> Sink {
+        Sink {
+            conv: Conv::new(layout),
+            dec: match strobe {
+                Some((strobe::Mode::Decimate, st)) => Some(strobe::Decimator::new(st)),
+                _ => None,
+            },
+            out,
+        }
+    }
+
+    /// Takes one kernel record.
+    pub fn take(&mut self, rec: &[u8]) -> Result<(), Fail> {
+        match (self.conv.convert(rec), self.dec.as_mut()) {
+            (Some(Record::Sample(s)), Some(d)) => {
+                for kept in d.push(s) {
+                    self.out.push(&Record::Sample(kept))?;
+                }
+                Ok(())
+            }
+            (Some(r), d) => {
+                if let (Record::Throttle(_), Some(d)) = (&r, d) {
+                    d.break_windows();
+                }
+                self.out.push(&r)
+            }
+            (None, _) => Ok(()),
+        }
+    }
+
+    /// Writes the trailer (samples: those written; dropped: those the decimator left
+    /// out, so samples + dropped = the samples the kernel gave) and renames the file
+    /// into place; returns the file's size.
+    pub fn finish(self, exit: &ExitStatus, start: u64) -> Result<(u64, Trailer), Fail> {
+        let (cpu_ns, rss) = sys::self_usage();
+        let trailer = Trailer {
+            samples: self.out.samples,
+            dropped: self.conv.samples.saturating_sub(self.out.samples),
+            lost: self.conv.lost,
+            throttled: self.conv.throttled,
+            agent_cpu_ns: cpu_ns,
+            agent_peak_rss_kib: rss,
+            exit: exit.clone(),
+            duration_ns: sys::clock_ns(libc::CLOCK_MONOTONIC).saturating_sub(start),
+            ..Default::default()
+        };
+        let bytes = self.out.finish(&trailer)?;
+        Ok((bytes, trailer))
+    }
+}
+
+/// The recipe of a `record` with these options and strobing.
+pub fn recipe(
+    o: &Opts,
+    strobe: Option<(strobe::Mode, strobe::Strobe)>,
+    read_format: u64,
+) -> Recipe {
+    match strobe {
+        Some((mode, st)) => Recipe::Strobe {
+            mode,
+            period: st.period,
+            window: st.window,
+            jitter: st.jitter,
+        },
+        None if o.topdown => Recipe::RecordTopdown { level: o.level },
+        None => Recipe::Sample {
+            group_read: read_format & perf::FORMAT_GROUP != 0,
+        },
+    }
+}
+
+/// Says what was written, and what the kernel lost.
+fn wrote(t: &Trailer, bytes: u64, path: &str) {
+    eprintln!(
+        "labperf-agent: wrote {} samples ({bytes} bytes) to {path}{}{}",
+        t.samples,
+        if t.dropped > 0 {
+            format!(" ({} more left out by decimation)", t.dropped)
+        } else {
+            String::new()
+        },
+        if t.lost > 0 {
+            format!(
+                "; the kernel lost {} records (use a larger --mmap-pages or a longer --period)",
+                t.lost
+            )
+        } else {
+            String::new()
+        }
+    );
+}
+
+pub fn run(o: &Opts) -> Result<i32, Fail> {
     workload::install_signal_handlers();
     let target = Target::new(o)?;
     let opened = match open_all(o, &target) {
         Ok(op) => op,
         Err(e) => {
             target.abort();
-            return Err(e);
+            return Err(e.into());
         }
     };
     let start = sys::clock_ns(libc::CLOCK_MONOTONIC);
     let path = o.output.clone().unwrap_or_else(|| "labperf.lpr".into());
-    let mode = match opened.strobe {
-        // The host's `report --metrics` reads the strobe settings back from this string.
-        Some((m, st)) => format!(
-            "strobe:{};period={};window={};jitter={}",
-            m.name(),
-            st.period,
-            st.window,
-            u8::from(st.jitter)
-        ),
-        None if opened.read_format & perf::FORMAT_GROUP != 0 => "sample-read".into(),
-        None => "sample".into(),
+    let recipe = recipe(o, opened.strobe, opened.read_format);
+    let hdr = header(
+        o,
+        opened.descs.clone(),
+        &recipe.mode_string(),
+        opened.notes.clone(),
+        start,
+    );
+    let ext = HeaderExt {
+        recipe: Some(recipe),
+        ..Default::default()
     };
-    let mut decimator = match opened.strobe {
-        Some((strobe::Mode::Decimate, st)) => Some(strobe::Decimator::new(st)),
-        _ => None,
-    };
-    let hdr = header(o, opened.descs.clone(), &mode, opened.notes.clone(), start);
-    let mut out = match Out::create(&path, &hdr, o.flush_ms) {
+    let out = match Out::create(&path, &hdr, &ext, o.flush_ms) {
         Ok(out) => out,
         Err(e) => {
             target.abort();
             return Err(e);
         }
     };
+    let layout = Layout {
+        sample_type: opened.sample_type,
+        read_format: opened.read_format,
+        id_to_event: opened.id_to_event.clone(),
+    };
+    let mut sink = Sink::new(layout, opened.strobe, out);
     let mut target = target;
     match &mut target {
-        Target::Spawned(w) => w.go()?,
+        Target::Spawned(w) => {
+            if let Err(e) = w.go() {
+                sink.out.abandon();
+                return Err(Fail::exec(e));
+            }
+        }
         Target::Attached(pid) => {
-            synthesize(*pid, &mut out)?;
+            synthesize(*pid, &mut sink.out)?;
             for fd in opened.rings.iter().map(|(f, _)| f).chain(&opened.fds) {
                 fd.enable();
             }
@@ -777,37 +699,12 @@ pub fn run(o: &Opts) -> Result<i32, String> {
     let mut opened = opened;
     let mut rings = std::mem::take(&mut opened.rings);
     let ring_fds: Vec<i32> = rings.iter().map(|(fd, _)| fd.0).collect();
-    let mut conv = Conv {
-        op: &opened,
-        samples: 0,
-        lost: 0,
-        throttled: 0,
-    };
-    let drain_all = |rings: &mut Vec<(Fd, Ring)>,
-                     conv: &mut Conv,
-                     out: &mut Out,
-                     dec: &mut Option<strobe::Decimator>|
-     -> Result<(), String> {
+    let drain_all = |rings: &mut Vec<(Fd, Ring)>, sink: &mut Sink| -> Result<(), Fail> {
         for (_, ring) in rings.iter_mut() {
             let mut err = Ok(());
             ring.drain(|rec| {
                 if err.is_ok() {
-                    match (conv.convert(rec), dec.as_mut()) {
-                        (Some(Record::Sample(s)), Some(d)) => {
-                            for kept in d.push(s) {
-                                if err.is_ok() {
-                                    err = out.push(&Record::Sample(kept));
-                                }
-                            }
-                        }
-                        (Some(r), d) => {
-                            if let (Record::Throttle(_), Some(d)) = (&r, d) {
-                                d.break_windows();
-                            }
-                            err = out.push(&r);
-                        }
-                        (None, _) => {}
-                    }
+                    err = sink.take(rec);
                 }
             });
             err?;
@@ -818,7 +715,7 @@ pub fn run(o: &Opts) -> Result<i32, String> {
     let mut last_progress = Instant::now();
     let mut forwarded: Option<Instant> = None;
     let mut exit = ExitStatus::default();
-    let mut pending_err: Option<String> = None;
+    let mut pending_err: Option<Fail> = None;
     loop {
         let mut pfds: Vec<libc::pollfd> = ring_fds
             .iter()
@@ -830,9 +727,7 @@ pub fn run(o: &Opts) -> Result<i32, String> {
             .collect();
         // SAFETY: valid pollfd array.
         unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, 100) };
-        if let Err(e) =
-            drain_all(&mut rings, &mut conv, &mut out, &mut decimator).and_then(|_| out.tick())
-        {
+        if let Err(e) = drain_all(&mut rings, &mut sink).and_then(|_| sink.out.tick()) {
             pending_err = Some(e);
             break;
         }
@@ -841,9 +736,9 @@ pub fn run(o: &Opts) -> Result<i32, String> {
             eprintln!(
                 "labperf-agent: {} s, {} samples, {} KiB written, {} lost",
                 t0.elapsed().as_secs(),
-                conv.samples,
-                out.bytes / 1024,
-                conv.lost
+                sink.out.samples,
+                sink.out.bytes / 1024,
+                sink.conv.lost
             );
         }
         let sig = SIGNALLED.load(Ordering::SeqCst);
@@ -878,7 +773,7 @@ pub fn run(o: &Opts) -> Result<i32, String> {
     for fd in rings.iter().map(|(f, _)| f).chain(&opened.fds) {
         fd.disable();
     }
-    if let Err(e) = drain_all(&mut rings, &mut conv, &mut out, &mut decimator) {
+    if let Err(e) = drain_all(&mut rings, &mut sink) {
         pending_err.get_or_insert(e);
     }
     if let Some(e) = pending_err {
@@ -890,30 +785,174 @@ pub fn run(o: &Opts) -> Result<i32, String> {
         }
         return Err(e);
     }
-    let (cpu_ns, rss) = sys::self_usage();
-    let dropped = decimator.as_ref().map_or(0, |d| d.dropped);
-    let trailer = Trailer {
-        samples: conv.samples.saturating_sub(dropped),
-        dropped,
-        lost: conv.lost,
-        throttled: conv.throttled,
-        agent_cpu_ns: cpu_ns,
-        agent_peak_rss_kib: rss,
-        exit: exit.clone(),
-        duration_ns: sys::clock_ns(libc::CLOCK_MONOTONIC).saturating_sub(start),
+    let (bytes, trailer) = sink.finish(&exit, start)?;
+    wrote(&trailer, bytes, &path);
+    Ok(workload::exit_code(&exit))
+}
+
+/// `replay RINGFILE`: the kernel records saved in a ring dump (as the C agent's
+/// `--dump-ring` writes them), converted and written as `record` would, without a perf fd.
+/// The events and options say what `record` would have opened; `--sample-type` and
+/// `--read-format` give the ring's layout when it came from elsewhere.
+pub fn replay(o: &Opts, ring: &str) -> Result<i32, Fail> {
+    let dump =
+        std::fs::read(ring).map_err(|e| format!("cannot read the ring dump '{ring}': {e}"))?;
+    let specs = asked_specs(o)?;
+    let (mut plans, mut sample_type, mut read_format) = base_plans(o, &specs, true, true, true);
+    let strobe = strobe_of(o)?.map(|st| {
+        let mode = match o.strobe.as_str() {
+            "fixed" => strobe::Mode::Fixed,
+            _ => strobe::Mode::Decimate,
+        };
+        strobe::apply(mode, &st, &mut plans[0], 0);
+        (mode, st)
+    });
+    if let Some(st) = o.sample_type {
+        sample_type = st;
+    }
+    if let Some(rf) = o.read_format {
+        read_format = rf;
+    }
+    let descs = plans
+        .iter()
+        .zip(&specs)
+        .map(|(p, (_, leader))| {
+            let mut a = perf::portable(&p.to_kernel());
+            a.sample_type = sample_type;
+            a.read_format = if p.read_format != 0 || leader.is_none() {
+                read_format
+            } else {
+                0
+            };
+            EventDesc {
+                name: p.spec.name.clone(),
+                attr: a,
+                leader: leader.map(|l| l as u32),
+            }
+        })
+        .collect();
+    let start = sys::clock_ns(libc::CLOCK_MONOTONIC);
+    let path = o.output.clone().unwrap_or_else(|| "labperf.lpr".into());
+    let recipe = recipe(o, strobe, read_format);
+    let hdr = header(
+        o,
+        descs,
+        &recipe.mode_string(),
+        vec!["re-encoded from saved ring-buffer bytes".into()],
+        start,
+    );
+    let ext = HeaderExt {
+        recipe: Some(recipe),
+        replayed: true,
         ..Default::default()
     };
-    let (samples, lost) = (conv.samples, conv.lost);
-    let bytes = out.finish(&trailer)?;
-    eprintln!(
-        "labperf-agent: wrote {samples} samples ({bytes} bytes) to {path}{}",
-        if lost > 0 {
-            format!(
-                "; the kernel lost {lost} records (use a larger --mmap-pages or a longer --period)"
-            )
-        } else {
-            String::new()
+    let out = Out::create(&path, &hdr, &ext, o.flush_ms)?;
+    let layout = Layout {
+        sample_type,
+        read_format,
+        id_to_event: Vec::new(),
+    };
+    let mut sink = Sink::new(layout, strobe, out);
+    for rec in crate::convert::dump_records(&dump) {
+        sink.take(rec?)?;
+    }
+    let (bytes, trailer) = sink.finish(&ExitStatus::default(), start)?;
+    wrote(&trailer, bytes, &path);
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A kernel PERF_RECORD_SAMPLE for IP|TID|TIME|PERIOD|READ (group of `values`, FORMAT_ID).
+    fn kernel_sample(tid: u32, ip: u64, time: u64, period: u64, values: &[u64]) -> Vec<u8> {
+        let mut b = Vec::new();
+        b.extend_from_slice(&ip.to_ne_bytes());
+        b.extend_from_slice(&tid.to_ne_bytes());
+        b.extend_from_slice(&tid.to_ne_bytes());
+        b.extend_from_slice(&time.to_ne_bytes());
+        b.extend_from_slice(&period.to_ne_bytes());
+        b.extend_from_slice(&(values.len() as u64).to_ne_bytes());
+        for (i, v) in values.iter().enumerate() {
+            b.extend_from_slice(&v.to_ne_bytes());
+            b.extend_from_slice(&(100 + i as u64).to_ne_bytes()); // FORMAT_ID
         }
-    );
-    Ok(workload::exit_code(&exit))
+        let mut r = Vec::new();
+        r.extend_from_slice(&crate::convert::PERF_RECORD_SAMPLE.to_ne_bytes());
+        r.extend_from_slice(&0u16.to_ne_bytes());
+        r.extend_from_slice(&((8 + b.len()) as u16).to_ne_bytes());
+        r.extend_from_slice(&b);
+        r
+    }
+
+    fn header_for_test() -> Header {
+        Header {
+            agent_version: "test".into(),
+            arch: Arch::X86_64,
+            endian: Endian::Little,
+            kernel_release: "6".into(),
+            cpu: CpuId::Unknown {
+                cpuinfo: String::new(),
+            },
+            hostname: "h".into(),
+            command: vec![],
+            clock_id: 1,
+            start_time_ns: 0,
+            start_realtime_ns: 0,
+            events: vec![],
+            mode: "x".into(),
+            notes: vec![],
+        }
+    }
+
+    #[test]
+    fn the_trailer_counts_the_samples_the_file_holds() {
+        let dir = std::env::temp_dir().join(format!("labperf-sink-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let layout = Layout {
+            sample_type: perf::SAMPLE_IP
+                | perf::SAMPLE_TID
+                | perf::SAMPLE_TIME
+                | perf::SAMPLE_PERIOD
+                | perf::SAMPLE_READ,
+            read_format: perf::FORMAT_GROUP | perf::FORMAT_ID,
+            id_to_event: vec![],
+        };
+        let st = strobe::Strobe {
+            period: 3000,
+            window: 300,
+            jitter: false,
+        };
+        for (mode, written) in [(strobe::Mode::Decimate, 20u64), (strobe::Mode::Fixed, 100)] {
+            let path = dir.join(format!("{}.lpr", mode.name()));
+            let path = path.to_str().unwrap();
+            let out = Out::create(path, &header_for_test(), &HeaderExt::default(), 1000).unwrap();
+            let mut sink = Sink::new(layout.clone(), Some((mode, st)), out);
+            for i in 1..=100u64 {
+                sink.take(&kernel_sample(
+                    7,
+                    0x1000 + i,
+                    i * 300,
+                    300,
+                    &[i * 300, i * 150],
+                ))
+                .unwrap();
+            }
+            let (_, t) = sink.finish(&ExitStatus::default(), 0).unwrap();
+            let d = decode_all(&std::fs::read(path).unwrap());
+            let in_file = d
+                .records
+                .iter()
+                .filter(|r| matches!(r, Record::Sample(_)))
+                .count() as u64;
+            assert_eq!(
+                (d.trailer.unwrap().samples, t.samples, in_file, t.dropped),
+                (written, written, written, 100 - written),
+                "{mode:?}"
+            );
+            assert!(!std::path::Path::new(&out::part_path(path)).exists());
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -4,6 +4,7 @@ use crate::events;
 use crate::out::Out;
 use crate::perf::{self, AttrPlan, Fd};
 use crate::record::{header, Target};
+use crate::status::Fail;
 use crate::workload::{self, SIGNALLED};
 use crate::{sys, Opts};
 use labperf_common::*;
@@ -81,8 +82,8 @@ pub fn names(o: &Opts) -> Vec<String> {
 fn run_loop(
     target: &Target,
     every: Option<Duration>,
-    mut tick: impl FnMut(Duration, bool) -> Result<(), String>,
-) -> Result<ExitStatus, String> {
+    mut tick: impl FnMut(Duration, bool) -> Result<(), Fail>,
+) -> Result<ExitStatus, Fail> {
     let pid = target.pid();
     let t0 = Instant::now();
     let mut next = every.map(|d| t0 + d);
@@ -123,7 +124,7 @@ fn run_loop(
     }
 }
 
-pub fn run(o: &Opts) -> Result<i32, String> {
+pub fn run(o: &Opts) -> Result<i32, Fail> {
     if o.topdown {
         return run_topdown(o);
     }
@@ -139,7 +140,7 @@ pub fn run(o: &Opts) -> Result<i32, String> {
             Ok(s) => s,
             Err(e) => {
                 target.abort();
-                return Err(e);
+                return Err(e.into());
             }
         };
         let plan = plan_for(spec, spawned, !o.no_inherit);
@@ -180,7 +181,7 @@ pub fn run(o: &Opts) -> Result<i32, String> {
             }
             Some(e) => {
                 target.abort();
-                return Err(perf::explain(n, &plan, e));
+                return Err(perf::explain(n, &plan, e).into());
             }
         }
     }
@@ -192,13 +193,17 @@ pub fn run(o: &Opts) -> Result<i32, String> {
     let mut out = match &o.output {
         Some(p) => Some(Out::create(
             p,
-            &header(o, descs, "stat", notes, start),
+            &header(o, descs, &Recipe::Stat.mode_string(), notes, start),
+            &HeaderExt {
+                recipe: Some(Recipe::Stat),
+                ..Default::default()
+            },
             o.flush_ms,
         )?),
         None => None,
     };
     match &mut target {
-        Target::Spawned(w) => w.go()?,
+        Target::Spawned(w) => w.go().map_err(Fail::exec)?,
         Target::Attached(_) => counters.iter().flat_map(|c| &c.fds).for_each(Fd::enable),
     }
     let every = o.interval_ms.map(Duration::from_millis);
@@ -238,7 +243,7 @@ pub fn run(o: &Opts) -> Result<i32, String> {
         .collect();
     eprintln!(
         "\n Performance counter stats for '{}':\n",
-        o.command.join(" ")
+        o.command_text().join(" ")
     );
     for (c, t) in counters.iter().zip(&totals) {
         let bp = (u128::from(t.time_running) * 10_000)
@@ -257,9 +262,16 @@ pub fn run(o: &Opts) -> Result<i32, String> {
 }
 
 /// `stat --topdown`: the TopDown group read once per interval, as perf's ratios.
-fn run_topdown(o: &Opts) -> Result<i32, String> {
+fn run_topdown(o: &Opts) -> Result<i32, Fail> {
     use crate::topdown::{self, Kind, Real};
     let recipe = topdown::detect(&topdown::sysfs_root(), o.level)?;
+    // LABPERF_TOPDOWN_REPLAY: scripted group reads instead of the kernel's, for tests on
+    // machines without TopDown; the file says it was replayed.
+    let replay = std::env::var_os("LABPERF_TOPDOWN_REPLAY");
+    let mut k: Box<dyn topdown::Kernel> = match &replay {
+        Some(f) => Box::new(topdown::Replay::from_file(std::path::Path::new(f))?),
+        None => Box::new(Real::default()),
+    };
     let mut notes = recipe.notes.clone();
     if recipe.kind == Kind::Legacy {
         let paranoid: i32 = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
@@ -267,8 +279,8 @@ fn run_topdown(o: &Opts) -> Result<i32, String> {
             .and_then(|v| v.trim().parse().ok())
             .unwrap_or(2);
         // SAFETY: geteuid has no failure mode.
-        if paranoid > 0 && unsafe { libc::geteuid() } != 0 {
-            return Err(format!("{} (it is {paranoid})", topdown::ROOT_NEEDED));
+        if paranoid > 0 && unsafe { libc::geteuid() } != 0 && replay.is_none() {
+            return Err(format!("{} (it is {paranoid})", topdown::ROOT_NEEDED).into());
         }
         if let Some(w) = topdown::nmi_watchdog_warning(std::path::Path::new("/proc")) {
             eprintln!("labperf-agent: warning: {w}");
@@ -282,9 +294,8 @@ fn run_topdown(o: &Opts) -> Result<i32, String> {
     let mut target = Target::new(o)?;
     let spawned = matches!(target, Target::Spawned(_));
     let plans = topdown::stat_plans(&recipe, spawned, !o.no_inherit);
-    let mut k = Real::default();
     let mut c = match topdown::open(
-        &mut k,
+        k.as_mut(),
         recipe,
         &target.tids(),
         &sys::online_cpus(),
@@ -294,9 +305,12 @@ fn run_topdown(o: &Opts) -> Result<i32, String> {
         Ok(c) => c,
         Err(e) => {
             target.abort();
-            return Err(e);
+            return Err(e.into());
         }
     };
+    if replay.is_some() {
+        notes.push("simulated: the group reads were replayed from LABPERF_TOPDOWN_REPLAY, not read from a PMU".into());
+    }
     let descs = plans
         .iter()
         .map(|(p, l)| EventDesc {
@@ -306,21 +320,21 @@ fn run_topdown(o: &Opts) -> Result<i32, String> {
         })
         .collect();
     let r = c.recipe.clone();
-    let mode = format!(
-        "stat:topdown;level={};kind={};pmu={}",
-        r.level,
-        if r.kind == Kind::Metrics {
-            "metrics"
-        } else {
-            "legacy"
-        },
-        r.pmu
-    );
+    let recipe = Recipe::StatTopdown {
+        level: r.level,
+        legacy: r.kind == Kind::Legacy,
+        pmu: r.pmu.clone(),
+    };
     let start = sys::clock_ns(libc::CLOCK_MONOTONIC);
     let mut out = match &o.output {
         Some(p) => Some(Out::create(
             p,
-            &header(o, descs, &mode, notes, start),
+            &header(o, descs, &recipe.mode_string(), notes, start),
+            &HeaderExt {
+                recipe: Some(recipe),
+                replayed: replay.is_some(),
+                ..Default::default()
+            },
             o.flush_ms,
         )?),
         None => None,
@@ -329,26 +343,24 @@ fn run_topdown(o: &Opts) -> Result<i32, String> {
         eprintln!("{}", labperf_common::topdown::LONG_RUN_WARNING);
     }
     let per_thread = o.per_thread && r.kind == Kind::Metrics;
-    let ncols = topdown::titles(&r).len();
-    eprintln!("{}", topdown::header_line(&r, per_thread));
+    eprintln!("{}", topdown::header_line(&r, "time", per_thread));
     match &mut target {
-        Target::Spawned(w) => w.go()?,
-        Target::Attached(_) => c.enable(&mut k),
+        Target::Spawned(w) => w.go().map_err(Fail::exec)?,
+        Target::Attached(_) => c.enable(k.as_mut()),
     }
     let every = o.interval_ms.map(Duration::from_millis);
     let t0 = Instant::now();
     let mut totals = vec![0u64; r.events.len()];
     let exit = run_loop(&target, every, |t, done| {
         let t = t.as_nanos() as u64;
-        let d = c.deltas(&mut k);
+        let d = c.deltas(k.as_mut());
         let mut sum = vec![0u64; r.events.len()];
         for (tid, v) in &d {
             for (s, x) in sum.iter_mut().zip(v) {
                 *s = s.wrapping_add(*x);
             }
             if per_thread {
-                let cols = topdown::columns(&r, v);
-                eprintln!("{}", topdown::line(t, *tid, cols.as_deref(), ncols));
+                eprintln!("{}", topdown::line(t, *tid, &topdown::cells(&r, v)));
                 if let Some(out) = &mut out {
                     out.push(&Record::Interval(Interval {
                         time: t,
@@ -363,8 +375,7 @@ fn run_topdown(o: &Opts) -> Result<i32, String> {
             *a = a.wrapping_add(*x);
         }
         if !per_thread && (!done || every.is_some()) {
-            let cols = topdown::columns(&r, &sum);
-            eprintln!("{}", topdown::line(t, None, cols.as_deref(), ncols));
+            eprintln!("{}", topdown::line(t, None, &topdown::cells(&r, &sum)));
         }
         if let Some(out) = &mut out {
             if !per_thread {
@@ -379,12 +390,12 @@ fn run_topdown(o: &Opts) -> Result<i32, String> {
         }
         Ok(())
     })?;
-    let cols = topdown::columns(&r, &totals);
+
     eprintln!(
         "\n Performance counter stats for '{}':\n\n{}\n{}\n",
-        o.command.join(" "),
-        topdown::header_line(&r, false).replacen("           time", "          total", 1),
-        topdown::line(t0.elapsed().as_nanos() as u64, None, cols.as_deref(), ncols)
+        o.command_text().join(" "),
+        topdown::header_line(&r, "total", false),
+        labperf_common::topdown::table_line("total", None, &topdown::cells(&r, &totals))
     );
     finish(out, counts_of(&totals), t0, &exit, start)
 }
@@ -396,7 +407,7 @@ fn finish(
     t0: Instant,
     exit: &ExitStatus,
     start: u64,
-) -> Result<i32, String> {
+) -> Result<i32, Fail> {
     if let Some(mut out) = out {
         out.push(&Record::Interval(Interval {
             time: t0.elapsed().as_nanos() as u64,

@@ -5,33 +5,9 @@
 use crate::perf::{AttrExt, AttrPlan};
 use labperf_common::Sample;
 
-/// How windows are produced.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    /// RFC v2: `alternative_sample_period` at attr offset 136, jitter flag bit 38.
-    KernelRfcV2,
-    /// v4: `hf_sample` at offset 136 (`hf_sample_period:32`, `hf_sample_rand:4`); the
-    /// sample period is the whole period and the window is cut out of it.
-    KernelV4,
-    /// Arm's driver term `strobe_period` (a PMU format term, `config2:0-31`).
-    DriverTerm,
-    /// Sample every window, keep windows about one period apart, drop the rest in the agent.
-    Decimate,
-    /// A plain fixed period (the window): the baseline.
-    Fixed,
-}
-
-impl Mode {
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::KernelRfcV2 => "kernel-rfc-v2",
-            Mode::KernelV4 => "kernel-v4",
-            Mode::DriverTerm => "driver-strobe_period",
-            Mode::Decimate => "decimate",
-            Mode::Fixed => "fixed",
-        }
-    }
-}
+/// How windows are produced: the format's [`labperf_common::StrobeMode`], which the
+/// header's recipe carries.
+pub use labperf_common::StrobeMode as Mode;
 
 /// The strobing request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -196,7 +172,6 @@ pub struct Decimator {
     rate: f64,
     rng: u64,
     target: u64,
-    pub dropped: u64,
 }
 
 impl Decimator {
@@ -208,7 +183,6 @@ impl Decimator {
             rate: 0.0,
             rng: 0x9E37_79B9_7F4A_7C15,
             target: s.period,
-            dropped: 0,
         }
     }
 
@@ -266,9 +240,6 @@ impl Decimator {
                 }
                 self.target = self.next_target();
             }
-        }
-        if out.is_empty() {
-            self.dropped += 1;
         }
         self.last.push((tid, s));
         out
@@ -499,23 +470,24 @@ mod tests {
         for w in out.chunks(2).collect::<Vec<_>>().windows(2) {
             assert_eq!(w[1][1].time - w[0][1].time, 3000);
         }
-        assert_eq!(d.dropped, 100 - 10);
-        // Throttling stops the sampler's count, not time: windows stay one period apart in time.
+        // The kernel throttles a 300-cycle sampler: it stops the counter (its count stands
+        // still) while time runs on, and restarts it at the next tick. Here bursts of four
+        // samples 300 cycles (= 300 ns) apart, one burst every 2000 ns, of which only the
+        // burst is counted; a throttle record ends each burst. Spacing windows by time
+        // keeps the first window of every other burst (4000 ns >= the 3000-cycle period at
+        // 1 cycle/ns); spacing them by the stopped count would keep 8, at other places.
         let mut d = Decimator::new(s);
         let mut kept = Vec::new();
         for burst in 0..20u64 {
             for i in 0..4u64 {
                 let mut x = sample(3, burst * 1200 + i * 300, i);
-                x.time = burst * 1000 + i * 300; // 1000 ns between bursts, 300 cycles counted in each
+                x.time = burst * 2000 + i * 300;
                 kept.extend(d.push(x));
             }
             d.break_windows();
         }
-        assert!(
-            kept.len() >= 2 * 5,
-            "time-based spacing keeps windows through throttling: {}",
-            kept.len()
-        );
+        let ends: Vec<u64> = kept.chunks(2).map(|w| w[1].time).collect();
+        assert_eq!(ends, (0..10).map(|k| k * 4000 + 300).collect::<Vec<_>>());
         // A gap (throttling) never forms a window.
         let mut d = Decimator::new(s);
         assert!(d.push(sample(1, 3000, 1)).is_empty());

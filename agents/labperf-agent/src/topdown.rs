@@ -305,15 +305,9 @@ impl Counting {
     }
 }
 
-/// The columns of one line, in tenths of a percent (None: not measured), or None when
-/// perf would print no ratios; see [`td::Layout::parts`].
-pub fn columns(r: &Recipe, v: &[u64]) -> Option<Vec<Option<u64>>> {
-    let (num, den) = r.layout().parts(v)?;
-    Some(
-        num.iter()
-            .map(|x| x.map(|x| td::permille(x, den)))
-            .collect(),
-    )
+/// The cells of one line (see [`td::cells`]).
+pub fn cells(r: &Recipe, v: &[u64]) -> Vec<String> {
+    td::cells(r.layout().parts(v).as_ref(), titles(r).len())
 }
 
 /// The column titles of a line.
@@ -321,44 +315,63 @@ pub fn titles(r: &Recipe) -> Vec<&'static str> {
     r.layout().titles()
 }
 
-/// Appends `v` right-aligned in `w` columns.
-fn pad(s: &mut String, v: &str, w: usize) {
-    s.extend(std::iter::repeat_n(' ', w.saturating_sub(v.len())));
-    s.push_str(v);
+/// The live table's header (see [`td::header_line`]).
+pub fn header_line(r: &Recipe, first: &str, per_thread: bool) -> String {
+    td::header_line(first, per_thread, &titles(r))
 }
 
-/// The seed's interval table header: `#` time, then each title right-aligned in 21.
-pub fn header_line(r: &Recipe, per_thread: bool) -> String {
-    let mut s = String::from("#           time");
-    if per_thread {
-        s += "      thread";
-    }
-    for t in titles(r) {
-        pad(&mut s, t, 21);
-    }
-    s
+/// One live line: the interval's end, the thread when per thread, the cells.
+pub fn line(time_ns: u64, tid: Option<i32>, cells: &[String]) -> String {
+    let tid = tid.map(|t| t.to_string());
+    td::table_line(&td::seconds(time_ns), tid.as_deref(), cells)
 }
 
-/// One interval line: time in seconds (9 decimals), then each column as `23.0%`.
-pub fn line(time_ns: u64, tid: Option<i32>, cols: Option<&[Option<u64>]>, ncols: usize) -> String {
-    let mut s = String::new();
-    let ns = (time_ns % 1_000_000_000 + 1_000_000_000).to_string();
-    pad(
-        &mut s,
-        &format!("{}.{}", time_ns / 1_000_000_000, &ns[1..]),
-        16,
-    );
-    if let Some(t) = tid {
-        pad(&mut s, &t.to_string(), 12);
+/// Scripted group reads in place of the kernel's (`LABPERF_TOPDOWN_REPLAY`): a text file
+/// with one read per line, the words a `read` of a group returns (nr, time_enabled,
+/// time_running, values...), taken in order; once they run out reads fail (no change).
+pub struct Replay {
+    reads: std::collections::VecDeque<Vec<u64>>,
+    fds: i32,
+}
+
+impl Replay {
+    pub fn from_file(path: &Path) -> Result<Replay, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read the TopDown replay {}: {e}", path.display()))?;
+        let mut reads = std::collections::VecDeque::new();
+        for (i, l) in text.lines().enumerate() {
+            let words: Result<Vec<u64>, _> = l.split_whitespace().map(str::parse).collect();
+            match words {
+                Ok(w) if !w.is_empty() => reads.push_back(w),
+                Ok(_) => {}
+                Err(_) => {
+                    return Err(format!(
+                        "{} line {}: expected numbers",
+                        path.display(),
+                        i + 1
+                    ))
+                }
+            }
+        }
+        Ok(Replay { reads, fds: 1000 })
     }
-    for i in 0..ncols {
-        let c = match cols.and_then(|c| c[i]) {
-            Some(p) => format!("{}.{}%", p / 10, p % 10),
-            None => "-".into(),
-        };
-        pad(&mut s, &c, 21);
+}
+
+impl Kernel for Replay {
+    fn open(&mut self, _: &mut perf_event_attr, _: i32, _: i32, _: i32) -> Result<i32, i32> {
+        self.fds += 1;
+        Ok(self.fds)
     }
-    s
+    fn read(&mut self, _: i32, buf: &mut [u64]) -> usize {
+        match self.reads.pop_front() {
+            Some(v) if v.len() <= buf.len() => {
+                buf[..v.len()].copy_from_slice(&v);
+                v.len()
+            }
+            _ => 0,
+        }
+    }
+    fn enable(&mut self, _: i32) {}
 }
 
 /// Why pre-Ice Lake TopDown needs root.

@@ -33,15 +33,18 @@ pub fn install_signal_handlers() {
 impl Workload {
     /// Forks the workload; the child blocks on a pipe and execs on [`Workload::go`],
     /// which reports an exec failure.
-    pub fn spawn(argv: &[String]) -> Result<Workload, String> {
+    pub fn spawn(argv: &[std::ffi::OsString]) -> Result<Workload, String> {
         use std::ffi::CString;
+        use std::os::unix::ffi::OsStrExt;
         let cargs: Vec<CString> = argv
             .iter()
             .map(|a| {
                 CString::new(a.as_bytes())
-                    .map_err(|_| format!("workload argument '{a}' contains a NUL byte"))
+                    .map_err(|_| format!("workload argument {a:?} contains a NUL byte"))
             })
             .collect::<Result<_, _>>()?;
+        // SAFETY: getpid cannot fail.
+        let agent = unsafe { libc::getpid() };
         let mut ptrs: Vec<*const libc::c_char> = cargs.iter().map(|c| c.as_ptr()).collect();
         ptrs.push(std::ptr::null());
         let (mut gate, mut status) = ([0i32; 2], [0i32; 2]);
@@ -68,6 +71,17 @@ impl Workload {
             unsafe {
                 libc::close(gate[1]);
                 libc::close(status[0]);
+                // A killed agent takes its workload with it: nothing runs on unobserved.
+                libc::prctl(
+                    libc::PR_SET_PDEATHSIG,
+                    libc::SIGKILL as libc::c_ulong,
+                    0,
+                    0,
+                    0,
+                );
+                if libc::getppid() != agent {
+                    libc::_exit(125); // the agent died before the line above
+                }
                 let mut b = [0u8; 1];
                 if libc::read(gate[0], b.as_mut_ptr() as *mut libc::c_void, 1) != 1 {
                     libc::_exit(125);
@@ -87,7 +101,7 @@ impl Workload {
             pid,
             gate: gate[1],
             status: status[0],
-            argv0: argv[0].clone(),
+            argv0: argv[0].to_string_lossy().into_owned(),
         })
     }
 

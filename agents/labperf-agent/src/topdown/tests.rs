@@ -65,6 +65,16 @@ impl Kernel for Script {
     fn enable(&mut self, _: i32) {}
 }
 
+/// Each column in tenths of a percent (None: not measured), or None without ratios.
+fn columns(r: &Recipe, v: &[u64]) -> Option<Vec<Option<u64>>> {
+    let (num, den) = r.layout().parts(v)?;
+    Some(
+        num.iter()
+            .map(|x| x.map(|x| td::permille(x, den)))
+            .collect(),
+    )
+}
+
 /// A PERF_FORMAT_GROUP read: nr, time_enabled, time_running, values.
 fn group_read(v: &[u64]) -> Vec<u64> {
     let mut r = vec![v.len() as u64, 1000, 1000];
@@ -164,11 +174,11 @@ fn intervals_read_each_group_once_and_give_perfs_ratios() {
     let cols = columns(&r, &d1[0].1).unwrap();
     assert_eq!(cols, [Some(230), Some(153), Some(296), Some(321)]);
     assert_eq!(
-        header_line(&r, false),
+        header_line(&r, "time", false),
         "#           time             retiring      bad speculation       frontend bound        backend bound"
     );
     assert_eq!(
-        line(1_001_281_330, None, Some(&cols), 4),
+        line(1_001_281_330, None, &cells(&r, &d1[0].1)),
         "     1.001281330                23.0%                15.3%                29.6%                32.1%"
     );
     // Interval 2: 500, 100, 200, 200 of 1000 → 50.0 10.0 20.0 20.0.
@@ -182,7 +192,7 @@ fn intervals_read_each_group_once_and_give_perfs_ratios() {
     let d3 = c.deltas(&mut k);
     assert_eq!(columns(&r, &d3[0].1), None);
     assert_eq!(
-        line(3_000_000_000, Some(7), None, 4),
+        line(3_000_000_000, Some(7), &cells(&r, &d3[0].1)),
         "     3.000000000           7                    -                    -                    -                    -"
     );
     // A failed read keeps the previous counts: a zero delta, never a wrapped one.
@@ -206,9 +216,9 @@ fn level_2_splits_each_level_1_metric() {
         [500, 200, 200, 100, 100, 400, 150, 50, 50, 150, 80, 20]
     );
     assert_eq!(titles(&r).len(), 12);
-    assert!(header_line(&r, true)
+    assert!(header_line(&r, "time", true)
         .starts_with("#           time      thread             retiring      bad speculation"));
-    assert!(header_line(&r, false).ends_with("         memory bound           core bound"));
+    assert!(header_line(&r, "time", false).ends_with("         memory bound           core bound"));
 }
 
 #[test]

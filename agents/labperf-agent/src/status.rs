@@ -1,0 +1,122 @@
+//! How a run ended, told out of band: the agent's own failures apart from the workload's
+//! exit status, in `--status-file` (the host never guesses from exit codes or stderr).
+//!
+//! The file holds one line: `ok <workload exit code>`, `exec-error <message>` (the
+//! workload could not be started), `disk-full <message>` (the record file could not be
+//! written: no space) or `agent-error <message>` (anything else the agent could not do).
+//! A missing file means the agent was killed before it could write one.
+
+/// Why the agent could not finish a recording.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailKind {
+    /// The agent itself could not record (events, options, ring buffers...).
+    Agent,
+    /// The workload could not be started.
+    Exec,
+    /// The record file could not be written for lack of space.
+    DiskFull,
+}
+
+/// An agent failure: its kind and the message for the user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fail {
+    pub kind: FailKind,
+    pub msg: String,
+}
+
+impl Fail {
+    pub fn exec(msg: String) -> Fail {
+        Fail {
+            kind: FailKind::Exec,
+            msg,
+        }
+    }
+
+    /// A failure to write `what`: disk full for ENOSPC and EDQUOT, else the agent's.
+    pub fn io(e: &std::io::Error, msg: String) -> Fail {
+        let kind = match e.raw_os_error() {
+            Some(libc::ENOSPC) | Some(libc::EDQUOT) => FailKind::DiskFull,
+            _ => FailKind::Agent,
+        };
+        Fail { kind, msg }
+    }
+
+    /// The agent's exit code for this failure: 127 when the workload could not be
+    /// started, else 125.
+    pub fn exit_code(&self) -> i32 {
+        match self.kind {
+            FailKind::Exec => 127,
+            _ => 125,
+        }
+    }
+}
+
+impl From<String> for Fail {
+    fn from(msg: String) -> Fail {
+        Fail {
+            kind: FailKind::Agent,
+            msg,
+        }
+    }
+}
+
+impl From<&str> for Fail {
+    fn from(msg: &str) -> Fail {
+        Fail::from(msg.to_string())
+    }
+}
+
+impl std::fmt::Display for Fail {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.msg)
+    }
+}
+
+/// The status line for a run's result.
+pub fn line(r: &Result<i32, Fail>) -> String {
+    let one_line = |m: &str| m.replace(['\n', '\r'], " ");
+    match r {
+        Ok(code) => format!("ok {code}\n"),
+        Err(f) => format!(
+            "{} {}\n",
+            match f.kind {
+                FailKind::Agent => "agent-error",
+                FailKind::Exec => "exec-error",
+                FailKind::DiskFull => "disk-full",
+            },
+            one_line(&f.msg)
+        ),
+    }
+}
+
+/// Writes the status file (a temporary name, then a rename); a failure to write it is
+/// only reported, as the run's own result matters more.
+pub fn write(path: &str, r: &Result<i32, Fail>) {
+    let tmp = format!("{path}.tmp");
+    let res = std::fs::write(&tmp, line(r)).and_then(|_| std::fs::rename(&tmp, path));
+    if let Err(e) = res {
+        eprintln!("labperf-agent: warning: cannot write the status file '{path}': {e}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_lines() {
+        assert_eq!(line(&Ok(125)), "ok 125\n");
+        assert_eq!(
+            line(&Err(Fail::exec("cannot run 'x':\nno such file".into()))),
+            "exec-error cannot run 'x': no such file\n"
+        );
+        let full = std::io::Error::from_raw_os_error(libc::ENOSPC);
+        assert_eq!(
+            line(&Err(Fail::io(&full, "cannot write".into()))),
+            "disk-full cannot write\n"
+        );
+        assert_eq!(line(&Err("no events".into())), "agent-error no events\n");
+        assert_eq!(Fail::exec(String::new()).exit_code(), 127);
+        assert_eq!(Fail::from("x").exit_code(), 125);
+    }
+}

@@ -2,7 +2,7 @@
 
 use crate::convert::{Conv, Layout};
 use crate::events::{self, EventSpec};
-use crate::out::{self, Out};
+use crate::out::Out;
 use crate::perf::{self, AttrPlan, Fd, Ring};
 use crate::status::Fail;
 use crate::workload::{self, Workload, SIGNALLED};
@@ -951,7 +951,7 @@ mod tests {
                 (written, written, written, 100 - written),
                 "{mode:?}"
             );
-            assert!(!std::path::Path::new(&out::part_path(path)).exists());
+            assert!(!std::path::Path::new(&crate::out::part_path(path)).exists());
         }
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -43,23 +43,7 @@ pub fn payload(version: u32, pmpc: u64, i_stat: u64, ctl: u64) -> Vec<u8> {
     v
 }
 
-// perf_event.h constants the ring records use.
-pub const PERF_RECORD_MMAP2: u32 = 10;
-pub const PERF_RECORD_COMM: u32 = 3;
-pub const PERF_RECORD_SAMPLE: u32 = 9;
-pub const SAMPLE_IP: u64 = 1 << 0;
-pub const SAMPLE_TID: u64 = 1 << 1;
-pub const SAMPLE_TIME: u64 = 1 << 2;
-pub const SAMPLE_ADDR: u64 = 1 << 3;
-pub const SAMPLE_CPU: u64 = 1 << 7;
-pub const SAMPLE_PERIOD: u64 = 1 << 8;
-pub const SAMPLE_RAW: u64 = 1 << 10;
-pub const SAMPLE_DATA_SRC: u64 = 1 << 15;
-/// The sample_type of `labperf-agent record --profileme` (and of `perf record -R`).
-pub const PROFILEME_SAMPLE_TYPE: u64 =
-    SAMPLE_IP | SAMPLE_TID | SAMPLE_TIME | SAMPLE_CPU | SAMPLE_PERIOD | SAMPLE_RAW;
-/// The sample_type of `labperf-agent record --mem`.
-pub const MEM_SAMPLE_TYPE: u64 = PROFILEME_SAMPLE_TYPE | SAMPLE_ADDR | SAMPLE_DATA_SRC;
+pub use crate::ring::*;
 
 // perf_mem_data_src (include/uapi/linux/perf_event.h): mem_op at bit 0, mem_dtlb at bit 26.
 pub const MEM_OP_LOAD: u64 = 0x02;
@@ -67,81 +51,6 @@ pub const MEM_OP_STORE: u64 = 0x04;
 pub const MEM_OP_PFETCH: u64 = 0x08;
 pub const MEM_TLB_HIT: u64 = 0x02 << 26;
 pub const MEM_TLB_MISS: u64 = 0x04 << 26;
-
-/// Kernel-layout ring-buffer records, as the C agent's `--dump-ring` saves them.
-#[derive(Default)]
-pub struct Ring {
-    pub bytes: Vec<u8>,
-}
-
-impl Ring {
-    fn record(&mut self, type_: u32, misc: u16, body: &[u8]) {
-        let size = 8 + body.len();
-        assert_eq!(size % 8, 0, "records are 8-byte multiples");
-        self.bytes.extend_from_slice(&type_.to_le_bytes());
-        self.bytes.extend_from_slice(&misc.to_le_bytes());
-        self.bytes.extend_from_slice(&(size as u16).to_le_bytes());
-        self.bytes.extend_from_slice(body);
-    }
-
-    pub fn comm(&mut self, pid: u32, comm: &str) {
-        let mut b = Vec::new();
-        b.extend_from_slice(&pid.to_le_bytes());
-        b.extend_from_slice(&pid.to_le_bytes());
-        b.extend_from_slice(comm.as_bytes());
-        b.push(0);
-        while b.len() % 8 != 0 {
-            b.push(0);
-        }
-        self.record(PERF_RECORD_COMM, 1 << 13, &b);
-    }
-
-    /// An executable mapping of `path` (file offset 0 at `addr`).
-    pub fn mmap2(&mut self, pid: u32, addr: u64, len: u64, path: &str) {
-        let mut b = Vec::new();
-        b.extend_from_slice(&pid.to_le_bytes());
-        b.extend_from_slice(&pid.to_le_bytes());
-        b.extend_from_slice(&addr.to_le_bytes());
-        b.extend_from_slice(&len.to_le_bytes());
-        b.extend_from_slice(&0u64.to_le_bytes()); // pgoff
-        b.extend_from_slice(&[0u8; 24]); // maj, min, ino, ino_generation
-        b.extend_from_slice(&5u32.to_le_bytes()); // PROT_READ|PROT_EXEC
-        b.extend_from_slice(&2u32.to_le_bytes()); // MAP_PRIVATE
-        b.extend_from_slice(path.as_bytes());
-        b.push(0);
-        while b.len() % 8 != 0 {
-            b.push(0);
-        }
-        self.record(PERF_RECORD_MMAP2, 2 /* USER */, &b);
-    }
-
-    /// A ProfileMe sample (sample_type [`PROFILEME_SAMPLE_TYPE`], or [`MEM_SAMPLE_TYPE`]
-    /// when `mem` is given as (addr, data_src)).
-    pub fn sample(&mut self, pid: u32, time: u64, ip: u64, raw: &[u8], mem: Option<(u64, u64)>) {
-        let mut b = Vec::new();
-        b.extend_from_slice(&ip.to_le_bytes());
-        b.extend_from_slice(&pid.to_le_bytes());
-        b.extend_from_slice(&pid.to_le_bytes());
-        b.extend_from_slice(&time.to_le_bytes());
-        if let Some((addr, _)) = mem {
-            b.extend_from_slice(&addr.to_le_bytes());
-        }
-        b.extend_from_slice(&0u32.to_le_bytes()); // cpu
-        b.extend_from_slice(&0u32.to_le_bytes()); // res
-        b.extend_from_slice(&1000u64.to_le_bytes()); // period
-                                                     // RAW: u32 size, then the data padded so that size field + data is 8-byte aligned.
-        let mut padded = raw.to_vec();
-        while !(4 + padded.len()).is_multiple_of(8) {
-            padded.push(0);
-        }
-        b.extend_from_slice(&(padded.len() as u32).to_le_bytes());
-        b.extend_from_slice(&padded);
-        if let Some((_, src)) = mem {
-            b.extend_from_slice(&src.to_le_bytes());
-        }
-        self.record(PERF_RECORD_SAMPLE, 2 /* USER */, &b);
-    }
-}
 
 /// The built Alpha agents directory.
 pub fn agents_dir() -> PathBuf {

@@ -49,3 +49,4 @@ pub fn scratch(test: &str) -> PathBuf {
     d
 }
 pub mod alpha;
+pub mod ring;

@@ -3,6 +3,7 @@
 //! aarch64 agent under qemu-aarch64.
 
 use labperf_common::{decode_all, Arch, CpuId, Record, Sample};
+use labperf_tests::ring::*;
 use labperf_tests::{bin, scratch};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -361,4 +362,229 @@ fn labperf_finds_its_agent_in_an_installed_tree() {
         .unwrap();
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("cargo xtask build-agents"));
+}
+
+/// Rings of every record kind both agents convert, each in one sample layout:
+/// (name, ring, sample_type, read_format, kernel records that are samples).
+fn differential_rings() -> Vec<(&'static str, Ring, u64, u64)> {
+    let mut out = Vec::new();
+    let side_band = |r: &mut Ring| {
+        r.comm(100, "bench");
+        r.mmap2_with(
+            100,
+            0x5555_0000_0000,
+            0x20000,
+            0x1000,
+            Some(&[0xab; 20]),
+            "/usr/bin/bench",
+        );
+        r.mmap2_with(100, 0x7f00_0000_0000, 0x1000, 0, None, "//anon");
+        r.task(false, 101, 100, 101, 100, 5_000);
+        r.task(true, 101, 100, 101, 100, 9_000);
+        r.lost(0, 17);
+        r.lost_samples(3);
+        r.throttle(false, 6_000, 0);
+        r.throttle(true, 7_000, 0);
+    };
+    let base = |i: u64| KSample {
+        ip: 0x5555_0000_1000 + (i * 37) % 0x8000,
+        pid: 100,
+        tid: 100 + (i % 3) as u32,
+        time: 1_000_000 + i * 250_000,
+        cpu: (i % 2) as u32,
+        period: 250_000 + (i % 5),
+        ..Default::default()
+    };
+    let mut r = Ring::default();
+    side_band(&mut r);
+    for i in 0..60 {
+        r.ksample(PLAIN_SAMPLE_TYPE, 0, &base(i));
+    }
+    out.push(("plain and side band", r, PLAIN_SAMPLE_TYPE, 0));
+    let st = PLAIN_SAMPLE_TYPE | SAMPLE_READ | SAMPLE_IDENTIFIER;
+    let rf = FORMAT_GROUP | FORMAT_ID | FORMAT_TOTAL_TIME_ENABLED | FORMAT_TOTAL_TIME_RUNNING;
+    let mut r = Ring::default();
+    side_band(&mut r);
+    for i in 0..60 {
+        let n = if i % 7 == 3 { 2 } else { 3 };
+        let values = (0..n).map(|k| (i * 1000 * (k + 1) + k, 50 + k)).collect();
+        r.ksample(
+            st,
+            rf,
+            &KSample {
+                id: 50,
+                values,
+                ..base(i)
+            },
+        );
+    }
+    out.push(("group read", r, st, rf));
+    let st = PLAIN_SAMPLE_TYPE | SAMPLE_CALLCHAIN;
+    let mut r = Ring::default();
+    for i in 0..40 {
+        // PERF_CONTEXT_USER (-512) marks where user frames start; agents leave it out.
+        let callchain = vec![
+            0xffff_ffff_ffff_fe00,
+            0x5555_0000_2000 + i,
+            0x5555_0000_3000,
+        ];
+        r.ksample(
+            st,
+            0,
+            &KSample {
+                callchain,
+                ..base(i)
+            },
+        );
+    }
+    out.push(("callchain", r, st, 0));
+    let mut r = Ring::default();
+    side_band(&mut r);
+    for i in 0..40 {
+        let raw = labperf_tests::alpha::payload(1, 0x1_2000_0000 + i * 4, i << 33, 2 | (i << 6));
+        r.ksample(PROFILEME_SAMPLE_TYPE, 0, &KSample { raw, ..base(i) });
+    }
+    out.push(("ProfileMe raw", r, PROFILEME_SAMPLE_TYPE, 0));
+    let mut r = Ring::default();
+    for i in 0..40 {
+        let raw = labperf_tests::alpha::payload(1, 0x1_2000_0000 + i * 4, 0, 2);
+        r.ksample(
+            MEM_SAMPLE_TYPE,
+            0,
+            &KSample {
+                raw,
+                addr: 0x1_4000_0000 + i * 64,
+                data_src: (2 + (i % 2) * 2) | (0x02 << 26),
+                ..base(i)
+            },
+        );
+    }
+    out.push(("mem", r, MEM_SAMPLE_TYPE, 0));
+    let st = PLAIN_SAMPLE_TYPE | SAMPLE_WEIGHT | SAMPLE_DATA_SRC;
+    let mut r = Ring::default();
+    for i in 0..20 {
+        r.ksample(
+            st,
+            0,
+            &KSample {
+                weight: i,
+                data_src: 0x1000 + i,
+                ..base(i)
+            },
+        );
+    }
+    out.push(("weight and data source", r, st, 0));
+    out
+}
+
+/// `replay` of `ring` by an agent (`runner` runs it: nothing, or qemu-alpha).
+fn replay(
+    runner: Option<&str>,
+    agent: &std::path::Path,
+    ring: &std::path::Path,
+    st: u64,
+    rf: u64,
+    out: &std::path::Path,
+) -> labperf_common::Decoded {
+    let mut c = match runner {
+        Some(r) => {
+            let mut c = Command::new(r);
+            c.arg(agent);
+            c
+        }
+        None => Command::new(agent),
+    };
+    let o = c
+        .arg("replay")
+        .arg(ring)
+        .args([
+            "--sample-type",
+            &format!("{st:x}"),
+            "--read-format",
+            &format!("{rf:x}"),
+            "-o",
+        ])
+        .arg(out)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{}: {}",
+        agent.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let d = decode_all(&std::fs::read(out).unwrap());
+    assert!(d.losses.is_clean(), "{:?}", d.damage);
+    d
+}
+
+#[test]
+fn rust_and_c_agents_convert_the_same_ring_bytes_to_the_same_records() {
+    let d = scratch("differential");
+    let rust = bin("labperf-agent");
+    let c = agent("x86_64-unknown-linux-none", "labperf-agent");
+    let alpha = agent("alpha-unknown-linux-gnu", "labperf-agent");
+    for (name, ring, st, rf) in differential_rings() {
+        let path = d.join("ring.bin");
+        std::fs::write(&path, &ring.bytes).unwrap();
+        let r = replay(None, &rust, &path, st, rf, &d.join("rust.lpr"));
+        let x = replay(None, &c, &path, st, rf, &d.join("c.lpr"));
+        let a = replay(
+            Some("qemu-alpha"),
+            &alpha,
+            &path,
+            st,
+            rf,
+            &d.join("alpha.lpr"),
+        );
+        // Every kernel record kind in the ring came through (the side band: comm, two
+        // mmap2, fork, exit, lost, lost samples, throttle, unthrottle).
+        let samples = r
+            .records
+            .iter()
+            .filter(|x| matches!(x, Record::Sample(_)))
+            .count();
+        assert!(samples >= 20, "{name}: {samples} samples");
+        assert_eq!(
+            r.trailer.as_ref().unwrap().samples,
+            samples as u64,
+            "{name}"
+        );
+        if name == "plain and side band" {
+            assert_eq!(r.records.len(), samples + 9, "{name}: {:#?}", r.records);
+            let build_id = r.records.iter().find_map(|x| match x {
+                Record::Mmap2(m) if m.build_id.is_some() => m.build_id.clone(),
+                _ => None,
+            });
+            assert_eq!(build_id, Some(vec![0xab; 20]));
+            assert_eq!(r.trailer.as_ref().unwrap().lost, 20);
+        }
+        assert_eq!(
+            x.records, r.records,
+            "{name}: the C agent differs from the Rust agent"
+        );
+        assert_eq!(
+            a.records, r.records,
+            "{name}: the Alpha build differs from the Rust agent"
+        );
+        assert_eq!(
+            (
+                x.trailer.as_ref().unwrap().samples,
+                a.trailer.as_ref().unwrap().samples
+            ),
+            (samples as u64, samples as u64),
+            "{name}"
+        );
+        // Both say what the samples are and that they were replayed.
+        for f in [&r, &x, &a] {
+            assert!(f.header_ext.as_ref().unwrap().replayed, "{name}");
+        }
+    }
+    // Real ring bytes, saved by the C agent while it recorded the bench on this machine.
+    let (lpr, ring) = c_recording("differential-real");
+    let live = decode_all(&std::fs::read(&lpr).unwrap());
+    let st = live.header.as_ref().unwrap().events[0].attr.sample_type;
+    let r = replay(None, &rust, &ring, st, 0, &d.join("rust-real.lpr"));
+    assert!(r.records.len() > 1000);
+    assert_eq!(r.records, live.records);
 }

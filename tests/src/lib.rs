@@ -49,4 +49,5 @@ pub fn scratch(test: &str) -> PathBuf {
     d
 }
 pub mod alpha;
+pub mod golden;
 pub mod ring;

@@ -47,9 +47,24 @@ fn v1_golden_header_and_trailer() {
     assert_eq!(t.exit.code, Some(0));
 }
 
+/// (start, end, kind, nrecords) of every frame of an intact file.
+fn frame_map(bytes: &[u8]) -> Vec<(usize, usize, u8, u32)> {
+    let mut out = Vec::new();
+    let mut at = labperf_common::PRELUDE_LEN;
+    while let Ok((h, _, used)) = labperf_common::frame::parse(&bytes[at..]) {
+        out.push((at, at + used, h.kind, h.nrecords));
+        at += used;
+    }
+    assert_eq!(at, bytes.len(), "the golden file is all frames");
+    out
+}
+
 #[test]
-fn damaged_golden_still_reports_and_says_what_was_lost() {
+fn damaged_golden_still_reports_and_says_exactly_what_was_lost() {
     let (bytes, _) = golden("x86_64-bench-v1");
+    let intact = decode_all(&bytes);
+    let total = intact.records.len() as u64;
+    let frames = frame_map(&bytes);
     let dir = scratch("golden-damage");
     // Corrupt 40 bytes in the middle and cut off the last 100.
     let mut b = bytes.clone();
@@ -58,6 +73,30 @@ fn damaged_golden_still_reports_and_says_what_was_lost() {
         *x ^= 0x5a;
     }
     b.truncate(b.len() - 100);
+    // What that must cost, from the frame map: every frame the corruption touches, and the
+    // frame the cut falls in (its header is whole, so its records are counted); the
+    // trailer frame goes too, and with it the count of anything after the cut.
+    let hit: Vec<_> = frames
+        .iter()
+        .filter(|f| f.0 < mid + 40 && f.1 > mid || (f.0 + 36 <= b.len() && b.len() < f.1))
+        .collect();
+    assert!(
+        hit.iter().all(|f| f.2 == labperf_common::FRAME_RECORDS),
+        "{hit:?}"
+    );
+    let want_records: u64 = hit.iter().map(|f| u64::from(f.3)).sum();
+    let d = decode_all(&b);
+    assert_eq!(
+        (
+            d.losses.frames_lost,
+            d.losses.records_lost,
+            d.losses.unknown_loss
+        ),
+        (hit.len() as u32, want_records, true),
+        "{:?}",
+        d.damage
+    );
+    assert_eq!(d.records.len() as u64, total - want_records);
     let f = dir.join("damaged.lpr");
     std::fs::write(&f, &b).unwrap();
     let o = Command::new(bin("labperf"))
@@ -75,7 +114,10 @@ fn damaged_golden_still_reports_and_says_what_was_lost() {
         .unwrap();
     let info = String::from_utf8_lossy(&info.stdout);
     assert!(
-        info.contains("record(s) lost") && info.contains("trailer:         missing"),
+        info.contains(&format!(
+            "{} frame(s) and {want_records} record(s) lost",
+            hit.len()
+        )) && info.contains("trailer:         missing"),
         "{info}"
     );
     // Not a labperf file at all: a clear error and exit 1.
@@ -96,3 +138,251 @@ fn damaged_golden_still_reports_and_says_what_was_lost() {
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("cannot open the record file"));
 }
+
+use labperf_tests::golden::{self, Kind};
+
+/// Where the synthetic golden file of `kind` in wire `version` lives.
+fn golden_dir(kind: &str, version: u16) -> std::path::PathBuf {
+    root().join("tests/data").join(format!("v{version}-{kind}"))
+}
+
+fn dump(file: &std::path::Path) -> String {
+    let o = Command::new(bin("labperf"))
+        .arg("dump")
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout).unwrap()
+}
+
+/// Writes the synthetic golden files of the current wire version, once: an existing
+/// directory is never rewritten (a new version gets new directories).
+/// `LABPERF_WRITE_GOLDEN=1 cargo test -p labperf-tests --test golden -- --ignored`
+#[test]
+#[ignore = "writes tests/data: run by hand once per new wire version"]
+fn write_golden_files() {
+    if std::env::var_os("LABPERF_WRITE_GOLDEN").is_none() {
+        return;
+    }
+    for version in [labperf_common::WIRE_VERSION_1, labperf_common::WIRE_VERSION] {
+        for (kind, name) in golden::KINDS {
+            let d = golden_dir(name, version);
+            if d.exists() {
+                continue;
+            }
+            std::fs::create_dir_all(&d).unwrap();
+            let f = d.join("record.lpr");
+            std::fs::write(&f, golden::encode(kind, version)).unwrap();
+            std::fs::write(d.join("dump.txt"), dump(&f)).unwrap();
+            std::fs::write(
+                d.join("README.md"),
+                format!("# v{version}-{name}: wire version {version}, synthetic ({kind:?} header)\n\nWritten by `tests/src/golden.rs` (`LABPERF_WRITE_GOLDEN=1 cargo test -p labperf-tests --test golden -- --ignored`). `record.lpr` holds {}; `dump.txt` is `labperf dump` of it. `tests/golden.rs` checks that the file decodes to exactly those records and header, that today's encoder writes it byte for byte, and that `labperf dump` still prints `dump.txt`. Never regenerate this directory: add a new one for a new version.\n", match kind { Kind::Sample => "every record kind (sample, mmap2 with and without build-id, comm, fork, exit, lost, throttle, unthrottle) and every sample flag (thread, event, cpu, period, group values, callchain, raw, data source, address)", Kind::Stat => "interval records (deltas, a per-thread one, and totals)", Kind::Strobe => "strobed long and window samples with group values" }),
+            )
+            .unwrap();
+        }
+    }
+}
+
+/// The ring the C agent's golden file was replayed from: side band and ProfileMe samples.
+fn c_golden_ring() -> labperf_tests::ring::Ring {
+    use labperf_tests::ring::*;
+    let mut r = Ring::default();
+    r.comm(300, "labperf-bench");
+    r.mmap2_with(
+        300,
+        0x1_2000_0000,
+        0x10000,
+        0,
+        Some(&[0x5a; 20]),
+        "/root/labperf-bench",
+    );
+    r.task(false, 300, 300, 301, 300, 2_000);
+    for i in 0..24u64 {
+        let raw = labperf_tests::alpha::payload(
+            1,
+            0x1_2000_0100 + i * 4,
+            (i % 3) << 39,
+            2 | (i % 2) | (i << 6),
+        );
+        r.ksample(
+            PROFILEME_SAMPLE_TYPE,
+            0,
+            &KSample {
+                ip: 0x1_2000_0100 + i * 4,
+                pid: 300,
+                tid: 300 + (i % 2) as u32,
+                time: 5_000 + i * 1_000,
+                cpu: 0,
+                period: 1_000,
+                raw,
+                ..Default::default()
+            },
+        );
+    }
+    r.lost(0, 2);
+    r
+}
+
+const C_GOLDEN: &str = "c-agent-x86_64-v2-profileme";
+
+/// Writes the C agent's golden file (once): its x86_64 build replaying [`c_golden_ring`].
+#[test]
+#[ignore = "writes tests/data: run by hand once per new wire version"]
+fn write_c_agent_golden_file() {
+    if std::env::var_os("LABPERF_WRITE_GOLDEN").is_none() {
+        return;
+    }
+    let d = root().join("tests/data").join(C_GOLDEN);
+    if d.exists() {
+        return;
+    }
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(d.join("ring.bin"), c_golden_ring().bytes).unwrap();
+    let agent = std::env::var_os("LABPERF_AGENTS_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| root().join("target/agents"))
+        .join("x86_64-unknown-linux-none/labperf-agent");
+    let st = Command::new(agent)
+        .current_dir(&d)
+        .args(["replay", "ring.bin", "--profileme", "-o", "record.lpr"])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    std::fs::write(d.join("README.md"), "# c-agent-x86_64-v2-profileme: wire version 2, written by the C agent\n\nThe freestanding C agent (`agents/alpha/`, its x86_64 build) replayed `ring.bin` (kernel-layout ProfileMe samples, comm, mmap2 with a build-id, fork, lost; made by `c_golden_ring` in `tests/golden.rs`) with `labperf-agent replay ring.bin --profileme -o record.lpr`. `tests/golden.rs` checks that the file decodes cleanly, says ProfileMe and replayed, and holds exactly the records today's Rust agent makes of `ring.bin`: files the C agent wrote stay readable. Never regenerate this directory.\n").unwrap();
+}
+
+#[test]
+fn the_c_agents_golden_file_decodes_to_what_the_rust_agent_makes_of_its_ring() {
+    let d = root().join("tests/data").join(C_GOLDEN);
+    let golden = decode_all(&std::fs::read(d.join("record.lpr")).unwrap());
+    assert!(golden.losses.is_clean(), "{:?}", golden.damage);
+    assert_eq!(golden.wire_version, Some(labperf_common::WIRE_VERSION_2));
+    let x = golden.header_ext.clone().unwrap();
+    assert_eq!(
+        (x.recipe, x.replayed),
+        (Some(labperf_common::Recipe::ProfileMe), true)
+    );
+    assert_eq!(
+        std::fs::read(d.join("ring.bin")).unwrap(),
+        c_golden_ring().bytes,
+        "the ring the golden file came from"
+    );
+    let scratch = scratch("c-golden");
+    let out = scratch.join("rust.lpr");
+    let st = Command::new(bin("labperf-agent"))
+        .arg("replay")
+        .arg(d.join("ring.bin"))
+        .args([
+            "--sample-type",
+            &format!("{:x}", labperf_tests::ring::PROFILEME_SAMPLE_TYPE),
+            "-o",
+        ])
+        .arg(&out)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let rust = decode_all(&std::fs::read(&out).unwrap());
+    assert_eq!(golden.records, rust.records);
+    assert_eq!(golden.records.len(), 24 + 4);
+    assert_eq!(golden.trailer.unwrap().samples, 24);
+}
+
+#[test]
+fn synthetic_goldens_of_every_version_decode_exactly_and_reencode_byte_for_byte() {
+    let mut checked = 0;
+    for version in [
+        labperf_common::WIRE_VERSION_1,
+        labperf_common::WIRE_VERSION_2,
+    ] {
+        for (kind, name) in golden::KINDS {
+            let d = golden_dir(name, version);
+            let bytes = std::fs::read(d.join("record.lpr"))
+                .unwrap_or_else(|e| panic!("{}: {e}", d.display()));
+            // Today's encoder still writes these bytes: the encoding is pinned.
+            assert!(
+                bytes == golden::encode(kind, version),
+                "v{version}-{name}: the encoder no longer writes the golden bytes"
+            );
+            let dec = decode_all(&bytes);
+            assert!(dec.losses.is_clean(), "{:?}", dec.damage);
+            assert_eq!(dec.wire_version, Some(version));
+            assert_eq!(dec.header.as_ref(), Some(&golden::header(kind)));
+            let want: Vec<Record> = golden::frames(kind).into_iter().flatten().collect();
+            assert_eq!(dec.records, want, "v{version}-{name}");
+            let mut t = golden::trailer(kind);
+            t.records = want.len() as u64;
+            t.frames = golden::frames(kind).len() as u32;
+            assert_eq!(dec.trailer, Some(t));
+            let ext = dec.header_ext.clone();
+            if version == labperf_common::WIRE_VERSION_1 {
+                assert_eq!(ext, None);
+            } else {
+                assert_eq!(ext.and_then(|x| x.recipe), Some(golden::recipe(kind)));
+            }
+            // Both versions give the same recipe: v1 through the mode string.
+            assert_eq!(
+                labperf_common::recipe_of(dec.header.as_ref().unwrap(), dec.header_ext.as_ref()),
+                golden::recipe(kind),
+                "v{version}-{name}"
+            );
+            assert_eq!(
+                dump(&d.join("record.lpr")),
+                std::fs::read_to_string(d.join("dump.txt")).unwrap()
+            );
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 6);
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// The postcard bytes of a fixed Header, Trailer and of the recipes the C agent writes:
+/// `agents/alpha/agent.c` writes them by hand, field by field, so they must never move.
+#[test]
+fn postcard_bytes_of_the_header_trailer_and_recipes_are_frozen() {
+    let mut enc = labperf_common::Encoder::new();
+    let h = enc.header_frame(&golden::header(Kind::Stat));
+    assert_eq!(
+        hex(&h[labperf_common::FRAME_HEADER_LEN..]),
+        HEADER_POSTCARD,
+        "the Header's postcard layout changed"
+    );
+    let t = enc.trailer_frame(&golden::trailer(Kind::Sample));
+    assert_eq!(
+        hex(&t[labperf_common::FRAME_HEADER_LEN..]),
+        // records 0, frames 0 (a fresh encoder) | 08 | 0c | 01 | 00 | cec2f105 (12345678 ns) |
+        // 8010 (2048 KiB) | 01 00 (code Some(0)), 00 (no signal) | 80d6c28c04 (1.1e9 ns)
+        "0000080c0100cec2f105801001000080d6c28c04",
+        "the Trailer's postcard layout changed"
+    );
+    use labperf_common::{encode::encode_header_ext, HeaderExt, Recipe};
+    for (r, want) in [
+        (Recipe::Sample { group_read: false }, "01020000"),
+        (Recipe::Sample { group_read: true }, "01020001"),
+        (Recipe::ProfileMe, "010105"),
+        (Recipe::Mem, "010106"),
+    ] {
+        let x = HeaderExt {
+            recipe: Some(r.clone()),
+            ..Default::default()
+        };
+        assert_eq!(hex(&encode_header_ext(&x)), want, "{r:?}");
+    }
+    let replayed = HeaderExt {
+        recipe: Some(Recipe::ProfileMe),
+        replayed: true,
+        ..Default::default()
+    };
+    assert_eq!(hex(&encode_header_ext(&replayed)), "0101050200");
+}
+
+/// postcard(golden::header(Kind::Stat)), checked field by field against the spec once:
+/// 13 "labperf-agent 0.1.0" | 01 Aarch64 | 00 Little | 0c "6.1.0-golden" | 01 Arm, 01 Some
+/// 83a1bf8804 (MIDR), 41, 881a (0xd08), 00, 03 | 06 "golden" | 03 argv | 02 zz(1) clock |
+/// 8094ebdc03 (1e9) | realtime | 02 events, each name, Attr (21 fields), 00 (no leader) |
+/// 04 "stat" | 01 notes, 06 "a note".
+const HEADER_POSTCARD: &str = "136c6162706572662d6167656e7420302e312e3001000c362e312e302d676f6c64656e010183a1bf880441881a000306676f6c64656e030d6c6162706572662d62656e63680a2d2d6475726174696f6e0131028094ebdc038080a8bef694bfbd18020a7461736b2d636c6f636b0188010100000381a0040000000000000002000000000000000b706167652d6661756c74730188010200000381a0040000000000000002000000000000000473746174010661206e6f7465";

@@ -1,0 +1,324 @@
+//! The synthetic golden recordings: every record kind and every sample flag, with a sample,
+//! a stat and a strobe header, in each wire version. `tests/golden.rs` checks the committed
+//! files against these (decoded equal, and re-encoded byte for byte); they are written once
+//! per wire version by `LABPERF_WRITE_GOLDEN=1 cargo test --test golden -- --ignored`.
+
+use labperf_common::*;
+
+/// Which header a golden file has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `record` of a group with PERF_SAMPLE_READ.
+    Sample,
+    /// `stat -I`: intervals.
+    Stat,
+    /// `record --metrics`, decimated strobing.
+    Strobe,
+}
+
+pub const KINDS: [(Kind, &str); 3] = [
+    (Kind::Sample, "every-record"),
+    (Kind::Stat, "stat"),
+    (Kind::Strobe, "strobe"),
+];
+
+fn attr(type_: u32, config: u64, period: u64, sample_type: u64, read_format: u64) -> Attr {
+    Attr {
+        type_,
+        size: 136,
+        config,
+        sample_period_or_freq: period,
+        sample_type,
+        read_format,
+        flags: 0b1_0001_0000_0000_0001, // disabled, mmap, enable_on_exec
+        clockid: 1,
+        ..Default::default()
+    }
+}
+
+/// The header of a golden file of `kind`.
+pub fn header(kind: Kind) -> Header {
+    let (events, mode) = match kind {
+        Kind::Sample => (
+            vec![
+                EventDesc {
+                    name: "cycles".into(),
+                    attr: attr(0, 0, 100_003, 0x1_0197, 0xc),
+                    leader: None,
+                },
+                EventDesc {
+                    name: "instructions".into(),
+                    attr: attr(0, 1, 0, 0x1_0197, 0xc),
+                    leader: Some(0),
+                },
+            ],
+            "sample-read".to_string(),
+        ),
+        Kind::Stat => (
+            vec![
+                EventDesc {
+                    name: "task-clock".into(),
+                    attr: attr(1, 1, 0, 0, 3),
+                    leader: None,
+                },
+                EventDesc {
+                    name: "page-faults".into(),
+                    attr: attr(1, 2, 0, 0, 3),
+                    leader: None,
+                },
+            ],
+            "stat".to_string(),
+        ),
+        Kind::Strobe => (
+            ["cycles", "instructions", "branch-misses"]
+                .iter()
+                .enumerate()
+                .map(|(i, n)| EventDesc {
+                    name: (*n).into(),
+                    attr: attr(0, [0, 1, 5][i], if i == 0 { 300 } else { 0 }, 0x197, 0xc),
+                    leader: (i > 0).then_some(0),
+                })
+                .collect(),
+            recipe(kind).mode_string(),
+        ),
+    };
+    Header {
+        agent_version: "labperf-agent 0.1.0".into(),
+        arch: Arch::Aarch64,
+        endian: Endian::Little,
+        kernel_release: "6.1.0-golden".into(),
+        cpu: CpuId::Arm {
+            midr: Some(0x410f_d083),
+            implementer: 0x41,
+            part: 0xd08,
+            variant: 0,
+            revision: 3,
+        },
+        hostname: "golden".into(),
+        command: vec!["labperf-bench".into(), "--duration".into(), "1".into()],
+        clock_id: 1,
+        start_time_ns: 1_000_000_000,
+        start_realtime_ns: 1_764_000_000_000_000_000,
+        events,
+        mode,
+        notes: vec!["a note".into()],
+    }
+}
+
+/// The recipe a golden file of `kind` carries in its header extension (wire version 2 on).
+pub fn recipe(kind: Kind) -> Recipe {
+    match kind {
+        Kind::Sample => Recipe::Sample { group_read: true },
+        Kind::Stat => Recipe::Stat,
+        Kind::Strobe => Recipe::Strobe {
+            mode: StrobeMode::Decimate,
+            period: 1_000_000,
+            window: 300,
+            jitter: false,
+        },
+    }
+}
+
+/// The records of a golden file of `kind`, in frames (each inner Vec is one records frame).
+pub fn frames(kind: Kind) -> Vec<Vec<Record>> {
+    let side = vec![
+        Record::Comm(Comm {
+            pid: 100,
+            tid: 100,
+            comm: "labperf-bench".into(),
+            exec: true,
+        }),
+        Record::Mmap2(Mmap2 {
+            pid: 100,
+            tid: 100,
+            addr: 0x40_0000,
+            len: 0x2_0000,
+            pgoff: 0,
+            prot: 5,
+            flags: 2,
+            build_id: Some((1..=20).collect()),
+            path: "/root/labperf-bench".into(),
+        }),
+        Record::Mmap2(Mmap2 {
+            pid: 100,
+            tid: 100,
+            addr: 0xffff_8000_0000,
+            len: 0x2000,
+            pgoff: 0,
+            prot: 5,
+            flags: 2,
+            build_id: None,
+            path: "[vdso]".into(),
+        }),
+        Record::Fork(Task {
+            pid: 100,
+            ppid: 100,
+            tid: 101,
+            ptid: 100,
+            time: 1_000_100_000,
+        }),
+    ];
+    let sample = |i: u64| Sample {
+        event: 0,
+        pid: 100,
+        tid: 100 + (i % 2) as u32,
+        ip: 0x40_1000 + i * 0x24,
+        time: 1_000_200_000 + i * 1_000_000,
+        period: 100_003 + i % 3,
+        cpu: (i % 2) as u32,
+        ..Default::default()
+    };
+    match kind {
+        Kind::Sample => {
+            let mut a = side;
+            let mut b = Vec::new();
+            for i in 0..8u64 {
+                let mut s = sample(i);
+                // Every sample flag: EVENT (i = 3), VALUES (a group read, then none), CALLCHAIN,
+                // EXTRA raw, data_src and addr.
+                s.event = u32::from(i == 3);
+                if i % 4 != 2 {
+                    s.values = vec![i * 100_003, i * 50_001 + 7];
+                }
+                if i % 2 == 1 {
+                    s.callchain = vec![0x40_2000 + i, 0x40_3000, 0x7fff_0000_1000];
+                }
+                if i == 5 {
+                    s.raw = Some(vec![1, 2, 3, 4, 5, 6, 7]);
+                    s.data_src = Some(0x0800_0142);
+                    s.addr = Some(0x7fff_dead_b000);
+                }
+                if i == 6 {
+                    s.addr = Some(0x7fff_dead_a000);
+                }
+                if i < 4 {
+                    a.push(Record::Sample(s));
+                } else {
+                    b.push(Record::Sample(s));
+                }
+            }
+            a.push(Record::Lost(Lost { event: 0, lost: 12 }));
+            b.push(Record::Throttle(Throttle {
+                time: 1_010_000_000,
+                event: 0,
+                throttle: true,
+            }));
+            b.push(Record::Throttle(Throttle {
+                time: 1_011_000_000,
+                event: 0,
+                throttle: false,
+            }));
+            b.push(Record::Comm(Comm {
+                pid: 100,
+                tid: 101,
+                comm: "worker".into(),
+                exec: false,
+            }));
+            b.push(Record::Exit(Task {
+                pid: 100,
+                ppid: 100,
+                tid: 101,
+                ptid: 100,
+                time: 1_012_000_000,
+            }));
+            vec![a, b]
+        }
+        Kind::Stat => {
+            let iv = |t: u64, tid: Option<u32>, delta: bool, a: u64, b: u64| {
+                Record::Interval(Interval {
+                    time: t,
+                    tid,
+                    delta,
+                    counts: vec![
+                        Count {
+                            event: 0,
+                            value: a,
+                            time_enabled: t,
+                            time_running: t,
+                        },
+                        Count {
+                            event: 1,
+                            value: b,
+                            time_enabled: t,
+                            time_running: t / 2,
+                        },
+                    ],
+                })
+            };
+            vec![
+                vec![
+                    iv(100_000_000, None, true, 99_000_000, 12),
+                    iv(200_000_000, Some(101), true, 98_000_000, 3),
+                ],
+                vec![iv(250_000_000, None, false, 246_000_000, 15)],
+            ]
+        }
+        Kind::Strobe => {
+            let mut a = side;
+            let mut c = [0u64; 3];
+            for i in 0..6u64 {
+                // A long sample, then its 300-cycle window.
+                c[0] += 999_700;
+                c[1] += 999_000;
+                c[2] += 1_000;
+                let mut long = sample(2 * i);
+                long.period = 999_700;
+                long.values = c.to_vec();
+                c[0] += 300;
+                c[1] += 280 - i;
+                c[2] += i % 2;
+                let mut win = sample(2 * i + 1);
+                win.period = 300;
+                win.values = c.to_vec();
+                a.push(Record::Sample(long));
+                a.push(Record::Sample(win));
+            }
+            vec![a]
+        }
+    }
+}
+
+/// The trailer a golden file ends with (records and frames are the encoder's).
+pub fn trailer(kind: Kind) -> Trailer {
+    let samples = frames(kind)
+        .iter()
+        .flatten()
+        .filter(|r| matches!(r, Record::Sample(_)))
+        .count() as u64;
+    Trailer {
+        samples,
+        lost: if kind == Kind::Sample { 12 } else { 0 },
+        throttled: u64::from(kind == Kind::Sample),
+        dropped: if kind == Kind::Strobe { 3_322 } else { 0 },
+        agent_cpu_ns: 12_345_678,
+        agent_peak_rss_kib: 2_048,
+        exit: ExitStatus {
+            code: Some(0),
+            signal: None,
+        },
+        duration_ns: 1_100_000_000,
+        ..Default::default()
+    }
+}
+
+/// The bytes of a golden file of `kind` in wire `version` (1: no header extension).
+pub fn encode(kind: Kind, version: u16) -> Vec<u8> {
+    let mut enc = Encoder::new();
+    let mut file = prelude(version).to_vec();
+    file.extend(enc.header_frame(&header(kind)));
+    if version >= WIRE_VERSION_2 {
+        file.extend(enc.header_ext_frame(&HeaderExt {
+            recipe: Some(recipe(kind)),
+            replayed: false,
+            unknown_items: 0,
+        }));
+    }
+    for f in frames(kind) {
+        for r in &f {
+            enc.push(r);
+        }
+        file.extend(enc.flush().unwrap());
+    }
+    file.extend(enc.trailer_frame(&trailer(kind)));
+    file
+}

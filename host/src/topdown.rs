@@ -61,6 +61,12 @@ const COLOUR_AS: [&str; 4] = ["retiring", "bad-spec", "fe-bound", "be-bound"];
 pub struct Line {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub time_s: Option<f64>,
+    /// The interval's end in ns (the table prints it exactly, as the agent does).
+    #[serde(skip)]
+    pub time_ns: Option<u64>,
+    /// The ratios as numerators over one denominator (the table's integer rounding).
+    #[serde(skip)]
+    pub parts: Option<(Vec<Option<u64>>, u64)>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tid: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -119,6 +125,8 @@ pub fn build(path: &Path, symfs: Vec<PathBuf>) -> Result<Report, LoadError> {
             }
             let line = Line {
                 time_s: Some(i.time as f64 / 1e9),
+                time_ns: Some(i.time),
+                parts: layout.parts(&v),
                 tid: i.tid,
                 symbol: None,
                 dso: None,
@@ -174,6 +182,8 @@ pub fn build(path: &Path, symfs: Vec<PathBuf>) -> Result<Report, LoadError> {
         for ((symbol, dso), (count, x)) in v {
             lines.push(Line {
                 time_s: None,
+                time_ns: None,
+                parts: layout.parts(&x),
                 tid: None,
                 symbol: Some(symbol),
                 dso: Some(dso),
@@ -184,6 +194,8 @@ pub fn build(path: &Path, symfs: Vec<PathBuf>) -> Result<Report, LoadError> {
         }
         total = Some(Line {
             time_s: None,
+            time_ns: None,
+            parts: layout.parts(&all),
             tid: None,
             symbol: Some("[total]".into()),
             dso: None,
@@ -225,50 +237,38 @@ impl Report {
         let mut s = String::new();
         match format {
             Format::Table => {
-                let _ = write!(s, "#{:>15}", if self.by_symbol { "slots" } else { "time" });
                 let has_tid = self.lines.iter().any(|l| l.tid.is_some());
-                if has_tid {
-                    let _ = write!(s, "{:>12}", "thread");
-                }
-                for t in &titles {
-                    let _ = write!(s, "{t:>21}");
-                }
+                let first = if self.by_symbol { "slots" } else { "time" };
+                s.push_str(&td::header_line(first, has_tid, &titles));
                 if self.by_symbol {
                     s.push_str("  symbol");
                 }
                 s.push('\n');
                 let total = self.total.as_ref().map(|t| (t, true));
                 for (l, is_total) in lines.iter().map(|l| (*l, false)).chain(total) {
-                    match (is_total && !self.by_symbol, l.time_s, l.slots) {
-                        (true, _, _) => {
-                            let _ = write!(s, "{:>16}", "total");
-                        }
-                        (_, Some(t), _) => {
-                            let _ = write!(s, "{t:>16.9}");
-                        }
-                        (_, None, Some(n)) => {
-                            let _ = write!(s, "{n:>16}");
-                        }
-                        _ => {
-                            let _ = write!(s, "{:>16}", "-");
-                        }
-                    }
-                    match l.tid {
-                        Some(t) => {
-                            let _ = write!(s, "{t:>12}");
-                        }
-                        None if has_tid => s.push_str(&" ".repeat(12)),
-                        None => {}
-                    }
-                    for i in 0..titles.len() {
+                    let first = match (is_total && !self.by_symbol, l.time_ns, l.slots) {
+                        (true, _, _) => "total".to_string(),
+                        (_, Some(t), _) => td::seconds(t),
+                        (_, None, Some(n)) => n.to_string(),
+                        _ => "-".into(),
+                    };
+                    let tid = l.tid.map(|t| t.to_string());
+                    let tid = match (&tid, has_tid) {
+                        (Some(t), _) => Some(t.as_str()),
+                        (None, true) => Some(""),
+                        (None, false) => None,
+                    };
+                    let cells = td::cells(l.parts.as_ref(), titles.len());
+                    let mut line = td::table_line(&first, tid, &[]);
+                    for (i, cell) in cells.iter().enumerate() {
                         let r = l.ratios.as_ref().and_then(|r| r[i]);
-                        let cell = r.map_or("-".to_string(), |r| format!("{:.1}%", r * 100.0));
                         let c = match (i < 4, r) {
                             (true, Some(r)) => td::colour(COLOUR_AS[i], r),
                             _ => Colour::Normal,
                         };
-                        let _ = write!(s, "{}", paint(&format!("{cell:>21}"), c, colour));
+                        line.push_str(&paint(&format!("{cell:>21}"), c, colour));
                     }
+                    s.push_str(&line);
                     if let Some(sym) = &l.symbol {
                         let _ = write!(s, "  {sym}");
                         if let Some(d) = &l.dso {

@@ -3,7 +3,7 @@
 //! machine, and the host's tables from recordings whose counts are worked out by hand
 //! (the seed's interval table among them).
 
-use labperf_common::{
+use labperf_common::{decode_all, 
     Arch, Attr, Count, CpuId, Encoder, Endian, EventDesc, Header, Interval, Mmap2, Record, Sample,
     Trailer,
 };
@@ -127,21 +127,50 @@ fn topdown_attrs_follow_the_seeds_rules() {
     assert!(!ok && err.contains("no TopDown events"), "{err}");
 }
 
+/// Whether this machine's core PMU has TopDown events (read from sysfs, not from the agent).
+fn machine_has_topdown() -> bool {
+    let d = std::path::Path::new("/sys/bus/event_source/devices");
+    ["cpu", "cpu_core"].iter().any(|p| {
+        ["slots", "topdown-total-slots"]
+            .iter()
+            .any(|e| d.join(p).join("events").join(e).exists())
+    })
+}
+
 #[test]
-fn stat_topdown_on_this_machine_says_what_is_missing() {
-    // This VM has no hardware PMU: no cpu PMU events, so no TopDown.
+fn stat_topdown_on_this_machine_counts_or_says_what_is_missing() {
+    let d = scratch("td-machine");
+    let f = d.join("td.lpr");
     let o = Command::new(agent())
-        .args(["stat", "--topdown", "--", "/bin/true"])
+        .args(["stat", "--topdown", "-I", "100", "-o"])
+        .arg(&f)
+        .args(["--", "/bin/sleep", "0.3"])
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(125));
     let e = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        e.contains("no TopDown events") && e.contains("Ice Lake"),
-        "{e}"
-    );
-    // With an Ice Lake sysfs tree but no PMU behind it, opening SLOTS fails, said plainly,
-    // and the workload never runs.
+    if machine_has_topdown() {
+        // A TopDown PMU: it counts (as root, the pre-Ice Lake system-wide events too).
+        assert!(o.status.success(), "{e}");
+        let dec = decode_all(&std::fs::read(&f).unwrap());
+        assert!(dec.losses.is_clean());
+        assert!(dec.records.iter().any(|r| matches!(r, Record::Interval(_))));
+    } else {
+        assert_eq!(o.status.code(), Some(125));
+        assert!(
+            e.contains("no TopDown events") && e.contains("Ice Lake"),
+            "{e}"
+        );
+        assert!(!f.exists());
+    }
+}
+
+#[test]
+fn a_sysfs_tree_without_the_pmu_behind_it_fails_before_the_workload_runs() {
+    if machine_has_topdown() {
+        return; // the PMU is real here: opening SLOTS succeeds (the test above counts).
+    }
+    // An Ice Lake sysfs tree but no PMU behind it: opening SLOTS fails, said plainly, and
+    // the workload never runs.
     let d = scratch("td-open");
     let marker = d.join("ran");
     let o = Command::new(agent())
@@ -160,6 +189,82 @@ fn stat_topdown_on_this_machine_says_what_is_missing() {
         !marker.exists(),
         "the workload ran although nothing was counted"
     );
+}
+
+/// Cumulative group reads (nr, enabled, running, slots, retiring, bad spec, fe, be), and
+/// the deltas they make: the seed's first line, then 50/10/20/20, then 3 of 2000 slots
+/// retiring (0.15%: one formatter rounds it the same in the agent and the host).
+const SCRIPT: [[u64; 8]; 3] = [
+    [5, 1000, 1000, 4000, 230, 153, 296, 321],
+    [5, 2000, 2000, 8000, 730, 253, 496, 521],
+    [5, 3000, 3000, 10_000, 733, 1253, 996, 1018],
+];
+const DELTAS: [[u64; 5]; 3] = [
+    [4000, 230, 153, 296, 321],
+    [4000, 500, 100, 200, 200],
+    [2000, 3, 1000, 500, 497],
+];
+
+#[test]
+fn stat_topdown_writes_the_intervals_the_host_reports_line_for_line() {
+    // Simulated counts (LABPERF_TOPDOWN_REPLAY: the agent's kernel layer replays these
+    // group reads) through the real agent, its file, and the real host report.
+    let d = scratch("td-replay");
+    let script = d.join("reads.txt");
+    let text: String = SCRIPT
+        .iter()
+        .map(|r| r.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(" ") + "\n")
+        .collect();
+    std::fs::write(&script, text).unwrap();
+    let f = d.join("td.lpr");
+    let o = Command::new(agent())
+        .args(["stat", "--topdown", "-I", "100", "-o"])
+        .arg(&f)
+        .args(["--", "/bin/sleep", "0.45"])
+        .env("LABPERF_SYSFS", root().join("tests/data/sysfs/x86_64-icelake"))
+        .env("LABPERF_TOPDOWN_REPLAY", &script)
+        .output()
+        .unwrap();
+    let live = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "{live}");
+    let dec = decode_all(&std::fs::read(&f).unwrap());
+    assert!(dec.losses.is_clean());
+    assert!(dec.header_ext.as_ref().unwrap().replayed);
+    let intervals: Vec<&labperf_common::Interval> = dec
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Interval(i) if i.delta => Some(i),
+            _ => None,
+        })
+        .collect();
+    assert!(intervals.len() >= 3, "{live}");
+    for (i, want) in DELTAS.iter().enumerate() {
+        let got: Vec<u64> = intervals[i].counts.iter().map(|c| c.value).collect();
+        assert_eq!(&got[..], &want[..], "interval {i}");
+    }
+    // The agent's live lines and the host's table agree to the character.
+    let rep = Command::new(bin("labperf"))
+        .args(["report", "--topdown"])
+        .arg(&f)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&rep.stdout).into_owned();
+    assert!(rep.status.success(), "{}", String::from_utf8_lossy(&rep.stderr));
+    let agent_lines: Vec<&str> = live
+        .lines()
+        .filter(|l| l.starts_with("#           time") || l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+        .collect();
+    let host_lines: Vec<&str> = table
+        .lines()
+        .filter(|l| l.starts_with("#           time") || l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+        .collect();
+    assert_eq!(agent_lines, host_lines, "live:\n{live}\ntable:\n{table}");
+    assert!(host_lines[3].contains("0.2%"), "{table}");
+    let total = |t: &str| t.lines().find(|l| l.trim_start().starts_with("total")).map(str::to_string);
+    assert_eq!(total(&live), total(&table));
+    assert!(total(&table).is_some());
 }
 
 fn event(name: &str, type_: u32, config: u64, leader: Option<u32>) -> EventDesc {

@@ -164,34 +164,20 @@ pub fn branch_ring(mispredicted_per_100: u64) -> Ring {
     r
 }
 
-/// Makes sure this machine runs Alpha binaries through qemu-alpha by binfmt_misc (root
-/// only; `cargo xtask setup` does the same): mounts binfmt_misc and registers Debian's
-/// qemu-alpha entry when missing.
-pub fn ensure_binfmt_alpha() -> Result<(), String> {
-    let dir = std::path::Path::new("/proc/sys/fs/binfmt_misc");
-    if dir.join("qemu-alpha").exists() {
-        return Ok(());
+/// A precondition: this machine runs Alpha binaries through qemu-alpha by binfmt_misc.
+/// `cargo xtask setup` registers it; a test never does it itself, so a broken set-up
+/// fails here, with the fix.
+pub fn require_binfmt_alpha() -> Result<(), String> {
+    let entry = std::path::Path::new("/proc/sys/fs/binfmt_misc/qemu-alpha");
+    match std::fs::read_to_string(entry) {
+        Ok(s) if s.lines().next() == Some("enabled") => Ok(()),
+        Ok(s) => Err(format!(
+            "binfmt_misc has qemu-alpha but it is not enabled ({}): run `cargo xtask setup`",
+            s.lines().next().unwrap_or("")
+        )),
+        Err(_) => Err(
+            "this machine does not run Alpha binaries through qemu-alpha (no binfmt_misc entry): run `cargo xtask setup`, which installs qemu-user-binfmt and registers it"
+                .into(),
+        ),
     }
-    if !dir.join("register").exists() {
-        let st = std::process::Command::new("mount")
-            .args(["-t", "binfmt_misc", "binfmt_misc"])
-            .arg(dir)
-            .status()
-            .map_err(|e| format!("cannot run mount: {e}"))?;
-        if !st.success() {
-            return Err("cannot mount binfmt_misc (this needs root)".into());
-        }
-    }
-    let conf = std::fs::read("/usr/lib/binfmt.d/qemu-alpha.conf")
-        .map_err(|e| format!("no /usr/lib/binfmt.d/qemu-alpha.conf (qemu-user-binfmt): {e}"))?;
-    std::fs::write(dir.join("register"), conf)
-        .or_else(|e| {
-            // Another test may have registered it meanwhile.
-            if dir.join("qemu-alpha").exists() {
-                Ok(())
-            } else {
-                Err(e)
-            }
-        })
-        .map_err(|e| format!("cannot register qemu-alpha with binfmt_misc: {e}"))
 }

@@ -51,3 +51,20 @@ pub fn scratch(test: &str) -> PathBuf {
 pub mod alpha;
 pub mod golden;
 pub mod ring;
+
+/// Whether this machine's kernel opens the hardware cycles event for this process (user
+/// mode): asked with perf_event_open directly, independently of the agents.
+pub fn hardware_cycles_open() -> bool {
+    // perf_event_attr (136 bytes): type 0 (HARDWARE) and size in the first word, config 0
+    // (CPU_CYCLES), no period; flags: disabled, exclude_kernel, exclude_hv.
+    let mut attr = [0u64; 17];
+    attr[0] = 136 << 32;
+    attr[5] = 1 | 1 << 5 | 1 << 6;
+    // SAFETY: a valid, zero-padded perf_event_attr for this process on any CPU.
+    let fd = unsafe { libc::syscall(libc::SYS_perf_event_open, attr.as_ptr(), 0, -1, -1, 0) };
+    if fd >= 0 {
+        // SAFETY: closing the fd just opened.
+        unsafe { libc::close(fd as i32) };
+    }
+    fd >= 0
+}

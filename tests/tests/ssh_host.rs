@@ -727,7 +727,7 @@ fn ssh_agent_identities_are_all_tried_and_ssh_config_aliases_resolve() {
 #[test]
 fn alpha_agent_deploys_runs_under_binfmt_qemu_alpha_and_reports_profileme() {
     use labperf_tests::alpha::*;
-    ensure_binfmt_alpha().unwrap();
+    require_binfmt_alpha().unwrap_or_else(|e| panic!("{e}"));
     let s = Sshd::start("ssh-alpha");
     let kh = s.dir.join("known_hosts");
     let out = s.dir.join("alpha.lpr");

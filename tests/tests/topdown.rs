@@ -3,9 +3,9 @@
 //! machine, and the host's tables from recordings whose counts are worked out by hand
 //! (the seed's interval table among them).
 
-use labperf_common::{decode_all, 
-    Arch, Attr, Count, CpuId, Encoder, Endian, EventDesc, Header, Interval, Mmap2, Record, Sample,
-    Trailer,
+use labperf_common::{
+    decode_all, Arch, Attr, Count, CpuId, Encoder, Endian, EventDesc, Header, Interval, Mmap2,
+    Record, Sample, Trailer,
 };
 use labperf_tests::{bin, root, scratch};
 use serde_json::Value;
@@ -213,7 +213,13 @@ fn stat_topdown_writes_the_intervals_the_host_reports_line_for_line() {
     let script = d.join("reads.txt");
     let text: String = SCRIPT
         .iter()
-        .map(|r| r.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(" ") + "\n")
+        .map(|r| {
+            r.iter()
+                .map(|v| v.to_string())
+                .collect::<Vec<_>>()
+                .join(" ")
+                + "\n"
+        })
         .collect();
     std::fs::write(&script, text).unwrap();
     let f = d.join("td.lpr");
@@ -221,7 +227,10 @@ fn stat_topdown_writes_the_intervals_the_host_reports_line_for_line() {
         .args(["stat", "--topdown", "-I", "100", "-o"])
         .arg(&f)
         .args(["--", "/bin/sleep", "0.45"])
-        .env("LABPERF_SYSFS", root().join("tests/data/sysfs/x86_64-icelake"))
+        .env(
+            "LABPERF_SYSFS",
+            root().join("tests/data/sysfs/x86_64-icelake"),
+        )
         .env("LABPERF_TOPDOWN_REPLAY", &script)
         .output()
         .unwrap();
@@ -251,18 +260,32 @@ fn stat_topdown_writes_the_intervals_the_host_reports_line_for_line() {
         .output()
         .unwrap();
     let table = String::from_utf8_lossy(&rep.stdout).into_owned();
-    assert!(rep.status.success(), "{}", String::from_utf8_lossy(&rep.stderr));
+    assert!(
+        rep.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rep.stderr)
+    );
     let agent_lines: Vec<&str> = live
         .lines()
-        .filter(|l| l.starts_with("#           time") || l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+        .filter(|l| {
+            l.starts_with("#           time")
+                || l.trim_start().starts_with(|c: char| c.is_ascii_digit())
+        })
         .collect();
     let host_lines: Vec<&str> = table
         .lines()
-        .filter(|l| l.starts_with("#           time") || l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+        .filter(|l| {
+            l.starts_with("#           time")
+                || l.trim_start().starts_with(|c: char| c.is_ascii_digit())
+        })
         .collect();
     assert_eq!(agent_lines, host_lines, "live:\n{live}\ntable:\n{table}");
     assert!(host_lines[3].contains("0.2%"), "{table}");
-    let total = |t: &str| t.lines().find(|l| l.trim_start().starts_with("total")).map(str::to_string);
+    let total = |t: &str| {
+        t.lines()
+            .find(|l| l.trim_start().starts_with("total"))
+            .map(str::to_string)
+    };
     assert_eq!(total(&live), total(&table));
     assert!(total(&table).is_some());
 }

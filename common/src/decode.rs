@@ -737,6 +737,17 @@ impl fmt::Debug for Payload {
     }
 }
 
+/// A records frame of shared input, in 24 bytes (less than the smallest frame's 37).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameRef {
+    /// Payload start and length in the input.
+    pub start: u64,
+    pub len: u32,
+    pub nrecords: u32,
+    /// File offset of the frame (for damage reports).
+    pub offset: u64,
+}
+
 /// Reads the records of one records-frame payload one at a time.
 #[derive(Debug, Default)]
 pub struct RecordReader {
@@ -773,6 +784,36 @@ impl RecordReader {
             offset,
             ..Default::default()
         }
+    }
+
+    /// The frame this reader reads, in a few words: for a reader over shared input (a
+    /// [`Decoder::whole`]), so that many frames can be listed without a reader each and
+    /// read later with [`RecordReader::of_frame`]. `None` for a copied payload.
+    pub fn frame(&self) -> Option<FrameRef> {
+        match &self.payload {
+            Payload::Shared(_, r) => Some(FrameRef {
+                start: r.start as u64,
+                len: (r.end - r.start) as u32,
+                nrecords: self.nrecords,
+                offset: self.offset,
+            }),
+            Payload::Owned(_) => None,
+        }
+    }
+
+    /// A reader of frame `f` of `input` (see [`RecordReader::frame`]); `None` when `f`
+    /// does not lie within `input`.
+    pub fn of_frame(input: &Shared, f: FrameRef) -> Option<RecordReader> {
+        let start = usize::try_from(f.start).ok()?;
+        let end = start.checked_add(f.len as usize)?;
+        if end > (**input).as_ref().len() {
+            return None;
+        }
+        Some(RecordReader::in_frame(
+            Payload::Shared(input.clone(), start..end),
+            f.nrecords,
+            f.offset,
+        ))
     }
 
     /// Size of the payload, bytes.

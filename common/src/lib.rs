@@ -133,8 +133,8 @@ pub mod topdown;
 pub mod varint;
 
 pub use decode::{
-    decode_all, Damage, DamageReason, DecodeError, Decoded, Decoder, Event, FrameEvent, Light,
-    Losses, RecordReader, SampleHead, Shared,
+    decode_all, Damage, DamageReason, DecodeError, Decoded, Decoder, Event, FrameEvent, FrameRef,
+    Light, Losses, RecordReader, SampleHead, Shared,
 };
 pub use encode::Encoder;
 pub use model::*;

@@ -1,202 +1,521 @@
-//! Running the agent on a lab machine over SSH: pick and upload the agent by content hash,
-//! run the workload, fetch the record file and the binaries its samples need.
+//! The one remote flow (record and stat alike): the agent put on the lab machine by content
+//! hash and verified, the run with the agent's result told out of band (`--status-file`),
+//! interrupts forwarded, then the record file and the binaries its samples need fetched.
 
-use crate::remote::{shell_quote, Remote, RemoteError};
+use crate::cache;
+use crate::remote::{shell_quote, shell_words, Chunk, Remote, RemoteError, SMALL_OUTPUT};
+use crate::text::show;
 use labperf_common::Record;
 use sha2::{Digest, Sha256};
+use std::collections::HashSet;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-/// The local cache: `$XDG_CACHE_HOME/labperf` or `~/.cache/labperf`.
-pub fn local_cache() -> PathBuf {
-    std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap_or_else(|| PathBuf::from(".cache"))
-        .join("labperf")
+/// Largest record file fetched (a 30 s recording at 50 kHz is about 10 MiB).
+pub const MAX_RECORD: u64 = 4 << 30;
+/// Largest binary fetched for symbols.
+pub const MAX_BINARY: u64 = 1 << 30;
+/// Most binaries fetched for one recording, and their total size.
+pub const MAX_BINARIES: usize = 256;
+pub const MAX_BINARIES_BYTES: u64 = 4 << 30;
+/// Largest agent labperf uploads.
+const MAX_AGENT: u64 = 64 << 20;
+
+/// Why a run on a lab machine did not give a recording.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Remote(#[from] RemoteError),
+    #[error("the workload could not be started on {host}: {why}")]
+    WorkloadNotStarted { host: String, why: String },
+    #[error("the agent on {host} could not record: {why}")]
+    AgentFailed { host: String, why: String },
+    #[error("the agent on {host} was killed (SIGKILL, or the connection was cut) before it finished{}", if *.partial { "; what it had written is saved with a .part name" } else { "; no complete record file was fetched" })]
+    AgentKilled { host: String, partial: bool },
+    #[error("interrupted twice: the agent and the workload on {host} were killed and their files removed")]
+    Aborted { host: String },
 }
 
-/// `uname -m` of the target.
+/// `uname -m` of the target: a plain word, or an error.
 pub fn arch(r: &Remote) -> Result<String, RemoteError> {
-    Ok(
-        String::from_utf8_lossy(&r.check("uname -m", "uname -m", None)?)
-            .trim()
-            .to_string(),
-    )
+    let out = r.check("uname -m", "uname -m")?;
+    let a = String::from_utf8_lossy(&out).trim().to_string();
+    if a.is_empty() || a.len() > 32 || !a.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err(RemoteError::Remote {
+            host: r.name(),
+            what: "uname -m".into(),
+            status: 0,
+            stderr: format!("it answered {:?}, not an architecture", show(&a)),
+        });
+    }
+    Ok(a)
+}
+
+fn sha256_hex(data: &[u8]) -> String {
+    Sha256::digest(data)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Whether the remote file `path` holds exactly `data`: by the lab machine's SHA-256, or,
+/// without a SHA-256 tool there, by reading it back. `None`: no such file.
+fn remote_matches(r: &Remote, path: &str, data: &[u8]) -> Result<Option<bool>, RemoteError> {
+    let probe = format!(
+        "f={}; [ -f \"$f\" ] && [ -x \"$f\" ] || {{ echo missing; exit 0; }}; {}",
+        shell_quote(path),
+        crate::remote::SHA256_OF_F
+    );
+    let out = r.check(&format!("checking {path}"), &probe)?;
+    let h = String::from_utf8_lossy(&out).trim().to_string();
+    if h == "missing" {
+        return Ok(None);
+    }
+    if h.len() == 64 {
+        return Ok(Some(h == sha256_hex(data)));
+    }
+    // No SHA-256 tool on the lab machine: read the file back (it is no larger than `data`).
+    let mut back = Vec::new();
+    match r.fetch(path, data.len() as u64, &mut back) {
+        Ok(_) => Ok(Some(back == data)),
+        Err(RemoteError::TooLarge { .. }) | Err(RemoteError::Checksum { .. }) => Ok(Some(false)),
+        Err(e) => Err(e),
+    }
 }
 
 /// Makes sure the agent `local` is on the target under `<remote_dir>/agents/<sha256>/`,
-/// uploading it only when it is not there yet. Returns its remote path.
+/// uploading it when it is missing or is not byte for byte the local one. Returns its
+/// remote path and whether it was uploaded.
 pub fn ensure_agent(
     r: &Remote,
     local: &Path,
     remote_dir: &str,
 ) -> Result<(String, bool), RemoteError> {
-    let data = std::fs::read(local).map_err(|e| RemoteError::Config {
-        path: local.into(),
-        why: e.to_string(),
-    })?;
-    let hash: String = Sha256::digest(&data)
-        .iter()
-        .take(16)
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    let dir = format!("{remote_dir}/agents/{hash}");
+    use std::io::Read;
+    let mut data = Vec::new();
+    std::fs::File::open(local)
+        .and_then(|f| f.take(MAX_AGENT + 1).read_to_end(&mut data))
+        .map_err(|e| RemoteError::Local {
+            path: local.into(),
+            why: format!("cannot read the agent: {e}"),
+        })?;
+    let hash = sha256_hex(&data);
+    let dir = format!("{remote_dir}/agents/{}", &hash[..32]);
     let path = format!("{dir}/labperf-agent");
-    if r.run(&format!("test -x {}", shell_quote(&path)), None, |_| {})?
-        .status
-        == 0
-    {
-        return Ok((path, false));
-    }
-    let o = r.run(&format!("mkdir -p {}", shell_quote(&dir)), None, |_| {})?;
-    if o.status != 0 {
-        return Err(RemoteError::NotWritable {
-            host: r.target.name.clone(),
-            path: dir,
-            stderr: String::from_utf8_lossy(&o.stderr).trim().into(),
-        });
-    }
-    r.upload(&data, &path, "755")?;
-    Ok((path, true))
-}
-
-/// Runs `agent record <agent_args> -o <run file> -- <command>` on the target; stderr is
-/// streamed to `on_stderr`. Returns the remote record file and the agent's exit status.
-pub fn run_agent(
-    r: &Remote,
-    agent: &str,
-    remote_dir: &str,
-    verb: &str,
-    agent_args: &[String],
-    command: &[String],
-    on_stderr: impl FnMut(&[u8]),
-) -> Result<(String, i32), RemoteError> {
-    let runs = format!("{remote_dir}/runs");
-    let file = format!(
-        "{runs}/{}-{}.lpr",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0)
-    );
-    let o = r.run(
-        &format!(
-            "mkdir -p {} && test -w {}",
-            shell_quote(&runs),
-            shell_quote(&runs)
+    match remote_matches(r, &path, &data)? {
+        Some(true) => return Ok((path, false)),
+        Some(false) => eprintln!(
+            "[{}] warning: the agent at {} is not the one labperf put there: uploading it again",
+            r.name(),
+            show(&path)
         ),
+        None => {}
+    }
+    let o = r.run(
+        &format!("mkdir -p {}", shell_quote(&dir)),
         None,
-        |_| {},
+        SMALL_OUTPUT,
     )?;
     if o.status != 0 {
         return Err(RemoteError::NotWritable {
-            host: r.target.name.clone(),
-            path: runs,
-            stderr: String::from_utf8_lossy(&o.stderr).trim().into(),
+            host: r.name(),
+            path: show(&dir).into_owned(),
+            stderr: show(String::from_utf8_lossy(&o.stderr).trim()).into_owned(),
         });
     }
+    r.upload(&data, &path, "755")?;
+    if remote_matches(r, &path, &data)? != Some(true) {
+        return Err(RemoteError::Checksum {
+            host: r.name(),
+            path: show(&path).into_owned(),
+            remote: "a different file".into(),
+            local: hash,
+        });
+    }
+    Ok((path, true))
+}
+
+/// The files of one run on the lab machine.
+#[derive(Debug, Clone)]
+pub struct RunFiles {
+    pub file: String,
+    pub status: String,
+    pub pid: String,
+}
+
+impl RunFiles {
+    /// Fresh names under `<remote_dir>/runs/`.
+    pub fn new(remote_dir: &str) -> RunFiles {
+        let id = format!(
+            "{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or(0)
+        );
+        let base = format!("{remote_dir}/runs/{id}");
+        RunFiles {
+            file: format!("{base}.lpr"),
+            status: format!("{base}.status"),
+            pid: format!("{base}.pid"),
+        }
+    }
+
+    fn runs_dir(&self) -> &str {
+        self.file.rsplit_once('/').map_or(".", |(d, _)| d)
+    }
+}
+
+/// Where a run's output goes.
+pub trait RunIo {
+    /// The workload's (and the agent's) stdout.
+    fn stdout(&mut self, b: &[u8]);
+    /// The agent's and the workload's stderr.
+    fn stderr(&mut self, b: &[u8]);
+    /// A message of labperf's about this host.
+    fn say(&mut self, m: &str);
+}
+
+/// How a run on a lab machine ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finished {
+    /// The workload's exit code (128+N when killed by signal N).
+    pub status: i32,
+    /// The run was stopped by an interrupt (its recording is complete all the same).
+    pub interrupted: bool,
+}
+
+/// Runs `agent <verb> -o <file> --status-file <status> <agent_args> -- <command>` on the
+/// target. A first interrupt (Ctrl-C, SIGTERM: see [`crate::interrupt`]) is forwarded to
+/// the agent, which stops the workload and finishes its file; a second kills both. The
+/// agent's own result comes from its status file, never from its exit code or stderr.
+pub fn run_agent(
+    r: &Remote,
+    agent: &str,
+    files: &RunFiles,
+    verb: &str,
+    agent_args: &[String],
+    command: &[OsString],
+    io: &mut dyn RunIo,
+) -> Result<Finished, RunError> {
+    let runs = files.runs_dir();
+    let o = r.run(
+        &format!(
+            "mkdir -p {} && test -w {}",
+            shell_quote(runs),
+            shell_quote(runs)
+        ),
+        None,
+        SMALL_OUTPUT,
+    )?;
+    if o.status != 0 {
+        return Err(RemoteError::NotWritable {
+            host: r.name(),
+            path: show(runs).into_owned(),
+            stderr: show(String::from_utf8_lossy(&o.stderr).trim()).into_owned(),
+        }
+        .into());
+    }
+    let (prelude, words) = shell_words(command);
     let mut cmd = format!(
-        "exec {} {verb} -o {}",
+        "{prelude}echo $$ > {}; exec {} {verb} -o {} --status-file {}",
+        shell_quote(&files.pid),
         shell_quote(agent),
-        shell_quote(&file)
+        shell_quote(&files.file),
+        shell_quote(&files.status)
     );
     for a in agent_args {
         cmd.push(' ');
         cmd.push_str(&shell_quote(a));
     }
-    cmd.push_str(" --");
-    for a in command {
-        cmd.push(' ');
-        cmd.push_str(&shell_quote(a));
-    }
-    let o = r.run(&cmd, None, on_stderr)?;
-    let err = String::from_utf8_lossy(&o.stderr);
-    if err.contains("No space left on device") {
-        return Err(RemoteError::DiskFull {
-            host: r.target.name.clone(),
-            path: file,
-        });
-    }
-    Ok((file, o.status))
-}
-
-/// Fetches the remote record file into `local` (a temporary name, then a rename) and removes it remotely.
-pub fn fetch_record(r: &Remote, remote: &str, local: &Path) -> Result<(), RemoteError> {
-    let data = r.fetch(remote)?;
-    let tmp = local.with_extension("lpr.part");
-    let write = || -> std::io::Result<()> {
-        std::fs::write(&tmp, &data)?;
-        std::fs::rename(&tmp, local)
+    cmd.push_str(" -- ");
+    cmd.push_str(&words);
+    let base = crate::interrupt::count();
+    let (mut sent_int, mut aborted) = (false, false);
+    let signal = |sig: &str| {
+        let k = format!("kill -{sig} \"$(cat {})\"", shell_quote(&files.pid));
+        let _ = r.run(&k, None, SMALL_OUTPUT);
     };
-    if let Err(e) = write() {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(RemoteError::Config {
-            path: local.into(),
-            why: e.to_string(),
-        });
+    let ran = r.run_stream(&cmd, None, None, &mut |c| {
+        match c {
+            Chunk::Stdout(b) => io.stdout(b),
+            Chunk::Stderr(b) => io.stderr(b),
+            Chunk::Idle => {}
+        }
+        let n = crate::interrupt::count().wrapping_sub(base);
+        if n >= 1 && !sent_int {
+            sent_int = true;
+            io.say("interrupted: stopping the workload; the agent finishes its file (interrupt again to abort)");
+            signal("INT");
+        }
+        if n >= 2 {
+            aborted = true;
+            signal("KILL");
+            return Err(RemoteError::Remote {
+                host: r.name(),
+                what: "the run".into(),
+                status: 130,
+                stderr: "aborted".into(),
+            });
+        }
+        Ok(())
+    });
+    if aborted {
+        cleanup(r, files);
+        return Err(RunError::Aborted { host: r.name() });
     }
-    let _ = r.run(&format!("rm -f {}", shell_quote(remote)), None, |_| {});
-    Ok(())
+    ran?;
+    let st = r.run(
+        &format!("cat {} 2>/dev/null", shell_quote(&files.status)),
+        None,
+        64 << 10,
+    )?;
+    let line = String::from_utf8_lossy(&st.stdout).trim().to_string();
+    let (kind, rest) = line.split_once(' ').unwrap_or((line.as_str(), ""));
+    let host = r.name();
+    let why = show(rest).into_owned();
+    match kind {
+        "ok" => {
+            let status = rest.trim().parse().map_err(|_| RunError::AgentFailed {
+                host: host.clone(),
+                why: format!("its status file says {:?}", show(&line)),
+            })?;
+            Ok(Finished {
+                status,
+                interrupted: sent_int,
+            })
+        }
+        "exec-error" => Err(RunError::WorkloadNotStarted { host, why }),
+        "disk-full" => Err(RemoteError::DiskFull {
+            host,
+            path: show(&files.file).into_owned(),
+        }
+        .into()),
+        "agent-error" => Err(RunError::AgentFailed { host, why }),
+        _ => Err(RunError::AgentKilled {
+            host,
+            partial: false,
+        }),
+    }
 }
 
-/// Fetches the ELF files that the recording's mmap records name into the local
-/// binary cache: `<cache>/<build-id>/elf`, or `<cache>/hosts/<host>/<path>` without a
-/// build-id. Returns the symfs directories to report with, and warnings.
-pub fn fetch_binaries(r: &Remote, file: &Path, cache: &Path) -> (Vec<PathBuf>, Vec<String>) {
-    let mut maps: Vec<(String, Option<Vec<u8>>)> = Vec::new();
-    let _ = crate::load::stream(file, |rec| {
-        if let Record::Mmap2(m) = rec {
-            if m.path.starts_with('/') && !maps.iter().any(|(p, _)| *p == m.path) {
-                maps.push((m.path.clone(), m.build_id.clone()));
-            }
+/// Removes a run's files from the lab machine.
+pub fn cleanup(r: &Remote, files: &RunFiles) {
+    let _ = r.run(
+        &format!(
+            "rm -f {} {} {} {}",
+            shell_quote(&files.file),
+            shell_quote(&format!("{}.part", files.file)),
+            shell_quote(&files.status),
+            shell_quote(&files.pid)
+        ),
+        None,
+        SMALL_OUTPUT,
+    );
+}
+
+/// Fetches the remote file `remote` to `local`: streamed into a new temporary file beside
+/// it, checked, then renamed, so `local` is either the complete file or what it was before.
+pub fn fetch_file(r: &Remote, remote: &str, local: &Path, limit: u64) -> Result<(), RemoteError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let lerr = |why: String| RemoteError::Local {
+        path: local.into(),
+        why,
+    };
+    let name = local
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "labperf.lpr".into());
+    let tmp = local.with_file_name(format!(".{name}.fetch.{}", std::process::id()));
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&tmp)
+        .map_err(|e| lerr(format!("cannot create {}: {e}", tmp.display())))?;
+    let fetched = {
+        let mut w = std::io::BufWriter::new(&mut f);
+        r.fetch(remote, limit, &mut w).and_then(|x| {
+            std::io::Write::flush(&mut w).map_err(|e| lerr(e.to_string()))?;
+            Ok(x)
+        })
+    };
+    let res = fetched
+        .and_then(|_| f.sync_all().map_err(|e| lerr(e.to_string())))
+        .and_then(|_| std::fs::rename(&tmp, local).map_err(|e| lerr(e.to_string())));
+    if res.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    res
+}
+
+/// After a run: fetches its record file to `local` and removes the run's files there.
+pub fn fetch_record(r: &Remote, files: &RunFiles, local: &Path) -> Result<(), RemoteError> {
+    let res = fetch_file(r, &files.file, local, MAX_RECORD);
+    if res.is_ok() {
+        cleanup(r, files);
+    }
+    res
+}
+
+/// After an agent died: saves what it had written (its `.part` file) as `<local>.part`.
+pub fn fetch_partial(r: &Remote, files: &RunFiles, local: &Path) -> bool {
+    let part = PathBuf::from(format!("{}.part", local.display()));
+    let ok = fetch_file(r, &format!("{}.part", files.file), &part, MAX_RECORD).is_ok();
+    cleanup(r, files);
+    ok
+}
+
+/// A mapped file: its path and build-id.
+type MappedFile = (String, Option<Vec<u8>>);
+
+/// The files that the recording's samples land in: (path, build-id), at most
+/// [`MAX_BINARIES`], from its mmap2 records and sample addresses.
+fn files_hit(file: &Path) -> (Vec<MappedFile>, String) {
+    let mut maps: Vec<(u32, u64, u64, usize)> = Vec::new();
+    let mut files: Vec<MappedFile> = Vec::new();
+    let mut ips: HashSet<(u32, u64)> = HashSet::new();
+    let mut hostname = String::new();
+    let info = crate::load::stream(file, |r| match r {
+        Record::Mmap2(m) if m.path.starts_with('/') => {
+            let i = files
+                .iter()
+                .position(|(p, b)| *p == m.path && *b == m.build_id)
+                .unwrap_or_else(|| {
+                    files.push((m.path.clone(), m.build_id.clone()));
+                    files.len() - 1
+                });
+            maps.push((m.pid, m.addr, m.addr.saturating_add(m.len), i));
         }
+        Record::Sample(s) if ips.len() < 1 << 20 => {
+            ips.insert((s.pid, s.ip));
+        }
+        _ => {}
     });
-    let by_path = cache
-        .join("hosts")
-        .join(format!("{}_{}", r.target.host, r.target.port));
+    if let Ok(info) = &info {
+        if let Some(h) = &info.header {
+            hostname = h.hostname.clone();
+        }
+    }
+    let mut hit = vec![false; files.len()];
+    maps.sort_unstable();
+    for (pid, ip) in ips {
+        // The mappings of this pid that start at or below ip; the last one that covers it.
+        let lo = maps.partition_point(|m| m.0 < pid);
+        let hi = maps.partition_point(|m| m.0 < pid || (m.0 == pid && m.1 <= ip));
+        if let Some(m) = maps[lo..hi].iter().rev().find(|m| ip < m.2) {
+            hit[m.3] = true;
+        }
+    }
+    let out = files
+        .into_iter()
+        .zip(hit)
+        .filter_map(|(f, h)| h.then_some(f))
+        .take(MAX_BINARIES)
+        .collect();
+    (out, hostname)
+}
+
+/// Fetches the ELF files that the recording's samples land in into the binary cache (see
+/// [`crate::cache`]): only regular files, only ELF files, and only with the build-id the
+/// recording names. Returns warnings.
+pub fn fetch_binaries(r: &Remote, file: &Path, root: &Path) -> Vec<String> {
+    let (files, hostname) = files_hit(file);
     let mut warnings = Vec::new();
-    for (path, build_id) in maps {
-        let dest = match &build_id {
-            Some(b) => cache
-                .join(b.iter().map(|x| format!("{x:02x}")).collect::<String>())
-                .join("elf"),
-            None => by_path.join(path.trim_start_matches('/')),
+    let mut total = 0u64;
+    for (path, build_id) in files {
+        let dest = match build_id.as_deref() {
+            Some(b) => match cache::by_build_id(root, b) {
+                Some(d) => d,
+                None => {
+                    warnings.push(format!(
+                        "{} has a build-id of {} bytes, not a real one: not fetched",
+                        show(&path),
+                        b.len()
+                    ));
+                    continue;
+                }
+            },
+            None => cache::by_path(root, &hostname, &path),
         };
-        if dest.is_file() && build_id.is_some() {
+        if build_id.is_some() && dest.is_file() {
             continue;
         }
-        match r.fetch(&path) {
-            Ok(data) => {
-                if let (Some(want), Some(have)) = (
-                    &build_id,
-                    crate::symbols::Elf::parse(&data)
-                        .ok()
-                        .and_then(|e| e.build_id),
-                ) {
-                    if *want != have {
-                        warnings.push(format!("{path} on {} changed since the recording (build-id differs): its symbols were not cached", r.target.name));
-                        continue;
+        if total >= MAX_BINARIES_BYTES {
+            warnings.push(format!(
+                "over {} GiB of binaries fetched: {} and the rest were not",
+                MAX_BINARIES_BYTES >> 30,
+                show(&path)
+            ));
+            break;
+        }
+        let mut pending = match cache::Pending::new(root) {
+            Ok(p) => p,
+            Err(e) => {
+                warnings.push(e.to_string());
+                break;
+            }
+        };
+        let fetched = r.fetch(&path, MAX_BINARY, &mut PendingWriter(&mut pending));
+        match fetched {
+            Ok(f) => {
+                total += f.size;
+                match check_elf(pending.path(), build_id.as_deref()) {
+                    Ok(()) => {
+                        if let Err(e) = pending.store(&dest) {
+                            warnings.push(e.to_string());
+                        }
+                    }
+                    Err(why) => {
+                        pending.discard();
+                        warnings.push(format!(
+                            "{} on {}: {why}: its symbols were not cached",
+                            show(&path),
+                            r.name()
+                        ));
                     }
                 }
-                let tmp = dest.with_extension("part");
-                let ok = dest
-                    .parent()
-                    .map(std::fs::create_dir_all)
-                    .transpose()
-                    .is_ok()
-                    && std::fs::write(&tmp, &data).is_ok()
-                    && std::fs::rename(&tmp, &dest).is_ok();
-                if !ok {
-                    let _ = std::fs::remove_file(&tmp);
-                    warnings.push(format!(
-                        "cannot write {} into the binary cache",
-                        dest.display()
-                    ));
-                }
             }
-            Err(e) => warnings.push(format!("cannot fetch {path} for symbols: {e}")),
+            Err(e) => {
+                pending.discard();
+                warnings.push(format!("cannot fetch {} for symbols: {e}", show(&path)));
+            }
         }
     }
-    (vec![cache.to_path_buf(), by_path], warnings)
+    warnings
+}
+
+/// A [`cache::Pending`] as a writer.
+struct PendingWriter<'a>(&'a mut cache::Pending);
+
+impl std::io::Write for PendingWriter<'_> {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .write(b)
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Whether the fetched file is an ELF file with the recorded build-id.
+fn check_elf(path: &Path, want: Option<&[u8]>) -> Result<(), String> {
+    let data = crate::load::map_regular(path, MAX_BINARY).map_err(|e| e.to_string())?;
+    let elf =
+        crate::symbols::Elf::parse((*data).as_ref()).map_err(|_| "not an ELF file".to_string())?;
+    match (want, elf.build_id.as_deref()) {
+        (Some(w), Some(h)) if w != h => Err(format!(
+            "its build-id is {}, the recording's {}: the file changed since",
+            cache::hex(h),
+            cache::hex(w)
+        )),
+        (Some(w), None) => Err(format!(
+            "it has no build-id, the recording says {}",
+            cache::hex(w)
+        )),
+        _ => Ok(()),
+    }
 }

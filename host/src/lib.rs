@@ -1,7 +1,10 @@
 //! labperf host library: reading record files, symbolization, aggregation and output formats.
 
+pub mod cache;
 pub mod deploy;
 pub mod hosts;
+pub mod interrupt;
+pub mod known_hosts;
 pub mod load;
 pub mod metrics;
 pub mod profileme;
@@ -9,4 +12,5 @@ pub mod progress;
 pub mod remote;
 pub mod report;
 pub mod symbols;
+pub mod text;
 pub mod topdown;

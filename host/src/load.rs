@@ -2,8 +2,8 @@
 
 use crate::progress::Progress;
 use labperf_common::{
-    Damage, Decoder, Event, FrameEvent, Header, HeaderExt, Light, Losses, Record, RecordReader,
-    Shared, Trailer,
+    Damage, Decoder, Event, FrameEvent, FrameRef, Header, HeaderExt, Light, Losses, Record,
+    RecordReader, Shared, Trailer,
 };
 use std::collections::HashMap;
 use std::fs::File;
@@ -12,7 +12,6 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::sync::Mutex;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
@@ -28,6 +27,10 @@ pub enum LoadError {
     },
     #[error("{path} is not a labperf record file (it does not start with the LABPERF magic and holds no labperf frames).")]
     NotLabperf { path: PathBuf },
+    #[error("{path} is not a regular file (a device, FIFO or directory): labperf reads record and binary files only")]
+    NotRegular { path: PathBuf },
+    #[error("{path} is {size} bytes, over the {max}-byte limit")]
+    TooLarge { path: PathBuf, size: u64, max: u64 },
     #[error("{path} is not a TopDown recording (its header has no slots or topdown-total-slots event): record one with `labperf stat --topdown` or `labperf record --topdown`.")]
     NotTopDown { path: PathBuf },
 }
@@ -83,7 +86,7 @@ pub type IpCounts = HashMap<(u32, u64), (u64, u64), BuildHasherDefault<FxHasher>
 /// What [`sample_counts`] gathers.
 pub struct Counts {
     pub by_ip: IpCounts,
-    /// Every record that is not a sample, in file order.
+    /// The mmap2, fork and lost records, in file order.
     pub others: Vec<Record>,
     pub info: FileInfo,
 }
@@ -93,16 +96,21 @@ pub struct Counts {
 pub fn sample_counts(path: &Path, threads: usize) -> Result<Counts, LoadError> {
     let data = map_file(path)?;
     let total = (*data).as_ref().len() as u64;
-    let mut dec = Decoder::whole(data);
+    let mut dec = Decoder::whole(data.clone());
     let mut info = FileInfo {
         bytes: total,
         ..Default::default()
     };
-    let mut frames: Vec<RecordReader> = Vec::new();
+    // The frames as 24-byte references (less than the smallest frame), read on the workers.
+    let mut frames: Vec<FrameRef> = Vec::new();
     while let Some(e) = dec.poll_frame() {
         match e {
             FrameEvent::Event(e) => info.take(e, &mut |_| {}),
-            FrameEvent::Records(rr) => frames.push(rr),
+            FrameEvent::Records(rr) => {
+                if let Some(f) = rr.frame().filter(|f| f.len > 0) {
+                    frames.push(f);
+                }
+            }
         }
     }
     info.losses = dec.losses().clone();
@@ -117,7 +125,6 @@ pub fn sample_counts(path: &Path, threads: usize) -> Result<Counts, LoadError> {
     }
     // Threads take frames one at a time from a shared index, so a thread that
     // starts late (an idle CPU waking up) never holds the others back.
-    let frames: Vec<Mutex<RecordReader>> = frames.into_iter().map(Mutex::new).collect();
     let next = AtomicUsize::new(0);
     let work = |mut progress: Option<&mut Progress>| {
         let mut p = Part {
@@ -129,13 +136,20 @@ pub fn sample_counts(path: &Path, threads: usize) -> Result<Counts, LoadError> {
         };
         loop {
             let i = next.fetch_add(1, Ordering::Relaxed);
-            let Some(frame) = frames.get(i) else { break };
-            let mut rr = frame.lock().unwrap_or_else(|e| e.into_inner());
+            let Some(&frame) = frames.get(i) else { break };
+            let Some(mut rr) = RecordReader::of_frame(&data, frame) else {
+                continue;
+            };
             let mut others = Vec::new();
             let by_ip = &mut p.by_ip;
             let err = rr.for_each_light(|r| match r {
                 Light::Sample(s) => by_ip.add(s.pid, s.ip, s.period),
-                Light::Record(r) => others.push(*r),
+                // Only what reports use: mappings and forks (symbols), and losses.
+                Light::Record(r) => {
+                    if matches!(*r, Record::Mmap2(_) | Record::Fork(_) | Record::Lost(_)) {
+                        others.push(*r)
+                    }
+                }
             });
             if let Some(e) = err {
                 p.damage.push(rr.damage(e));
@@ -267,23 +281,48 @@ impl Drop for Mmap {
     }
 }
 
-/// The whole file as shared input: a populated memory map (no copy, and far fewer
-/// page faults than reading into fresh memory), or its bytes where it cannot be mapped.
-pub fn map_file(path: &Path) -> Result<Shared, LoadError> {
-    use std::os::fd::AsRawFd;
-    let file = File::open(path).map_err(|source| LoadError::Open {
+/// Opens `path` for reading only if it is a regular file of at most `max` bytes: never
+/// blocks on a FIFO (opened non-blocking) and never reads a device. Returns the file, its
+/// size and its (device, inode).
+pub fn open_regular(path: &Path, max: u64) -> Result<(File, u64, (u64, u64)), LoadError> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|source| LoadError::Open {
+            path: path.into(),
+            source,
+        })?;
+    let m = file.metadata().map_err(|source| LoadError::Read {
         path: path.into(),
         source,
     })?;
-    let len = file
-        .metadata()
-        .map_err(|source| LoadError::Read {
+    if !m.is_file() {
+        return Err(LoadError::NotRegular { path: path.into() });
+    }
+    if m.len() > max {
+        return Err(LoadError::TooLarge {
             path: path.into(),
-            source,
-        })?
-        .len() as usize;
+            size: m.len(),
+            max,
+        });
+    }
+    Ok((file, m.len(), (m.dev(), m.ino())))
+}
+
+/// The whole regular file `path` (see [`open_regular`]) as shared input: a populated
+/// memory map (no copy), or its bytes where it cannot be mapped; and its (device, inode).
+pub fn map_regular_id(path: &Path, max: u64) -> Result<(Shared, (u64, u64)), LoadError> {
+    use std::os::fd::AsRawFd;
+    let (file, len, id) = open_regular(path, max)?;
+    let len = usize::try_from(len).map_err(|_| LoadError::TooLarge {
+        path: path.into(),
+        size: len,
+        max,
+    })?;
     if len > 0 {
-        // SAFETY: mapping a file we opened, read-only and private.
+        // SAFETY: mapping a regular file we opened, read-only and private.
         let p = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
@@ -295,17 +334,34 @@ pub fn map_file(path: &Path) -> Result<Shared, LoadError> {
             )
         };
         if p != libc::MAP_FAILED {
-            return Ok(Arc::new(Mmap {
-                ptr: p as *const u8,
-                len,
-            }));
+            return Ok((
+                Arc::new(Mmap {
+                    ptr: p as *const u8,
+                    len,
+                }),
+                id,
+            ));
         }
     }
-    let bytes = std::fs::read(path).map_err(|source| LoadError::Read {
-        path: path.into(),
-        source,
-    })?;
-    Ok(Arc::new(bytes))
+    let mut bytes = Vec::new();
+    file.take(len as u64)
+        .read_to_end(&mut bytes)
+        .map_err(|source| LoadError::Read {
+            path: path.into(),
+            source,
+        })?;
+    Ok((Arc::new(bytes), id))
+}
+
+/// [`map_regular_id`] without the id.
+pub fn map_regular(path: &Path, max: u64) -> Result<Shared, LoadError> {
+    map_regular_id(path, max).map(|(d, _)| d)
+}
+
+/// A record file as shared input (see [`map_regular`]; record files have no size limit:
+/// they are mapped, not copied).
+pub fn map_file(path: &Path) -> Result<Shared, LoadError> {
+    map_regular(path, u64::MAX)
 }
 
 fn check_labperf(path: &Path, info: &FileInfo) -> Result<(), LoadError> {
@@ -345,11 +401,9 @@ fn read(
     path: &Path,
     mut drain: impl FnMut(&mut Decoder, &mut FileInfo),
 ) -> Result<FileInfo, LoadError> {
-    let mut file = File::open(path).map_err(|source| LoadError::Open {
-        path: path.into(),
-        source,
-    })?;
-    let total = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let (file, total, _) = open_regular(path, u64::MAX)?;
+    // Read no further than the size the file had when opened, even if it grows.
+    let mut file = file.take(total);
     let mut dec = Decoder::new();
     let mut info = FileInfo {
         bytes: total,

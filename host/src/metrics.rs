@@ -2,7 +2,7 @@
 //! generate-function-metrics rules: long/short samples, discard, throttle).
 
 use crate::load::{self, LoadError};
-use crate::symbols::Symbolizer;
+use crate::symbols::{Search, Symbolizer};
 use labperf_common::{Header, Record, Sample};
 use serde::Serialize;
 use std::collections::HashMap;
@@ -300,17 +300,18 @@ pub enum MetricsError {
 /// Reads a recording and computes its metrics table.
 pub fn build(
     path: &Path,
-    symfs: Vec<PathBuf>,
+    search: Search,
     discard: DiscardMode,
     split: Split,
 ) -> Result<(Metrics, load::FileInfo), MetricsError> {
-    let mut sym = Symbolizer::new(symfs);
+    let mut sym = Symbolizer::new(search);
     let mut stream: Vec<Option<Sample>> = Vec::new();
     let info = load::stream(path, |r| match r {
         Record::Sample(s) if s.event == 0 => stream.push(Some(s.clone())),
         Record::Throttle(t) if t.event == 0 => stream.push(None),
         other => sym.observe(other),
     })?;
+    sym.recorded_on(info.header.as_ref());
     let header = info.header.clone();
     let mode = header.as_ref().map(|h| h.mode.clone()).unwrap_or_default();
     let s =

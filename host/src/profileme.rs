@@ -5,13 +5,13 @@
 
 use crate::load::{self, FileInfo, LoadError};
 use crate::report::{csv_field, short, Format};
-use crate::symbols::Symbolizer;
+use crate::symbols::{Search, Symbolizer};
 use labperf_common::profileme::{data_src, Payload, Skip, Trap, PCTR1_NAMES};
 use labperf_common::{Header, Record};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Samples whose raw data was not taken as ProfileMe status, by reason.
 #[derive(Debug, Default, Clone, Copy, Serialize, PartialEq, Eq)]
@@ -113,8 +113,8 @@ struct Pending {
 }
 
 /// Reads `path` and summarises its ProfileMe samples.
-pub fn build(path: &Path, by_pc: bool, symfs: Vec<PathBuf>) -> Result<PmReport, LoadError> {
-    let mut sym = Symbolizer::new(symfs);
+pub fn build(path: &Path, by_pc: bool, search: Search) -> Result<PmReport, LoadError> {
+    let mut sym = Symbolizer::new(search);
     let mut pending = Vec::new();
     let info = load::stream(path, |r| match r {
         Record::Sample(s) => pending.push(Pending {
@@ -125,6 +125,7 @@ pub fn build(path: &Path, by_pc: bool, symfs: Vec<PathBuf>) -> Result<PmReport, 
         }),
         other => sym.observe(other),
     })?;
+    sym.recorded_on(info.header.as_ref());
     // Which events are the cpu PMU's is in the header, known once the file is read.
     let types = event_types(info.header.as_ref());
     let mut skipped = Skipped::default();
@@ -428,8 +429,8 @@ fn mem_rows(m: HashMap<(data_src::Op, String), (u64, u64)>) -> Vec<MemRow> {
 }
 
 /// Reads `path` and counts DTB hits and misses from its samples' data sources.
-pub fn build_mem(path: &Path, symfs: Vec<PathBuf>) -> Result<MemReport, LoadError> {
-    let mut sym = Symbolizer::new(symfs);
+pub fn build_mem(path: &Path, search: Search) -> Result<MemReport, LoadError> {
+    let mut sym = Symbolizer::new(search);
     let mut pending = Vec::new();
     let (mut samples, mut without) = (0u64, 0u64);
     let info = load::stream(path, |r| match r {
@@ -449,6 +450,7 @@ pub fn build_mem(path: &Path, symfs: Vec<PathBuf>) -> Result<MemReport, LoadErro
         }
         other => sym.observe(other),
     })?;
+    sym.recorded_on(info.header.as_ref());
     let mut by_sym: HashMap<(data_src::Op, String), (u64, u64)> = HashMap::new();
     let mut by_addr: HashMap<(data_src::Op, String), (u64, u64)> = HashMap::new();
     let (mut loads, mut stores, mut prefetches) = (0, 0, 0);

@@ -1,11 +1,18 @@
-//! SSH to lab machines with ssh2: config, host keys, authentication, commands, upload and fetch.
+//! SSH to lab machines with ssh2: config, host keys (as OpenSSH checks them), authentication,
+//! commands with bounded output and time, uploads, and fetches that stream to disk.
+//!
+//! Everything a lab machine sends is untrusted: command output is capped, a fetch reads
+//! only a regular file and at most the size the caller allows, and a command that stops
+//! answering times out. A dead connection is noticed by TCP keepalive and SSH keepalives.
 
+use crate::known_hosts::{self, Verdict};
+use crate::text::show;
 use sha2::{Digest, Sha256};
-use ssh2::{CheckResult, HashType, KnownHostFileKind, Session};
+use ssh2::{HashType, MethodType, Session};
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RemoteError {
@@ -24,13 +31,25 @@ pub enum RemoteError {
         kind: String,
         fingerprint: String,
     },
-    #[error("THE HOST KEY OF {host} HAS CHANGED since it was recorded in {file} (now SHA256 {fingerprint}). A reinstalled machine or an attack: confirm the new key with its owner, then remove the old entry with `ssh-keygen -R '{entry}' -f {file}`")]
+    #[error("REMOTE HOST IDENTIFICATION HAS CHANGED: THE HOST KEY OF {host} HAS CHANGED since it was recorded in {file} (its {kind} key is now SHA256:{fingerprint}). A reinstalled machine or an attack: confirm the new key with its owner, then remove the old entry with `ssh-keygen -R '{entry}' -f {file}`")]
     HostKeyChanged {
         host: String,
         entry: String,
         file: PathBuf,
+        kind: String,
         fingerprint: String,
     },
+    #[error("THE HOST KEY OF {host} IS REVOKED in {file} (@revoked, {kind} SHA256:{fingerprint}): refusing to connect")]
+    HostKeyRevoked {
+        host: String,
+        file: PathBuf,
+        kind: String,
+        fingerprint: String,
+    },
+    #[error("the host key {host} sent cannot be read ({why}): refusing to connect")]
+    BadHostKey { host: String, why: String },
+    #[error("cannot read the known_hosts file {file}: {why}")]
+    KnownHosts { file: PathBuf, why: String },
     #[error("cannot log in to {user}@{host}: tried {tried}. Load your key into ssh-agent, pass --identity FILE, or set IdentityFile for this host in ~/.ssh/config")]
     AuthFailed {
         user: String,
@@ -42,6 +61,12 @@ pub enum RemoteError {
         host: String,
         during: String,
         cause: std::io::Error,
+    },
+    #[error("{host} did not answer for {secs} s while {during}: the connection was given up")]
+    Timeout {
+        host: String,
+        during: String,
+        secs: u64,
     },
     #[error("ssh error on {host} while {during}: {cause}")]
     Ssh {
@@ -56,6 +81,12 @@ pub enum RemoteError {
         status: i32,
         stderr: String,
     },
+    #[error("{host} sent more than {limit} bytes while {during}: given up (a lab machine's answers are bounded)")]
+    TooMuchOutput {
+        host: String,
+        during: String,
+        limit: usize,
+    },
     #[error("the remote disk of {host} is full while writing {path}: free space there, or use --remote-dir on a larger file system")]
     DiskFull { host: String, path: String },
     #[error("{path} on {host} is not writable ({stderr}): use --remote-dir with a directory you can write")]
@@ -64,7 +95,18 @@ pub enum RemoteError {
         path: String,
         stderr: String,
     },
-    #[error("{path} fetched from {host} does not match its checksum (remote {remote}, received {local}): the transfer was corrupted or cut; nothing was written")]
+    #[error("{path} on {host} is not a regular file: not fetched")]
+    NotRegular { host: String, path: String },
+    #[error(
+        "{path} on {host} is {size} bytes, over the {limit}-byte limit for this fetch: not fetched"
+    )]
+    TooLarge {
+        host: String,
+        path: String,
+        size: u64,
+        limit: u64,
+    },
+    #[error("{path} fetched from {host} does not match its checksum or size (remote {remote}, received {local}): the transfer was corrupted or cut; nothing was written")]
     Checksum {
         host: String,
         path: String,
@@ -73,6 +115,10 @@ pub enum RemoteError {
     },
     #[error("cannot read the ssh config {path}: {why}")]
     Config { path: PathBuf, why: String },
+    #[error("{path}: {why}")]
+    Local { path: PathBuf, why: String },
+    #[error("--remote-dir {0:?}: {1}")]
+    RemoteDir(String, String),
 }
 
 /// Where and as whom to connect, after `~/.ssh/config`.
@@ -122,7 +168,7 @@ pub fn parse_target(spec: &str, config: Option<&Path>) -> Result<Target, RemoteE
         })?;
         let cfg = ssh2_config::SshConfig::default()
             .parse(
-                &mut std::io::BufReader::new(f),
+                &mut std::io::BufReader::new(f.take(1 << 20)),
                 ssh2_config::ParseRule::ALLOW_UNKNOWN_FIELDS
                     | ssh2_config::ParseRule::ALLOW_UNSUPPORTED_FIELDS,
             )
@@ -157,6 +203,62 @@ pub fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
+/// One argument for a POSIX shell, byte for byte: single-quoted when it is UTF-8; else a
+/// `printf` of its octal escapes (ssh sends commands as text), with a trailing `.` kept
+/// and cut again so that command substitution keeps trailing newlines.
+pub fn shell_arg(a: &std::ffi::OsStr) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    match a.to_str() {
+        Some(s) => shell_quote(s),
+        None => {
+            let octal: String = a.as_bytes().iter().map(|b| format!("\\{b:03o}")).collect();
+            format!("\"$(printf '{octal}.')\"")
+        }
+    }
+}
+
+/// A shell command line of arguments, byte for byte (see [`shell_arg`]). Arguments that
+/// are not UTF-8 are first put in variables, cut of their guard dot, then expanded.
+pub fn shell_words(args: &[std::ffi::OsString]) -> (String, String) {
+    let mut prelude = String::new();
+    let mut words = Vec::new();
+    for (i, a) in args.iter().enumerate() {
+        if a.to_str().is_some() {
+            words.push(shell_arg(a));
+        } else {
+            prelude.push_str(&format!("lp{i}={}; lp{i}=\"${{lp{i}%.}}\"; ", shell_arg(a)));
+            words.push(format!("\"$lp{i}\""));
+        }
+    }
+    (prelude, words.join(" "))
+}
+
+/// `--remote-dir`, as a path the remote shell takes literally: `~/x` (or `~`) is the
+/// login directory, where relative paths start anyway; `~user/` is refused.
+pub fn remote_dir(dir: &str) -> Result<String, RemoteError> {
+    let bad = |why: &str| Err(RemoteError::RemoteDir(dir.into(), why.into()));
+    if dir.is_empty() {
+        return bad("empty");
+    }
+    if dir.contains('\0') || dir.contains('\n') {
+        return bad("it holds a NUL or newline character");
+    }
+    if dir == "~" {
+        return Ok(".".into());
+    }
+    if let Some(rest) = dir.strip_prefix("~/") {
+        return Ok(if rest.is_empty() {
+            ".".into()
+        } else {
+            rest.into()
+        });
+    }
+    if dir.starts_with('~') {
+        return bad("~user/ is not supported: give the path relative to the login directory, or an absolute one");
+    }
+    Ok(dir.into())
+}
+
 /// How host keys are checked.
 #[derive(Debug, Clone)]
 pub struct HostKeys {
@@ -174,19 +276,64 @@ impl Default for HostKeys {
     }
 }
 
+/// The programs labperf runs on a lab machine besides its POSIX shell: a lab machine needs
+/// them (coreutils or busybox has them all). `tests/tidy.rs` checks that the code runs no
+/// other, and that `cargo xtask setup` installs them here (the tests' sshd runs them).
+pub const LAB_PROGRAMS: &[&str] = &[
+    "sh",
+    "uname",
+    "cat",
+    "mkdir",
+    "test",
+    "chmod",
+    "mv",
+    "rm",
+    "wc",
+    "head",
+    "kill",
+    "sha256sum",
+    "grep",
+    "ls",
+    "tr",
+];
+/// Tried, when present, where `sha256sum` is missing.
+pub const LAB_FALLBACKS: &[&str] = &["busybox", "shasum", "openssl"];
+
+/// Largest output of a command whose output labperf reads (status lines, uname, sums).
+pub const SMALL_OUTPUT: usize = 1 << 20;
+/// How long a short command (mkdir, uname, a checksum) may stay silent.
+pub const SHORT_TIMEOUT: Duration = Duration::from_secs(60);
+
 pub struct Remote {
     sess: Session,
     pub target: Target,
 }
 
-/// What a remote command printed and returned.
+/// What a remote command printed (bounded) and returned.
 pub struct Output {
     pub stdout: Vec<u8>,
     pub stderr: Vec<u8>,
     pub status: i32,
 }
 
-/// Base64 without padding (OpenSSH's fingerprint spelling); see [`b64_padded`].
+/// One piece of a running command's output.
+pub enum Chunk<'a> {
+    Stdout(&'a [u8]),
+    Stderr(&'a [u8]),
+    /// Nothing arrived for a while (about 100 ms): a chance to look at interrupts.
+    Idle,
+}
+
+/// What a fetch received.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fetched {
+    pub size: u64,
+    pub sha256: String,
+    /// False when the lab machine had no SHA-256 tool: the size alone was checked.
+    pub checksummed: bool,
+}
+
+/// Base64 without padding (OpenSSH's fingerprint spelling).
 fn b64(data: &[u8]) -> String {
     const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut s = String::new();
@@ -201,14 +348,33 @@ fn b64(data: &[u8]) -> String {
     s
 }
 
-/// Base64 with padding, as in known_hosts lines.
-fn b64_padded(data: &[u8]) -> String {
-    let mut s = b64(data);
-    while !s.len().is_multiple_of(4) {
-        s.push('=');
-    }
-    s
+/// Keepalive on the TCP connection: a peer that vanishes is noticed within about two
+/// minutes (probes after 30 s idle, every 10 s, 6 tries; unacknowledged data gives up after 60 s).
+fn keepalive(tcp: &TcpStream) {
+    use std::os::fd::AsRawFd;
+    let fd = tcp.as_raw_fd();
+    let set = |level, opt, v: libc::c_int| {
+        // SAFETY: setting an integer socket option on our own socket.
+        unsafe {
+            libc::setsockopt(
+                fd,
+                level,
+                opt,
+                &v as *const libc::c_int as *const libc::c_void,
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+    };
+    set(libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1);
+    set(libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, 30);
+    set(libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, 10);
+    set(libc::IPPROTO_TCP, libc::TCP_KEEPCNT, 6);
+    set(libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT, 60_000);
 }
+
+/// The SHA-256 of a remote file with the first tool the lab machine has, or nothing; one
+/// shell fragment (`$f` names the file), for [`Remote::fetch`] and the agent check.
+pub const SHA256_OF_F: &str = "{ sha256sum \"$f\" || busybox sha256sum \"$f\" || shasum -a 256 \"$f\" || openssl dgst -sha256 -r \"$f\"; } 2>/dev/null | { read -r h _; echo \"$h\"; }";
 
 impl Remote {
     /// Connects, checks the host key, and authenticates: ssh-agent (every identity), then
@@ -220,7 +386,7 @@ impl Remote {
         timeout: Duration,
     ) -> Result<Remote, RemoteError> {
         let unreachable = |cause| RemoteError::Unreachable {
-            host: t.host.clone(),
+            host: show(&t.host).into_owned(),
             port: t.port,
             cause,
         };
@@ -235,24 +401,38 @@ impl Remote {
                 ))
             })?;
         let tcp = TcpStream::connect_timeout(&addr, timeout).map_err(unreachable)?;
-        let _ = tcp.set_read_timeout(Some(Duration::from_secs(600)));
+        keepalive(&tcp);
         let mut sess = Session::new().map_err(|cause| RemoteError::Handshake {
             host: t.host.clone(),
             cause,
         })?;
         sess.set_tcp_stream(tcp);
-        sess.set_timeout(600_000);
+        sess.set_timeout(SHORT_TIMEOUT.as_millis() as u32);
+        let entries = known_hosts::read(&keys.file).map_err(|e| RemoteError::KnownHosts {
+            file: keys.file.clone(),
+            why: e.to_string(),
+        })?;
+        let name = known_hosts::lookup_name(&t.host, t.port);
+        sess.method_pref(
+            MethodType::HostKey,
+            &known_hosts::algorithms(&entries, &name),
+        )
+        .map_err(|cause| RemoteError::Handshake {
+            host: t.host.clone(),
+            cause,
+        })?;
         sess.handshake().map_err(|cause| RemoteError::Handshake {
             host: t.host.clone(),
             cause,
         })?;
-        check_host_key(&sess, t, keys)?;
+        check_host_key(&sess, t, keys, &entries, &name)?;
         let mut tried = Vec::new();
         if let Ok(mut agent) = sess.agent() {
             if agent.connect().is_ok() && agent.list_identities().is_ok() {
                 for id in agent.identities().unwrap_or_default() {
-                    tried.push(format!("agent key {}", id.comment()));
+                    tried.push(format!("agent key {}", show(id.comment())));
                     if agent.userauth(&t.user, &id).is_ok() && sess.authenticated() {
+                        sess.set_keepalive(true, 15);
                         return Ok(Remote {
                             sess,
                             target: t.clone(),
@@ -278,6 +458,7 @@ impl Remote {
             }
             tried.push(f.display().to_string());
             if sess.userauth_pubkey_file(&t.user, None, &f, None).is_ok() && sess.authenticated() {
+                sess.set_keepalive(true, 15);
                 return Ok(Remote {
                     sess,
                     target: t.clone(),
@@ -285,8 +466,8 @@ impl Remote {
             }
         }
         Err(RemoteError::AuthFailed {
-            user: t.user.clone(),
-            host: t.name.clone(),
+            user: show(&t.user).into_owned(),
+            host: show(&t.name).into_owned(),
             tried: if tried.is_empty() {
                 "no keys (no agent, no key files)".into()
             } else {
@@ -295,76 +476,157 @@ impl Remote {
         })
     }
 
+    /// The host's name for messages, escaped.
+    pub fn name(&self) -> String {
+        show(&self.target.name).into_owned()
+    }
+
     fn ssh_err(&self, during: &str) -> impl Fn(ssh2::Error) -> RemoteError + '_ {
         let during = during.to_string();
-        move |cause| RemoteError::Ssh {
-            host: self.target.name.clone(),
-            during: during.clone(),
-            cause,
+        move |cause| {
+            if cause.code() == ssh2::ErrorCode::Session(-9) {
+                // LIBSSH2_ERROR_TIMEOUT
+                return RemoteError::Timeout {
+                    host: self.name(),
+                    during: during.clone(),
+                    secs: SHORT_TIMEOUT.as_secs(),
+                };
+            }
+            RemoteError::Ssh {
+                host: self.name(),
+                during: during.clone(),
+                cause,
+            }
         }
     }
 
-    /// Runs `cmd` through the remote shell, feeding `stdin`, calling `on_stderr` as stderr arrives.
-    pub fn run(
+    /// Runs `cmd` through the remote shell, feeding `stdin`, handing its output to `on` as
+    /// it arrives (nothing is kept). `idle` gives up when nothing arrives for that long;
+    /// `None` waits as long as the command runs (a workload), with SSH keepalives.
+    /// Returns the exit status (128+9 when the command was killed or gave none).
+    pub fn run_stream(
         &self,
         cmd: &str,
         stdin: Option<&[u8]>,
-        mut on_stderr: impl FnMut(&[u8]),
-    ) -> Result<Output, RemoteError> {
-        let during = format!("running `{}`", cmd.chars().take(60).collect::<String>());
+        idle: Option<Duration>,
+        on: &mut dyn FnMut(Chunk) -> Result<(), RemoteError>,
+    ) -> Result<i32, RemoteError> {
+        let during = format!(
+            "running `{}`",
+            show(&cmd.chars().take(60).collect::<String>())
+        );
         let drop = |cause| RemoteError::Dropped {
-            host: self.target.name.clone(),
+            host: self.name(),
             during: during.clone(),
             cause,
         };
+        let was_blocking = self.sess.is_blocking();
+        self.sess.set_blocking(true);
         let mut ch = self.sess.channel_session().map_err(self.ssh_err(&during))?;
         ch.exec(cmd).map_err(self.ssh_err(&during))?;
         if let Some(data) = stdin {
             ch.write_all(data).map_err(drop)?;
         }
         ch.send_eof().map_err(self.ssh_err(&during))?;
-        let (mut out, mut err) = (Vec::new(), Vec::new());
-        let mut buf = [0u8; 32768];
+        let mut buf = vec![0u8; 32768];
         self.sess.set_blocking(false);
+        let mut last = Instant::now();
+        let mut last_keepalive = Instant::now();
         let r = loop {
             let mut progressed = false;
-            match ch.read(&mut buf) {
-                Ok(0) => {}
-                Ok(n) => {
-                    out.extend_from_slice(&buf[..n]);
-                    progressed = true;
+            let mut step = || -> Result<bool, RemoteError> {
+                match ch.read(&mut buf) {
+                    Ok(0) => {}
+                    Ok(n) => {
+                        on(Chunk::Stdout(&buf[..n]))?;
+                        progressed = true;
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                    Err(e) => return Err(drop(e)),
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                Err(e) => break Err(drop(e)),
-            }
-            match ch.stderr().read(&mut buf) {
-                Ok(0) => {}
-                Ok(n) => {
-                    on_stderr(&buf[..n]);
-                    err.extend_from_slice(&buf[..n]);
-                    progressed = true;
+                match ch.stderr().read(&mut buf) {
+                    Ok(0) => {}
+                    Ok(n) => {
+                        on(Chunk::Stderr(&buf[..n]))?;
+                        progressed = true;
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                    Err(e) => return Err(drop(e)),
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                Err(e) => break Err(drop(e)),
+                Ok(ch.eof() && !progressed)
+            };
+            match step() {
+                Ok(true) => break Ok(()),
+                Ok(false) => {}
+                Err(e) => break Err(e),
             }
-            if ch.eof() && !progressed {
-                break Ok(());
+            if progressed {
+                last = Instant::now();
+                continue;
             }
-            if !progressed {
-                std::thread::sleep(Duration::from_millis(5));
+            if let Some(limit) = idle {
+                if last.elapsed() > limit {
+                    break Err(RemoteError::Timeout {
+                        host: self.name(),
+                        during: during.clone(),
+                        secs: limit.as_secs(),
+                    });
+                }
             }
+            if last_keepalive.elapsed() > Duration::from_secs(15) {
+                last_keepalive = Instant::now();
+                let _ = self.sess.keepalive_send();
+            }
+            // Let the caller look at interrupts; it may run other commands meanwhile.
+            if let Err(e) = on(Chunk::Idle) {
+                break Err(e);
+            }
+            self.sess.set_blocking(false);
+            std::thread::sleep(Duration::from_millis(20));
         };
         self.sess.set_blocking(true);
-        r?;
-        ch.wait_close().map_err(self.ssh_err(&during))?;
-        let status = ch.exit_status().map_err(self.ssh_err(&during))?;
-        if status == -1 || ch.exit_signal().ok().and_then(|s| s.exit_signal).is_some() {
-            return Ok(Output {
-                stdout: out,
-                stderr: err,
-                status: 128 + 9,
-            });
-        }
+        let status = r.and_then(|_| {
+            ch.wait_close().map_err(self.ssh_err(&during))?;
+            let status = ch.exit_status().map_err(self.ssh_err(&during))?;
+            let signalled = ch.exit_signal().ok().and_then(|s| s.exit_signal).is_some();
+            Ok(if status == -1 || signalled {
+                128 + 9
+            } else {
+                status
+            })
+        });
+        self.sess.set_blocking(was_blocking);
+        status
+    }
+
+    /// Runs `cmd` and keeps its output, at most `limit` bytes of each stream.
+    pub fn run(
+        &self,
+        cmd: &str,
+        stdin: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<Output, RemoteError> {
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let during = format!(
+            "running `{}`",
+            show(&cmd.chars().take(60).collect::<String>())
+        );
+        let status = self.run_stream(cmd, stdin, Some(SHORT_TIMEOUT), &mut |c| {
+            let (buf, b) = match c {
+                Chunk::Stdout(b) => (&mut out, b),
+                Chunk::Stderr(b) => (&mut err, b),
+                Chunk::Idle => return Ok(()),
+            };
+            if buf.len() + b.len() > limit {
+                return Err(RemoteError::TooMuchOutput {
+                    host: self.name(),
+                    during: during.clone(),
+                    limit,
+                });
+            }
+            buf.extend_from_slice(b);
+            Ok(())
+        })?;
         Ok(Output {
             stdout: out,
             stderr: err,
@@ -372,20 +634,15 @@ impl Remote {
         })
     }
 
-    /// Runs `cmd` and fails with its stderr unless it exits 0.
-    pub fn check(
-        &self,
-        what: &str,
-        cmd: &str,
-        stdin: Option<&[u8]>,
-    ) -> Result<Vec<u8>, RemoteError> {
-        let o = self.run(cmd, stdin, |_| {})?;
+    /// Runs `cmd` and fails with its stderr unless it exits 0; returns its stdout.
+    pub fn check(&self, what: &str, cmd: &str) -> Result<Vec<u8>, RemoteError> {
+        let o = self.run(cmd, None, SMALL_OUTPUT)?;
         if o.status != 0 {
             return Err(RemoteError::Remote {
-                host: self.target.name.clone(),
-                what: what.into(),
+                host: self.name(),
+                what: show(what).into_owned(),
                 status: o.status,
-                stderr: String::from_utf8_lossy(&o.stderr).trim().into(),
+                stderr: show(String::from_utf8_lossy(&o.stderr).trim()).into_owned(),
             });
         }
         Ok(o.stdout)
@@ -399,24 +656,24 @@ impl Remote {
         let cmd = format!(
             "cat > {qt} && chmod {mode} {qt} && mv -f {qt} {q} || {{ s=$?; rm -f {qt}; exit $s; }}"
         );
-        let o = self.run(&cmd, Some(data), |_| {})?;
+        let o = self.run(&cmd, Some(data), SMALL_OUTPUT)?;
         if o.status != 0 {
-            let stderr = String::from_utf8_lossy(&o.stderr).trim().to_string();
+            let stderr = show(String::from_utf8_lossy(&o.stderr).trim()).into_owned();
             return Err(if stderr.contains("No space left") {
                 RemoteError::DiskFull {
-                    host: self.target.name.clone(),
-                    path: path.into(),
+                    host: self.name(),
+                    path: show(path).into_owned(),
                 }
             } else if stderr.contains("Permission denied") || stderr.contains("Read-only") {
                 RemoteError::NotWritable {
-                    host: self.target.name.clone(),
-                    path: path.into(),
+                    host: self.name(),
+                    path: show(path).into_owned(),
                     stderr,
                 }
             } else {
                 RemoteError::Remote {
-                    host: self.target.name.clone(),
-                    what: format!("writing {path}"),
+                    host: self.name(),
+                    what: format!("writing {}", show(path)),
                     status: o.status,
                     stderr,
                 }
@@ -425,104 +682,185 @@ impl Remote {
         Ok(())
     }
 
-    /// Reads a remote file, checked against its SHA-256 computed on the remote side.
-    pub fn fetch(&self, path: &str) -> Result<Vec<u8>, RemoteError> {
-        let q = shell_quote(path);
-        let sum = self.check(
-            &format!("checksumming {path}"),
-            &format!("sha256sum {q}"),
-            None,
-        )?;
-        let remote = String::from_utf8_lossy(&sum)
-            .split_whitespace()
-            .next()
-            .unwrap_or("")
-            .to_string();
-        let data = self.check(&format!("reading {path}"), &format!("cat {q}"), None)?;
-        let local: String = Sha256::digest(&data)
+    /// The SHA-256 (hex) of a remote regular file, or `None` when it is missing or the lab
+    /// machine has no SHA-256 tool.
+    pub fn sha256(&self, path: &str) -> Result<Option<String>, RemoteError> {
+        let cmd = format!(
+            "f={}; [ -f \"$f\" ] || exit 0; {SHA256_OF_F}",
+            shell_quote(path)
+        );
+        let out = self.check(&format!("checksumming {path}"), &cmd)?;
+        let h = String::from_utf8_lossy(&out).trim().to_string();
+        Ok((h.len() == 64 && h.chars().all(|c| c.is_ascii_hexdigit())).then_some(h))
+    }
+
+    /// Streams the remote regular file `path` into `dest`: at most `limit` bytes, checked
+    /// against the size and SHA-256 the lab machine states first. Nothing but the file's
+    /// own bytes reaches `dest`; on error the caller discards what `dest` got.
+    pub fn fetch(
+        &self,
+        path: &str,
+        limit: u64,
+        dest: &mut dyn Write,
+    ) -> Result<Fetched, RemoteError> {
+        let cmd = format!(
+            "f={}; [ -f \"$f\" ] || exit 3; n=$(wc -c < \"$f\") || exit 4; s=$({SHA256_OF_F}); echo \"$n $s\"; exec head -c \"$n\" \"$f\"",
+            shell_quote(path)
+        );
+        let mut head = Vec::new();
+        let mut want: Option<(u64, String)> = None;
+        let mut got = 0u64;
+        let mut hasher = Sha256::new();
+        let name = self.name();
+        let shown = show(path).into_owned();
+        let mut write_err = None;
+        let status = self.run_stream(&cmd, None, Some(SHORT_TIMEOUT), &mut |c| {
+            let Chunk::Stdout(mut b) = c else {
+                return Ok(());
+            };
+            if want.is_none() {
+                let i = b.iter().position(|&x| x == b'\n');
+                let take = i.map_or(b.len(), |i| i + 1);
+                head.extend_from_slice(&b[..take]);
+                if head.len() > 200 {
+                    return Err(RemoteError::TooMuchOutput {
+                        host: name.clone(),
+                        during: format!("fetching {shown}"),
+                        limit: 200,
+                    });
+                }
+                let Some(_) = i else { return Ok(()) };
+                let line = String::from_utf8_lossy(&head).into_owned();
+                let mut it = line.split_whitespace();
+                let size: u64 = it.next().and_then(|n| n.parse().ok()).unwrap_or(u64::MAX);
+                if size > limit {
+                    return Err(RemoteError::TooLarge {
+                        host: name.clone(),
+                        path: shown.clone(),
+                        size,
+                        limit,
+                    });
+                }
+                want = Some((size, it.next().unwrap_or("").to_string()));
+                b = &b[take..];
+            }
+            let (size, _) = want.as_ref().expect("set above");
+            if got + b.len() as u64 > *size {
+                return Err(RemoteError::TooMuchOutput {
+                    host: name.clone(),
+                    during: format!("fetching {shown}"),
+                    limit: *size as usize,
+                });
+            }
+            got += b.len() as u64;
+            hasher.update(b);
+            if write_err.is_none() {
+                if let Err(e) = dest.write_all(b) {
+                    write_err = Some(e);
+                }
+            }
+            Ok(())
+        })?;
+        if status == 3 {
+            return Err(RemoteError::NotRegular {
+                host: self.name(),
+                path: shown,
+            });
+        }
+        if status != 0 {
+            return Err(RemoteError::Remote {
+                host: self.name(),
+                what: format!("reading {shown}"),
+                status,
+                stderr: String::new(),
+            });
+        }
+        if let Some(e) = write_err {
+            return Err(RemoteError::Local {
+                path: PathBuf::from(&shown),
+                why: format!("cannot write what was fetched: {e}"),
+            });
+        }
+        let local: String = hasher
+            .finalize()
             .iter()
             .map(|b| format!("{b:02x}"))
             .collect();
-        if local != remote {
+        let (size, remote) = want.unwrap_or((u64::MAX, String::new()));
+        let checksummed = remote.len() == 64;
+        if got != size || (checksummed && remote != local) {
             return Err(RemoteError::Checksum {
-                host: self.target.name.clone(),
-                path: path.into(),
-                remote,
-                local,
+                host: self.name(),
+                path: shown,
+                remote: format!("{size} bytes {remote}"),
+                local: format!("{got} bytes {local}"),
             });
         }
-        Ok(data)
+        Ok(Fetched {
+            size,
+            sha256: local,
+            checksummed,
+        })
     }
 }
 
-fn check_host_key(sess: &Session, t: &Target, keys: &HostKeys) -> Result<(), RemoteError> {
-    let (key, kind) = sess.host_key().ok_or_else(|| RemoteError::Handshake {
+fn check_host_key(
+    sess: &Session,
+    t: &Target,
+    keys: &HostKeys,
+    entries: &[ssh_key::known_hosts::Entry],
+    name: &str,
+) -> Result<(), RemoteError> {
+    let handshake = |cause| RemoteError::Handshake {
         host: t.host.clone(),
-        cause: ssh2::Error::from_errno(ssh2::ErrorCode::Session(-1)),
+        cause,
+    };
+    let (raw, _) = sess
+        .host_key()
+        .ok_or_else(|| handshake(ssh2::Error::from_errno(ssh2::ErrorCode::Session(-1))))?;
+    let key = ssh_key::PublicKey::from_bytes(raw).map_err(|e| RemoteError::BadHostKey {
+        host: show(&t.name).into_owned(),
+        why: e.to_string(),
     })?;
     let fingerprint = sess
         .host_key_hash(HashType::Sha256)
         .map(b64)
         .unwrap_or_default();
-    let kind_name = format!("{kind:?}");
-    let mut kh = sess.known_hosts().map_err(|cause| RemoteError::Handshake {
-        host: t.host.clone(),
-        cause,
-    })?;
-    if keys.file.is_file() {
-        let _ = kh.read_file(&keys.file, KnownHostFileKind::OpenSSH);
-    }
-    let entry = if t.port == 22 {
-        t.host.clone()
-    } else {
-        format!("[{}]:{}", t.host, t.port)
-    };
-    match kh.check_port(&t.host, t.port, key) {
-        CheckResult::Match => Ok(()),
-        CheckResult::Mismatch => Err(RemoteError::HostKeyChanged {
-            host: t.name.clone(),
-            entry,
+    let kind = key.algorithm().as_str().to_string();
+    let host = show(&t.name).into_owned();
+    match known_hosts::check(entries, name, &key) {
+        Verdict::Known => Ok(()),
+        Verdict::Revoked => Err(RemoteError::HostKeyRevoked {
+            host,
             file: keys.file.clone(),
+            kind,
             fingerprint,
         }),
-        CheckResult::NotFound | CheckResult::Failure => {
-            if !keys.accept_new {
-                return Err(RemoteError::UnknownHost {
-                    host: t.name.clone(),
-                    file: keys.file.clone(),
-                    kind: kind_name,
-                    fingerprint,
-                });
-            }
-            // Append the entry the way OpenSSH does, creating the file if needed.
-            let key_type = match kind {
-                ssh2::HostKeyType::Rsa => "ssh-rsa",
-                ssh2::HostKeyType::Dss => "ssh-dss",
-                ssh2::HostKeyType::Ecdsa256 => "ecdsa-sha2-nistp256",
-                ssh2::HostKeyType::Ecdsa384 => "ecdsa-sha2-nistp384",
-                ssh2::HostKeyType::Ecdsa521 => "ecdsa-sha2-nistp521",
-                ssh2::HostKeyType::Ed25519 => "ssh-ed25519",
-                ssh2::HostKeyType::Unknown => "unknown",
-            };
-            if let Some(dir) = keys.file.parent() {
-                let _ = std::fs::create_dir_all(dir);
-            }
-            let line = format!("{entry} {key_type} {}\n", b64_padded(key));
-            let mut f = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&keys.file)
-                .map_err(|e| RemoteError::Config {
-                    path: keys.file.clone(),
-                    why: e.to_string(),
-                })?;
-            f.write_all(line.as_bytes())
-                .map_err(|e| RemoteError::Config {
-                    path: keys.file.clone(),
-                    why: e.to_string(),
-                })?;
+        Verdict::Changed => Err(RemoteError::HostKeyChanged {
+            host,
+            entry: show(name).into_owned(),
+            file: keys.file.clone(),
+            kind,
+            fingerprint,
+        }),
+        Verdict::New if !keys.accept_new => Err(RemoteError::UnknownHost {
+            host,
+            file: keys.file.clone(),
+            kind,
+            fingerprint,
+        }),
+        Verdict::New => {
+            let line = known_hosts::line_for(name, &key).map_err(|e| RemoteError::KnownHosts {
+                file: keys.file.clone(),
+                why: e.to_string(),
+            })?;
+            known_hosts::append(&keys.file, &line).map_err(|e| RemoteError::KnownHosts {
+                file: keys.file.clone(),
+                why: e.to_string(),
+            })?;
             eprintln!(
-                "labperf: added {entry} ({key_type} SHA256:{fingerprint}) to {}",
+                "labperf: added {} ({kind} SHA256:{fingerprint}) to {}",
+                show(name),
                 keys.file.display()
             );
             Ok(())
@@ -539,6 +877,24 @@ mod tests {
         assert_eq!(shell_quote("a b"), "'a b'");
         assert_eq!(shell_quote("it's"), r"'it'\''s'");
         assert_eq!(shell_quote("$(x);`y`\n"), "'$(x);`y`\n'");
+        use std::os::unix::ffi::OsStringExt;
+        let bad = std::ffi::OsString::from_vec(vec![b'a', 0xff, b'\n']);
+        let (pre, words) = shell_words(&["x y".into(), bad]);
+        assert_eq!(
+            pre,
+            "lp1=\"$(printf '\\141\\377\\012.')\"; lp1=\"${lp1%.}\"; "
+        );
+        assert_eq!(words, "'x y' \"$lp1\"");
+    }
+
+    #[test]
+    fn remote_dirs() {
+        assert_eq!(remote_dir("~/x").unwrap(), "x");
+        assert_eq!(remote_dir("~").unwrap(), ".");
+        assert_eq!(remote_dir(".cache/labperf").unwrap(), ".cache/labperf");
+        assert_eq!(remote_dir("/tmp/lp").unwrap(), "/tmp/lp");
+        assert!(remote_dir("~bob/x").is_err());
+        assert!(remote_dir("").is_err());
     }
 
     #[test]
@@ -567,6 +923,5 @@ mod tests {
     fn base64_matches_openssh() {
         assert_eq!(b64(b"hello"), "aGVsbG8");
         assert_eq!(b64(&[0xff, 0xee, 0xdd]), "/+7d");
-        assert_eq!(b64_padded(b"hello"), "aGVsbG8=");
     }
 }

@@ -1,11 +1,11 @@
 //! Per-symbol / per-DSO / per-PC aggregation of samples and its table, CSV and JSON output.
 
 use crate::load::{self, FileInfo, LoadError};
-use crate::symbols::{Location, Symbolizer};
+use crate::symbols::{Location, Search, Symbolizer};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::fmt::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum By {
@@ -49,7 +49,7 @@ pub(crate) fn short(dso: &str) -> &str {
 }
 
 /// Reads `path` and aggregates its samples.
-pub fn build(path: &Path, by: By, symfs: Vec<PathBuf>) -> Result<Report, LoadError> {
+pub fn build(path: &Path, by: By, search: Search) -> Result<Report, LoadError> {
     // LABPERF_THREADS caps the decoding threads (default: one per CPU).
     let threads = std::env::var("LABPERF_THREADS")
         .ok()
@@ -61,7 +61,8 @@ pub fn build(path: &Path, by: By, symfs: Vec<PathBuf>) -> Result<Report, LoadErr
         info,
     } = load::sample_counts(path, threads)?;
     // Addresses are resolved once every side-band record (mmap2, fork) is known.
-    let mut sym = Symbolizer::new(symfs);
+    let mut sym = Symbolizer::new(search);
+    sym.recorded_on(info.header.as_ref());
     for r in &others {
         sym.observe(r);
     }

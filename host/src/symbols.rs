@@ -1,10 +1,19 @@
-//! Symbolization: ELF symtab/dynsym via `object`, load bias from mmap2 records, build-id checks, demangling.
+//! Symbolization: ELF symtab/dynsym via `object`, load bias from mmap2 records, the binary
+//! search path (`--symfs`, the binary cache, the file itself), build-id checks, demangling.
+//!
+//! Every file named by a recording is untrusted input: only regular files of bounded size
+//! are read (never a device or a FIFO), each file is parsed once however many names it
+//! has, and addresses resolve through a per-process interval index, so the work is
+//! O((mappings + distinct addresses) log mappings).
 
 use labperf_common::{Mmap2, Record};
 use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+/// Largest ELF file read for symbols.
+pub const MAX_ELF: u64 = 2 << 30;
 
 /// One loaded ELF file.
 #[derive(Debug, Default)]
@@ -57,7 +66,7 @@ impl Elf {
     pub fn offset_to_vaddr(&self, off: u64) -> Option<u64> {
         self.segments
             .iter()
-            .find(|(o, _, sz)| off >= *o && off < o + sz)
+            .find(|(o, _, sz)| off >= *o && off < o.saturating_add(*sz))
             .map(|(o, v, _)| off - o + v)
     }
 
@@ -65,7 +74,7 @@ impl Elf {
     pub fn symbol(&self, vaddr: u64) -> Option<&str> {
         let i = self.syms.partition_point(|s| s.0 <= vaddr).checked_sub(1)?;
         let (a, size, name) = &self.syms[i];
-        (*size == 0 || vaddr < a + size).then_some(name)
+        (*size == 0 || vaddr < a.saturating_add(*size)).then_some(name)
     }
 }
 
@@ -74,7 +83,7 @@ pub fn demangle(name: &str) -> String {
     if let Ok(d) = rustc_demangle::try_demangle(name) {
         return format!("{d:#}");
     }
-    if name.starts_with("_Z") {
+    if name.starts_with("_Z") && name.len() < 4096 {
         if let Ok(s) = cpp_demangle::Symbol::new(name) {
             if let Ok(d) = s.demangle(&cpp_demangle::DemangleOptions::default()) {
                 return d;
@@ -84,13 +93,14 @@ pub fn demangle(name: &str) -> String {
     name.to_string()
 }
 
+/// A mapping of a file into a process.
 #[derive(Debug, Clone)]
 struct Map {
     start: u64,
     end: u64,
     pgoff: u64,
     path: Arc<str>,
-    build_id: Option<Vec<u8>>,
+    build_id: Option<Arc<[u8]>>,
 }
 
 /// Where a sample's ip lands.
@@ -104,14 +114,88 @@ pub struct Location {
     pub vaddr: u64,
 }
 
+/// Where binaries are looked for, in order: each `--symfs` directory
+/// (`DIR/<build-id>/elf`, `DIR/<path>`), the binary cache (by build-id, or by the recording
+/// machine's name and the path), then the path itself on this machine.
+#[derive(Debug, Clone, Default)]
+pub struct Search {
+    pub symfs: Vec<PathBuf>,
+    /// The binary cache (see [`crate::cache`]); `None` leaves it out.
+    pub cache: Option<PathBuf>,
+    /// The recording machine's hostname (keys the cache's entries without build-id).
+    pub hostname: String,
+    /// Whether a recording's own paths are read on this machine.
+    pub local: bool,
+}
+
+impl Search {
+    /// `--symfs` dirs, then the default binary cache and the local files.
+    pub fn new(symfs: Vec<PathBuf>) -> Search {
+        Search {
+            symfs,
+            cache: Some(crate::cache::binaries()),
+            hostname: String::new(),
+            local: true,
+        }
+    }
+
+    /// No file is read at all (every address stays unresolved): for fuzzing.
+    pub fn nothing() -> Search {
+        Search::default()
+    }
+}
+
+/// A process's mappings as non-overlapping intervals (a later mapping replaces what it
+/// covers), sorted: (start, end, index into the symbolizer's maps).
+#[derive(Debug, Default)]
+struct Intervals {
+    tree: BTreeMap<u64, (u64, u32)>,
+}
+
+impl Intervals {
+    fn insert(&mut self, start: u64, end: u64, idx: u32) {
+        if end <= start {
+            return;
+        }
+        let hit: Vec<(u64, u64, u32)> = self
+            .tree
+            .range(..end)
+            .rev()
+            .take_while(|(_, (e, _))| *e > start)
+            .map(|(&s, &(e, i))| (s, e, i))
+            .collect();
+        for (s, e, i) in hit {
+            self.tree.remove(&s);
+            if s < start {
+                self.tree.insert(s, (start, i));
+            }
+            if e > end {
+                self.tree.insert(end, (e, i));
+            }
+        }
+        self.tree.insert(start, (end, idx));
+    }
+
+    fn find(&self, ip: u64) -> Option<u32> {
+        let (_, &(end, idx)) = self.tree.range(..=ip).next_back()?;
+        (ip < end).then_some(idx)
+    }
+}
+
+/// A mapped file as a recording names it: path and build-id.
+type FileKey = (Arc<str>, Option<Arc<[u8]>>);
+
 /// Resolves sample ips of one recording.
 #[derive(Default)]
 pub struct Symbolizer {
-    maps: HashMap<u32, Vec<Map>>,
+    maps: Vec<Map>,
+    procs: HashMap<u32, Intervals>,
     parent: HashMap<u32, u32>,
-    elves: HashMap<Arc<str>, Option<Arc<Elf>>>,
-    /// Directories searched first for binaries: `DIR/<build-id hex>/elf`, then `DIR/<path>`.
-    pub symfs: Vec<PathBuf>,
+    /// Loaded files by (path, build-id); the same file (device, inode) is parsed once.
+    elves: HashMap<FileKey, Option<Arc<Elf>>>,
+    by_inode: HashMap<(u64, u64), Option<Arc<Elf>>>,
+    paths: HashMap<Arc<str>, ()>,
+    pub search: Search,
     pub warnings: Vec<String>,
     unknown: Arc<str>,
     demangled: HashMap<Box<str>, Arc<str>>,
@@ -122,11 +206,18 @@ fn hex(b: &[u8]) -> String {
 }
 
 impl Symbolizer {
-    pub fn new(symfs: Vec<PathBuf>) -> Symbolizer {
+    pub fn new(search: Search) -> Symbolizer {
         Symbolizer {
-            symfs,
+            search,
             unknown: "[unknown]".into(),
             ..Default::default()
+        }
+    }
+
+    /// Says which machine the recording comes from (keys the cache's entries without build-id).
+    pub fn recorded_on(&mut self, h: Option<&labperf_common::Header>) {
+        if let Some(h) = h {
+            self.search.hostname = h.hostname.clone();
         }
     }
 
@@ -141,74 +232,110 @@ impl Symbolizer {
         }
     }
 
+    fn intern(&mut self, p: &str) -> Arc<str> {
+        if let Some((k, _)) = self.paths.get_key_value(p) {
+            return k.clone();
+        }
+        let a: Arc<str> = p.into();
+        self.paths.insert(a.clone(), ());
+        a
+    }
+
     fn add_map(&mut self, m: &Mmap2) {
-        self.maps.entry(m.pid).or_default().push(Map {
+        let Ok(idx) = u32::try_from(self.maps.len()) else {
+            return;
+        };
+        let path = self.intern(&m.path);
+        let map = Map {
             start: m.addr,
             end: m.addr.saturating_add(m.len),
             pgoff: m.pgoff,
-            path: m.path.as_str().into(),
-            build_id: m.build_id.clone(),
-        });
+            path,
+            build_id: m.build_id.as_deref().map(Arc::from),
+        };
+        self.procs
+            .entry(m.pid)
+            .or_default()
+            .insert(map.start, map.end, idx);
+        self.maps.push(map);
     }
 
     fn find_map(&self, pid: u32, ip: u64) -> Option<&Map> {
         let mut p = pid;
         for _ in 0..64 {
-            if let Some(m) = self
-                .maps
-                .get(&p)
-                .and_then(|v| v.iter().rev().find(|m| ip >= m.start && ip < m.end))
-            {
-                return Some(m);
+            if let Some(i) = self.procs.get(&p).and_then(|v| v.find(ip)) {
+                return self.maps.get(i as usize);
             }
             p = *self.parent.get(&p)?;
         }
         None
     }
 
-    fn elf(&mut self, path: &Arc<str>, build_id: Option<&[u8]>) -> Option<Arc<Elf>> {
-        if let Some(e) = self.elves.get(path) {
+    /// The candidate files for `path` with `build_id`, in search order.
+    fn candidates(&self, path: &str, build_id: Option<&[u8]>) -> Vec<PathBuf> {
+        let mut c = Vec::new();
+        let rel = path.trim_start_matches('/');
+        for d in &self.search.symfs {
+            if let Some(b) = build_id {
+                c.push(d.join(hex(b)).join("elf"));
+            }
+            // Inside DIR only: a path with `..` is not looked up there.
+            if !rel.split('/').any(|p| p == "..") && !rel.is_empty() {
+                c.push(d.join(rel));
+            }
+        }
+        if let Some(root) = &self.search.cache {
+            if let Some(e) = build_id.and_then(|b| crate::cache::by_build_id(root, b)) {
+                c.push(e);
+            } else if build_id.is_none() {
+                c.push(crate::cache::by_path(root, &self.search.hostname, path));
+            }
+        }
+        if self.search.local && path.starts_with('/') {
+            c.push(PathBuf::from(path));
+        }
+        c
+    }
+
+    /// Loads `c` (a regular file, at most [`MAX_ELF`] bytes), once per file.
+    fn load(&mut self, c: &Path) -> Option<Arc<Elf>> {
+        let (data, id) = crate::load::map_regular_id(c, MAX_ELF).ok()?;
+        if let Some(e) = self.by_inode.get(&id) {
             return e.clone();
         }
-        let mut candidates: Vec<PathBuf> = Vec::new();
-        for d in &self.symfs {
-            if let Some(b) = build_id {
-                candidates.push(d.join(hex(b)).join("elf"));
-            }
-            candidates.push(d.join(path.trim_start_matches('/')));
+        let e = Elf::parse((*data).as_ref()).ok().map(Arc::new);
+        self.by_inode.insert(id, e.clone());
+        e
+    }
+
+    fn elf(&mut self, path: &Arc<str>, build_id: Option<&Arc<[u8]>>) -> Option<Arc<Elf>> {
+        let key = (path.clone(), build_id.cloned());
+        if let Some(e) = self.elves.get(&key) {
+            return e.clone();
         }
-        if path.starts_with('/') {
-            candidates.push(PathBuf::from(&**path));
-        }
+        let want = build_id.map(|b| &b[..]);
         let mut found = None;
         let mut mismatch = None;
-        for c in candidates {
-            let Ok(data) = crate::load::map_file(&c) else {
-                continue;
-            };
-            match Elf::parse((*data).as_ref()) {
-                Ok(e) => {
-                    if let (Some(want), Some(have)) = (build_id, e.build_id.as_deref()) {
-                        if want != have {
-                            mismatch = Some(format!("{} does not match the recording: build-id {} was recorded, the file on disk has {}. Its symbols may be wrong; pass --symfs DIR holding the recorded binary.", c.display(), hex(want), hex(have)));
-                            found.get_or_insert(Arc::new(e));
-                            continue;
-                        }
-                    }
-                    found = Some(Arc::new(e));
-                    mismatch = None;
-                    break;
+        for c in self.candidates(path, want) {
+            let Some(e) = self.load(&c) else { continue };
+            if let (Some(want), Some(have)) = (want, e.build_id.as_deref()) {
+                if want != have {
+                    mismatch.get_or_insert_with(|| format!("{} does not match the recording: build-id {} was recorded, the file on disk has {}. Its symbols may be wrong; pass --symfs DIR holding the recorded binary.", c.display(), hex(want), hex(have)));
+                    found.get_or_insert(e);
+                    continue;
                 }
-                Err(_) => continue,
             }
+            found = Some(e);
+            mismatch = None;
+            break;
         }
         if let Some(m) = mismatch {
-            self.warnings.push(m);
+            self.warnings.push(crate::text::show(&m).into_owned());
         }
         if found.is_none() && path.starts_with('/') {
-            self.warnings.push(format!("{path} was not found or is not an ELF file: its samples are shown as addresses. Copy it here or pass --symfs DIR."));
+            self.warnings.push(format!("{} was not found or is not an ELF file: its samples are shown as addresses. Copy it here or pass --symfs DIR.", crate::text::show(path)));
         }
-        self.elves.insert(path.clone(), found.clone());
+        self.elves.insert(key, found.clone());
         found
     }
 
@@ -221,8 +348,8 @@ impl Symbolizer {
                 vaddr: ip,
             };
         };
-        let off = ip - m.start + m.pgoff;
-        match self.elf(&m.path, m.build_id.as_deref()) {
+        let off = ip.wrapping_sub(m.start).wrapping_add(m.pgoff);
+        match self.elf(&m.path, m.build_id.as_ref()) {
             Some(elf) => {
                 let vaddr = elf.offset_to_vaddr(off).unwrap_or(off);
                 let sym = elf.symbol(vaddr).map(|raw| {
@@ -248,12 +375,6 @@ impl Symbolizer {
     }
 }
 
-/// Reads the build-id of an ELF file on disk.
-pub fn file_build_id(path: &Path) -> Option<Vec<u8>> {
-    let data = std::fs::read(path).ok()?;
-    Elf::parse(&data).ok()?.build_id
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -266,6 +387,36 @@ mod tests {
         );
         assert_eq!(demangle("_ZN3foo3barEv"), "foo::bar()");
         assert_eq!(demangle("int_divider_stalls"), "int_divider_stalls");
+    }
+
+    #[test]
+    fn later_mappings_replace_what_they_cover() {
+        let mut t = Intervals::default();
+        t.insert(0x1000, 0x5000, 0);
+        t.insert(0x2000, 0x3000, 1);
+        t.insert(0x4800, 0x6000, 2);
+        let got: Vec<Option<u32>> = [
+            0xfff, 0x1000, 0x2000, 0x2fff, 0x3000, 0x47ff, 0x4800, 0x5fff, 0x6000,
+        ]
+        .iter()
+        .map(|&ip| t.find(ip))
+        .collect();
+        assert_eq!(
+            got,
+            [
+                None,
+                Some(0),
+                Some(1),
+                Some(1),
+                Some(0),
+                Some(0),
+                Some(2),
+                Some(2),
+                None
+            ]
+        );
+        t.insert(0, u64::MAX, 3);
+        assert_eq!(t.tree.len(), 1);
     }
 
     #[test]
@@ -289,7 +440,7 @@ mod tests {
             .unwrap();
         let (seg_off, _) = seg.file_range();
         let bias = 0x5555_5555_0000u64;
-        let mut s = Symbolizer::new(vec![]);
+        let mut s = Symbolizer::new(Search::new(vec![]));
         s.observe(&Record::Mmap2(Mmap2 {
             pid: 7,
             tid: 7,
@@ -320,7 +471,7 @@ mod tests {
         assert_eq!(s.resolve(8, sym.address() + bias + 1).sym, loc.sym);
         assert!(s.warnings.is_empty(), "{:?}", s.warnings);
         // A wrong recorded build-id is reported.
-        let mut s = Symbolizer::new(vec![]);
+        let mut s = Symbolizer::new(Search::new(vec![]));
         s.observe(&Record::Mmap2(Mmap2 {
             pid: 7,
             addr: 0,
@@ -335,5 +486,17 @@ mod tests {
             "{:?}",
             s.warnings
         );
+        // Devices and FIFOs named by a recording are never read.
+        for p in ["/dev/zero", "/dev/urandom"] {
+            let mut s = Symbolizer::new(Search::new(vec![]));
+            s.observe(&Record::Mmap2(Mmap2 {
+                pid: 1,
+                addr: 0,
+                len: 1 << 20,
+                path: p.into(),
+                ..Default::default()
+            }));
+            assert_eq!(s.resolve(1, 0x10).sym, None);
+        }
     }
 }

@@ -4,13 +4,13 @@
 
 use crate::load::{self, FileInfo, LoadError};
 use crate::report::{csv_field, short, Format};
-use crate::symbols::Symbolizer;
+use crate::symbols::{Search, Symbolizer};
 use labperf_common::topdown::{self as td, Colour, Kind, Layout};
 use labperf_common::{Header, Record};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::fmt::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The TopDown layout of a recording, from its header (None: not a TopDown recording).
 pub fn layout_of(h: &Header) -> Option<Layout> {
@@ -99,8 +99,8 @@ fn not_topdown(path: &Path) -> LoadError {
 }
 
 /// Reads a `stat --topdown` or `record --topdown` recording.
-pub fn build(path: &Path, symfs: Vec<PathBuf>) -> Result<Report, LoadError> {
-    let mut sym = Symbolizer::new(symfs);
+pub fn build(path: &Path, search: Search) -> Result<Report, LoadError> {
+    let mut sym = Symbolizer::new(search);
     let mut intervals = Vec::new();
     let mut samples = Vec::new();
     let info = load::stream(path, |r| match r {
@@ -108,6 +108,7 @@ pub fn build(path: &Path, symfs: Vec<PathBuf>) -> Result<Report, LoadError> {
         Record::Sample(s) => samples.push((s.pid, s.tid, s.ip, s.values.clone())),
         other => sym.observe(other),
     })?;
+    sym.recorded_on(info.header.as_ref());
     let h = info.header.as_ref().ok_or_else(|| not_topdown(path))?;
     let layout = layout_of(h).ok_or_else(|| not_topdown(path))?;
     let slots_at = h.events.iter().position(|e| e.name == td::SLOTS.0);

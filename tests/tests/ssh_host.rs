@@ -585,9 +585,8 @@ fn probe_deploy_and_stat_through_a_hosts_file() {
 /// (its pid is in @DIR@/sshd.pid), never the test's sshd itself nor the machine's.
 const CUT_FETCH: &str = r#"#!/bin/sh
 case "$SSH_ORIGINAL_COMMAND" in
-  "cat '"*".lpr'")
-    f=${SSH_ORIGINAL_COMMAND#cat \'}; f=${f%\'}
-    head -c 2000 "$f"
+  "f='"*".lpr'; "*)
+    /bin/sh -c "$SSH_ORIGINAL_COMMAND" | head -c 2000
     main=$(cat '@DIR@/sshd.pid')
     p=$$
     while [ "$p" -gt 1 ]; do

@@ -149,7 +149,21 @@ const SHELL_WORDS: &[&str] = &[
 
 /// The programs a shell script starts: the first word of every simple command.
 fn shell_programs(script: &str) -> Vec<String> {
-    let mut s = script.to_string();
+    // Single-quoted text is data (patterns, arguments): out before anything else.
+    let mut s = String::new();
+    let mut quoted = false;
+    for c in script.chars() {
+        match (c, quoted) {
+            ('\'', q) => {
+                quoted = !q;
+                if !q {
+                    s.push('Q');
+                }
+            }
+            (_, true) => {}
+            (c, false) => s.push(c),
+        }
+    }
     for sep in ["&&", "||", "$(", "`", "|", ";", "(", ")", "\n"] {
         s = s.replace(sep, "\u{0}");
     }
@@ -158,23 +172,26 @@ fn shell_programs(script: &str) -> Vec<String> {
         let mut words = cmd.split_whitespace().peekable();
         // Skip assignments (a=b) and redirections before the command word.
         while let Some(w) = words.peek() {
-            if w.contains('=') && !w.starts_with('=') || w.starts_with('>') || w.starts_with('<') {
+            if w.contains('=') && !w.starts_with('=') || w.contains('>') || w.contains('<') {
                 words.next();
             } else {
                 break;
             }
         }
+        // Keywords and prefixes that a command follows.
+        const PREFIX: &[&str] = &[
+            "exec", "command", "!", "{", "}", "then", "do", "else", "elif", "if", "while", "until",
+            "time",
+        ];
+        let skip = |x: &str| {
+            PREFIX.contains(&x)
+                || (x.contains('=') && !x.starts_with('='))
+                || x.contains('>')
+                || x.contains('<')
+        };
         let mut w = words.next();
-        while let Some(x) = w {
-            if SHELL_WORDS.contains(&x) && x != "exec" && x != "command" {
-                break;
-            }
-            if x == "exec" || x == "command" || x == "!" || x == "then" || x == "do" || x == "else"
-            {
-                w = words.next();
-                continue;
-            }
-            break;
+        while w.is_some_and(skip) {
+            w = words.next();
         }
         let Some(w) = w else { continue };
         if SHELL_WORDS.contains(&w) {
@@ -262,7 +279,8 @@ fn programs_started(src: &str, remote: bool) -> Vec<Use> {
         }
         // A script after "-c", or a whole script.
         let after_c = (1..=5).any(|k| i >= k && t[i - k] == Tok::Str("-c".into()));
-        if after_c || s.starts_with("#!/bin/sh") {
+        let script = after_c || s.starts_with("#!/bin/sh");
+        if script {
             let body = s.strip_prefix("#!/bin/sh").unwrap_or(s);
             for p in shell_programs(body) {
                 add(Some(p), "shell script");
@@ -294,7 +312,17 @@ fn programs_started(src: &str, remote: bool) -> Vec<Use> {
                 }
                 commas == commas_before && depth >= 0
             });
-            if sink && s.contains(' ') {
+            // Shell text kept in a constant (`const X: &str = "..."`).
+            let constant = i >= 4
+                && s.contains([';', '|', '&', '$'])
+                && punct(i - 1, '=')
+                && (ident(i - 2, "str") || ident(i - 3, "str"))
+                && t[..i]
+                    .iter()
+                    .rev()
+                    .take(8)
+                    .any(|x| *x == Tok::Ident("const".into()));
+            if (sink || constant) && !script && s.contains(' ') {
                 for p in shell_programs(s) {
                     add(Some(p), "remote command");
                 }
@@ -345,6 +373,24 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
             out.push(p);
         }
     }
+}
+
+/// A `pub const NAME: &[&str] = &[...]` list of `host/src/remote.rs`.
+fn remote_list(name: &str) -> Vec<String> {
+    let src = std::fs::read_to_string(root().join("host/src/remote.rs")).unwrap();
+    let t = lex(&src);
+    let at = t
+        .iter()
+        .position(|x| *x == Tok::Ident(name.into()))
+        .unwrap_or_else(|| panic!("host/src/remote.rs has no {name}"));
+    t[at..]
+        .iter()
+        .take_while(|x| **x != Tok::Punct(';'))
+        .filter_map(|x| match x {
+            Tok::Str(s) => Some(s.clone()),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Programs this workspace builds.
@@ -406,7 +452,32 @@ fn every_program_started_has_its_package_in_xtask_setup() {
             "the scan missed {must}: {uses:#?}"
         );
     }
-    let bad = unlisted(&uses, &table, &toolchain);
+    // What the host runs on lab machines is what it says a lab machine needs; the
+    // fallbacks are tried only when present, so they need no package here.
+    let (lab, fallbacks) = (remote_list("LAB_PROGRAMS"), remote_list("LAB_FALLBACKS"));
+    let undeclared: Vec<String> = uses
+        .iter()
+        .filter(|(_, u)| u.context.starts_with("remote command"))
+        .filter(|(_, u)| !lab.contains(&u.program) && !fallbacks.contains(&u.program))
+        .map(|(f, u)| format!("{}: {} ({})", f.display(), u.program, u.context))
+        .collect();
+    assert!(
+        undeclared.is_empty(),
+        "the host runs programs on lab machines that remote::LAB_PROGRAMS does not list:\n{}",
+        undeclared.join("\n")
+    );
+    let mut needed = uses.clone();
+    needed.retain(|(_, u)| !fallbacks.contains(&u.program));
+    needed.extend(lab.iter().map(|p| {
+        (
+            PathBuf::from("host/src/remote.rs"),
+            Use {
+                program: p.clone(),
+                context: "LAB_PROGRAMS".into(),
+            },
+        )
+    }));
+    let bad = unlisted(&needed, &table, &toolchain);
     assert!(
         bad.is_empty(),
         "programs started without a Debian package in xtask/src/setup.rs PROGRAMS (a fresh machine lacks them):\n{}",

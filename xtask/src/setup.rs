@@ -71,6 +71,10 @@ pub const PROGRAMS: &[(&str, &str)] = &[
     ("sleep", "coreutils"),
     ("true", "coreutils"),
     ("printf", "coreutils"),
+    ("ls", "coreutils"),
+    ("tr", "coreutils"),
+    ("test", "coreutils"),
+    ("grep", "grep"),
 ];
 
 /// Programs that come with the Rust toolchain (rustup), the one prerequisite

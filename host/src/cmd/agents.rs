@@ -4,6 +4,49 @@ use anyhow::{bail, Context, Result};
 use object::Object;
 use std::path::{Path, PathBuf};
 
+/// The agent's target triple for a `uname -m` architecture.
+pub fn triple_for(arch: &str) -> Option<&'static str> {
+    match arch {
+        "x86_64" => Some("x86_64-unknown-linux-musl"),
+        "aarch64" | "arm64" => Some("aarch64-unknown-linux-musl"),
+        "alpha" => Some("alpha-unknown-linux-gnu"),
+        _ => None,
+    }
+}
+
+/// Where the agents are: `<prefix>/lib/labperf/agents` of an installed `cargo xtask dist`
+/// tree, or the `target/agents` of a build.
+pub fn agents_dir() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let bin = exe.parent()?;
+    let mut candidates = vec![bin.join("../lib/labperf/agents")];
+    candidates.extend(bin.ancestors().take(4).map(|d| d.join("agents")));
+    candidates.into_iter().find(|d| d.is_dir())
+}
+
+/// The agent for architecture `arch`: $LABPERF_AGENT (for this machine's), or from [`agents_dir`].
+pub fn agent_for(arch: &str) -> Result<PathBuf> {
+    if arch == std::env::consts::ARCH {
+        if let Some(p) = std::env::var_os("LABPERF_AGENT") {
+            return Ok(p.into());
+        }
+    }
+    let triple = triple_for(arch).with_context(|| {
+        format!(
+            "labperf has no agent for the {arch} architecture (it has x86_64, aarch64 and alpha)"
+        )
+    })?;
+    let p = agents_dir()
+        .map(|d| d.join(triple).join("labperf-agent"))
+        .filter(|p| p.is_file());
+    p.with_context(|| format!("cannot find the {triple} agent under lib/labperf/agents or target/agents: build it with `cargo xtask build-agents --target {arch}`, or set LABPERF_AGENT=/path/to/labperf-agent"))
+}
+
+/// The agent for this machine.
+pub fn find_agent() -> Result<PathBuf> {
+    agent_for(std::env::consts::ARCH)
+}
+
 /// List the agents labperf can deploy, and check each is a static ELF of its target.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "EXAMPLES:\n  labperf agents\n  labperf agents --dir target/agents --check")]
@@ -71,7 +114,7 @@ fn expected_arch(dir: &str) -> Option<&'static str> {
 pub fn run(a: &Args) -> Result<()> {
     let dir = match &a.dir {
         Some(d) => d.clone(),
-        None => super::record::agents_dir().context("no agent directory found: build the agents with `cargo xtask build-agents`, or pass --dir")?,
+        None => agents_dir().context("no agent directory found: build the agents with `cargo xtask build-agents`, or pass --dir")?,
     };
     let mut entries: Vec<PathBuf> = std::fs::read_dir(&dir)
         .with_context(|| format!("cannot list {}", dir.display()))?

@@ -1,7 +1,8 @@
 //! `labperf deploy HOST`: put the right agent on lab machines (by content hash) without recording.
 
-use super::record::{agent_for, RemoteOpts};
-use super::remote::{connect, Connected};
+use super::agents::agent_for;
+use super::lab::{connect, Connected};
+use super::opts::RemoteOpts;
 use anyhow::{bail, Result};
 use labperf::deploy;
 
@@ -23,7 +24,7 @@ pub fn run(a: &Args) -> Result<()> {
     for h in &a.hosts {
         let r = (|| -> Result<String> {
             let Connected { remote, remote_dir } = connect(h, &a.ssh)?;
-            let arch = super::remote::target_arch(&remote, &a.ssh)?;
+            let arch = super::lab::target_arch(&remote, &a.ssh)?;
             let (path, uploaded) = deploy::ensure_agent(&remote, &agent_for(&arch)?, &remote_dir)?;
             Ok(format!(
                 "{arch}, {path} ({})",
@@ -35,9 +36,9 @@ pub fn run(a: &Args) -> Result<()> {
             ))
         })();
         match r {
-            Ok(m) => println!("{h}: {m}"),
+            Ok(m) => println!("{}: {m}", labperf::text::show(h)),
             Err(e) => {
-                eprintln!("[{h}] error: {e:#}");
+                eprintln!("[{}] error: {e:#}", labperf::text::show(h));
                 failed += 1;
             }
         }

@@ -1,7 +1,7 @@
 //! `labperf probe HOST`: what a lab machine can measure (architecture, CPU, PMUs, paranoid, features).
 
-use super::record::RemoteOpts;
-use super::remote::{connect, Connected};
+use super::lab::{connect, Connected};
+use super::opts::RemoteOpts;
 use anyhow::{bail, Result};
 
 /// Show what lab machines can measure.
@@ -166,18 +166,16 @@ pub fn run(a: &Args) -> Result<()> {
     let mut failed = 0;
     for h in &a.hosts {
         let r = connect(h, &a.ssh).and_then(|Connected { remote, remote_dir }| {
-            let facts = parse(&String::from_utf8_lossy(
-                &remote.check("probing", SCRIPT, None)?,
-            ));
+            let facts = parse(&String::from_utf8_lossy(&remote.check("probing", SCRIPT)?));
             // The strobing mode `record --metrics` would use, verified by the agent itself.
-            let strobing = match super::record::agent_for(&facts.arch)
+            let strobing = match super::agents::agent_for(&facts.arch)
                 .and_then(|local| Ok(labperf::deploy::ensure_agent(&remote, &local, &remote_dir)?))
             {
                 Ok((agent, _)) => {
                     let o = remote.run(
                         &format!("{} strobe-probe", labperf::remote::shell_quote(&agent)),
                         None,
-                        |_| {},
+                        labperf::remote::SMALL_OUTPUT,
                     )?;
                     let text = String::from_utf8_lossy(&o.stdout).trim().to_string();
                     if text.starts_with("strobing:") {

@@ -1,6 +1,6 @@
 //! `labperf report FILE`: the per-function (or per-DSO / per-PC) profile.
 
-use super::ReportOpts;
+use super::opts::ReportOpts;
 use anyhow::{Context, Result};
 use std::path::PathBuf;
 
@@ -24,7 +24,7 @@ pub fn run(a: &Args) -> Result<()> {
 /// Builds and prints a report; warnings go to stderr.
 pub fn print(file: &std::path::Path, o: &ReportOpts) -> Result<()> {
     if o.topdown {
-        let r = labperf::topdown::build(file, o.symfs.clone())
+        let r = labperf::topdown::build(file, labperf::symbols::Search::new(o.symfs.clone()))
             .with_context(|| format!("cannot report TopDown from {}", file.display()))?;
         if let Some(w) = r.info.damage_warning() {
             eprintln!("{w}");
@@ -36,8 +36,12 @@ pub fn print(file: &std::path::Path, o: &ReportOpts) -> Result<()> {
         return Ok(());
     }
     if o.profileme {
-        let r = labperf::profileme::build(file, o.pc, o.symfs.clone())
-            .with_context(|| format!("cannot report ProfileMe samples from {}", file.display()))?;
+        let r = labperf::profileme::build(
+            file,
+            o.pc,
+            labperf::symbols::Search::new(o.symfs.clone()),
+        )
+        .with_context(|| format!("cannot report ProfileMe samples from {}", file.display()))?;
         if let Some(w) = r.info.damage_warning() {
             eprintln!("{w}");
         }
@@ -54,9 +58,10 @@ pub fn print(file: &std::path::Path, o: &ReportOpts) -> Result<()> {
         return Ok(());
     }
     if o.mem {
-        let r = labperf::profileme::build_mem(file, o.symfs.clone()).with_context(|| {
-            format!("cannot report DTB hits and misses from {}", file.display())
-        })?;
+        let r = labperf::profileme::build_mem(file, labperf::symbols::Search::new(o.symfs.clone()))
+            .with_context(|| {
+                format!("cannot report DTB hits and misses from {}", file.display())
+            })?;
         if let Some(w) = r.info.damage_warning() {
             eprintln!("{w}");
         }
@@ -73,8 +78,13 @@ pub fn print(file: &std::path::Path, o: &ReportOpts) -> Result<()> {
         return Ok(());
     }
     if o.metrics {
-        let (m, info) = labperf::metrics::build(file, o.symfs.clone(), o.discard, o.split)
-            .with_context(|| format!("cannot report metrics from {}", file.display()))?;
+        let (m, info) = labperf::metrics::build(
+            file,
+            labperf::symbols::Search::new(o.symfs.clone()),
+            o.discard,
+            o.split,
+        )
+        .with_context(|| format!("cannot report metrics from {}", file.display()))?;
         if let Some(w) = info.damage_warning() {
             eprintln!("{w}");
         }
@@ -84,12 +94,13 @@ pub fn print(file: &std::path::Path, o: &ReportOpts) -> Result<()> {
         print!("{}", m.render(o.format, o.top));
         return Ok(());
     }
-    let r = labperf::report::build(file, o.by, o.symfs.clone()).with_context(|| {
-        format!(
+    let r = labperf::report::build(file, o.by, labperf::symbols::Search::new(o.symfs.clone()))
+        .with_context(|| {
+            format!(
             "cannot report {}: check the path, or record one with `labperf record --local -- CMD`",
             file.display()
         )
-    })?;
+        })?;
     if let Some(w) = r.info.damage_warning() {
         eprintln!("{w}");
     }

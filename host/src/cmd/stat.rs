@@ -1,11 +1,11 @@
 //! `labperf stat`: counting mode with the agent, here or on lab machines (`--host`).
 
-use super::record::{find_agent, RemoteOpts};
-use super::remote::{connect, Connected};
+use super::lab;
+use super::opts::RemoteOpts;
 use anyhow::{bail, Context, Result};
-use labperf::deploy;
-use std::path::PathBuf;
-use std::process::Command;
+use labperf::text::show;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 
 /// Count events over a workload (perf stat style), optionally every -I ms.
 #[derive(Debug, clap::Args)]
@@ -37,12 +37,12 @@ pub struct Args {
     /// With --topdown: the table printed at the end (the agent prints live lines meanwhile).
     #[arg(long, value_enum, default_value = "table")]
     pub format: labperf::report::Format,
-    /// Record file of the counts.
-    #[arg(short, long, default_value = "labperf-stat.lpr")]
-    pub output: PathBuf,
-    /// The workload and its arguments, passed on exactly as given.
+    /// Also save the counts in this record file (like perf stat, nothing is written without it).
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// The workload and its arguments, passed on exactly as given (byte for byte).
     #[arg(last = true, required = true, value_name = "CMD")]
-    pub command: Vec<String>,
+    pub command: Vec<OsString>,
 }
 
 fn agent_args(a: &Args) -> Vec<String> {
@@ -67,90 +67,117 @@ fn agent_args(a: &Args) -> Vec<String> {
 }
 
 /// With --topdown, the table (or CSV, JSON) of the recorded intervals.
-fn print_topdown(a: &Args, file: &std::path::Path) -> Result<()> {
+fn print_topdown(a: &Args, file: &Path) -> Result<()> {
     if a.topdown {
-        let r = labperf::topdown::build(file, Vec::new())
+        let r = labperf::topdown::build(file, labperf::symbols::Search::new(Vec::new()))
             .with_context(|| format!("cannot read the TopDown counts in {}", file.display()))?;
         print!("{}", r.render(a.format, 0, super::report::colour()));
     }
     Ok(())
 }
 
+/// Where the counts go: `-o`, or (--topdown, which prints its table from the file, and
+/// --host, which fetches it) a temporary file removed afterwards.
+struct Out {
+    path: PathBuf,
+    temporary: bool,
+}
+
+impl Out {
+    fn new(a: &Args, needed: bool) -> Option<Out> {
+        match (&a.output, needed) {
+            (Some(p), _) => Some(Out {
+                path: p.clone(),
+                temporary: false,
+            }),
+            (None, true) => Some(Out {
+                path: std::env::temp_dir().join(format!(
+                    "labperf-stat-{}-{}.lpr",
+                    std::process::id(),
+                    std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map(|d| d.as_nanos())
+                        .unwrap_or(0)
+                )),
+                temporary: true,
+            }),
+            (None, false) => None,
+        }
+    }
+}
+
+impl Drop for Out {
+    fn drop(&mut self) {
+        if self.temporary {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
 pub fn run(a: &Args) -> Result<()> {
     if a.host.is_empty() {
-        let agent = find_agent()?;
-        let st = Command::new(&agent)
-            .arg("stat")
-            .arg("-o")
-            .arg(&a.output)
-            .args(agent_args(a))
-            .arg("--")
-            .args(&a.command)
-            .status()
-            .with_context(|| format!("cannot start the agent {}", agent.display()))?;
-        return match st.code() {
-            Some(0) => print_topdown(a, &a.output),
-            Some(125) => bail!("the agent could not count (its message is above)"),
-            Some(c) => {
-                // The workload's own status; its counts are still worth printing.
-                if a.output.exists() {
-                    print_topdown(a, &a.output)?;
-                }
-                std::process::exit(c)
-            }
-            None => bail!("the agent was killed"),
-        };
+        let agent = super::agents::find_agent()?;
+        let out = Out::new(a, a.topdown);
+        let f = super::local::run(
+            &agent,
+            "stat",
+            out.as_ref().map(|o| o.path.as_path()),
+            &agent_args(a),
+            false,
+            &a.command,
+        )?;
+        if f.interrupted {
+            eprintln!("note: interrupted: the counts end there");
+        }
+        // The workload's own status; its counts are still worth printing.
+        if let Some(o) = &out {
+            print_topdown(a, &o.path)?;
+        }
+        drop(out);
+        super::record::pass_on(f.status);
+        return Ok(());
     }
-    let mut failed = 0;
-    for h in &a.host {
-        let r = (|| -> Result<PathBuf> {
-            let Connected { remote, remote_dir } = connect(h, &a.ssh)?;
-            let arch = super::remote::target_arch(&remote, &a.ssh)?;
-            let (agent, _) =
-                deploy::ensure_agent(&remote, &super::record::agent_for(&arch)?, &remote_dir)?;
-            let (file, status) = deploy::run_agent(
-                &remote,
-                &agent,
-                &remote_dir,
-                "stat",
-                &agent_args(a),
-                &a.command,
-                |b| eprint!("{}", String::from_utf8_lossy(b)),
-            )?;
-            if status == 125 || status == 137 {
-                bail!("the agent on {h} could not count (exit {status}; its message is above)");
-            }
-            let out = if a.host.len() == 1 {
-                a.output.clone()
-            } else {
-                a.output.with_file_name(format!(
-                    "{}-{}.lpr",
-                    a.output
-                        .file_stem()
-                        .map(|s| s.to_string_lossy().into_owned())
-                        .unwrap_or_default(),
-                    h.replace(['/', ':', '@'], "_")
-                ))
-            };
-            deploy::fetch_record(&remote, &file, &out)?;
-            Ok(out)
-        })();
-        match r {
-            Ok(p) => {
-                eprintln!("[{h}] counts recorded in {}", p.display());
-                if let Err(e) = print_topdown(a, &p) {
-                    eprintln!("[{h}] error: {e:#}");
-                    failed += 1;
-                }
-            }
-            Err(e) => {
-                eprintln!("[{h}] error: {e:#}");
-                failed += 1;
-            }
+    let out = Out::new(a, true).expect("a file is needed to fetch the counts");
+    let job = lab::Job {
+        verb: "stat",
+        agent_args: agent_args(a),
+        command: &a.command,
+        output: &out.path,
+        binaries: false,
+    };
+    let results = lab::run(&a.host, &a.ssh, &job);
+    let mut failed = lab::summary(&results);
+    let mut worst = 0;
+    for (_, r) in &results {
+        let Ok(d) = r else { continue };
+        if !out.temporary {
+            eprintln!(
+                "[{}] counts recorded in {}",
+                show(&d.name),
+                d.file.display()
+            );
+        }
+        if let Err(e) = print_topdown(a, &d.file) {
+            eprintln!("[{}] error: {e:#}", show(&d.name));
+            failed += 1;
+        }
+        if out.temporary {
+            let _ = std::fs::remove_file(&d.file);
+        }
+        if d.interrupted {
+            eprintln!(
+                "[{}] note: interrupted: the counts end there",
+                show(&d.name)
+            );
+        }
+        if d.status != 0 {
+            worst = d.status;
         }
     }
     if failed > 0 {
         bail!("{failed} of {} host(s) failed", a.host.len());
     }
+    drop(out);
+    super::record::pass_on(worst);
     Ok(())
 }

@@ -1,0 +1,297 @@
+//! The one remote flow of the CLI, for `record --host` and `stat --host`: connect (hosts
+//! file, ssh config), put the agent there, run it with the workload's output streamed
+//! back, fetch its file (and, for recordings, the binaries its samples need), clean up,
+//! each host on its own thread; a failing host never stops the others.
+
+use super::opts::RemoteOpts;
+use anyhow::{Context, Result};
+use labperf::deploy::{self, RunFiles, RunIo};
+use labperf::remote::{parse_target, remote_dir, HostKeys, Remote};
+use labperf::text::{show, show_text};
+use std::ffi::OsString;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// A connected lab machine and the remote directory to use there.
+pub struct Connected {
+    pub remote: Remote,
+    pub remote_dir: String,
+}
+
+/// Connects to `spec`: a name from the hosts file, or `[user@]host[:port]` / an ssh config name.
+pub fn connect(spec: &str, o: &RemoteOpts) -> Result<Connected> {
+    let hosts = labperf::hosts::load(o.hosts_file.as_deref())?;
+    let entry = hosts.hosts.get(spec).cloned().unwrap_or_default();
+    let address = if entry.address.is_empty() {
+        spec
+    } else {
+        entry.address.as_str()
+    };
+    let mut t = parse_target(address, o.ssh_config.as_deref())?;
+    if !entry.address.is_empty() {
+        t.name = spec.to_string();
+    }
+    let known = o
+        .known_hosts
+        .clone()
+        .or(entry.known_hosts)
+        .unwrap_or_else(|| HostKeys::default().file);
+    let keys = HostKeys {
+        file: known,
+        accept_new: o.accept_new_host_key,
+    };
+    let mut ids = o.identity.clone();
+    ids.extend(entry.identity);
+    let dir = o
+        .remote_dir
+        .clone()
+        .or(entry.remote_dir)
+        .unwrap_or_else(|| ".cache/labperf".into());
+    let remote_dir = remote_dir(&dir)?;
+    let remote = Remote::connect(&t, &keys, &ids, Duration::from_secs(o.connect_timeout))?;
+    Ok(Connected { remote, remote_dir })
+}
+
+/// The target's architecture: `--arch`, or what its `uname -m` says.
+pub fn target_arch(r: &Remote, o: &RemoteOpts) -> Result<String> {
+    Ok(match &o.arch {
+        Some(arch) => arch.clone(),
+        None => deploy::arch(r)?,
+    })
+}
+
+/// Output file for one host: the given name, or `<stem>-<host>.lpr` when there are several.
+pub fn output_for(output: &Path, name: &str, hosts: usize) -> PathBuf {
+    if hosts == 1 {
+        return output.to_path_buf();
+    }
+    let stem = output
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "labperf".into());
+    let safe: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    output.with_file_name(format!("{stem}-{safe}.lpr"))
+}
+
+/// What to run on each host.
+pub struct Job<'a> {
+    /// `record` or `stat`.
+    pub verb: &'a str,
+    pub agent_args: Vec<String>,
+    pub command: &'a [OsString],
+    /// The local file (per host: see [`output_for`]).
+    pub output: &'a Path,
+    /// Fetch the binaries the samples need (recordings).
+    pub binaries: bool,
+}
+
+/// One host's recording.
+pub struct Done {
+    pub name: String,
+    pub file: PathBuf,
+    pub status: i32,
+    pub interrupted: bool,
+}
+
+/// The output of one host's run: the workload's stdout as it comes (each line prefixed with
+/// the host when there are several), stderr by lines with the host in front; control
+/// characters escaped wherever a terminal would obey them.
+struct HostIo {
+    name: String,
+    multi: bool,
+    out_line: Vec<u8>,
+    err_line: Vec<u8>,
+    raw_stdout: bool,
+}
+
+impl HostIo {
+    fn new(name: &str, multi: bool) -> HostIo {
+        HostIo {
+            name: show(name).into_owned(),
+            multi,
+            out_line: Vec::new(),
+            err_line: Vec::new(),
+            // Piped elsewhere, one host's stdout passes byte for byte, as ssh passes it.
+            raw_stdout: !multi && !std::io::stdout().is_terminal(),
+        }
+    }
+
+    fn flush_lines(buf: &mut Vec<u8>, all: bool, mut emit: impl FnMut(&[u8])) {
+        while let Some(i) = buf.iter().position(|&c| c == b'\n') {
+            let l: Vec<u8> = buf.drain(..=i).collect();
+            emit(&l[..l.len() - 1]);
+        }
+        if all && !buf.is_empty() {
+            let l = std::mem::take(buf);
+            emit(&l);
+        }
+    }
+
+    fn finish(&mut self) {
+        let name = self.name.clone();
+        Self::flush_lines(&mut self.err_line, true, |l| {
+            eprintln!("[{name}] {}", labperf::text::show_bytes(l));
+        });
+        let (multi, raw) = (self.multi, self.raw_stdout);
+        Self::flush_lines(&mut self.out_line, true, |l| {
+            print_stdout_line(&name, multi, raw, l);
+        });
+        let _ = std::io::stdout().flush();
+    }
+}
+
+fn print_stdout_line(name: &str, multi: bool, raw: bool, l: &[u8]) {
+    let mut out = std::io::stdout().lock();
+    if multi {
+        let _ = writeln!(out, "[{name}] {}", labperf::text::show_bytes(l));
+    } else if raw {
+        let _ = out.write_all(l);
+        let _ = out.write_all(b"\n");
+    } else {
+        let _ = writeln!(out, "{}", labperf::text::show_bytes(l));
+    }
+}
+
+impl RunIo for HostIo {
+    fn stdout(&mut self, b: &[u8]) {
+        if self.raw_stdout {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(b);
+            let _ = out.flush();
+            return;
+        }
+        self.out_line.extend_from_slice(b);
+        let (name, multi) = (self.name.clone(), self.multi);
+        Self::flush_lines(&mut self.out_line, false, |l| {
+            print_stdout_line(&name, multi, false, l);
+        });
+    }
+    fn stderr(&mut self, b: &[u8]) {
+        self.err_line.extend_from_slice(b);
+        let name = self.name.clone();
+        Self::flush_lines(&mut self.err_line, false, |l| {
+            eprintln!("[{name}] {}", labperf::text::show_bytes(l));
+        });
+    }
+    fn say(&mut self, m: &str) {
+        eprintln!("[{}] {}", self.name, show_text(m));
+    }
+}
+
+/// Runs `job` on one host.
+fn one(spec: &str, o: &RemoteOpts, job: &Job, hosts: usize) -> Result<Done> {
+    let mut io = HostIo::new(spec, hosts > 1);
+    let Connected {
+        remote: r,
+        remote_dir,
+    } = connect(spec, o)?;
+    let arch = target_arch(&r, o)?;
+    let local_agent = super::agents::agent_for(&arch)?;
+    let (agent, uploaded) = deploy::ensure_agent(&r, &local_agent, &remote_dir)?;
+    io.say(&format!(
+        "{arch}: agent {} ({})",
+        show(&agent),
+        if uploaded {
+            "uploaded"
+        } else {
+            "already there"
+        }
+    ));
+    let files = RunFiles::new(&remote_dir);
+    let file = output_for(job.output, spec, hosts);
+    let ran = deploy::run_agent(
+        &r,
+        &agent,
+        &files,
+        job.verb,
+        &job.agent_args,
+        job.command,
+        &mut io,
+    );
+    io.finish();
+    let finished = match ran {
+        Ok(f) => f,
+        Err(deploy::RunError::AgentKilled { host, .. }) => {
+            let partial = deploy::fetch_partial(&r, &files, &file);
+            return Err(deploy::RunError::AgentKilled { host, partial }.into());
+        }
+        Err(e) => {
+            deploy::cleanup(&r, &files);
+            return Err(e.into());
+        }
+    };
+    deploy::fetch_record(&r, &files, &file)
+        .with_context(|| format!("fetching the record file from {}", show(spec)))?;
+    if job.binaries {
+        for w in deploy::fetch_binaries(&r, &file, &labperf::cache::binaries()) {
+            io.say(&format!("warning: {w}"));
+        }
+    }
+    io.say(&format!("fetched {}", file.display()));
+    Ok(Done {
+        name: spec.to_string(),
+        file,
+        status: finished.status,
+        interrupted: finished.interrupted,
+    })
+}
+
+/// Runs `job` on every host at once; results in the order of `hosts`.
+pub fn run(hosts: &[String], o: &RemoteOpts, job: &Job) -> Vec<(String, Result<Done>)> {
+    labperf::interrupt::install();
+    std::thread::scope(|sc| {
+        let handles: Vec<_> = hosts
+            .iter()
+            .map(|h| (h.clone(), sc.spawn(move || one(h, o, job, hosts.len()))))
+            .collect();
+        handles
+            .into_iter()
+            .map(|(h, j)| {
+                (
+                    h,
+                    j.join().unwrap_or_else(|_| {
+                        Err(anyhow::anyhow!("the worker for this host panicked"))
+                    }),
+                )
+            })
+            .collect()
+    })
+}
+
+/// Prints the per-host summary (several hosts) and returns how many failed.
+pub fn summary(results: &[(String, Result<Done>)]) -> usize {
+    let failed = results.iter().filter(|(_, r)| r.is_err()).count();
+    for (host, r) in results {
+        if let Err(e) = r {
+            eprintln!("[{}] error: {e:#}", show(host));
+        }
+    }
+    if results.len() > 1 {
+        eprintln!(
+            "summary: {} of {} hosts recorded",
+            results.len() - failed,
+            results.len()
+        );
+        for (host, r) in results {
+            eprintln!(
+                "  {}: {}",
+                show(host),
+                match r {
+                    Ok(d) => format!("ok, {}", d.file.display()),
+                    Err(e) => format!("FAILED: {}", format!("{e:#}").lines().next().unwrap_or("")),
+                }
+            );
+        }
+    }
+    failed
+}

@@ -1,0 +1,105 @@
+//! The agent on this machine, for `record` and `stat`: its result read from its status
+//! file (never guessed from its exit code), Ctrl-C forwarded as the agent expects, a second
+//! Ctrl-C kills it.
+
+use anyhow::{bail, Context, Result};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+/// How a local run ended: the workload's exit code, and whether it was interrupted.
+pub struct Finished {
+    pub status: i32,
+    pub interrupted: bool,
+}
+
+/// A fresh status file name in the temporary directory.
+fn status_path() -> PathBuf {
+    std::env::temp_dir().join(format!(
+        "labperf-status-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0)
+    ))
+}
+
+/// Runs `agent <verb> [-o output] --status-file F <agent_args> -- <command>` here.
+pub fn run(
+    agent: &Path,
+    verb: &str,
+    output: Option<&Path>,
+    agent_args: &[String],
+    progress: bool,
+    command: &[OsString],
+) -> Result<Finished> {
+    labperf::interrupt::install();
+    let status = status_path();
+    let mut cmd = Command::new(agent);
+    cmd.arg(verb);
+    if let Some(o) = output {
+        cmd.arg("-o").arg(o);
+    }
+    cmd.arg("--status-file").arg(&status).args(agent_args);
+    if progress {
+        cmd.arg("--progress");
+    }
+    cmd.arg("--").args(command);
+    let mut child = cmd.spawn().with_context(|| {
+        format!(
+            "cannot start the agent {}: check that it is executable",
+            agent.display()
+        )
+    })?;
+    // The terminal sends Ctrl-C to the agent too, which stops the workload and finishes
+    // its file; labperf waits for it. A second interrupt kills the agent.
+    let base = labperf::interrupt::count();
+    let mut killed = false;
+    loop {
+        if let Some(_st) = child.try_wait()? {
+            break;
+        }
+        let n = labperf::interrupt::count().wrapping_sub(base);
+        if n >= 2 && !killed {
+            eprintln!("labperf: interrupted again: killing the agent");
+            let _ = child.kill();
+            killed = true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let interrupted = labperf::interrupt::count() != base;
+    let line = std::fs::read_to_string(&status).unwrap_or_default();
+    let _ = std::fs::remove_file(&status);
+    let line = line.trim();
+    let (kind, rest) = line.split_once(' ').unwrap_or((line, ""));
+    match kind {
+        "ok" => Ok(Finished {
+            status: rest.trim().parse().unwrap_or(0),
+            interrupted,
+        }),
+        "exec-error" => bail!(
+            "the workload '{}' could not be started ({}): check the command and PATH",
+            command[0].to_string_lossy(),
+            labperf::text::show(rest)
+        ),
+        "disk-full" => bail!(
+            "no space left for the record file: {}",
+            labperf::text::show(rest)
+        ),
+        "agent-error" => {
+            bail!("the agent could not {verb} (its message is above); nothing was recorded")
+        }
+        _ => {
+            let part = output.map(|o| PathBuf::from(format!("{}.part", o.display())));
+            match part.filter(|p| p.exists()) {
+                Some(p) => bail!(
+                    "the agent was killed before it finished: what it had written is in {} (`labperf report` reads it)",
+                    p.display()
+                ),
+                None => bail!("the agent was killed before it finished"),
+            }
+        }
+    }
+}

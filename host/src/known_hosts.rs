@@ -9,8 +9,8 @@
 //! refused even when another line lists them; `@cert-authority` lines say nothing about a
 //! plain host key; a key is "changed" only against a known key of its own type, and the
 //! algorithms of the known keys are negotiated first, so a host known only by its RSA or
-//! ECDSA key is checked against that key. `tests/ssh_host.rs` checks every rule against
-//! the real OpenSSH client.
+//! ECDSA key is checked against that key; off port 22, a key a plain `host` line lists is
+//! known too. `tests/known_hosts.rs` checks every rule against the real OpenSSH client.
 
 use hmac::{Hmac, Mac};
 use ssh_key::known_hosts::{Entry, HostPatterns, Marker};
@@ -164,7 +164,18 @@ pub enum Verdict {
     Revoked,
 }
 
-/// Checks `key` (the server's, in SSH wire encoding) presented by `name`.
+/// Checks `key` presented by `host` on `port`. Off port 22, a key that the `[host]:port`
+/// lines do not know but a plain `host` line lists is known too (OpenSSH's rule); a
+/// different key under the plain name is not a change.
+pub fn check_host(entries: &[Entry], host: &str, port: u16, key: &PublicKey) -> Verdict {
+    let v = check(entries, &lookup_name(host, port), key);
+    if v == Verdict::New && port != 22 && check(entries, host, key) == Verdict::Known {
+        return Verdict::Known;
+    }
+    v
+}
+
+/// Checks `key` (the server's) presented under the lookup name `name`.
 pub fn check(entries: &[Entry], name: &str, key: &PublicKey) -> Verdict {
     let host: Vec<&Entry> = entries
         .iter()

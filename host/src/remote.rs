@@ -828,7 +828,7 @@ fn check_host_key(
         .unwrap_or_default();
     let kind = key.algorithm().as_str().to_string();
     let host = show(&t.name).into_owned();
-    match known_hosts::check(entries, name, &key) {
+    match known_hosts::check_host(entries, &t.host, t.port, &key) {
         Verdict::Known => Ok(()),
         Verdict::Revoked => Err(RemoteError::HostKeyRevoked {
             host,

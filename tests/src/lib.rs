@@ -51,6 +51,7 @@ pub fn scratch(test: &str) -> PathBuf {
 pub mod alpha;
 pub mod golden;
 pub mod ring;
+pub mod sshd;
 
 /// Whether this machine's kernel opens the hardware cycles event for this process (user
 /// mode): asked with perf_event_open directly, independently of the agents.

@@ -2,99 +2,11 @@
 //! the full flow, host keys, authentication, exact arguments, and remote failures.
 
 use labperf_common::decode_all;
+use labperf_tests::sshd::*;
 use labperf_tests::{bin, scratch};
-use std::net::TcpListener;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
-
-/// A private sshd: its own host key, one authorized client key, root login by key only.
-struct Sshd {
-    dir: PathBuf,
-    port: u16,
-    child: Child,
-}
-
-fn keygen(path: &Path) {
-    let st = Command::new("ssh-keygen")
-        .args(["-q", "-t", "ed25519", "-N", "", "-f"])
-        .arg(path)
-        .status()
-        .unwrap();
-    assert!(st.success());
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-impl Sshd {
-    fn start(name: &str) -> Sshd {
-        let dir = scratch(name);
-        keygen(&dir.join("host_key"));
-        keygen(&dir.join("client_key"));
-        std::fs::copy(dir.join("client_key.pub"), dir.join("authorized_keys")).unwrap();
-        Self::start_in(dir, free_port())
-    }
-
-    fn start_in(dir: PathBuf, port: u16) -> Sshd {
-        Self::start_with(dir, port, "")
-    }
-
-    /// Starts sshd with extra configuration lines.
-    fn start_with(dir: PathBuf, port: u16, extra: &str) -> Sshd {
-        let _ = std::fs::create_dir_all("/run/sshd");
-        let cfg = dir.join("sshd_config");
-        std::fs::write(
-            &cfg,
-            format!(
-                "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nPidFile {d}/sshd.pid\nAuthorizedKeysFile {d}/authorized_keys\nPermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n{extra}",
-                d = dir.display()
-            ),
-        )
-        .unwrap();
-        let child = Command::new("/usr/sbin/sshd")
-            .args(["-D", "-e", "-f"])
-            .arg(&cfg)
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("OpenSSH sshd (openssh-server, installed by `cargo xtask setup`)");
-        let t = Instant::now();
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(t.elapsed() < Duration::from_secs(10), "sshd did not start");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Sshd { dir, port, child }
-    }
-
-    fn spec(&self) -> String {
-        format!("root@127.0.0.1:{}", self.port)
-    }
-}
-
-impl Drop for Sshd {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// `labperf` isolated from this machine's own ssh set-up: HOME without keys (made under
-/// `dir`), no ssh-agent, its cache under `dir`, and the built x86_64 agent.
-fn labperf_in(dir: &Path) -> Command {
-    let home = dir.join("home");
-    std::fs::create_dir_all(&home).unwrap();
-    let mut c = Command::new(bin("labperf"));
-    c.env("HOME", &home)
-        .env("XDG_CACHE_HOME", dir.join("cache"))
-        .env_remove("SSH_AUTH_SOCK")
-        .env("LABPERF_AGENT", bin("labperf-agent"));
-    c
-}
 
 /// `labperf record --host` with this test's known_hosts, key and remote directory, and
 /// a HOME without keys so nothing of the machine's own ssh set-up is used.
@@ -785,4 +697,367 @@ fn alpha_agent_deploys_runs_under_binfmt_qemu_alpha_and_reports_profileme() {
         .find(|l| l.contains(&format!("{branch:#018x} branch_mispredicts")))
         .unwrap_or_else(|| panic!("{stdout}"));
     assert_eq!(line.split_whitespace().nth(3), Some("21.0"), "{line}");
+}
+
+/// A compromised lab machine (its sshd's ForceCommand): the record file it serves is a
+/// crafted one, whose mappings name paths outside the cache and devices, and any other
+/// file it is asked for comes back as a few bytes of its choosing. Everything else runs.
+const HOSTILE: &str = r#"#!/bin/sh
+case "$SSH_ORIGINAL_COMMAND" in
+  *".lpr'; "*"exec head -c"*)
+    n=$(wc -c < '@CRAFTED@'); echo "$n"; cat '@CRAFTED@' ;;
+  *"exec head -c"*)
+    printf '6\nevil!\n' ;;
+  *) exec /bin/sh -c "$SSH_ORIGINAL_COMMAND" ;;
+esac
+"#;
+
+/// Every file under `dir` (relative paths), skipping `skip` subtrees.
+fn tree(dir: &Path, skip: &[&str]) -> std::collections::BTreeSet<String> {
+    let mut out = std::collections::BTreeSet::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            let rel = p.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
+            if skip.iter().any(|s| rel.starts_with(s)) {
+                continue;
+            }
+            if e.file_type().unwrap().is_dir() {
+                stack.push(p);
+            } else {
+                out.insert(rel);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn a_compromised_lab_machine_cannot_write_outside_the_cache() {
+    use labperf_common::*;
+    let dir = scratch("ssh-hostile");
+    keygen(&dir.join("host_key"));
+    keygen(&dir.join("client_key"));
+    std::fs::copy(dir.join("client_key.pub"), dir.join("authorized_keys")).unwrap();
+    // The workstation's own files that the attack aims at.
+    let home = dir.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(home.join(".bashrc"), "original bashrc\n").unwrap();
+    std::fs::write(home.join(".profile"), "original profile\n").unwrap();
+    // The crafted recording: mappings whose paths climb out of any directory they are
+    // joined to, a build-id too short to be one, a real-looking build-id, a device.
+    let up = format!("/../../../../../../../..{}", home.display());
+    let maps: Vec<(String, Option<Vec<u8>>)> = vec![
+        (format!("{up}/.bashrc"), None),
+        (format!("{up}/.profile"), Some(vec![1, 2, 3])),
+        ("/lib/x86_64-linux-gnu/evil.so".into(), Some(vec![0xee; 20])),
+        ("/dev/zero".into(), None),
+    ];
+    let mut enc = Encoder::new();
+    let mut f = Encoder::prelude().to_vec();
+    let mut h = labperf_tests::golden::header(labperf_tests::golden::Kind::Sample);
+    h.hostname = "evilhost".into();
+    f.extend(enc.header_frame(&h));
+    for (i, (path, build_id)) in maps.iter().enumerate() {
+        let base = 0x10_0000 * (i as u64 + 1);
+        enc.push(&Record::Mmap2(Mmap2 {
+            pid: 9,
+            tid: 9,
+            addr: base,
+            len: 0x1000,
+            path: path.clone(),
+            build_id: build_id.clone(),
+            ..Default::default()
+        }));
+        enc.push(&Record::Sample(Sample {
+            pid: 9,
+            tid: 9,
+            ip: base + 0x10,
+            period: 1,
+            ..Default::default()
+        }));
+    }
+    f.extend(enc.trailer_frame(&Trailer::default()));
+    let crafted = dir.join("crafted.lpr");
+    std::fs::write(&crafted, &f).unwrap();
+    let wrapper = dir.join("hostile.sh");
+    std::fs::write(
+        &wrapper,
+        HOSTILE.replace("@CRAFTED@", &crafted.display().to_string()),
+    )
+    .unwrap();
+    Command::new("chmod")
+        .arg("755")
+        .arg(&wrapper)
+        .status()
+        .unwrap();
+    let s = Sshd::start_with(
+        dir,
+        free_port(),
+        &format!("ForceCommand {}\n", wrapper.display()),
+    );
+    let kh = s.dir.join("known_hosts");
+    let out = s.dir.join("out.lpr");
+    let before = tree(&s.dir, &["remote", "cache"]);
+    let o = record(
+        &s,
+        &kh,
+        &[
+            "--accept-new-host-key",
+            "-e",
+            "task-clock",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+        &["/bin/true"],
+    );
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    // Nothing outside the cache changed: only the record file and known_hosts are new.
+    assert_eq!(
+        std::fs::read_to_string(home.join(".bashrc")).unwrap(),
+        "original bashrc\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(home.join(".profile")).unwrap(),
+        "original profile\n"
+    );
+    let after = tree(&s.dir, &["remote", "cache"]);
+    let new: Vec<&String> = after.difference(&before).collect();
+    assert_eq!(new, ["known_hosts", "out.lpr"], "{err}");
+    // Nothing was cached: none of what came back is an ELF file, one build-id is no build-id.
+    let cached = tree(&s.dir.join("cache"), &[]);
+    assert!(
+        cached.iter().all(|p| !p.ends_with("/elf")),
+        "cached: {cached:?}\n{err}"
+    );
+    assert!(err.contains("not an ELF file"), "{err}");
+    assert!(err.contains("not a real one"), "{err}");
+    // No temporary file stayed behind in the cache either.
+    assert!(cached.iter().all(|p| !p.contains(".tmp.")), "{cached:?}");
+}
+
+#[test]
+fn a_workloads_exit_status_and_stderr_never_discard_its_recording() {
+    let s = Sshd::start("ssh-exits");
+    let kh = s.dir.join("known_hosts");
+    // A workload that exits 125 or 127 itself, one killed by a signal, one that prints
+    // what a full disk prints: each is the workload's business, and its recording is kept.
+    let cases: [(&str, i32); 4] = [
+        ("echo 'No space left on device' >&2; exit 125", 125),
+        ("exit 127", 127),
+        ("kill -9 $$", 137),
+        ("echo 'write error: No space left on device' >&2", 0),
+    ];
+    for (i, (script, want)) in cases.iter().enumerate() {
+        for local in [false, true] {
+            let out = s.dir.join(format!("exit-{i}-{local}.lpr"));
+            let args = [
+                "--accept-new-host-key",
+                "-e",
+                "task-clock",
+                "--no-report",
+                "-o",
+                out.to_str().unwrap(),
+            ];
+            let cmd = ["/bin/sh", "-c", script];
+            let o = if local {
+                labperf_in(&s.dir)
+                    .args(["record", "--local", "-e", "task-clock", "--no-report", "-o"])
+                    .arg(&out)
+                    .arg("--")
+                    .args(cmd)
+                    .output()
+                    .unwrap()
+            } else {
+                record(&s, &kh, &args, &cmd)
+            };
+            let err = stderr(&o);
+            assert_eq!(
+                o.status.code(),
+                Some(*want),
+                "{script} (local {local}): {err}"
+            );
+            let d = decode_all(
+                &std::fs::read(&out)
+                    .unwrap_or_else(|e| panic!("{script} (local {local}): no file: {e}\n{err}")),
+            );
+            let t = d.trailer.unwrap();
+            let code = t.exit.code.or(t.exit.signal.map(|s| 128 + s));
+            assert_eq!(code, Some(*want), "{script}");
+            assert!(!err.contains("disk of"), "{err}");
+        }
+    }
+    // The run's files on the lab machine are gone.
+    let left = Command::new("find")
+        .arg(s.dir.join("remote/runs"))
+        .args(["-type", "f"])
+        .output()
+        .unwrap();
+    assert!(
+        left.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&left.stdout)
+    );
+}
+
+#[test]
+fn a_workload_that_cannot_start_leaves_the_previous_recording_alone() {
+    let s = Sshd::start("ssh-typo");
+    let kh = s.dir.join("known_hosts");
+    let out = s.dir.join("old.lpr");
+    std::fs::write(&out, b"the previous recording").unwrap();
+    let o = record(
+        &s,
+        &kh,
+        &[
+            "--accept-new-host-key",
+            "--no-report",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+        &["/no/such/program"],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("could not be started"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(std::fs::read(&out).unwrap(), b"the previous recording");
+    let o = labperf_in(&s.dir)
+        .args(["record", "--local", "--no-report", "-o"])
+        .arg(&out)
+        .args(["--", "/no/such/program"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("could not be started"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(std::fs::read(&out).unwrap(), b"the previous recording");
+    let o = Command::new(bin("labperf-agent"))
+        .args(["record", "-o"])
+        .arg(&out)
+        .args(["--", "/no/such/program"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(127));
+    assert_eq!(std::fs::read(&out).unwrap(), b"the previous recording");
+    assert!(!s.dir.join("old.lpr.part").exists());
+}
+
+/// The agent's pid on the test's lab machine (its command line names the remote dir).
+fn remote_agent(s: &Sshd) -> Option<String> {
+    let pattern = format!("{}/agents/.*record", s.dir.join("remote").display());
+    let o = Command::new("pgrep")
+        .args(["-f", &pattern])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout)
+        .split_whitespace()
+        .next()
+        .map(str::to_string)
+}
+
+#[test]
+fn interrupts_stop_the_remote_workload_save_its_recording_and_clean_up() {
+    let s = Sshd::start("ssh-interrupt");
+    let kh = s.dir.join("known_hosts");
+    let bench = bin("labperf-bench");
+    let run = |out: &Path| {
+        record_cmd(&s, &kh, &s.dir.join("remote"))
+            .args([
+                "--accept-new-host-key",
+                "-e",
+                "cpu-clock",
+                "--no-report",
+                "-o",
+            ])
+            .arg(out)
+            .arg("--")
+            .arg(&bench)
+            .args(["--duration", "60", "--classes", "nops"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let wait_agent = || {
+        let t = Instant::now();
+        loop {
+            if let Some(p) = remote_agent(&s) {
+                return p;
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(10),
+                "the agent never started"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    // One SIGINT (and, the second time, SIGTERM as a service manager sends it): the
+    // workload stops, the agent finishes its file, labperf fetches it and cleans up.
+    for (i, sig) in [libc::SIGINT, libc::SIGTERM].into_iter().enumerate() {
+        let out = s.dir.join(format!("int-{i}.lpr"));
+        let child = run(&out);
+        wait_agent();
+        std::thread::sleep(Duration::from_millis(800));
+        let t = Instant::now();
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let o = child.wait_with_output().unwrap();
+        let err = stderr(&o);
+        assert!(t.elapsed() < Duration::from_secs(10), "{err}");
+        assert_eq!(
+            o.status.code(),
+            Some(130),
+            "the bench died of SIGINT: {err}"
+        );
+        assert!(err.contains("interrupted"), "{err}");
+        let d = decode_all(&std::fs::read(&out).unwrap());
+        assert!(d.losses.is_clean(), "{:?}", d.damage);
+        assert_eq!(d.trailer.unwrap().exit.signal, Some(2));
+        assert!(remote_agent(&s).is_none(), "the agent still runs");
+    }
+    // Twice: abort. The agent and the workload are killed, nothing is saved or left.
+    let out = s.dir.join("abort.lpr");
+    let child = run(&out);
+    let pid = wait_agent();
+    let bench_pid = || {
+        let o = Command::new("pgrep").args(["-P", &pid]).output().unwrap();
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    };
+    let workload = bench_pid();
+    assert!(!workload.is_empty());
+    for _ in 0..2 {
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        std::thread::sleep(Duration::from_millis(30));
+    }
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("interrupted twice"), "{}", stderr(&o));
+    assert!(!out.exists());
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(remote_agent(&s).is_none(), "the agent still runs");
+    assert!(
+        !Path::new(&format!("/proc/{workload}")).exists()
+            || std::fs::read_to_string(format!("/proc/{workload}/stat"))
+                .is_ok_and(|st| st.contains(") Z")),
+        "the workload outlived the abort"
+    );
+    let left = Command::new("find")
+        .arg(s.dir.join("remote/runs"))
+        .args(["-type", "f"])
+        .output()
+        .unwrap();
+    assert!(
+        left.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&left.stdout)
+    );
 }

@@ -53,15 +53,20 @@ pub fn run(
             agent.display()
         )
     })?;
-    // The terminal sends Ctrl-C to the agent too, which stops the workload and finishes
-    // its file; labperf waits for it. A second interrupt kills the agent.
+    // The first interrupt goes to the agent (a terminal's Ctrl-C reaches it anyway), which
+    // stops the workload and finishes its file; labperf waits. A second one kills it.
     let base = labperf::interrupt::count();
-    let mut killed = false;
+    let (mut forwarded, mut killed) = (false, false);
     loop {
         if let Some(_st) = child.try_wait()? {
             break;
         }
         let n = labperf::interrupt::count().wrapping_sub(base);
+        if n >= 1 && !forwarded {
+            forwarded = true;
+            // SAFETY: signalling our own child.
+            unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        }
         if n >= 2 && !killed {
             eprintln!("labperf: interrupted again: killing the agent");
             let _ = child.kill();

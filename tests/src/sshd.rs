@@ -1,0 +1,122 @@
+//! Private OpenSSH sshd instances on 127.0.0.1 for the tests, and `labperf` isolated from
+//! this machine's own ssh set-up.
+
+use crate::{bin, scratch};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A private sshd: its own host key, one authorized client key, root login by key only.
+pub struct Sshd {
+    pub dir: PathBuf,
+    pub port: u16,
+    pub child: Child,
+}
+
+pub fn keygen(path: &Path) {
+    keygen_type(path, "ed25519");
+}
+
+/// A key pair of type `ty` (ed25519, rsa, ecdsa) at `path` and `path.pub`.
+pub fn keygen_type(path: &Path, ty: &str) {
+    let mut c = Command::new("ssh-keygen");
+    c.args(["-q", "-t", ty, "-N", "", "-f"]).arg(path);
+    if ty == "rsa" {
+        c.args(["-b", "2048"]);
+    }
+    assert!(c.status().unwrap().success());
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl Sshd {
+    pub fn start(name: &str) -> Sshd {
+        let dir = scratch(name);
+        keygen(&dir.join("host_key"));
+        keygen(&dir.join("client_key"));
+        std::fs::copy(dir.join("client_key.pub"), dir.join("authorized_keys")).unwrap();
+        Self::start_in(dir, free_port())
+    }
+
+    pub fn start_in(dir: PathBuf, port: u16) -> Sshd {
+        Self::start_with(dir, port, "")
+    }
+
+    /// Starts sshd with extra configuration lines.
+    pub fn start_with(dir: PathBuf, port: u16, extra: &str) -> Sshd {
+        let _ = std::fs::create_dir_all("/run/sshd");
+        let cfg = dir.join("sshd_config");
+        std::fs::write(
+            &cfg,
+            format!(
+                "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nPidFile {d}/sshd.pid\nAuthorizedKeysFile {d}/authorized_keys\nPermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n{extra}",
+                d = dir.display()
+            ),
+        )
+        .unwrap();
+        let child = Command::new("/usr/sbin/sshd")
+            .args(["-D", "-e", "-f"])
+            .arg(&cfg)
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("OpenSSH sshd (openssh-server, installed by `cargo xtask setup`)");
+        let t = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(t.elapsed() < Duration::from_secs(10), "sshd did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Sshd { dir, port, child }
+    }
+
+    /// An sshd with three host keys: ed25519 (`host_key`), RSA and ECDSA P-256.
+    pub fn start_with_key_types(name: &str) -> Sshd {
+        let dir = scratch(name);
+        keygen(&dir.join("host_key"));
+        keygen_type(&dir.join("host_rsa"), "rsa");
+        keygen_type(&dir.join("host_ecdsa"), "ecdsa");
+        keygen(&dir.join("client_key"));
+        std::fs::copy(dir.join("client_key.pub"), dir.join("authorized_keys")).unwrap();
+        let extra = format!(
+            "HostKey {d}/host_rsa\nHostKey {d}/host_ecdsa\n",
+            d = dir.display()
+        );
+        Self::start_with(dir, free_port(), &extra)
+    }
+
+    /// The public host key of type `file` (`host_key`, `host_rsa`, `host_ecdsa`): "type base64".
+    pub fn host_key(&self, file: &str) -> String {
+        let s = std::fs::read_to_string(self.dir.join(format!("{file}.pub"))).unwrap();
+        s.split_whitespace().take(2).collect::<Vec<_>>().join(" ")
+    }
+
+    pub fn spec(&self) -> String {
+        format!("root@127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for Sshd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `labperf` isolated from this machine's own ssh set-up: HOME without keys (made under
+/// `dir`), no ssh-agent, its cache under `dir`, and the built x86_64 agent.
+pub fn labperf_in(dir: &Path) -> Command {
+    let home = dir.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let mut c = Command::new(bin("labperf"));
+    c.env("HOME", &home)
+        .env("XDG_CACHE_HOME", dir.join("cache"))
+        .env_remove("SSH_AUTH_SOCK")
+        .env("LABPERF_AGENT", bin("labperf-agent"));
+    c
+}

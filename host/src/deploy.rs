@@ -317,7 +317,12 @@ pub fn cleanup(r: &Remote, files: &RunFiles) {
 
 /// Fetches the remote file `remote` to `local`: streamed into a new temporary file beside
 /// it, checked, then renamed, so `local` is either the complete file or what it was before.
-pub fn fetch_file(r: &Remote, remote: &str, local: &Path, limit: u64) -> Result<(), RemoteError> {
+pub fn fetch_file(
+    r: &Remote,
+    remote: &str,
+    local: &Path,
+    limit: u64,
+) -> Result<crate::remote::Fetched, RemoteError> {
     use std::os::unix::fs::OpenOptionsExt;
     let lerr = |why: String| RemoteError::Local {
         path: local.into(),
@@ -341,9 +346,11 @@ pub fn fetch_file(r: &Remote, remote: &str, local: &Path, limit: u64) -> Result<
             Ok(x)
         })
     };
-    let res = fetched
-        .and_then(|_| f.sync_all().map_err(|e| lerr(e.to_string())))
-        .and_then(|_| std::fs::rename(&tmp, local).map_err(|e| lerr(e.to_string())));
+    let res = fetched.and_then(|x| {
+        f.sync_all().map_err(|e| lerr(e.to_string()))?;
+        std::fs::rename(&tmp, local).map_err(|e| lerr(e.to_string()))?;
+        Ok(x)
+    });
     if res.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
@@ -351,7 +358,11 @@ pub fn fetch_file(r: &Remote, remote: &str, local: &Path, limit: u64) -> Result<
 }
 
 /// After a run: fetches its record file to `local` and removes the run's files there.
-pub fn fetch_record(r: &Remote, files: &RunFiles, local: &Path) -> Result<(), RemoteError> {
+pub fn fetch_record(
+    r: &Remote,
+    files: &RunFiles,
+    local: &Path,
+) -> Result<crate::remote::Fetched, RemoteError> {
     let res = fetch_file(r, &files.file, local, MAX_RECORD);
     if res.is_ok() {
         cleanup(r, files);
@@ -377,7 +388,7 @@ fn files_hit(file: &Path) -> (Vec<MappedFile>, String) {
     let mut files: Vec<MappedFile> = Vec::new();
     let mut ips: HashSet<(u32, u64)> = HashSet::new();
     let mut hostname = String::new();
-    let info = crate::load::stream(file, |r| match r {
+    let info = crate::load::stream(&file.into(), |r| match r {
         Record::Mmap2(m) if m.path.starts_with('/') => {
             let i = files
                 .iter()

@@ -1,14 +1,19 @@
 //! labperf host library: reading record files, symbolization, aggregation and output formats.
 
 pub mod cache;
+#[cfg(feature = "remote")]
 pub mod deploy;
+pub mod dump;
+#[cfg(feature = "remote")]
 pub mod hosts;
 pub mod interrupt;
+#[cfg(feature = "remote")]
 pub mod known_hosts;
 pub mod load;
 pub mod metrics;
 pub mod profileme;
 pub mod progress;
+#[cfg(feature = "remote")]
 pub mod remote;
 pub mod report;
 pub mod symbols;

@@ -2,7 +2,7 @@
 
 use crate::progress::Progress;
 use labperf_common::{
-    Damage, Decoder, Event, FrameEvent, FrameRef, Header, HeaderExt, Light, Losses, Record,
+    Damage, Decoder, Event, FrameEvent, FrameRef, Header, HeaderExt, Light, Losses, Mmap2, Record,
     RecordReader, Shared, Trailer,
 };
 use std::collections::HashMap;
@@ -46,11 +46,54 @@ pub struct FileInfo {
     pub losses: Losses,
     pub bytes: u64,
     pub records: u64,
+    /// Samples in the file.
+    pub samples: u64,
+    /// Records the kernel says it lost (the sum of the LOST records).
+    pub kernel_lost: u64,
 }
 
-/// Streams every record of `path` to `f`, in file order.
-pub fn stream(path: &Path, mut f: impl FnMut(&Record)) -> Result<FileInfo, LoadError> {
-    let info = read(path, |dec, info| {
+/// A recording to read: a file (read when needed), or bytes already in memory (tests,
+/// fuzzing); its name is what messages say.
+#[derive(Clone)]
+pub struct Source {
+    pub name: PathBuf,
+    bytes: Option<Shared>,
+}
+
+impl Source {
+    pub fn path(p: &Path) -> Source {
+        Source {
+            name: p.into(),
+            bytes: None,
+        }
+    }
+
+    pub fn bytes(name: &str, b: Shared) -> Source {
+        Source {
+            name: name.into(),
+            bytes: Some(b),
+        }
+    }
+
+    /// The whole input, shared (the file memory-mapped).
+    pub fn data(&self) -> Result<Shared, LoadError> {
+        match &self.bytes {
+            Some(b) => Ok(b.clone()),
+            None => map_file(&self.name),
+        }
+    }
+}
+
+impl From<&Path> for Source {
+    fn from(p: &Path) -> Source {
+        Source::path(p)
+    }
+}
+
+/// Streams every record of `src` to `f`, in file order.
+pub fn stream(src: &Source, mut f: impl FnMut(&Record)) -> Result<FileInfo, LoadError> {
+    let path = &src.name;
+    let info = read(src, |dec, info| {
         while let Some(e) = dec.poll() {
             info.take(e, &mut f);
         }
@@ -62,14 +105,16 @@ pub fn stream(path: &Path, mut f: impl FnMut(&Record)) -> Result<FileInfo, LoadE
 /// Like [`stream`], and `f` also sees the header once it has been read (it precedes
 /// every record in an intact file).
 pub fn stream_with_header(
-    path: &Path,
+    src: &Source,
     mut f: impl FnMut(Option<&Header>, &Record),
 ) -> Result<FileInfo, LoadError> {
-    let info = read(path, |dec, info| {
+    let path = &src.name;
+    let info = read(src, |dec, info| {
         while let Some(e) = dec.poll() {
             match e {
                 Event::Record(r) => {
                     info.records += 1;
+                    info.count(&r);
                     f(info.header.as_ref(), &r)
                 }
                 other => info.take(other, &mut |_| {}),
@@ -86,15 +131,93 @@ pub type IpCounts = HashMap<(u32, u64), (u64, u64), BuildHasherDefault<FxHasher>
 /// What [`sample_counts`] gathers.
 pub struct Counts {
     pub by_ip: IpCounts,
-    /// The mmap2, fork and lost records, in file order.
-    pub others: Vec<Record>,
+    /// The side band symbols need, in file order: forks, and the mappings samples land in.
+    pub others: Vec<Side>,
     pub info: FileInfo,
+}
+
+/// A side-band record kept by [`sample_counts`] (smaller than a [`Record`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Side {
+    Map(Mmap2),
+    Fork { pid: u32, ppid: u32 },
+}
+
+impl Side {
+    /// As a record, for [`crate::symbols::Symbolizer::observe`].
+    pub fn record(self) -> Record {
+        match self {
+            Side::Map(m) => Record::Mmap2(m),
+            Side::Fork { pid, ppid } => Record::Fork(labperf_common::Task {
+                pid,
+                ppid,
+                tid: pid,
+                ptid: ppid,
+                time: 0,
+            }),
+        }
+    }
+}
+
+/// The side band of the frames `side_frames` (read again, in file order): every fork, and
+/// the mappings that some sample lands in. A mapping no sample of its process (or of a
+/// process forked from it) lands in never resolves an address, and the addresses it would
+/// hide from an earlier mapping have no samples either: leaving it out changes nothing,
+/// and keeps memory in proportion to the samples, not to the mappings a file lists.
+fn side_band(
+    data: &Shared,
+    frames: &[FrameRef],
+    side_frames: &[usize],
+    forks: &[(u32, u32)],
+    by_ip: &IpCounts,
+) -> Vec<Side> {
+    let parents: HashMap<u32, u32> = forks.iter().copied().collect();
+    let mut ips: HashMap<u32, Vec<u64>> = HashMap::new();
+    for &(pid, ip) in by_ip.keys() {
+        // The sample's process and its ancestors (whose mappings it inherited).
+        let mut p = pid;
+        for _ in 0..64 {
+            ips.entry(p).or_default().push(ip);
+            match parents.get(&p) {
+                Some(&pp) if pp != p => p = pp,
+                _ => break,
+            }
+        }
+    }
+    for v in ips.values_mut() {
+        v.sort_unstable();
+        v.dedup();
+    }
+    let hit = |m: &Mmap2| {
+        ips.get(&m.pid).is_some_and(|v| {
+            let i = v.partition_point(|&ip| ip < m.addr);
+            v.get(i).is_some_and(|&ip| ip - m.addr < m.len)
+        })
+    };
+    let mut out = Vec::new();
+    for &i in side_frames {
+        let Some(mut rr) = frames.get(i).and_then(|&f| RecordReader::of_frame(data, f)) else {
+            continue;
+        };
+        while let Some(Ok(r)) = rr.next_record() {
+            match r {
+                Record::Mmap2(m) if hit(&m) => out.push(Side::Map(m)),
+                Record::Fork(t) if t.pid != t.ppid => out.push(Side::Fork {
+                    pid: t.pid,
+                    ppid: t.ppid,
+                }),
+                _ => {}
+            }
+        }
+    }
+    out
 }
 
 /// Reads `path` and counts its samples per (pid, ip), decoding records frames on
 /// up to `threads` threads (frames decode independently). The fast path of `report`.
-pub fn sample_counts(path: &Path, threads: usize) -> Result<Counts, LoadError> {
-    let data = map_file(path)?;
+pub fn sample_counts(src: &Source, threads: usize) -> Result<Counts, LoadError> {
+    let path = &src.name;
+    let data = src.data()?;
     let total = (*data).as_ref().len() as u64;
     let mut dec = Decoder::whole(data.clone());
     let mut info = FileInfo {
@@ -117,8 +240,12 @@ pub fn sample_counts(path: &Path, threads: usize) -> Result<Counts, LoadError> {
     let done = AtomicU64::new(0);
     struct Part {
         by_ip: IpCounter,
-        /// (frame index, its non-sample records), to merge in file order.
-        others: Vec<(usize, Vec<Record>)>,
+        /// The frames holding mappings or forks, read again once the samples are known.
+        side_frames: Vec<usize>,
+        /// (pid, ppid) of each fork.
+        forks: Vec<(u32, u32)>,
+        samples: u64,
+        lost: u64,
         damage: Vec<Damage>,
         unknown: u64,
         records: u64,
@@ -129,7 +256,10 @@ pub fn sample_counts(path: &Path, threads: usize) -> Result<Counts, LoadError> {
     let work = |mut progress: Option<&mut Progress>| {
         let mut p = Part {
             by_ip: IpCounter::new(),
-            others: Vec::new(),
+            side_frames: Vec::new(),
+            forks: Vec::new(),
+            samples: 0,
+            lost: 0,
             damage: Vec::new(),
             unknown: 0,
             records: 0,
@@ -140,22 +270,29 @@ pub fn sample_counts(path: &Path, threads: usize) -> Result<Counts, LoadError> {
             let Some(mut rr) = RecordReader::of_frame(&data, frame) else {
                 continue;
             };
-            let mut others = Vec::new();
-            let by_ip = &mut p.by_ip;
+            let mut side = false;
+            let (by_ip, forks) = (&mut p.by_ip, &mut p.forks);
+            let (samples, lost) = (&mut p.samples, &mut p.lost);
             let err = rr.for_each_light(|r| match r {
-                Light::Sample(s) => by_ip.add(s.pid, s.ip, s.period),
-                // Only what reports use: mappings and forks (symbols), and losses.
-                Light::Record(r) => {
-                    if matches!(*r, Record::Mmap2(_) | Record::Fork(_) | Record::Lost(_)) {
-                        others.push(*r)
-                    }
+                Light::Sample(s) => {
+                    *samples += 1;
+                    by_ip.add(s.pid, s.ip, s.period)
                 }
+                Light::Record(r) => match *r {
+                    Record::Lost(l) => *lost = lost.saturating_add(l.lost),
+                    Record::Mmap2(_) => side = true,
+                    Record::Fork(t) if t.pid != t.ppid => {
+                        side = true;
+                        forks.push((t.pid, t.ppid));
+                    }
+                    _ => {}
+                },
             });
             if let Some(e) = err {
                 p.damage.push(rr.damage(e));
             }
-            if !others.is_empty() {
-                p.others.push((i, others));
+            if side {
+                p.side_frames.push(i);
             }
             p.unknown += rr.unknown;
             p.records += rr.decoded;
@@ -179,7 +316,7 @@ pub fn sample_counts(path: &Path, threads: usize) -> Result<Counts, LoadError> {
         parts
     });
     let mut by_ip = IpCounts::default();
-    let mut others = Vec::new();
+    let (mut side_frames, mut forks) = (Vec::new(), Vec::new());
     for p in parts {
         let part = p.by_ip.finish();
         if by_ip.is_empty() {
@@ -188,10 +325,13 @@ pub fn sample_counts(path: &Path, threads: usize) -> Result<Counts, LoadError> {
             for (k, v) in part {
                 let e = by_ip.entry(k).or_default();
                 e.0 += v.0;
-                e.1 += v.1;
+                e.1 = e.1.saturating_add(v.1);
             }
         }
-        others.extend(p.others);
+        side_frames.extend(p.side_frames);
+        forks.extend(p.forks);
+        info.samples += p.samples;
+        info.kernel_lost = info.kernel_lost.saturating_add(p.lost);
         for d in &p.damage {
             info.losses.add(d);
         }
@@ -200,8 +340,8 @@ pub fn sample_counts(path: &Path, threads: usize) -> Result<Counts, LoadError> {
         info.records += p.records;
     }
     info.damage.sort_by_key(|d| d.offset);
-    others.sort_by_key(|(i, _)| *i);
-    let others: Vec<Record> = others.into_iter().flat_map(|(_, v)| v).collect();
+    side_frames.sort_unstable();
+    let others = side_band(&data, &frames, &side_frames, &forks, &by_ip);
     check_labperf(path, &info)?;
     Ok(Counts {
         by_ip,
@@ -218,7 +358,7 @@ struct IpCounter {
 }
 
 impl IpCounter {
-    const SLOTS: usize = 4096;
+    const SLOTS: usize = 1024;
 
     fn new() -> Self {
         IpCounter {
@@ -233,13 +373,13 @@ impl IpCounter {
         let s = &mut self.slots[i];
         if s.2 > 0 && s.1 == ip && s.0 == pid {
             s.2 += 1;
-            s.3 += period;
+            s.3 = s.3.saturating_add(period);
             return;
         }
         if s.2 > 0 {
             let e = self.map.entry((s.0, s.1)).or_default();
             e.0 += s.2;
-            e.1 += s.3;
+            e.1 = e.1.saturating_add(s.3);
         }
         *s = (pid, ip, 1, period);
     }
@@ -249,7 +389,7 @@ impl IpCounter {
             if n > 0 {
                 let e = self.map.entry((pid, ip)).or_default();
                 e.0 += n;
-                e.1 += period;
+                e.1 = e.1.saturating_add(period);
             }
         }
         self.map
@@ -396,20 +536,29 @@ impl Hasher for FxHasher {
     }
 }
 
-/// Reads `path` in 1 MiB pieces into a decoder; `drain` takes out what is decodable.
+/// Reads `src` in 1 MiB pieces into a decoder; `drain` takes out what is decodable.
 fn read(
-    path: &Path,
+    src: &Source,
     mut drain: impl FnMut(&mut Decoder, &mut FileInfo),
 ) -> Result<FileInfo, LoadError> {
-    let (file, total, _) = open_regular(path, u64::MAX)?;
-    // Read no further than the size the file had when opened, even if it grows.
-    let mut file = file.take(total);
+    let path = &src.name;
+    let (mut file, total): (Box<dyn Read + '_>, u64) = match &src.bytes {
+        Some(b) => {
+            let v: &[u8] = (**b).as_ref();
+            (Box::new(v), v.len() as u64)
+        }
+        None => {
+            let (file, total, _) = open_regular(path, u64::MAX)?;
+            // Read no further than the size the file had when opened, even if it grows.
+            (Box::new(file.take(total)), total)
+        }
+    };
     let mut dec = Decoder::new();
     let mut info = FileInfo {
         bytes: total,
         ..Default::default()
     };
-    let mut buf = vec![0u8; 1 << 20];
+    let mut buf = vec![0u8; (total as usize).clamp(4096, 1 << 20)];
     let mut done = 0u64;
     let mut progress = Progress::new("reading");
     loop {
@@ -446,11 +595,40 @@ impl FileInfo {
             Event::HeaderExt(x) => self.header_ext = Some(*x),
             Event::Record(r) => {
                 self.records += 1;
+                self.count(&r);
                 f(&r)
             }
             Event::Trailer(t) => self.trailer = Some(*t),
             Event::Damage(d) => self.damage.push(d),
         }
+    }
+
+    fn count(&mut self, r: &Record) {
+        match r {
+            Record::Sample(_) => self.samples += 1,
+            Record::Lost(l) => self.kernel_lost = self.kernel_lost.saturating_add(l.lost),
+            _ => {}
+        }
+    }
+
+    /// What a reader should know before trusting a report of this file: damage, and
+    /// samples the kernel lost (with their share of all the samples it produced).
+    pub fn warnings(&self) -> Vec<String> {
+        let mut w: Vec<String> = self.damage_warning().into_iter().collect();
+        if self.kernel_lost > 0 {
+            let all = self.samples.saturating_add(self.kernel_lost);
+            w.push(format!(
+                "warning: the kernel lost {} samples, {:.1}% of the {all} it produced (its ring buffer filled): the shares below leave them out; record with a longer period or more --mmap-pages",
+                self.kernel_lost,
+                100.0 * self.kernel_lost as f64 / all as f64
+            ));
+        }
+        w
+    }
+
+    /// Whether anything of the file was lost or could not be decoded.
+    pub fn damaged(&self) -> bool {
+        !self.losses.is_clean()
     }
 
     /// One-paragraph warning about damage, or `None` when the file is intact.

@@ -9,7 +9,7 @@ use clap::{Parser, Subcommand};
 #[command(
     name = "labperf",
     version,
-    after_help = "EXAMPLES:\n  labperf record --local -- ./target/release/labperf-bench --duration 2\n  labperf report labperf.lpr --by dso\n  labperf info labperf.lpr\n  labperf dump labperf.lpr | head\n\nExit status: 0 success, 1 error, 2 usage error; `record` passes on a failing workload's status."
+    after_help = "EXAMPLES:\n  labperf record --local -- ./target/release/labperf-bench --duration 2\n  labperf report labperf.lpr --by dso\n  labperf info labperf.lpr\n  labperf dump labperf.lpr | head\n\nExit status: 0 success, 1 error, 2 usage error, 3 a damaged file with --strict; `record`\nand `stat` pass on a failing workload's status."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -28,7 +28,21 @@ enum Cmd {
     Stat(cmd::stat::Args),
 }
 
+/// With LABPERF_PEAK_MEMORY set, says at exit how much memory labperf's own process
+/// used at most (VmHWM: its own address space only, not a parent's before exec).
+extern "C" fn peak_memory() {
+    if let Ok(s) = std::fs::read_to_string("/proc/self/status") {
+        if let Some(l) = s.lines().find(|l| l.starts_with("VmHWM:")) {
+            eprintln!("labperf: peak memory {}", l["VmHWM:".len()..].trim());
+        }
+    }
+}
+
 fn main() {
+    if std::env::var_os("LABPERF_PEAK_MEMORY").is_some() {
+        // SAFETY: registering a plain extern "C" function to run at exit.
+        unsafe { libc::atexit(peak_memory) };
+    }
     let cli = Cli::parse();
     let r = match &cli.cmd {
         Cmd::Record(a) => cmd::record::run(a),

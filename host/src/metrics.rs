@@ -7,7 +7,7 @@ use labperf_common::{Header, Record, Sample};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::fmt::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// The strobe settings a `--metrics` recording carries in its header mode string.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -207,7 +207,7 @@ pub fn compute(
                     .copied()
                     .unwrap_or(0)
                     .wrapping_sub(start.values.get(i).copied().unwrap_or(0));
-                a.sums[k] += d[k];
+                a.sums[k] = a.sums[k].saturating_add(d[k]);
             }
         }
         if d[1] > 0 && cols.cycles.is_some() {
@@ -217,7 +217,7 @@ pub fn compute(
     let mut totals = [0u64; 5];
     for a in acc.values() {
         for (t, v) in totals.iter_mut().zip(a.sums) {
-            *t += v;
+            *t = t.saturating_add(v);
         }
     }
     let pct =
@@ -262,7 +262,7 @@ pub fn compute(
     let cumulative_ok = !throttled && !s.decimated && !s.fixed;
     let whole = match (&last_values, cols.cycles, cols.instructions, cumulative_ok) {
         (Some(v), Some(c), Some(i), true) if v.get(i).copied().unwrap_or(0) > 0 => {
-            Some(v[c] as f64 / v[i] as f64)
+            v.get(c).map(|&cy| cy as f64 / v[i] as f64)
         }
         _ if totals[1] > 0 && have[0] => Some(totals[0] as f64 / totals[1] as f64),
         _ => None,
@@ -299,14 +299,15 @@ pub enum MetricsError {
 
 /// Reads a recording and computes its metrics table.
 pub fn build(
-    path: &Path,
+    src: &load::Source,
     search: Search,
     discard: DiscardMode,
     split: Split,
 ) -> Result<(Metrics, load::FileInfo), MetricsError> {
+    let path = src.name.as_path();
     let mut sym = Symbolizer::new(search);
     let mut stream: Vec<Option<Sample>> = Vec::new();
-    let info = load::stream(path, |r| match r {
+    let info = load::stream(src, |r| match r {
         Record::Sample(s) if s.event == 0 => stream.push(Some(s.clone())),
         Record::Throttle(t) if t.event == 0 => stream.push(None),
         other => sym.observe(other),
@@ -381,8 +382,8 @@ impl Metrics {
                 );
                 for r in rows {
                     let name = match r.split {
-                        Some(x) => format!("{} [{x}]", r.symbol),
-                        None => r.symbol.clone(),
+                        Some(x) => format!("{} [{x}]", crate::text::show(&r.symbol)),
+                        None => crate::text::show(&r.symbol).into_owned(),
                     };
                     let _ = writeln!(s, "{:<32} {:>7} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6.1}", name, r.samples, f(r.cpi, 2), f(r.bm_per_ki, 1), f(r.cm_per_ki, 1), f(r.cm_pct, 1), f(r.cycles_pct, 1), f(r.instr_pct, 1), f(r.bm_pct, 1), f(r.l1da_pct, 1), f(r.l1dm_pct, 1), r.discarded_pct);
                 }
@@ -394,7 +395,7 @@ impl Metrics {
                     let _ = writeln!(
                         s,
                         "{},{},{},{},{},{},{},{},{},{},{},{},{:.4}",
-                        r.symbol,
+                        crate::report::csv_field(&r.symbol),
                         r.split.map(|x| x.to_string()).unwrap_or_default(),
                         r.samples,
                         o(r.cpi),

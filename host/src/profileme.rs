@@ -11,7 +11,6 @@ use labperf_common::{Header, Record};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
-use std::path::Path;
 
 /// Samples whose raw data was not taken as ProfileMe status, by reason.
 #[derive(Debug, Default, Clone, Copy, Serialize, PartialEq, Eq)]
@@ -113,10 +112,10 @@ struct Pending {
 }
 
 /// Reads `path` and summarises its ProfileMe samples.
-pub fn build(path: &Path, by_pc: bool, search: Search) -> Result<PmReport, LoadError> {
+pub fn build(src: &load::Source, by_pc: bool, search: Search) -> Result<PmReport, LoadError> {
     let mut sym = Symbolizer::new(search);
     let mut pending = Vec::new();
-    let info = load::stream(path, |r| match r {
+    let info = load::stream(src, |r| match r {
         Record::Sample(s) => pending.push(Pending {
             pid: s.pid,
             ip: s.ip,
@@ -196,7 +195,7 @@ pub fn build(path: &Path, by_pc: bool, search: Search) -> Result<PmReport, LoadE
         r.mispredict += t.mispredict as u64;
         r.taken += t.taken as u64;
         r.stalled += t.stalled as u64;
-        r.pctr1_sum += t.pctr1;
+        r.pctr1_sum = r.pctr1_sum.saturating_add(t.pctr1);
         if let Some(trap) = t.trap {
             *r.traps
                 .entry(Trap::short_name(trap).to_string())
@@ -297,7 +296,7 @@ impl PmReport {
                             r.taken_pct,
                             r.stall_pct,
                             r.pctr1_mean,
-                            r.location,
+                            crate::text::show(&r.location),
                             traps_text(&r.traps)
                         );
                         let _ = writeln!(s, "{}", line.trim_end());
@@ -429,11 +428,11 @@ fn mem_rows(m: HashMap<(data_src::Op, String), (u64, u64)>) -> Vec<MemRow> {
 }
 
 /// Reads `path` and counts DTB hits and misses from its samples' data sources.
-pub fn build_mem(path: &Path, search: Search) -> Result<MemReport, LoadError> {
+pub fn build_mem(src: &load::Source, search: Search) -> Result<MemReport, LoadError> {
     let mut sym = Symbolizer::new(search);
     let mut pending = Vec::new();
     let (mut samples, mut without) = (0u64, 0u64);
-    let info = load::stream(path, |r| match r {
+    let info = load::stream(src, |r| match r {
         Record::Sample(s) => {
             samples += 1;
             let d = s.data_src.unwrap_or(0);
@@ -536,7 +535,11 @@ impl MemReport {
                         let _ = writeln!(
                             s,
                             "{:<9} {:>9} {:>9} {:>6.1}  {}",
-                            r.op, r.hits, r.misses, r.miss_pct, r.location
+                            r.op,
+                            r.hits,
+                            r.misses,
+                            r.miss_pct,
+                            crate::text::show(&r.location)
                         );
                     }
                 }

@@ -5,7 +5,6 @@ use crate::symbols::{Location, Search, Symbolizer};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::fmt::Write;
-use std::path::Path;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum By {
@@ -49,7 +48,7 @@ pub(crate) fn short(dso: &str) -> &str {
 }
 
 /// Reads `path` and aggregates its samples.
-pub fn build(path: &Path, by: By, search: Search) -> Result<Report, LoadError> {
+pub fn build(src: &load::Source, by: By, search: Search) -> Result<Report, LoadError> {
     // LABPERF_THREADS caps the decoding threads (default: one per CPU).
     let threads = std::env::var("LABPERF_THREADS")
         .ok()
@@ -59,12 +58,12 @@ pub fn build(path: &Path, by: By, search: Search) -> Result<Report, LoadError> {
         by_ip,
         others,
         info,
-    } = load::sample_counts(path, threads)?;
+    } = load::sample_counts(src, threads)?;
     // Addresses are resolved once every side-band record (mmap2, fork) is known.
     let mut sym = Symbolizer::new(search);
     sym.recorded_on(info.header.as_ref());
-    for r in &others {
-        sym.observe(r);
+    for r in others.into_iter().map(load::Side::record) {
+        sym.observe(&r);
     }
     let mut keys: Vec<(String, String)> = Vec::new();
     let mut index: HashMap<(String, String), usize> = HashMap::new();
@@ -93,9 +92,9 @@ pub fn build(path: &Path, by: By, search: Search) -> Result<Report, LoadError> {
             keys.len() - 1
         });
         acc[k].0 += n;
-        acc[k].1 += period;
+        acc[k].1 = acc[k].1.saturating_add(period);
         total += n;
-        total_period += period;
+        total_period = total_period.saturating_add(period);
     }
     let mut rows: Vec<Row> = keys
         .into_iter()
@@ -124,6 +123,8 @@ pub fn build(path: &Path, by: By, search: Search) -> Result<Report, LoadError> {
 
 /// A CSV field, quoted when it holds a comma, quote or newline.
 pub(crate) fn csv_field(s: &str) -> String {
+    // Control characters are escaped here too: CSV lands on terminals as often as in files.
+    let s = &*crate::text::show(s);
     if s.contains([',', '"', '\n']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
@@ -165,7 +166,10 @@ impl Report {
                     let _ = writeln!(
                         s,
                         "{:>7.2}%  {:>9}  {:<40}  {}",
-                        r.percent, r.samples, r.name, dso
+                        r.percent,
+                        r.samples,
+                        crate::text::show(&r.name),
+                        crate::text::show(dso)
                     );
                 }
             }

@@ -99,11 +99,12 @@ fn not_topdown(path: &Path) -> LoadError {
 }
 
 /// Reads a `stat --topdown` or `record --topdown` recording.
-pub fn build(path: &Path, search: Search) -> Result<Report, LoadError> {
+pub fn build(src: &load::Source, search: Search) -> Result<Report, LoadError> {
+    let path = src.name.as_path();
     let mut sym = Symbolizer::new(search);
     let mut intervals = Vec::new();
     let mut samples = Vec::new();
-    let info = load::stream(path, |r| match r {
+    let info = load::stream(src, |r| match r {
         Record::Interval(i) => intervals.push(i.clone()),
         Record::Sample(s) => samples.push((s.pid, s.tid, s.ip, s.values.clone())),
         other => sym.observe(other),
@@ -169,8 +170,8 @@ pub fn build(path: &Path, search: Search) -> Result<Report, LoadError> {
             let e = acc.entry(key).or_insert_with(|| (0, vec![0; n]));
             e.0 += 1;
             for (i, x) in d.iter().enumerate() {
-                e.1[i] += x;
-                all[i] += x;
+                e.1[i] = e.1[i].saturating_add(*x);
+                all[i] = all[i].saturating_add(*x);
             }
         }
         let mut v: Vec<_> = acc.into_iter().collect();
@@ -271,9 +272,9 @@ impl Report {
                     }
                     s.push_str(&line);
                     if let Some(sym) = &l.symbol {
-                        let _ = write!(s, "  {sym}");
+                        let _ = write!(s, "  {}", crate::text::show(sym));
                         if let Some(d) = &l.dso {
-                            let _ = write!(s, " ({})", short(d));
+                            let _ = write!(s, " ({})", crate::text::show(short(d)));
                         }
                     }
                     s.push('\n');

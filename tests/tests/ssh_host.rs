@@ -1061,3 +1061,243 @@ fn interrupts_stop_the_remote_workload_save_its_recording_and_clean_up() {
         String::from_utf8_lossy(&left.stdout)
     );
 }
+
+#[test]
+fn remote_stdout_streams_as_it_comes_and_remote_text_is_escaped() {
+    let s = Sshd::start("ssh-stdout");
+    let kh = s.dir.join("known_hosts");
+    let out = s.dir.join("o.lpr");
+    let mut child = record_cmd(&s, &kh, &s.dir.join("remote"))
+        .args([
+            "--accept-new-host-key",
+            "-e",
+            "task-clock",
+            "--no-report",
+            "-o",
+        ])
+        .arg(&out)
+        .args([
+            "--",
+            "/bin/sh",
+            "-c",
+            "echo one; printf '\\033[31mred\\007\\n' >&2; sleep 2; echo two",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap()));
+    let first = lines.next().unwrap().unwrap();
+    let at_first = t.elapsed();
+    let second = lines.next().unwrap().unwrap();
+    let at_second = t.elapsed();
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "{err}");
+    assert_eq!((first.as_str(), second.as_str()), ("one", "two"));
+    // "one" came while the workload still ran (it sleeps 2 s before "two").
+    assert!(
+        at_second - at_first > Duration::from_millis(1500),
+        "{at_first:?} {at_second:?}"
+    );
+    assert!(err.contains("\\x1b[31mred\\x07"), "{err}");
+    assert!(
+        !o.stderr.contains(&0x1b) && !o.stderr.contains(&0x07),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_tampered_agent_is_put_back() {
+    let s = Sshd::start("ssh-tamper");
+    let kh = s.dir.join("known_hosts");
+    let deploy = || {
+        labperf_in(&s.dir)
+            .args([
+                "deploy",
+                &s.spec(),
+                "--accept-new-host-key",
+                "--known-hosts",
+            ])
+            .arg(&kh)
+            .arg("--identity")
+            .arg(s.dir.join("client_key"))
+            .arg("--remote-dir")
+            .arg(s.dir.join("remote"))
+            .output()
+            .unwrap()
+    };
+    let o = deploy();
+    assert!(String::from_utf8_lossy(&o.stdout).contains("(uploaded)"));
+    let agents: Vec<_> = std::fs::read_dir(s.dir.join("remote/agents"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().join("labperf-agent"))
+        .collect();
+    // Someone on the lab machine replaces the agent under the same name.
+    std::fs::write(&agents[0], b"#!/bin/sh\necho pwned\n").unwrap();
+    let o = deploy();
+    let (out, err) = (String::from_utf8_lossy(&o.stdout), stderr(&o));
+    assert!(
+        o.status.success() && out.contains("(uploaded)"),
+        "{out}{err}"
+    );
+    assert!(err.contains("is not the one labperf put there"), "{err}");
+    assert_eq!(
+        std::fs::read(&agents[0]).unwrap(),
+        std::fs::read(bin("labperf-agent")).unwrap()
+    );
+    assert!(String::from_utf8_lossy(&deploy().stdout).contains("(already there)"));
+}
+
+/// A lab machine whose shell finds only what LAB_PROGRAMS lists, minus every SHA-256 tool.
+const NO_SHA: &str = r#"#!/bin/sh
+PATH='@FARM@'; export PATH
+exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"
+"#;
+
+#[test]
+fn a_lab_machine_without_sha256sum_still_works() {
+    let dir = scratch("ssh-nosha");
+    keygen(&dir.join("host_key"));
+    keygen(&dir.join("client_key"));
+    std::fs::copy(dir.join("client_key.pub"), dir.join("authorized_keys")).unwrap();
+    let farm = dir.join("bin");
+    std::fs::create_dir_all(&farm).unwrap();
+    for p in [
+        "sh", "uname", "cat", "mkdir", "test", "chmod", "mv", "rm", "wc", "head", "kill", "grep",
+        "ls", "tr", "sleep",
+    ] {
+        let real = Command::new("which").arg(p).output().unwrap();
+        let real = String::from_utf8_lossy(&real.stdout).trim().to_string();
+        std::os::unix::fs::symlink(real, farm.join(p)).unwrap();
+    }
+    let wrapper = dir.join("nosha.sh");
+    std::fs::write(
+        &wrapper,
+        NO_SHA.replace("@FARM@", &farm.display().to_string()),
+    )
+    .unwrap();
+    Command::new("chmod")
+        .arg("755")
+        .arg(&wrapper)
+        .status()
+        .unwrap();
+    let s = Sshd::start_with(
+        dir,
+        free_port(),
+        &format!("ForceCommand {}\n", wrapper.display()),
+    );
+    let kh = s.dir.join("known_hosts");
+    let out = s.dir.join("n.lpr");
+    for round in 0..2 {
+        let o = record(
+            &s,
+            &kh,
+            &[
+                "--accept-new-host-key",
+                "-e",
+                "task-clock",
+                "--no-report",
+                "-o",
+                out.to_str().unwrap(),
+            ],
+            &["/bin/sleep", "0.1"],
+        );
+        let err = stderr(&o);
+        assert!(o.status.success(), "{err}");
+        assert!(err.contains("checked by its size only"), "{err}");
+        // The agent is recognised by reading it back: not uploaded twice.
+        assert!(
+            err.contains(if round == 0 {
+                "(uploaded)"
+            } else {
+                "(already there)"
+            }),
+            "{err}"
+        );
+        assert!(decode_all(&std::fs::read(&out).unwrap()).losses.is_clean());
+    }
+}
+
+#[test]
+fn non_utf8_workload_arguments_arrive_byte_for_byte() {
+    use std::os::unix::ffi::OsStrExt;
+    let s = Sshd::start("ssh-bytes");
+    let kh = s.dir.join("known_hosts");
+    let arg = std::ffi::OsStr::from_bytes(b"caf\xe9 \xff\xfe'\"$x\n\n");
+    for local in [false, true] {
+        let got = s.dir.join(format!("got-{local}"));
+        let mut c = if local {
+            let mut c = labperf_in(&s.dir);
+            c.args(["record", "--local"]);
+            c
+        } else {
+            let mut c = record_cmd(&s, &kh, &s.dir.join("remote"));
+            c.arg("--accept-new-host-key");
+            c
+        };
+        let o = c
+            .args(["-e", "task-clock", "--no-report", "-o"])
+            .arg(s.dir.join("b.lpr"))
+            .args(["--", "/bin/sh", "-c", "printf '%s' \"$1\" > \"$0\""])
+            .arg(&got)
+            .arg(arg)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert_eq!(
+            std::fs::read(&got).unwrap(),
+            arg.as_bytes(),
+            "local {local}"
+        );
+    }
+}
+
+#[test]
+fn a_remote_dir_under_the_login_directory_and_local_errors_said_as_such() {
+    let s = Sshd::start("ssh-tilde");
+    let kh = s.dir.join("known_hosts");
+    let name = format!(".labperf-test-tilde-{}", std::process::id());
+    let o = labperf_in(&s.dir)
+        .args([
+            "deploy",
+            &s.spec(),
+            "--accept-new-host-key",
+            "--known-hosts",
+        ])
+        .arg(&kh)
+        .arg("--identity")
+        .arg(s.dir.join("client_key"))
+        .args(["--remote-dir", &format!("~/{name}")])
+        .output()
+        .unwrap();
+    // sshd logs root in at its home directory.
+    let home = std::path::PathBuf::from("/root");
+    let made = home.join(&name);
+    let tilde = home.join("~");
+    let stray = tilde.exists();
+    let _ = std::fs::remove_dir_all(&made);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains(&format!("{name}/agents/")));
+    assert!(!stray, "a directory named ~ was made");
+    // A missing local agent is a local error, said as one.
+    let o = labperf_in(&s.dir)
+        .env("LABPERF_AGENT", "/nonexistent/labperf-agent")
+        .args(["deploy", &s.spec(), "--known-hosts"])
+        .arg(&kh)
+        .arg("--identity")
+        .arg(s.dir.join("client_key"))
+        .arg("--remote-dir")
+        .arg(s.dir.join("remote"))
+        .output()
+        .unwrap();
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        e.contains("/nonexistent/labperf-agent: cannot read the agent")
+            && !e.contains("ssh config"),
+        "{e}"
+    );
+}

@@ -643,16 +643,39 @@ fn wrote(t: &Trailer, bytes: u64, path: &str) {
     );
 }
 
+/// perf's rule for `-F` above `kernel.perf_event_max_sample_rate`: the kernel would refuse
+/// it, so it is lowered to the limit, with a notice that says how to raise the limit.
+pub fn clamp_freq(o: &Opts, max: Option<u64>) -> (Opts, Option<String>) {
+    let mut o = o.clone();
+    match (o.freq, max) {
+        (Some(f), Some(m)) if f > m && m > 0 => {
+            o.freq = Some(m);
+            let n = format!("maximum frequency rate ({m} Hz) exceeded, throttling from {f} Hz to {m} Hz; the limit is kernel.perf_event_max_sample_rate (`sudo sysctl kernel.perf_event_max_sample_rate={f}`)");
+            (o, Some(n))
+        }
+        _ => (o, None),
+    }
+}
+
 pub fn run(o: &Opts) -> Result<i32, Fail> {
     workload::install_signal_handlers();
+    let max_rate = std::fs::read_to_string("/proc/sys/kernel/perf_event_max_sample_rate")
+        .ok()
+        .and_then(|v| v.trim().parse().ok());
+    let (o, rate_note) = clamp_freq(o, max_rate);
+    let o = &o;
+    if let Some(n) = &rate_note {
+        eprintln!("labperf-agent: notice: {n}");
+    }
     let target = Target::new(o)?;
-    let opened = match open_all(o, &target) {
+    let mut opened = match open_all(o, &target) {
         Ok(op) => op,
         Err(e) => {
             target.abort();
             return Err(e.into());
         }
     };
+    opened.notes.extend(rate_note);
     let start = sys::clock_ns(libc::CLOCK_MONOTONIC);
     let path = o.output.clone().unwrap_or_else(|| "labperf.lpr".into());
     let recipe = recipe(o, opened.strobe, opened.read_format);
@@ -696,7 +719,6 @@ pub fn run(o: &Opts) -> Result<i32, Fail> {
         }
     }
     let pid = target.pid();
-    let mut opened = opened;
     let mut rings = std::mem::take(&mut opened.rings);
     let ring_fds: Vec<i32> = rings.iter().map(|(fd, _)| fd.0).collect();
     let drain_all = |rings: &mut Vec<(Fd, Ring)>, sink: &mut Sink| -> Result<(), Fail> {
@@ -904,6 +926,21 @@ mod tests {
             mode: "x".into(),
             notes: vec![],
         }
+    }
+
+    #[test]
+    fn a_frequency_over_the_kernels_limit_is_lowered_with_a_notice() {
+        let o = Opts {
+            freq: Some(100_000),
+            ..Default::default()
+        };
+        let (c, note) = clamp_freq(&o, Some(25_000));
+        assert_eq!(c.freq, Some(25_000));
+        assert!(note
+            .unwrap()
+            .contains("throttling from 100000 Hz to 25000 Hz"));
+        assert_eq!(clamp_freq(&o, Some(200_000)).0.freq, Some(100_000));
+        assert_eq!(clamp_freq(&o, None).1, None);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! `labperf info FILE`: the header, the events as opened, totals and losses.
 
 use anyhow::{Context, Result};
+use labperf::text::show;
 use labperf_common::{CpuId, Record};
 use std::path::PathBuf;
 
@@ -10,13 +11,16 @@ use std::path::PathBuf;
 pub struct Args {
     #[arg(default_value = "labperf.lpr")]
     pub file: PathBuf,
+    /// Exit with status 3 when the file is damaged (what is intact still prints).
+    #[arg(long)]
+    pub strict: bool,
 }
 
 pub fn run(a: &Args) -> Result<()> {
     let (mut samples, mut lost, mut mmaps, mut other) = (0u64, 0u64, 0u64, 0u64);
-    let info = labperf::load::stream(&a.file, |r| match r {
+    let info = labperf::load::stream(&a.file.as_path().into(), |r| match r {
         Record::Sample(_) => samples += 1,
-        Record::Lost(l) => lost += l.lost,
+        Record::Lost(l) => lost = lost.saturating_add(l.lost),
         Record::Mmap2(_) => mmaps += 1,
         _ => other += 1,
     })
@@ -35,12 +39,12 @@ pub fn run(a: &Args) -> Result<()> {
     match &info.header {
         None => println!("header:          missing or damaged"),
         Some(h) => {
-            println!("agent:           {}", h.agent_version);
+            println!("agent:           {}", show(&h.agent_version));
             println!(
                 "target:          {} ({:?} endian), kernel {}",
-                h.arch.name(),
+                show(h.arch.name()),
                 h.endian,
-                h.kernel_release
+                show(&h.kernel_release)
             );
             let cpu = match &h.cpu {
                 CpuId::X86 { vendor, family, model, stepping, model_name } => format!("{vendor} family {family:#x} model {model:#x} stepping {stepping} ({model_name})"),
@@ -48,10 +52,10 @@ pub fn run(a: &Args) -> Result<()> {
                 CpuId::Alpha { model } => format!("Alpha {model}"),
                 CpuId::Unknown { cpuinfo } => cpuinfo.lines().next().unwrap_or("unknown").to_string(),
             };
-            println!("cpu:             {cpu}");
-            println!("hostname:        {}", h.hostname);
-            println!("command:         {}", h.command.join(" "));
-            println!("mode:            {}", h.mode);
+            println!("cpu:             {}", show(&cpu));
+            println!("hostname:        {}", show(&h.hostname));
+            println!("command:         {}", show(&h.command.join(" ")));
+            println!("mode:            {}", show(&h.mode));
             println!(
                 "clock:           id {} start {} ns (realtime {} ns)",
                 h.clock_id, h.start_time_ns, h.start_realtime_ns
@@ -60,7 +64,7 @@ pub fn run(a: &Args) -> Result<()> {
                 let a = &e.attr;
                 println!(
                     "event {i}:         {}{} type={} config={:#x} config1={:#x} config2={:#x} {}={} sample_type={:#x} read_format={:#x} size={} flags=[{}]",
-                    e.name,
+                    show(&e.name),
                     e.leader.map(|l| format!(" (group of event {l})")).unwrap_or_default(),
                     a.type_,
                     a.config,
@@ -75,7 +79,7 @@ pub fn run(a: &Args) -> Result<()> {
                 );
             }
             for n in &h.notes {
-                println!("note:            {n}");
+                println!("note:            {}", show(n));
             }
         }
     }
@@ -103,6 +107,9 @@ pub fn run(a: &Args) -> Result<()> {
     );
     for d in &info.damage {
         println!("  - {d}");
+    }
+    if a.strict && info.damaged() {
+        super::report::strict_exit();
     }
     Ok(())
 }

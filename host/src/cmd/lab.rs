@@ -230,8 +230,11 @@ fn one(spec: &str, o: &RemoteOpts, job: &Job, hosts: usize) -> Result<Done> {
             return Err(e.into());
         }
     };
-    deploy::fetch_record(&r, &files, &file)
+    let got = deploy::fetch_record(&r, &files, &file)
         .with_context(|| format!("fetching the record file from {}", show(spec)))?;
+    if !got.checksummed {
+        io.say("warning: this machine has no SHA-256 tool (sha256sum, busybox, shasum, openssl): the record file was checked by its size only");
+    }
     if job.binaries {
         for w in deploy::fetch_binaries(&r, &file, &labperf::cache::binaries()) {
             io.say(&format!("warning: {w}"));

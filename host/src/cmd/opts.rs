@@ -83,6 +83,9 @@ pub struct ReportOpts {
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
+    /// Exit with status 3 when the file is damaged (the report of what is intact still prints).
+    #[arg(long)]
+    pub strict: bool,
     /// Directory searched first for binaries (DIR/<build-id>/elf or DIR/<path>); repeatable.
     #[arg(long, value_name = "DIR")]
     pub symfs: Vec<PathBuf>,

@@ -18,35 +18,46 @@ pub struct Args {
 }
 
 pub fn run(a: &Args) -> Result<()> {
-    print(&a.file, &a.opts)
+    let damaged = print(&a.file, &a.opts)?;
+    if damaged && a.opts.strict {
+        strict_exit();
+    }
+    Ok(())
 }
 
-/// Builds and prints a report; warnings go to stderr.
-pub fn print(file: &std::path::Path, o: &ReportOpts) -> Result<()> {
+/// `--strict` on a damaged file: the report stands, the exit status says 3.
+pub fn strict_exit() -> ! {
+    eprintln!("labperf: the file is damaged (--strict): exit status 3");
+    std::process::exit(3)
+}
+
+/// Builds and prints a report; warnings go to stderr. Returns whether the file was damaged.
+pub fn print(file: &std::path::Path, o: &ReportOpts) -> Result<bool> {
     if o.topdown {
-        let r = labperf::topdown::build(file, labperf::symbols::Search::new(o.symfs.clone()))
-            .with_context(|| format!("cannot report TopDown from {}", file.display()))?;
-        if let Some(w) = r.info.damage_warning() {
-            eprintln!("{w}");
+        let r =
+            labperf::topdown::build(&file.into(), labperf::symbols::Search::new(o.symfs.clone()))
+                .with_context(|| format!("cannot report TopDown from {}", file.display()))?;
+        for w in r.info.warnings() {
+            eprintln!("{}", labperf::text::show_text(&w));
         }
         for w in &r.warnings {
-            eprintln!("note: {w}");
+            eprintln!("note: {}", labperf::text::show_text(w));
         }
         print!("{}", r.render(o.format, o.top, colour()));
-        return Ok(());
+        return Ok(r.info.damaged());
     }
     if o.profileme {
         let r = labperf::profileme::build(
-            file,
+            &file.into(),
             o.pc,
             labperf::symbols::Search::new(o.symfs.clone()),
         )
         .with_context(|| format!("cannot report ProfileMe samples from {}", file.display()))?;
-        if let Some(w) = r.info.damage_warning() {
-            eprintln!("{w}");
+        for w in r.info.warnings() {
+            eprintln!("{}", labperf::text::show_text(&w));
         }
         for w in &r.warnings {
-            eprintln!("warning: {w}");
+            eprintln!("warning: {}", labperf::text::show_text(w));
         }
         if r.total == 0 {
             eprintln!(
@@ -55,18 +66,19 @@ pub fn print(file: &std::path::Path, o: &ReportOpts) -> Result<()> {
             );
         }
         print!("{}", r.render(o.format, o.top));
-        return Ok(());
+        return Ok(r.info.damaged());
     }
     if o.mem {
-        let r = labperf::profileme::build_mem(file, labperf::symbols::Search::new(o.symfs.clone()))
-            .with_context(|| {
-                format!("cannot report DTB hits and misses from {}", file.display())
-            })?;
-        if let Some(w) = r.info.damage_warning() {
-            eprintln!("{w}");
+        let r = labperf::profileme::build_mem(
+            &file.into(),
+            labperf::symbols::Search::new(o.symfs.clone()),
+        )
+        .with_context(|| format!("cannot report DTB hits and misses from {}", file.display()))?;
+        for w in r.info.warnings() {
+            eprintln!("{}", labperf::text::show_text(&w));
         }
         for w in &r.warnings {
-            eprintln!("warning: {w}");
+            eprintln!("warning: {}", labperf::text::show_text(w));
         }
         if r.loads + r.stores + r.prefetches == 0 {
             eprintln!(
@@ -75,37 +87,41 @@ pub fn print(file: &std::path::Path, o: &ReportOpts) -> Result<()> {
             );
         }
         print!("{}", r.render(o.format, o.top));
-        return Ok(());
+        return Ok(r.info.damaged());
     }
     if o.metrics {
         let (m, info) = labperf::metrics::build(
-            file,
+            &file.into(),
             labperf::symbols::Search::new(o.symfs.clone()),
             o.discard,
             o.split,
         )
         .with_context(|| format!("cannot report metrics from {}", file.display()))?;
-        if let Some(w) = info.damage_warning() {
-            eprintln!("{w}");
+        for w in info.warnings() {
+            eprintln!("{}", labperf::text::show_text(&w));
         }
         for w in &m.warnings {
-            eprintln!("warning: {w}");
+            eprintln!("warning: {}", labperf::text::show_text(w));
         }
         print!("{}", m.render(o.format, o.top));
-        return Ok(());
+        return Ok(info.damaged());
     }
-    let r = labperf::report::build(file, o.by, labperf::symbols::Search::new(o.symfs.clone()))
-        .with_context(|| {
-            format!(
+    let r = labperf::report::build(
+        &file.into(),
+        o.by,
+        labperf::symbols::Search::new(o.symfs.clone()),
+    )
+    .with_context(|| {
+        format!(
             "cannot report {}: check the path, or record one with `labperf record --local -- CMD`",
             file.display()
         )
-        })?;
-    if let Some(w) = r.info.damage_warning() {
-        eprintln!("{w}");
+    })?;
+    for w in r.info.warnings() {
+        eprintln!("{}", labperf::text::show_text(&w));
     }
     for w in &r.warnings {
-        eprintln!("warning: {w}");
+        eprintln!("warning: {}", labperf::text::show_text(w));
     }
     if r.total_samples == 0 {
         eprintln!(
@@ -114,7 +130,7 @@ pub fn print(file: &std::path::Path, o: &ReportOpts) -> Result<()> {
         );
     }
     print!("{}", r.render(o.format, o.by, o.top));
-    Ok(())
+    Ok(r.info.damaged())
 }
 
 /// Colours for a table on a terminal, unless NO_COLOR is set.

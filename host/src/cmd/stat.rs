@@ -69,7 +69,7 @@ fn agent_args(a: &Args) -> Vec<String> {
 /// With --topdown, the table (or CSV, JSON) of the recorded intervals.
 fn print_topdown(a: &Args, file: &Path) -> Result<()> {
     if a.topdown {
-        let r = labperf::topdown::build(file, labperf::symbols::Search::new(Vec::new()))
+        let r = labperf::topdown::build(&file.into(), labperf::symbols::Search::new(Vec::new()))
             .with_context(|| format!("cannot read the TopDown counts in {}", file.display()))?;
         print!("{}", r.render(a.format, 0, super::report::colour()));
     }

@@ -163,3 +163,57 @@ fn stat_records_intervals_and_totals() {
         "interval sum {sum} vs total {tc}"
     );
 }
+
+#[test]
+fn a_frequency_over_the_kernels_limit_is_lowered_with_a_notice() {
+    let max: u64 = std::fs::read_to_string("/proc/sys/kernel/perf_event_max_sample_rate")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let d = scratch("freq");
+    let f = d.join("f.lpr");
+    let o = Command::new(bin("labperf-agent"))
+        .args(["record", "-e", "cpu-clock", "-F"])
+        .arg((max * 10).to_string())
+        .arg("-o")
+        .arg(&f)
+        .args(["--", "/bin/true"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("throttling from {} Hz to {max} Hz", max * 10)),
+        "{err}"
+    );
+    let h = decode_all(&std::fs::read(&f).unwrap()).header.unwrap();
+    assert_eq!(h.events[0].attr.sample_period_or_freq, max);
+    assert!(h
+        .notes
+        .iter()
+        .any(|n| n.contains("perf_event_max_sample_rate")));
+}
+
+#[test]
+fn impossible_ring_sizes_and_process_ids_are_refused_before_anything_runs() {
+    for args in [
+        &["record", "--mmap-pages", "1073741824", "--", "/bin/true"][..],
+        &["record", "--mmap-pages", "1048576", "--", "/bin/true"][..],
+        &["record", "--pid", "0"][..],
+        &["record", "--pid", "-1"][..],
+        &["stat", "--pid", "0"][..],
+    ] {
+        let o = Command::new(bin("labperf-agent"))
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("--mmap-pages must be a power of two from 1 to 65536")
+                || err.contains("--pid takes a process id greater than 0"),
+            "{args:?}: {err}"
+        );
+    }
+}

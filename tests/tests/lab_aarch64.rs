@@ -316,6 +316,19 @@ pub fn metrics_run(name: &str, strobe: &str, period: &str, secs: &str) -> (serde
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // The trailer counts the samples the file holds, whatever the strobing mode (a kept
+    // window is two samples); samples + dropped are the samples the kernel gave.
+    let d = labperf_common::decode_all(&std::fs::read(&out).unwrap());
+    let in_file = d
+        .records
+        .iter()
+        .filter(|r| matches!(r, labperf_common::Record::Sample(_)))
+        .count() as u64;
+    let t = d.trailer.expect("a complete recording");
+    assert_eq!(t.samples, in_file, "{strobe}: trailer {t:?}");
+    if strobe == "fixed" {
+        assert_eq!(t.dropped, 0);
+    }
     (
         serde_json::from_slice(&o.stdout).unwrap(),
         std::fs::metadata(&out).unwrap().len(),

@@ -491,3 +491,63 @@ fn attaching_to_a_running_process_records_its_functions() {
         "task-clock {ns} ns over {wall} ns attached: {e}"
     );
 }
+
+#[test]
+fn the_trailer_counts_the_samples_in_the_file_in_every_recording_mode() {
+    let d = scratch("trailer-modes");
+    let modes: [&[&str]; 4] = [
+        &["-e", "cpu-clock", "-c", "200000"],
+        &["-e", "{cpu-clock,task-clock}", "-c", "200000"],
+        // Strobing (no hardware PMU here: cpu-clock windows of 30 us every 300 us).
+        &[
+            "--metrics",
+            "--strobe",
+            "decimate",
+            "-c",
+            "300000",
+            "--window",
+            "30000",
+        ],
+        &[
+            "--metrics",
+            "--strobe",
+            "fixed",
+            "-c",
+            "300000",
+            "--window",
+            "30000",
+        ],
+    ];
+    for args in modes {
+        let f = d.join("t.lpr");
+        let o = Command::new(bin("labperf-agent"))
+            .arg("record")
+            .args(args)
+            .arg("-o")
+            .arg(&f)
+            .arg("--")
+            .arg(bin("labperf-bench"))
+            .args(["--duration", "0.5", "--classes", "nops"])
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let dec = decode_all(&std::fs::read(&f).unwrap());
+        let in_file = dec
+            .records
+            .iter()
+            .filter(|r| matches!(r, Record::Sample(_)))
+            .count() as u64;
+        let t = dec.trailer.unwrap();
+        assert!(in_file > 10, "{args:?}: {in_file} samples");
+        assert_eq!(t.samples, in_file, "{args:?}: {t:?}");
+        if args.contains(&"decimate") {
+            assert!(t.dropped > 0, "{args:?}: decimation dropped nothing: {t:?}");
+        } else {
+            assert_eq!(t.dropped, 0, "{args:?}");
+        }
+    }
+}

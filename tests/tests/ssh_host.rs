@@ -706,6 +706,8 @@ const HOSTILE: &str = r#"#!/bin/sh
 case "$SSH_ORIGINAL_COMMAND" in
   *".lpr'; "*"exec head -c"*)
     n=$(wc -c < '@CRAFTED@'); echo "$n"; cat '@CRAFTED@' ;;
+  *"ld-linux.so.2'; "*"exec head -c"*)
+    n=$(wc -c < /bin/true); echo "$n"; cat /bin/true ;;
   *"exec head -c"*)
     printf '6\nevil!\n' ;;
   *) exec /bin/sh -c "$SSH_ORIGINAL_COMMAND" ;;
@@ -752,6 +754,8 @@ fn a_compromised_lab_machine_cannot_write_outside_the_cache() {
         (format!("{up}/.bashrc"), None),
         (format!("{up}/.profile"), Some(vec![1, 2, 3])),
         ("/lib/x86_64-linux-gnu/evil.so".into(), Some(vec![0xee; 20])),
+        // A real ELF comes back for this one, but not the one the recording names.
+        ("/lib/ld-linux.so.2".into(), Some(vec![0xdd; 20])),
         ("/dev/zero".into(), None),
     ];
     let mut enc = Encoder::new();
@@ -834,6 +838,10 @@ fn a_compromised_lab_machine_cannot_write_outside_the_cache() {
     );
     assert!(err.contains("not an ELF file"), "{err}");
     assert!(err.contains("not a real one"), "{err}");
+    assert!(
+        err.contains("the recording's dddddddd") && err.contains("the file changed since"),
+        "{err}"
+    );
     // No temporary file stayed behind in the cache either.
     assert!(cached.iter().all(|p| !p.contains(".tmp.")), "{cached:?}");
 }

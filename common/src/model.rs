@@ -274,6 +274,25 @@ pub struct Count {
     pub time_running: u64,
 }
 
+impl Count {
+    /// The value scaled for multiplexing as perf scales it (`value * enabled / running`,
+    /// integer arithmetic; 0 when the counter never ran).
+    pub fn scaled(&self) -> u64 {
+        let v = (u128::from(self.value) * u128::from(self.time_enabled))
+            .checked_div(u128::from(self.time_running))
+            .unwrap_or(0);
+        u64::try_from(v).unwrap_or(u64::MAX)
+    }
+
+    /// The share of the enabled time the counter ran, in hundredths of a percent.
+    pub fn running_bp(&self) -> u64 {
+        let v = (u128::from(self.time_running) * 10_000)
+            .checked_div(u128::from(self.time_enabled))
+            .unwrap_or(0);
+        u64::try_from(v).unwrap_or(u64::MAX)
+    }
+}
+
 /// Counting mode: the counters read at the end of an interval (or of the run).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Interval {

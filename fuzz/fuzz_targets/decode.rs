@@ -180,18 +180,15 @@ fuzz_target!(|data: &[u8]| {
         labperf::report::Format::Csv,
         labperf::report::Format::Json,
     ];
-    // Each report once, its variant picked by the mode byte; every format rendered.
+    // The report pipeline as `labperf report` runs it: the view the header names, then
+    // every view forced (each with the options that apply to it); every format rendered.
+    std::env::set_var("LABPERF_THREADS", if mode & 0x18 == 0x18 { "3" } else { "1" });
+    use labperf::view::{Options, View};
     let by = [
         labperf::report::By::Symbol,
         labperf::report::By::Dso,
         labperf::report::By::Pc,
     ][usize::from(mode >> 1) % 3];
-    std::env::set_var("LABPERF_THREADS", if mode & 0x18 == 0x18 { "3" } else { "1" });
-    if let Ok(r) = labperf::report::build(&src, by, Search::nothing()) {
-        for f in formats {
-            let _ = r.render(f, by, 5);
-        }
-    }
     let discard = if mode & 0x20 == 0 {
         labperf::metrics::DiscardMode::Discard
     } else {
@@ -202,24 +199,28 @@ fuzz_target!(|data: &[u8]| {
         labperf::metrics::Split::Thread,
         labperf::metrics::Split::Cpu,
     ][usize::from(mode >> 6) % 3];
-    if let Ok((r, _)) = labperf::metrics::build(&src, Search::nothing(), discard, split) {
-        for f in formats {
-            let _ = r.render(f, 0);
-        }
-    }
-    if let Ok(r) = labperf::topdown::build(&src, Search::nothing()) {
-        for f in formats {
-            let _ = r.render(f, 3, mode & 0x40 != 0);
-        }
-    }
-    if let Ok(r) = labperf::profileme::build(&src, mode & 0x80 != 0, Search::nothing()) {
-        for f in formats {
-            let _ = r.render(f, 0);
-        }
-    }
-    if let Ok(r) = labperf::profileme::build_mem(&src, Search::nothing()) {
-        for f in formats {
-            let _ = r.render(f, 0);
+    let views = [
+        None,
+        Some(View::Plain),
+        Some(View::Metrics),
+        Some(View::Topdown),
+        Some(View::Profileme),
+        Some(View::Mem),
+        Some(View::Intervals),
+    ];
+    for view in views {
+        let o = Options {
+            view,
+            by: (view == Some(View::Plain)).then_some(by),
+            pc: view == Some(View::Profileme) && mode & 0x80 != 0,
+            discard: (view == Some(View::Metrics)).then_some(discard),
+            split: (view == Some(View::Metrics)).then_some(split),
+            search: Search::nothing(),
+        };
+        if let Ok(r) = labperf::view::build(&src, &o) {
+            for f in formats {
+                let _ = r.render(f, 5, mode & 0x40 != 0);
+            }
         }
     }
     for r in &whole.records {

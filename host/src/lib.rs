@@ -7,6 +7,7 @@ pub mod dump;
 #[cfg(feature = "remote")]
 pub mod hosts;
 pub mod interrupt;
+pub mod intervals;
 #[cfg(feature = "remote")]
 pub mod known_hosts;
 pub mod load;
@@ -17,5 +18,7 @@ pub mod progress;
 pub mod remote;
 pub mod report;
 pub mod symbols;
+pub mod table;
 pub mod text;
 pub mod topdown;
+pub mod view;

@@ -102,11 +102,11 @@ pub fn stream(src: &Source, mut f: impl FnMut(&Record)) -> Result<FileInfo, Load
     Ok(info)
 }
 
-/// Like [`stream`], and `f` also sees the header once it has been read (it precedes
-/// every record in an intact file).
+/// Like [`stream`], and `f` also sees the header and its extension once they have been
+/// read (they precede every record in an intact file).
 pub fn stream_with_header(
     src: &Source,
-    mut f: impl FnMut(Option<&Header>, &Record),
+    mut f: impl FnMut(Option<&Header>, Option<&HeaderExt>, &Record),
 ) -> Result<FileInfo, LoadError> {
     let path = &src.name;
     let info = read(src, |dec, info| {
@@ -115,7 +115,7 @@ pub fn stream_with_header(
                 Event::Record(r) => {
                     info.records += 1;
                     info.count(&r);
-                    f(info.header.as_ref(), &r)
+                    f(info.header.as_ref(), info.header_ext.as_ref(), &r)
                 }
                 other => info.take(other, &mut |_| {}),
             }
@@ -123,6 +123,70 @@ pub fn stream_with_header(
     })?;
     check_labperf(path, &info)?;
     Ok(info)
+}
+
+/// What a file says it is: its header and header extension, read from its start only
+/// (they precede every record in an intact file). `None` where they are lost.
+pub struct Peek {
+    pub header: Option<Header>,
+    pub header_ext: Option<HeaderExt>,
+}
+
+/// Reads the start of `src` until the first record: enough to know what the file is.
+/// At most 64 MiB are read (a header is far smaller; damage before it is skipped).
+pub fn peek(src: &Source) -> Result<Peek, LoadError> {
+    const MAX: u64 = 64 << 20;
+    let path = &src.name;
+    let mut file: Box<dyn Read + '_> = match &src.bytes {
+        Some(b) => {
+            let v: &[u8] = (**b).as_ref();
+            Box::new(v)
+        }
+        None => Box::new(open_regular(path, u64::MAX)?.0.take(MAX)),
+    };
+    let mut dec = Decoder::new();
+    let mut p = Peek {
+        header: None,
+        header_ext: None,
+    };
+    let mut buf = vec![0u8; 64 << 10];
+    let (mut done, mut read) = (false, 0u64);
+    let mut labperf = false;
+    while !done {
+        let n = file.read(&mut buf).map_err(|source| LoadError::Read {
+            path: path.into(),
+            source,
+        })?;
+        read += n as u64;
+        if n == 0 || read > MAX {
+            dec.finish();
+            done = true;
+        } else {
+            dec.push(&buf[..n]);
+        }
+        while let Some(e) = dec.poll() {
+            match e {
+                Event::Version(_) => labperf = true,
+                Event::Header(h) => {
+                    labperf = true;
+                    p.header = Some(*h)
+                }
+                Event::HeaderExt(x) => p.header_ext = Some(*x),
+                Event::Record(_) | Event::Trailer(_) => {
+                    labperf = true;
+                    done = true;
+                }
+                Event::Damage(_) => {}
+            }
+            if done {
+                break;
+            }
+        }
+    }
+    if !labperf {
+        return Err(LoadError::NotLabperf { path: path.into() });
+    }
+    Ok(p)
 }
 
 /// Per-(pid, ip) sample counts and periods, with the FxHash of the report's hot loop.

@@ -2,11 +2,11 @@
 //! generate-function-metrics rules: long/short samples, discard, throttle).
 
 use crate::load::{self, LoadError};
-use crate::symbols::{Search, Symbolizer};
+use crate::symbols::{label, Search, Symbolizer};
+use crate::table::{Cell, Column, Table};
 use labperf_common::{Header, Record, Sample};
 use serde::Serialize;
 use std::collections::HashMap;
-use std::fmt::Write;
 use std::path::PathBuf;
 
 /// The strobe settings a `--metrics` recording carries in its header mode string.
@@ -124,79 +124,110 @@ pub struct Metrics {
     pub warnings: Vec<String>,
 }
 
-/// Applies the window rules to a stream of the sampler's samples and throttle events.
-/// `sym` names the function of an (pid, ip); `None` in `events` marks a throttle or unthrottle.
-pub fn compute(
-    events: impl IntoIterator<Item = Option<Sample>>,
+/// The window rules applied to a stream of the sampler's samples and throttle events, one
+/// at a time (nothing but the previous sample of each thread and the sums is kept).
+pub struct Windows {
     s: StrobeInfo,
-    cols: &Columns,
+    cols: Columns,
     discard: DiscardMode,
     split: Split,
-    mut sym: impl FnMut(u32, u64) -> String,
-) -> Metrics {
-    let threshold = (s.period + s.window) / 2;
-    let mut prev: HashMap<u32, Sample> = HashMap::new();
-    let mut acc: HashMap<(String, Option<u32>), Acc> = HashMap::new();
-    let mut order: Vec<(String, Option<u32>)> = Vec::new();
-    let mut skip_next = false;
-    let (mut windows, mut discarded, mut dropped) = (0u64, 0u64, 0u64);
-    let mut window_cpis: Vec<f64> = Vec::new();
-    let idx = [
-        cols.cycles,
-        cols.instructions,
-        cols.branch_misses,
-        cols.cache_refs,
-        cols.cache_misses,
-    ];
-    let mut last_values: Option<Vec<u64>> = None;
-    let mut throttled = false;
-    for e in events {
+    threshold: u64,
+    prev: HashMap<u32, Sample>,
+    acc: HashMap<(String, Option<u32>), Acc>,
+    order: Vec<(String, Option<u32>)>,
+    skip_next: bool,
+    windows: u64,
+    discarded: u64,
+    dropped: u64,
+    window_cpis: Vec<f64>,
+    last_values: Option<Vec<u64>>,
+    throttled: bool,
+}
+
+impl Windows {
+    pub fn new(s: StrobeInfo, cols: &Columns, discard: DiscardMode, split: Split) -> Windows {
+        Windows {
+            s,
+            cols: cols.clone(),
+            discard,
+            split,
+            threshold: s.period.saturating_add(s.window) / 2,
+            prev: HashMap::new(),
+            acc: HashMap::new(),
+            order: Vec::new(),
+            skip_next: false,
+            windows: 0,
+            discarded: 0,
+            dropped: 0,
+            window_cpis: Vec::new(),
+            last_values: None,
+            throttled: false,
+        }
+    }
+
+    fn idx(&self) -> [Option<usize>; 5] {
+        let c = &self.cols;
+        [
+            c.cycles,
+            c.instructions,
+            c.branch_misses,
+            c.cache_refs,
+            c.cache_misses,
+        ]
+    }
+
+    /// Takes the next event: a sample of the sampler, or `None` for a throttle or
+    /// unthrottle. `sym` names the function of an (pid, ip).
+    pub fn push(&mut self, e: Option<&Sample>, sym: &mut dyn FnMut(u32, u64) -> String) {
+        let s = self.s;
         let Some(x) = e else {
             if s.decimated {
-                continue;
+                return;
             }
             // Throttle/unthrottle: the next sample's counts span a stopped counter.
-            skip_next = true;
-            throttled = true;
-            prev.clear();
-            continue;
+            self.skip_next = true;
+            self.throttled = true;
+            self.prev.clear();
+            return;
         };
-        if skip_next {
-            skip_next = false;
-            dropped += 1;
-            continue;
+        if self.skip_next {
+            self.skip_next = false;
+            self.dropped += 1;
+            return;
         }
-        last_values = Some(x.values.clone());
-        let long = !s.fixed && x.period > threshold;
+        self.last_values = Some(x.values.clone());
+        let long = !s.fixed && x.period > self.threshold;
         if long {
-            prev.insert(x.tid, x);
-            continue;
+            self.prev.insert(x.tid, x.clone());
+            return;
         }
-        let Some(start) = prev.insert(x.tid, x.clone()) else {
-            continue;
+        let Some(start) = self.prev.insert(x.tid, x.clone()) else {
+            return;
         };
-        if !s.fixed && start.period <= threshold {
-            continue; // two short samples in a row: not a window of ours
+        if !s.fixed && start.period <= self.threshold {
+            return; // two short samples in a row: not a window of ours
         }
         let end_sym = sym(x.pid, x.ip);
         let key = (
             end_sym.clone(),
-            match split {
+            match self.split {
                 Split::None => None,
                 Split::Thread => Some(x.tid),
                 Split::Cpu => Some(x.cpu),
             },
         );
-        let a = acc.entry(key.clone()).or_insert_with(|| {
+        let idx = self.idx();
+        let order = &mut self.order;
+        let a = self.acc.entry(key.clone()).or_insert_with(|| {
             order.push(key.clone());
             Acc::default()
         });
         a.windows += 1;
-        windows += 1;
-        if discard == DiscardMode::Discard && sym(start.pid, start.ip) != end_sym {
+        self.windows += 1;
+        if self.discard == DiscardMode::Discard && sym(start.pid, start.ip) != end_sym {
             a.discarded += 1;
-            discarded += 1;
-            continue;
+            self.discarded += 1;
+            return;
         }
         let mut d = [0u64; 5];
         for (k, i) in idx.iter().enumerate() {
@@ -210,82 +241,126 @@ pub fn compute(
                 a.sums[k] = a.sums[k].saturating_add(d[k]);
             }
         }
-        if d[1] > 0 && cols.cycles.is_some() {
-            window_cpis.push(d[0] as f64 / d[1] as f64);
+        if d[1] > 0 && self.cols.cycles.is_some() {
+            self.window_cpis.push(d[0] as f64 / d[1] as f64);
         }
     }
-    let mut totals = [0u64; 5];
-    for a in acc.values() {
-        for (t, v) in totals.iter_mut().zip(a.sums) {
-            *t = t.saturating_add(v);
-        }
+}
+
+/// Applies the window rules to a stream of the sampler's samples and throttle events.
+/// `sym` names the function of an (pid, ip); `None` in `events` marks a throttle or unthrottle.
+pub fn compute(
+    events: impl IntoIterator<Item = Option<Sample>>,
+    s: StrobeInfo,
+    cols: &Columns,
+    discard: DiscardMode,
+    split: Split,
+    mut sym: impl FnMut(u32, u64) -> String,
+) -> Metrics {
+    let mut w = Windows::new(s, cols, discard, split);
+    for e in events {
+        w.push(e.as_ref(), &mut sym);
     }
-    let pct =
-        |v: u64, t: u64, present: bool| (present && t > 0).then(|| 100.0 * v as f64 / t as f64);
-    let per_ki =
-        |v: u64, i: u64, present: bool| (present && i > 0).then(|| 1000.0 * v as f64 / i as f64);
-    let have = idx.map(|i| i.is_some());
-    let mut rows: Vec<MetricsRow> = order
-        .iter()
-        .map(|k| {
-            let a = &acc[k];
-            let [cy, ins, bm, cr, cm] = a.sums;
-            MetricsRow {
-                symbol: k.0.clone(),
-                split: k.1,
-                samples: a.windows,
-                cpi: (have[0] && have[1] && ins > 0).then(|| cy as f64 / ins as f64),
-                bm_per_ki: per_ki(bm, ins, have[2] && have[1]),
-                cm_per_ki: per_ki(cm, ins, have[4] && have[1]),
-                cm_pct: pct(cm, cr, have[3] && have[4]),
-                cycles_pct: pct(cy, totals[0], have[0]),
-                instr_pct: pct(ins, totals[1], have[1]),
-                bm_pct: pct(bm, totals[2], have[2]),
-                l1da_pct: pct(cr, totals[3], have[3]),
-                l1dm_pct: pct(cm, totals[4], have[4]),
-                discarded_pct: if a.windows > 0 {
-                    100.0 * a.discarded as f64 / a.windows as f64
-                } else {
-                    0.0
-                },
+    w.finish()
+}
+
+impl Windows {
+    /// The table of what was pushed.
+    pub fn finish(self) -> Metrics {
+        let Windows {
+            s,
+            cols,
+            acc,
+            order,
+            windows,
+            discarded,
+            dropped,
+            window_cpis,
+            last_values,
+            throttled,
+            ..
+        } = self;
+        let idx = [
+            cols.cycles,
+            cols.instructions,
+            cols.branch_misses,
+            cols.cache_refs,
+            cols.cache_misses,
+        ];
+        let mut totals = [0u64; 5];
+        for a in acc.values() {
+            for (t, v) in totals.iter_mut().zip(a.sums) {
+                *t = t.saturating_add(v);
             }
-        })
-        .collect();
-    rows.sort_by(|a, b| {
-        b.samples
-            .cmp(&a.samples)
-            .then_with(|| a.symbol.cmp(&b.symbol))
-    });
-    // Whole-run CPI: the sampler's own running totals when they count the whole run (kernel
-    // alternating periods, never throttled); a throttled sampler stops counting while its
-    // group keeps going, so then the windows' aggregate is the reference.
-    let cumulative_ok = !throttled && !s.decimated && !s.fixed;
-    let whole = match (&last_values, cols.cycles, cols.instructions, cumulative_ok) {
-        (Some(v), Some(c), Some(i), true) if v.get(i).copied().unwrap_or(0) > 0 => {
-            v.get(c).map(|&cy| cy as f64 / v[i] as f64)
         }
-        _ if totals[1] > 0 && have[0] => Some(totals[0] as f64 / totals[1] as f64),
-        _ => None,
-    };
-    let mut warnings = Vec::new();
-    if let Some(w) = whole {
-        let far = window_cpis.iter().filter(|&&c| c > 4.0 * w).count();
-        if far > 0 {
-            warnings.push(format!("{far} of {} windows have a CPI over 4x the whole-run CPI ({w:.2}): very short windows can inflate CPI (interrupt and cache effects); try a longer --window", window_cpis.len()));
+        let pct =
+            |v: u64, t: u64, present: bool| (present && t > 0).then(|| 100.0 * v as f64 / t as f64);
+        let per_ki = |v: u64, i: u64, present: bool| {
+            (present && i > 0).then(|| 1000.0 * v as f64 / i as f64)
+        };
+        let have = idx.map(|i| i.is_some());
+        let mut rows: Vec<MetricsRow> = order
+            .iter()
+            .map(|k| {
+                let a = &acc[k];
+                let [cy, ins, bm, cr, cm] = a.sums;
+                MetricsRow {
+                    symbol: k.0.clone(),
+                    split: k.1,
+                    samples: a.windows,
+                    cpi: (have[0] && have[1] && ins > 0).then(|| cy as f64 / ins as f64),
+                    bm_per_ki: per_ki(bm, ins, have[2] && have[1]),
+                    cm_per_ki: per_ki(cm, ins, have[4] && have[1]),
+                    cm_pct: pct(cm, cr, have[3] && have[4]),
+                    cycles_pct: pct(cy, totals[0], have[0]),
+                    instr_pct: pct(ins, totals[1], have[1]),
+                    bm_pct: pct(bm, totals[2], have[2]),
+                    l1da_pct: pct(cr, totals[3], have[3]),
+                    l1dm_pct: pct(cm, totals[4], have[4]),
+                    discarded_pct: if a.windows > 0 {
+                        100.0 * a.discarded as f64 / a.windows as f64
+                    } else {
+                        0.0
+                    },
+                }
+            })
+            .collect();
+        rows.sort_by(|a, b| {
+            b.samples
+                .cmp(&a.samples)
+                .then_with(|| a.symbol.cmp(&b.symbol))
+        });
+        // Whole-run CPI: the sampler's own running totals when they count the whole run (kernel
+        // alternating periods, never throttled); a throttled sampler stops counting while its
+        // group keeps going, so then the windows' aggregate is the reference.
+        let cumulative_ok = !throttled && !s.decimated && !s.fixed;
+        let whole = match (&last_values, cols.cycles, cols.instructions, cumulative_ok) {
+            (Some(v), Some(c), Some(i), true) if v.get(i).copied().unwrap_or(0) > 0 => {
+                v.get(c).map(|&cy| cy as f64 / v[i] as f64)
+            }
+            _ if totals[1] > 0 && have[0] => Some(totals[0] as f64 / totals[1] as f64),
+            _ => None,
+        };
+        let mut warnings = Vec::new();
+        if let Some(w) = whole {
+            let far = window_cpis.iter().filter(|&&c| c > 4.0 * w).count();
+            if far > 0 {
+                warnings.push(format!("{far} of {} windows have a CPI over 4x the whole-run CPI ({w:.2}): very short windows can inflate CPI (interrupt and cache effects); try a longer --window", window_cpis.len()));
+            }
         }
-    }
-    if dropped > 0 {
-        warnings.push(format!(
-            "{dropped} samples right after a throttle or unthrottle were dropped"
-        ));
-    }
-    Metrics {
-        rows,
-        windows,
-        discarded,
-        dropped_after_throttle: dropped,
-        whole_run_cpi: whole,
-        warnings,
+        if dropped > 0 {
+            warnings.push(format!(
+                "{dropped} samples right after a throttle or unthrottle were dropped"
+            ));
+        }
+        Metrics {
+            rows,
+            windows,
+            discarded,
+            dropped_after_throttle: dropped,
+            whole_run_cpi: whole,
+            warnings,
+        }
     }
 }
 
@@ -298,6 +373,26 @@ pub enum MetricsError {
 }
 
 /// Reads a recording and computes its metrics table.
+/// The strobing of a recording: from its recipe (a `--metrics` recording) or none.
+pub fn strobe_of(h: &Header, ext: Option<&labperf_common::HeaderExt>) -> Option<StrobeInfo> {
+    match labperf_common::recipe_of(h, ext) {
+        labperf_common::Recipe::Strobe {
+            mode,
+            period,
+            window,
+            ..
+        } => Some(StrobeInfo {
+            period,
+            window,
+            fixed: mode == labperf_common::StrobeMode::Fixed,
+            decimated: mode == labperf_common::StrobeMode::Decimate,
+        }),
+        _ => None,
+    }
+}
+
+/// Reads a recording and computes its metrics table, one record at a time: symbols are
+/// resolved as samples come, from the mappings recorded before them.
 pub fn build(
     src: &load::Source,
     search: Search,
@@ -306,117 +401,128 @@ pub fn build(
 ) -> Result<(Metrics, load::FileInfo), MetricsError> {
     let path = src.name.as_path();
     let mut sym = Symbolizer::new(search);
-    let mut stream: Vec<Option<Sample>> = Vec::new();
-    let info = load::stream(src, |r| match r {
-        Record::Sample(s) if s.event == 0 => stream.push(Some(s.clone())),
-        Record::Throttle(t) if t.event == 0 => stream.push(None),
-        other => sym.observe(other),
-    })?;
-    sym.recorded_on(info.header.as_ref());
-    let header = info.header.clone();
-    let mode = header.as_ref().map(|h| h.mode.clone()).unwrap_or_default();
-    let s =
-        strobe_info(&mode).ok_or_else(|| MetricsError::NotStrobed(path.into(), mode.clone()))?;
-    let cols = header
-        .as_ref()
-        .map(Columns::from_header)
-        .unwrap_or_default();
+    let mut windows: Option<Windows> = None;
+    let mut started = false;
     let mut names: HashMap<(u32, u64), String> = HashMap::new();
-    let m = compute(stream, s, &cols, discard, split, |pid, ip| {
-        names
-            .entry((pid, ip))
-            .or_insert_with(|| {
-                let l = sym.resolve(pid, ip);
-                l.sym.map(|n| n.to_string()).unwrap_or_else(|| {
-                    format!(
-                        "{}+{:#x}",
-                        l.dso.rsplit('/').next().unwrap_or(&l.dso),
-                        l.vaddr
-                    )
+    let info = load::stream_with_header(src, |h, ext, r| {
+        if !started {
+            started = true;
+            sym.recorded_on(h);
+            windows = h.and_then(|h| {
+                strobe_of(h, ext).map(|s| Windows::new(s, &Columns::from_header(h), discard, split))
+            });
+        }
+        let Some(w) = windows.as_mut() else {
+            return;
+        };
+        let mut name = |pid: u32, ip: u64| {
+            names
+                .entry((pid, ip))
+                .or_insert_with(|| {
+                    let l = sym.resolve(pid, ip);
+                    label(&l.dso, l.sym.as_deref(), l.vaddr)
                 })
-            })
-            .clone()
-    });
-    let mut m = m;
+                .clone()
+        };
+        match r {
+            Record::Sample(s) if s.event == 0 => w.push(Some(s), &mut name),
+            Record::Throttle(t) if t.event == 0 => w.push(None, &mut name),
+            other => sym.observe(other),
+        }
+    })?;
+    let Some(w) = windows else {
+        let mode = info
+            .header
+            .as_ref()
+            .map(|h| h.mode.clone())
+            .unwrap_or_default();
+        return Err(MetricsError::NotStrobed(path.into(), mode));
+    };
+    let mut m = w.finish();
     m.warnings.extend(std::mem::take(&mut sym.warnings));
     Ok((m, info))
 }
 
-fn f(v: Option<f64>, prec: usize) -> String {
-    v.map(|x| format!("{x:.prec$}"))
-        .unwrap_or_else(|| "-".into())
-}
-
 impl Metrics {
-    pub fn render(&self, format: crate::report::Format, top: usize) -> String {
-        let rows = if top == 0 {
-            &self.rows[..]
-        } else {
-            &self.rows[..top.min(self.rows.len())]
-        };
-        let mut s = String::new();
-        match format {
-            crate::report::Format::Table => {
-                let _ = writeln!(
-                    s,
-                    "# {} windows, {} discarded; whole-run CPI {}",
-                    self.windows,
-                    self.discarded,
-                    f(self.whole_run_cpi, 2)
-                );
-                let _ = writeln!(
-                    s,
-                    "{:<32} {:>7} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6}",
-                    "Symbol",
-                    "#",
-                    "CPI",
-                    "BM/KI",
-                    "CM/KI",
-                    "%CM",
-                    "%CY",
-                    "%I",
-                    "%BM",
-                    "%L1DA",
-                    "%L1DM",
-                    "DIS"
-                );
-                for r in rows {
-                    let name = match r.split {
-                        Some(x) => format!("{} [{x}]", crate::text::show(&r.symbol)),
-                        None => crate::text::show(&r.symbol).into_owned(),
-                    };
-                    let _ = writeln!(s, "{:<32} {:>7} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6.1}", name, r.samples, f(r.cpi, 2), f(r.bm_per_ki, 1), f(r.cm_per_ki, 1), f(r.cm_pct, 1), f(r.cycles_pct, 1), f(r.instr_pct, 1), f(r.bm_pct, 1), f(r.l1da_pct, 1), f(r.l1dm_pct, 1), r.discarded_pct);
-                }
-            }
-            crate::report::Format::Csv => {
-                s.push_str("symbol,split,samples,cpi,bm_per_ki,cm_per_ki,cm_pct,cycles_pct,instr_pct,bm_pct,l1da_pct,l1dm_pct,discarded_pct\n");
-                for r in rows {
-                    let o = |v: Option<f64>| v.map(|x| format!("{x:.4}")).unwrap_or_default();
-                    let _ = writeln!(
-                        s,
-                        "{},{},{},{},{},{},{},{},{},{},{},{},{:.4}",
-                        crate::report::csv_field(&r.symbol),
-                        r.split.map(|x| x.to_string()).unwrap_or_default(),
-                        r.samples,
-                        o(r.cpi),
-                        o(r.bm_per_ki),
-                        o(r.cm_per_ki),
-                        o(r.cm_pct),
-                        o(r.cycles_pct),
-                        o(r.instr_pct),
-                        o(r.bm_pct),
-                        o(r.l1da_pct),
-                        o(r.l1dm_pct),
-                        r.discarded_pct
-                    );
-                }
-            }
-            crate::report::Format::Json => {
-                s = serde_json::to_string_pretty(self).expect("metrics serialize");
-                s.push('\n');
-            }
+    /// The report in the table model.
+    pub fn table(self, info: &load::FileInfo) -> crate::table::Report {
+        let split = self.rows.iter().any(|r| r.split.is_some());
+        let mut columns = vec![Column::left("symbol", "Symbol", 32)];
+        if split {
+            columns.push(Column::right("split", "Split", 5));
         }
-        s
+        for (k, t) in [
+            ("samples", "#"),
+            ("cpi", "CPI"),
+            ("bm_per_ki", "BM/KI"),
+            ("cm_per_ki", "CM/KI"),
+            ("cm_pct", "%CM"),
+            ("cycles_pct", "%CY"),
+            ("instr_pct", "%I"),
+            ("bm_pct", "%BM"),
+            ("l1da_pct", "%L1DA"),
+            ("l1dm_pct", "%L1DM"),
+            ("discarded_pct", "DIS"),
+        ] {
+            columns.push(Column::right(k, t, 6).tight_gap());
+        }
+        let mut t = Table::new("functions", columns);
+        t.rows = self
+            .rows
+            .iter()
+            .map(|r| {
+                let mut row = vec![Cell::text(r.symbol.clone())];
+                if split {
+                    row.push(r.split.map_or(Cell::Empty, |x| Cell::Int(u64::from(x))));
+                }
+                row.push(Cell::Int(r.samples));
+                row.push(Cell::opt_float(r.cpi, 2));
+                for v in [
+                    r.bm_per_ki,
+                    r.cm_per_ki,
+                    r.cm_pct,
+                    r.cycles_pct,
+                    r.instr_pct,
+                    r.bm_pct,
+                    r.l1da_pct,
+                    r.l1dm_pct,
+                ] {
+                    row.push(Cell::opt_float(v, 1));
+                }
+                row.push(Cell::Float {
+                    value: r.discarded_pct,
+                    places: 1,
+                });
+                row
+            })
+            .collect();
+        let mut summary = serde_json::Map::new();
+        summary.insert("windows".into(), serde_json::json!(self.windows));
+        summary.insert("discarded".into(), serde_json::json!(self.discarded));
+        summary.insert(
+            "dropped_after_throttle".into(),
+            serde_json::json!(self.dropped_after_throttle),
+        );
+        summary.insert(
+            "whole_run_cpi".into(),
+            serde_json::json!(self.whole_run_cpi),
+        );
+        let mut warnings = info.warnings();
+        warnings.extend(self.warnings.into_iter().map(|w| format!("warning: {w}")));
+        crate::table::Report {
+            view: "metrics",
+            heading: vec![format!(
+                "# {} windows, {} discarded; whole-run CPI {}",
+                self.windows,
+                self.discarded,
+                self.whole_run_cpi
+                    .map_or("-".to_string(), |c| format!("{c:.2}"))
+            )],
+            summary,
+            tables: vec![t],
+            warnings,
+            damaged: info.damaged(),
+        }
     }
 }
 

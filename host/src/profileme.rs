@@ -4,13 +4,13 @@
 //! `labperf_common::profileme`.
 
 use crate::load::{self, FileInfo, LoadError};
-use crate::report::{csv_field, short, Format};
 use crate::symbols::{Search, Symbolizer};
+use crate::table::{file_name, Cell, Column, Table};
 use labperf_common::profileme::{data_src, Payload, Skip, Trap, PCTR1_NAMES};
 use labperf_common::{Header, Record};
 use serde::Serialize;
+use serde_json::{json, Map};
 use std::collections::{BTreeMap, HashMap};
-use std::fmt::Write;
 
 /// Samples whose raw data was not taken as ProfileMe status, by reason.
 #[derive(Debug, Default, Clone, Copy, Serialize, PartialEq, Eq)]
@@ -170,7 +170,7 @@ pub fn build(src: &load::Source, by_pc: bool, search: Search) -> Result<PmReport
             (
                 format!(
                     "{} {}",
-                    short(&loc.dso),
+                    file_name(&loc.dso),
                     symbol.as_deref().unwrap_or("[unknown]")
                 ),
                 None,
@@ -249,126 +249,99 @@ fn traps_text(t: &BTreeMap<String, u64>) -> String {
         .join(" ")
 }
 
-fn take(rows: &[PmRow], top: usize) -> &[PmRow] {
-    if top == 0 {
-        rows
-    } else {
-        &rows[..top.min(rows.len())]
-    }
+fn pct_cell(value: f64) -> Cell {
+    Cell::Float { value, places: 1 }
 }
 
 impl PmReport {
-    /// Renders the busiest `top` rows of each table (0 = all).
-    pub fn render(&self, format: Format, top: usize) -> String {
-        let mut s = String::new();
-        match format {
-            Format::Table => {
-                let _ = writeln!(
-                    s,
-                    "{} ProfileMe samples, {} without ProfileMe data ({} short or without raw data, {} of version 0, {} not from the cpu PMU)",
-                    self.total,
-                    self.skipped_total,
-                    self.skipped.short,
-                    self.skipped.version,
-                    self.skipped.not_cpu_pmu
-                );
-                for t in &self.tables {
-                    let _ = writeln!(s, "\npctr1 counts {}:", t.pctr1_counts);
-                    let _ = writeln!(
-                        s,
-                        "{:>8} {:>7} {:>8} {:>6} {:>7} {:>6} {:>7}  {:<40} traps",
-                        "samples",
-                        "killed%",
-                        "invalid%",
-                        "mispr%",
-                        "taken%",
-                        "stall%",
-                        "pctr1",
-                        "location"
-                    );
-                    for r in take(&t.rows, top) {
-                        let line = format!(
-                            "{:8} {:7.1} {:8.1} {:6.1} {:7.1} {:6.1} {:7.1}  {:<40} {}",
-                            r.samples,
-                            r.killed_pct,
-                            r.invalid_pct,
-                            r.mispr_pct,
-                            r.taken_pct,
-                            r.stall_pct,
-                            r.pctr1_mean,
-                            crate::text::show(&r.location),
-                            traps_text(&r.traps)
-                        );
-                        let _ = writeln!(s, "{}", line.trim_end());
-                    }
-                }
+    /// The report in the table model: one table per PCTR_CTL[SL1] value.
+    pub fn table(self) -> crate::table::Report {
+        let mut tables = Vec::new();
+        for t in self.tables {
+            let mut columns = vec![
+                Column::right("samples", "samples", 8),
+                Column::right("killed_pct", "killed%", 7).tight_gap(),
+                Column::right("invalid_pct", "invalid%", 8).tight_gap(),
+                Column::right("mispr_pct", "mispr%", 6).tight_gap(),
+                Column::right("taken_pct", "taken%", 7).tight_gap(),
+                Column::right("stall_pct", "stall%", 6).tight_gap(),
+                Column::right("pctr1_mean", "pctr1", 7).tight_gap(),
+                Column::left("location", "location", 40),
+            ];
+            if self.by_pc {
+                columns.push(Column::left("pc", "pc", 0).tight_gap());
             }
-            Format::Csv => {
-                s.push_str("sl1,pctr1_counts,location,dso,symbol,pc,samples,killed_pct,invalid_pct,mispr_pct,taken_pct,stall_pct,pctr1_mean,traps\n");
-                for t in &self.tables {
-                    for r in take(&t.rows, top) {
-                        let _ = writeln!(
-                            s,
-                            "{},{},{},{},{},{},{},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{}",
-                            t.sl1,
-                            csv_field(t.pctr1_counts),
-                            csv_field(&r.location),
-                            csv_field(&r.dso),
-                            csv_field(r.symbol.as_deref().unwrap_or("")),
-                            r.pc.as_deref().unwrap_or(""),
-                            r.samples,
-                            r.killed_pct,
-                            r.invalid_pct,
-                            r.mispr_pct,
-                            r.taken_pct,
-                            r.stall_pct,
-                            r.pctr1_mean,
-                            csv_field(&traps_text(&r.traps))
-                        );
+            columns.extend([
+                Column::left("symbol", "symbol", 0).tight_gap(),
+                Column::left("dso", "dso", 0).tight_gap(),
+                Column::left("traps", "traps", 0).tight_gap(),
+            ]);
+            // Symbol, DSO and PC are in the location already: the text table leaves them out.
+            let mut table = Table::new(format!("sl1_{}", t.sl1), columns);
+            table.title = Some(format!("pctr1 counts {}:", t.pctr1_counts));
+            table.summary.insert("sl1".into(), json!(t.sl1));
+            table
+                .summary
+                .insert("pctr1_counts".into(), json!(t.pctr1_counts));
+            table.summary.insert("samples".into(), json!(t.samples));
+            table.hidden = if self.by_pc {
+                vec!["pc", "symbol", "dso"]
+            } else {
+                vec!["symbol", "dso"]
+            };
+            let by_pc = self.by_pc;
+            table.rows = t
+                .rows
+                .into_iter()
+                .map(|r| {
+                    let mut row = vec![
+                        Cell::Int(r.samples),
+                        pct_cell(r.killed_pct),
+                        pct_cell(r.invalid_pct),
+                        pct_cell(r.mispr_pct),
+                        pct_cell(r.taken_pct),
+                        pct_cell(r.stall_pct),
+                        pct_cell(r.pctr1_mean),
+                        Cell::Text(r.location),
+                    ];
+                    if by_pc {
+                        row.push(r.pc.map_or(Cell::Empty, Cell::Text));
                     }
-                }
-            }
-            Format::Json => {
-                #[derive(Serialize)]
-                struct T<'a> {
-                    sl1: u8,
-                    pctr1_counts: &'a str,
-                    samples: u64,
-                    rows: &'a [PmRow],
-                }
-                #[derive(Serialize)]
-                struct J<'a> {
-                    total: u64,
-                    skipped: Skipped,
-                    skipped_total: u64,
-                    by_pc: bool,
-                    tables: Vec<T<'a>>,
-                    warnings: &'a [String],
-                    damaged: bool,
-                }
-                s = serde_json::to_string_pretty(&J {
-                    total: self.total,
-                    skipped: self.skipped,
-                    skipped_total: self.skipped_total,
-                    by_pc: self.by_pc,
-                    tables: self
-                        .tables
-                        .iter()
-                        .map(|t| T {
-                            sl1: t.sl1,
-                            pctr1_counts: t.pctr1_counts,
-                            samples: t.samples,
-                            rows: take(&t.rows, top),
-                        })
-                        .collect(),
-                    warnings: &self.warnings,
-                    damaged: !self.info.losses.is_clean(),
+                    row.extend([
+                        r.symbol.map_or(Cell::Empty, Cell::Text),
+                        Cell::Text(r.dso),
+                        Cell::Shown {
+                            text: crate::text::show(&traps_text(&r.traps)).into_owned(),
+                            value: json!(r.traps),
+                        },
+                    ]);
+                    row
                 })
-                .expect("rows serialize");
-                s.push('\n');
-            }
+                .collect();
+            tables.push(table);
         }
-        s
+        let mut summary = Map::new();
+        summary.insert("total".into(), json!(self.total));
+        summary.insert("skipped".into(), json!(self.skipped));
+        summary.insert("skipped_total".into(), json!(self.skipped_total));
+        summary.insert("by_pc".into(), json!(self.by_pc));
+        let mut warnings = self.info.warnings();
+        warnings.extend(self.warnings.into_iter().map(|w| format!("warning: {w}")));
+        crate::table::Report {
+            view: "profileme",
+            heading: vec![format!(
+                "{} ProfileMe samples, {} without ProfileMe data ({} short or without raw data, {} of version 0, {} not from the cpu PMU)",
+                self.total,
+                self.skipped_total,
+                self.skipped.short,
+                self.skipped.version,
+                self.skipped.not_cpu_pmu
+            )],
+            summary,
+            tables,
+            warnings,
+            damaged: self.info.damaged(),
+        }
     }
 }
 
@@ -462,7 +435,7 @@ pub fn build_mem(src: &load::Source, search: Search) -> Result<MemReport, LoadEr
         let loc = sym.resolve(p.pid, p.ip);
         let key = format!(
             "{} {}",
-            short(&loc.dso),
+            file_name(&loc.dso),
             loc.sym.as_deref().unwrap_or("[unknown]")
         );
         let e = by_sym.entry((p.op, key)).or_default();
@@ -495,99 +468,71 @@ pub fn build_mem(src: &load::Source, search: Search) -> Result<MemReport, LoadEr
     })
 }
 
-/// The busiest `top` rows of each operation (0 = all), in operation order.
-fn top_per_op(rows: &[MemRow], top: usize) -> Vec<MemRow> {
-    let mut out = Vec::new();
-    let mut seen: HashMap<&str, usize> = HashMap::new();
-    for r in rows {
-        let n = seen.entry(r.op).or_default();
-        if top == 0 || *n < top {
-            out.push(r.clone());
-        }
-        *n += 1;
-    }
-    out
-}
-
 impl MemReport {
-    pub fn render(&self, format: Format, top: usize) -> String {
-        let by_symbol = top_per_op(&self.by_symbol, top);
-        let by_address = top_per_op(&self.by_address, top);
-        let mut s = String::new();
-        match format {
-            Format::Table => {
-                let _ = writeln!(
-                    s,
-                    "# {} samples: {} loads, {} stores, {} prefetches with a DTB result; {} without one",
-                    self.samples, self.loads, self.stores, self.prefetches, self.without_data_source
+    /// The report in the table model: a table per operation, by symbol and by data address.
+    pub fn table(self) -> crate::table::Report {
+        let mut tables = Vec::new();
+        for (by, what, rows) in [
+            ("symbol", "symbol", self.by_symbol),
+            ("address", "data address", self.by_address),
+        ] {
+            for op in [
+                data_src::Op::Load,
+                data_src::Op::Store,
+                data_src::Op::Prefetch,
+            ] {
+                let rows: Vec<Vec<Cell>> = rows
+                    .iter()
+                    .filter(|r| r.op == op.name())
+                    .map(|r| {
+                        vec![
+                            Cell::text(r.op),
+                            Cell::Int(r.hits),
+                            Cell::Int(r.misses),
+                            pct_cell(r.miss_pct),
+                            Cell::Text(r.location.clone()),
+                        ]
+                    })
+                    .collect();
+                if rows.is_empty() {
+                    continue;
+                }
+                let mut t = Table::new(
+                    format!("{}s_by_{by}", op.name()),
+                    vec![
+                        Column::left("op", "op", 9),
+                        Column::right("hits", "hits", 9).tight_gap(),
+                        Column::right("misses", "misses", 9).tight_gap(),
+                        Column::right("miss_pct", "miss%", 6).tight_gap(),
+                        Column::left("location", "location", 0),
+                    ],
                 );
-                for (title, rows) in [
-                    ("DTB hits and misses by symbol", &by_symbol),
-                    ("DTB hits and misses by data address", &by_address),
-                ] {
-                    let _ = writeln!(s, "\n{title}:");
-                    let _ = writeln!(
-                        s,
-                        "{:<9} {:>9} {:>9} {:>6}  location",
-                        "op", "hits", "misses", "miss%"
-                    );
-                    for r in rows {
-                        let _ = writeln!(
-                            s,
-                            "{:<9} {:>9} {:>9} {:>6.1}  {}",
-                            r.op,
-                            r.hits,
-                            r.misses,
-                            r.miss_pct,
-                            crate::text::show(&r.location)
-                        );
-                    }
-                }
-            }
-            Format::Csv => {
-                s.push_str("by,op,location,hits,misses,miss_pct\n");
-                for (by, rows) in [("symbol", &by_symbol), ("address", &by_address)] {
-                    for r in rows {
-                        let _ = writeln!(
-                            s,
-                            "{by},{},{},{},{},{:.4}",
-                            r.op,
-                            csv_field(&r.location),
-                            r.hits,
-                            r.misses,
-                            r.miss_pct
-                        );
-                    }
-                }
-            }
-            Format::Json => {
-                #[derive(Serialize)]
-                struct J<'a> {
-                    samples: u64,
-                    loads: u64,
-                    stores: u64,
-                    prefetches: u64,
-                    without_data_source: u64,
-                    by_symbol: &'a [MemRow],
-                    by_address: &'a [MemRow],
-                    warnings: &'a [String],
-                    damaged: bool,
-                }
-                s = serde_json::to_string_pretty(&J {
-                    samples: self.samples,
-                    loads: self.loads,
-                    stores: self.stores,
-                    prefetches: self.prefetches,
-                    without_data_source: self.without_data_source,
-                    by_symbol: &by_symbol,
-                    by_address: &by_address,
-                    warnings: &self.warnings,
-                    damaged: !self.info.losses.is_clean(),
-                })
-                .expect("rows serialize");
-                s.push('\n');
+                t.title = Some(format!("DTB hits and misses of {}s by {what}:", op.name()));
+                t.rows = rows;
+                tables.push(t);
             }
         }
-        s
+        let mut summary = Map::new();
+        summary.insert("samples".into(), json!(self.samples));
+        summary.insert("loads".into(), json!(self.loads));
+        summary.insert("stores".into(), json!(self.stores));
+        summary.insert("prefetches".into(), json!(self.prefetches));
+        summary.insert(
+            "without_data_source".into(),
+            json!(self.without_data_source),
+        );
+        let mut warnings = self.info.warnings();
+        warnings.extend(self.warnings.into_iter().map(|w| format!("warning: {w}")));
+        crate::table::Report {
+            view: "mem",
+            heading: vec![format!(
+                "# {} samples: {} loads, {} stores, {} prefetches with a DTB result; {} without one",
+                self.samples, self.loads, self.stores, self.prefetches, self.without_data_source
+            )],
+            summary,
+            tables,
+            warnings,
+            damaged: self.info.damaged(),
+        }
     }
 }

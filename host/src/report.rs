@@ -1,23 +1,18 @@
-//! Per-symbol / per-DSO / per-PC aggregation of samples and its table, CSV and JSON output.
+//! The plain view: samples aggregated per symbol, per mapped file or per address.
 
 use crate::load::{self, FileInfo, LoadError};
-use crate::symbols::{Location, Search, Symbolizer};
+use crate::symbols::{label, Location, Search, Symbolizer};
+pub use crate::table::Format;
+use crate::table::{Cell, Column, Table};
 use serde::Serialize;
+use serde_json::json;
 use std::collections::HashMap;
-use std::fmt::Write;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum By {
     Symbol,
     Dso,
     Pc,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    Table,
-    Csv,
-    Json,
 }
 
 /// One output row.
@@ -32,19 +27,14 @@ pub struct Row {
 }
 
 /// A finished report.
-#[derive(Debug, Serialize)]
+#[derive(Debug)]
 pub struct Report {
     pub total_samples: u64,
     pub total_period: u64,
     pub rows: Vec<Row>,
-    #[serde(skip)]
     pub info: FileInfo,
     pub warnings: Vec<String>,
-}
-
-/// The file name of a DSO path.
-pub(crate) fn short(dso: &str) -> &str {
-    dso.rsplit('/').next().unwrap_or(dso)
+    pub by: By,
 }
 
 /// Reads `path` and aggregates its samples.
@@ -72,11 +62,7 @@ pub fn build(src: &load::Source, by: By, search: Search) -> Result<Report, LoadE
     for (&(pid, ip), &(n, period)) in &by_ip {
         let Location { dso, sym: s, vaddr } = sym.resolve(pid, ip);
         let key = match by {
-            By::Symbol => (
-                s.map(|n| n.to_string())
-                    .unwrap_or_else(|| format!("{}+{vaddr:#x}", short(&dso))),
-                dso.to_string(),
-            ),
+            By::Symbol => (label(&dso, s.as_deref(), vaddr), dso.to_string()),
             By::Dso => (dso.to_string(), dso.to_string()),
             By::Pc => (
                 format!(
@@ -118,95 +104,66 @@ pub fn build(src: &load::Source, by: By, search: Search) -> Result<Report, LoadE
         rows,
         warnings: std::mem::take(&mut sym.warnings),
         info,
+        by,
     })
 }
 
-/// A CSV field, quoted when it holds a comma, quote or newline.
-pub(crate) fn csv_field(s: &str) -> String {
-    // Control characters are escaped here too: CSV lands on terminals as often as in files.
-    let s = &*crate::text::show(s);
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
-
 impl Report {
-    /// Renders the top `top` rows (0 = all).
-    pub fn render(&self, format: Format, by: By, top: usize) -> String {
-        let rows = if top == 0 {
-            &self.rows[..]
-        } else {
-            &self.rows[..top.min(self.rows.len())]
+    /// The report in the table model.
+    pub fn table(self) -> crate::table::Report {
+        let what = match self.by {
+            By::Symbol => "Symbol",
+            By::Dso => "DSO",
+            By::Pc => "PC",
         };
-        let mut s = String::new();
-        match format {
-            Format::Table => {
-                let what = match by {
-                    By::Symbol => "Symbol",
-                    By::Dso => "DSO",
-                    By::Pc => "PC",
-                };
-                let _ = writeln!(
-                    s,
-                    "# {} samples, total period {}",
-                    self.total_samples, self.total_period
-                );
-                let _ = writeln!(
-                    s,
-                    "{:>8}  {:>9}  {:<40}  {}",
-                    "Overhead",
-                    "Samples",
-                    what,
-                    if by == By::Dso { "" } else { "DSO" }
-                );
-                for r in rows {
-                    let dso = if by == By::Dso { "" } else { short(&r.dso) };
-                    let _ = writeln!(
-                        s,
-                        "{:>7.2}%  {:>9}  {:<40}  {}",
-                        r.percent,
-                        r.samples,
-                        crate::text::show(&r.name),
-                        crate::text::show(dso)
-                    );
-                }
-            }
-            Format::Csv => {
-                s.push_str("name,dso,samples,period,percent\n");
-                for r in rows {
-                    let _ = writeln!(
-                        s,
-                        "{},{},{},{},{:.4}",
-                        csv_field(&r.name),
-                        csv_field(&r.dso),
-                        r.samples,
-                        r.period,
-                        r.percent
-                    );
-                }
-            }
-            Format::Json => {
-                #[derive(Serialize)]
-                struct J<'a> {
-                    total_samples: u64,
-                    total_period: u64,
-                    rows: &'a [Row],
-                    warnings: &'a [String],
-                    damaged: bool,
-                }
-                s = serde_json::to_string_pretty(&J {
-                    total_samples: self.total_samples,
-                    total_period: self.total_period,
-                    rows,
-                    warnings: &self.warnings,
-                    damaged: !self.info.losses.is_clean(),
-                })
-                .expect("rows serialize");
-                s.push('\n');
-            }
+        let mut columns = vec![
+            Column::right("percent", "Overhead", 8),
+            Column::right("samples", "Samples", 9),
+            Column::right("period", "Period", 12),
+            Column::left("name", what, 40),
+        ];
+        if self.by != By::Dso {
+            columns.push(Column::left("dso", "DSO", 0));
         }
-        s
+        let mut t = Table::new("functions", columns);
+        let by = self.by;
+        t.rows = self
+            .rows
+            .into_iter()
+            .map(|r| {
+                let mut row = vec![
+                    Cell::Percent {
+                        value: r.percent,
+                        places: 2,
+                    },
+                    Cell::Int(r.samples),
+                    Cell::Int(r.period),
+                    Cell::Text(r.name),
+                ];
+                if by != By::Dso {
+                    row.push(Cell::file(&r.dso));
+                }
+                row
+            })
+            .collect();
+        let mut summary = serde_json::Map::new();
+        summary.insert("total_samples".into(), json!(self.total_samples));
+        summary.insert("total_period".into(), json!(self.total_period));
+        let mut warnings = self.info.warnings();
+        warnings.extend(self.warnings.into_iter().map(|w| format!("warning: {w}")));
+        if self.total_samples == 0 {
+            warnings.push("note: the file holds no samples (was the workload too short, or the period too long?)".into());
+        }
+        crate::table::Report {
+            view: "plain",
+            heading: vec![format!(
+                "# {} samples, total period {}",
+                self.total_samples, self.total_period
+            )],
+            summary,
+            tables: vec![t],
+            warnings,
+            damaged: self.info.damaged(),
+        }
     }
 }

@@ -114,6 +114,15 @@ pub struct Location {
     pub vaddr: u64,
 }
 
+/// The one label of a place: its function, or `file+0xADDRESS` (the address in the file's
+/// own address space) when the function is unknown.
+pub fn label(dso: &str, sym: Option<&str>, vaddr: u64) -> String {
+    match sym {
+        Some(s) => s.to_string(),
+        None => format!("{}+{vaddr:#x}", crate::table::file_name(dso)),
+    }
+}
+
 /// Where binaries are looked for, in order: each `--symfs` directory
 /// (`DIR/<build-id>/elf`, `DIR/<path>`), the binary cache (by build-id, or by the recording
 /// machine's name and the path), then the path itself on this machine.

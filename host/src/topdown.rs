@@ -3,13 +3,13 @@
 //! consecutive samples), as table (perf's colours), CSV or JSON.
 
 use crate::load::{self, FileInfo, LoadError};
-use crate::report::{csv_field, short, Format};
-use crate::symbols::{Search, Symbolizer};
-use labperf_common::topdown::{self as td, Colour, Kind, Layout};
+use crate::symbols::{label, Search, Symbolizer};
+use crate::table::{Cell, Column, Table};
+use labperf_common::topdown::{self as td, Kind, Layout};
 use labperf_common::{Header, Record};
 use serde::Serialize;
+use serde_json::json;
 use std::collections::HashMap;
-use std::fmt::Write;
 use std::path::Path;
 
 /// The TopDown layout of a recording, from its header (None: not a TopDown recording).
@@ -161,10 +161,7 @@ pub fn build(src: &load::Source, search: Search) -> Result<Report, LoadError> {
                 .collect();
             let loc = sym.resolve(pid, ip);
             let key = (
-                loc.sym
-                    .as_deref()
-                    .map(str::to_string)
-                    .unwrap_or_else(|| format!("{:#x}", loc.vaddr)),
+                label(&loc.dso, loc.sym.as_deref(), loc.vaddr),
                 loc.dso.to_string(),
             );
             let e = acc.entry(key).or_insert_with(|| (0, vec![0; n]));
@@ -206,8 +203,12 @@ pub fn build(src: &load::Source, search: Search) -> Result<Report, LoadError> {
             ratios: layout.fractions(&all),
         });
     }
-    let mut warnings = std::mem::take(&mut sym.warnings);
-    warnings.extend(h.notes.iter().cloned());
+    // Each with what it is: a symbol that could not be read, or a note of the agent's.
+    let mut warnings: Vec<String> = std::mem::take(&mut sym.warnings)
+        .into_iter()
+        .map(|w| format!("warning: {w}"))
+        .collect();
+    warnings.extend(h.notes.iter().map(|n| format!("note: {n}")));
     Ok(Report {
         layout,
         by_symbol,
@@ -218,130 +219,108 @@ pub fn build(src: &load::Source, search: Search) -> Result<Report, LoadError> {
     })
 }
 
-fn paint(text: &str, c: Colour, colour: bool) -> String {
-    match (colour, c) {
-        (true, Colour::Green) => format!("\x1b[32m{text}\x1b[0m"),
-        (true, Colour::Red) => format!("\x1b[31m{text}\x1b[0m"),
-        _ => text.to_string(),
-    }
-}
-
 impl Report {
-    /// Renders the report; `colour` paints the table as perf does.
-    pub fn render(&self, format: Format, top: usize, colour: bool) -> String {
+    /// The report in the table model: perf's interval table (its layout is the agent's
+    /// live output, cell for cell), or the per-symbol table of a `record --topdown` file.
+    pub fn table(self) -> crate::table::Report {
         let titles = self.layout.titles();
         let keys = keys(&self.layout);
-        let lines: Vec<&Line> = if self.by_symbol && top > 0 {
-            self.lines.iter().take(top).collect()
+        let has_tid = self.lines.iter().any(|l| l.tid.is_some());
+        let mut columns = vec![if self.by_symbol {
+            Column::right("slots", "slots", 16).tight()
         } else {
-            self.lines.iter().collect()
-        };
-        let mut s = String::new();
-        match format {
-            Format::Table => {
-                let has_tid = self.lines.iter().any(|l| l.tid.is_some());
-                let first = if self.by_symbol { "slots" } else { "time" };
-                s.push_str(&td::header_line(first, has_tid, &titles));
-                if self.by_symbol {
-                    s.push_str("  symbol");
-                }
-                s.push('\n');
-                let total = self.total.as_ref().map(|t| (t, true));
-                for (l, is_total) in lines.iter().map(|l| (*l, false)).chain(total) {
-                    let first = match (is_total && !self.by_symbol, l.time_ns, l.slots) {
-                        (true, _, _) => "total".to_string(),
-                        (_, Some(t), _) => td::seconds(t),
-                        (_, None, Some(n)) => n.to_string(),
-                        _ => "-".into(),
-                    };
-                    let tid = l.tid.map(|t| t.to_string());
-                    let tid = match (&tid, has_tid) {
-                        (Some(t), _) => Some(t.as_str()),
-                        (None, true) => Some(""),
-                        (None, false) => None,
-                    };
-                    let cells = td::cells(l.parts.as_ref(), titles.len());
-                    let mut line = td::table_line(&first, tid, &[]);
-                    for (i, cell) in cells.iter().enumerate() {
-                        let r = l.ratios.as_ref().and_then(|r| r[i]);
-                        let c = match (i < 4, r) {
-                            (true, Some(r)) => td::colour(COLOUR_AS[i], r),
-                            _ => Colour::Normal,
-                        };
-                        line.push_str(&paint(&format!("{cell:>21}"), c, colour));
-                    }
-                    s.push_str(&line);
-                    if let Some(sym) = &l.symbol {
-                        let _ = write!(s, "  {}", crate::text::show(sym));
-                        if let Some(d) = &l.dso {
-                            let _ = write!(s, " ({})", crate::text::show(short(d)));
-                        }
-                    }
-                    s.push('\n');
-                }
-            }
-            Format::Csv => {
-                let head = if self.by_symbol {
-                    "symbol,dso,samples,slots"
-                } else {
-                    "time_s,tid,slots"
-                };
-                let _ = writeln!(s, "{head},{}", keys.join(","));
-                for l in lines.iter().copied().chain(self.total.as_ref()) {
-                    if self.by_symbol {
-                        let _ = write!(
-                            s,
-                            "{},{},{},{}",
-                            csv_field(l.symbol.as_deref().unwrap_or("")),
-                            csv_field(l.dso.as_deref().unwrap_or("")),
-                            l.samples.unwrap_or(0),
-                            l.slots.map(|x| x.to_string()).unwrap_or_default()
-                        );
-                    } else {
-                        let _ = write!(
-                            s,
-                            "{},{},{}",
-                            l.time_s
-                                .map(|t| format!("{t:.9}"))
-                                .unwrap_or("total".into()),
-                            l.tid.map(|t| t.to_string()).unwrap_or_default(),
-                            l.slots.map(|x| x.to_string()).unwrap_or_default()
-                        );
-                    }
-                    for i in 0..keys.len() {
-                        let r = l.ratios.as_ref().and_then(|r| r[i]);
-                        let _ = write!(s, ",{}", r.map(|r| format!("{r:.6}")).unwrap_or_default());
-                    }
-                    s.push('\n');
-                }
-            }
-            Format::Json => {
-                #[derive(Serialize)]
-                struct J<'a> {
-                    kind: &'static str,
-                    level: u8,
-                    columns: &'a [&'static str],
-                    lines: Vec<&'a Line>,
-                    total: Option<&'a Line>,
-                    warnings: &'a [String],
-                    damaged: bool,
-                }
-                s = serde_json::to_string_pretty(&J {
-                    kind: match self.layout.kind {
-                        Kind::Metrics => "metrics",
-                        Kind::Legacy => "legacy",
-                    },
-                    level: self.layout.level,
-                    columns: &keys,
-                    lines,
-                    total: self.total.as_ref(),
-                    warnings: &self.warnings,
-                    damaged: !self.info.losses.is_clean(),
-                })
-                .expect("lines serialize");
-                s.push('\n');
-            }
+            Column::right("time_s", "time", 16).tight()
+        }];
+        if has_tid {
+            columns.push(Column::right("tid", "thread", 12).tight());
         }
-        s
+        if !self.by_symbol {
+            // The weight of each line's shares: in CSV and JSON (the agent's live lines,
+            // which the text table matches, leave it out).
+            columns.push(Column::right("slots", "slots", 0).tight());
+        }
+        for (k, t) in keys.iter().zip(&titles) {
+            columns.push(Column::right(k, t, 21).tight());
+        }
+        if self.by_symbol {
+            columns.push(Column::left("symbol", "symbol", 0));
+            columns.push(Column::left("dso", "dso", 0));
+            columns.push(Column::right("samples", "samples", 0));
+        }
+        let by_symbol = self.by_symbol;
+        let row = |l: &Line, total: bool| -> Vec<Cell> {
+            let mut r = Vec::new();
+            r.push(if by_symbol {
+                l.slots.map_or(Cell::Empty, Cell::Int)
+            } else if total {
+                Cell::Shown {
+                    text: "total".into(),
+                    value: json!("total"),
+                }
+            } else {
+                match l.time_ns {
+                    Some(t) => Cell::Shown {
+                        text: td::seconds(t),
+                        value: json!(t as f64 / 1e9),
+                    },
+                    None => Cell::Empty,
+                }
+            });
+            if has_tid {
+                r.push(l.tid.map_or(Cell::text(""), |t| Cell::Int(u64::from(t))));
+            }
+            if !by_symbol {
+                r.push(l.slots.map_or(Cell::Empty, Cell::Int));
+            }
+            for i in 0..titles.len() {
+                let cell = match &l.parts {
+                    Some((num, den)) => match num.get(i).copied().flatten() {
+                        Some(n) => Cell::Share { num: n, den: *den },
+                        None => Cell::Empty,
+                    },
+                    None => Cell::Empty,
+                };
+                let ratio = l.ratios.as_ref().and_then(|r| r.get(i).copied().flatten());
+                r.push(match (COLOUR_AS.get(i), ratio) {
+                    (Some(metric), Some(x)) => Cell::Painted(Box::new(cell), td::colour(metric, x)),
+                    _ => cell,
+                });
+            }
+            if by_symbol {
+                r.push(Cell::text(l.symbol.clone().unwrap_or_default()));
+                r.push(l.dso.as_deref().map_or(Cell::Empty, Cell::file));
+                r.push(l.samples.map_or(Cell::Empty, Cell::Int));
+            }
+            r
+        };
+        let mut t = Table::new(if by_symbol { "functions" } else { "intervals" }, columns);
+        t.hash_header = true;
+        if !by_symbol {
+            t.hidden = vec!["slots"];
+        }
+        t.ranked = by_symbol;
+        t.rows = self.lines.iter().map(|l| row(l, false)).collect();
+        if let Some(total) = &self.total {
+            t.footer.push(row(total, true));
+        }
+        let mut summary = serde_json::Map::new();
+        summary.insert(
+            "kind".into(),
+            json!(match self.layout.kind {
+                Kind::Metrics => "metrics",
+                Kind::Legacy => "legacy",
+            }),
+        );
+        summary.insert("level".into(), json!(self.layout.level));
+        let mut warnings = self.info.warnings();
+        warnings.extend(self.warnings);
+        crate::table::Report {
+            view: "topdown",
+            heading: Vec::new(),
+            summary,
+            tables: vec![t],
+            warnings,
+            damaged: self.info.damaged(),
+        }
     }
 }

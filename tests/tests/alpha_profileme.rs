@@ -1,6 +1,6 @@
 //! Alpha ProfileMe: synthetic payloads checked against a hand-written table of the seed's
-//! rules (dump and `report --profileme`), the 21%/0% mispredict known answer and DTB
-//! hits/misses (`report --mem`) through the real Alpha agent's replay under qemu-alpha.
+//! rules (dump and `report`'s ProfileMe view), the 21%/0% mispredict known answer and DTB
+//! hits/misses (`report`'s mem view) through the real Alpha agent's replay under qemu-alpha.
 
 use labperf_common::{
     decode_all, Arch, Attr, CpuId, Encoder, Endian, EventDesc, Header, Record, Sample, Trailer,
@@ -98,7 +98,7 @@ fn row<'a>(j: &'a Value, sl1: u64, loc: &str) -> &'a Value {
         .as_array()
         .unwrap()
         .iter()
-        .find(|t| t["sl1"] == sl1)
+        .find(|t| t["summary"]["sl1"] == sl1)
         .unwrap_or_else(|| panic!("no table for SL1 {sl1}: {j}"));
     t["rows"]
         .as_array()
@@ -229,7 +229,7 @@ fn every_trap_type_and_redirect_is_named_as_the_seed_names_it() {
         let want = format!("ProfileMe PMPC:\t{:016x} PAL trap {long}\n", PAL_BASE | off);
         assert_eq!(dump.matches(&want).count(), 2, "{want:?}");
     }
-    let j = json(&["report", "--profileme", "--pc"], &f);
+    let j = json(&["report", "--pc"], &f);
     for (tt, (_, short)) in TRAP_TABLE.iter().enumerate() {
         let r = row(&j, 0, &format!("{:#018x}", TRAP_PC + 4 * tt as u64));
         assert_eq!(r["samples"], 3);
@@ -251,7 +251,7 @@ fn every_trap_type_and_redirect_is_named_as_the_seed_names_it() {
 #[test]
 fn stale_trp_and_mis_of_killed_instructions_count_nothing() {
     let f = synthetic("pm-stale");
-    let j = json(&["report", "--profileme", "--pc"], &f);
+    let j = json(&["report", "--pc"], &f);
     // 644 killed samples with TRP, 10 with MIS: no trap, no mispredict; not retired valid.
     let r = row(&j, 1, &format!("{STALE_PC:#018x}"));
     assert_eq!(r["samples"], 644);
@@ -263,10 +263,13 @@ fn stale_trp_and_mis_of_killed_instructions_count_nothing() {
     // Its own table: PCTR1 counted retire delay there (SL1 = 1).
     let t1 = &j["tables"].as_array().unwrap()[1];
     assert_eq!(
-        (t1["sl1"].as_u64(), t1["pctr1_counts"].as_str()),
+        (
+            t1["summary"]["sl1"].as_u64(),
+            t1["summary"]["pctr1_counts"].as_str()
+        ),
         (Some(1), Some("retire delay"))
     );
-    assert_eq!(t1["samples"], 644);
+    assert_eq!(t1["summary"]["samples"], 644);
     // The dump agrees: trap none, never "mispredicted", for all 644.
     let dump = labperf(&["dump"], &f);
     let stale = format!("ProfileMe PMPC:\t{STALE_PC:016x} user trap none\n");
@@ -310,15 +313,15 @@ fn every_field_sits_where_the_seed_puts_it() {
 #[test]
 fn short_version_0_and_non_cpu_payloads_are_skipped_and_counted() {
     let f = synthetic("pm-skips");
-    let j = json(&["report", "--profileme"], &f);
+    let j = json(&["report"], &f);
     // Hand count: 48 trap + 6 redirect + 644 stale + 100 branch + 1 fields + 1 kernel.
-    assert_eq!(j["total"], 800);
+    assert_eq!(j["summary"]["total"], 800);
     assert_eq!(
-        j["skipped"],
+        j["summary"]["skipped"],
         serde_json::json!({"short": 3, "version": 1, "not_cpu_pmu": 1})
     );
-    assert_eq!(j["skipped_total"], 5);
-    let table = labperf(&["report", "--profileme"], &f);
+    assert_eq!(j["summary"]["skipped_total"], 5);
+    let table = labperf(&["report"], &f);
     assert!(
         table.starts_with("800 ProfileMe samples, 5 without ProfileMe data"),
         "{table}"
@@ -326,19 +329,8 @@ fn short_version_0_and_non_cpu_payloads_are_skipped_and_counted() {
     let dump = labperf(&["dump"], &f);
     assert!(dump.contains("PROFILEME decoded=800 skipped=5 (short=3 version=1 not_cpu_pmu=1)"));
     // CSV: one line per row, the header first.
-    let csv = labperf(
-        &[
-            "report",
-            "--profileme",
-            "--pc",
-            "--format",
-            "csv",
-            "--top",
-            "0",
-        ],
-        &f,
-    );
-    assert!(csv.starts_with("sl1,pctr1_counts,location,"));
+    let csv = labperf(&["report", "--pc", "--format", "csv", "--top", "0"], &f);
+    assert!(csv.starts_with("table,samples,killed_pct,"), "{csv}");
     assert_eq!(csv.lines().count(), 1 + 16 + 3 + 1 + 1 + 1 + 1);
 }
 
@@ -372,22 +364,22 @@ fn known_answer_21_and_0_percent_through_the_alpha_agent_under_qemu() {
         assert_eq!((h.arch, h.mode.as_str()), (Arch::Alpha, "replay"));
         assert_eq!(h.events[0].name, "cpu/instructions,profileme/");
         assert_eq!(h.events[0].attr.sample_type, PROFILEME_SAMPLE_TYPE);
-        let j = json(&["report", "--profileme", "--pc"], &out);
-        assert_eq!(j["total"], 1800);
-        assert_eq!(j["skipped_total"], 0);
+        let j = json(&["report", "--pc"], &out);
+        assert_eq!(j["summary"]["total"], 1800);
+        assert_eq!(j["summary"]["skipped_total"], 0);
         let r = row(&j, 0, &format!("{branch:#018x} branch_mispredicts"));
         assert_eq!(r["samples"], 1000);
         assert_eq!(r["mispr_pct"].as_f64(), Some(want), "{r}");
         assert_eq!(r["taken_pct"].as_f64(), Some(50.0));
         assert_eq!(r["pctr1_mean"].as_f64(), Some(20.0));
         // By symbol: the bench's functions, named from the Alpha ELF.
-        let j = json(&["report", "--profileme"], &out);
+        let j = json(&["report"], &out);
         let f = row(&j, 0, "labperf-bench branch_mispredicts");
         assert_eq!(f["samples"], 1500);
         assert_eq!(f["dso"].as_str(), alpha_bench().to_str());
         assert_eq!(row(&j, 0, "labperf-bench nops")["samples"], 300);
         // The table form prints that row with the DCPI columns.
-        let table = labperf(&["report", "--profileme", "--pc"], &out);
+        let table = labperf(&["report", "--pc"], &out);
         let line = table
             .lines()
             .find(|l| l.contains(&format!("{branch:#018x}")))
@@ -470,24 +462,31 @@ fn dtb_hits_and_misses_by_symbol_and_address_through_the_alpha_agent() {
     let h = decode_all(&std::fs::read(&out).unwrap()).header.unwrap();
     assert_eq!(h.events[0].name, "cpu/cycles,profileme/");
     assert_eq!(h.events[0].attr.sample_type, MEM_SAMPLE_TYPE);
-    let j = json(&["report", "--mem"], &out);
+    let j = json(&["report"], &out);
     assert_eq!(
         [
-            &j["samples"],
-            &j["loads"],
-            &j["stores"],
-            &j["prefetches"],
-            &j["without_data_source"]
+            &j["summary"]["samples"],
+            &j["summary"]["loads"],
+            &j["summary"]["stores"],
+            &j["summary"]["prefetches"],
+            &j["summary"]["without_data_source"]
         ],
         [101, 80, 10, 4, 7]
     );
-    let find = |list: &str, op: &str, loc: &str| -> (u64, u64) {
-        let r = j[list]
+    // One table per operation and grouping: `loads_by_symbol`, `stores_by_address`, ...
+    let find = |by: &str, op: &str, loc: &str| -> (u64, u64) {
+        let name = format!("{op}s_{by}");
+        let r = j["tables"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name.as_str())
+            .unwrap_or_else(|| panic!("no table {name}: {j}"))["rows"]
             .as_array()
             .unwrap()
             .iter()
             .find(|r| r["op"] == op && r["location"] == loc)
-            .unwrap_or_else(|| panic!("no {op} {loc} in {list}: {j}"));
+            .unwrap_or_else(|| panic!("no {op} {loc} in {name}: {j}"));
         (r["hits"].as_u64().unwrap(), r["misses"].as_u64().unwrap())
     };
     assert_eq!(
@@ -503,7 +502,7 @@ fn dtb_hits_and_misses_by_symbol_and_address_through_the_alpha_agent() {
         find("by_address", "prefetch", &format!("{a:#018x}")),
         (2, 2)
     );
-    let table = labperf(&["report", "--mem"], &out);
+    let table = labperf(&["report"], &out);
     assert!(
         table.contains("load             45        35   43.8  labperf-bench dcache_miss"),
         "{table}"

@@ -184,7 +184,7 @@ fn c_agent_records_a_real_profile_that_labperf_reports() {
         "nops",
         "serializing",
     ] {
-        let n = j["rows"]
+        let n = j["tables"][0]["rows"]
             .as_array()
             .unwrap()
             .iter()

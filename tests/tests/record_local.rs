@@ -55,7 +55,7 @@ fn bench_classes_show_up_with_the_requested_time_split() {
         String::from_utf8_lossy(&out.stderr)
     );
     let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let rows = j["rows"].as_array().unwrap();
+    let rows = j["tables"][0]["rows"].as_array().unwrap();
     let count = |name: &str| {
         rows.iter()
             .find(|r| r["name"] == name)
@@ -70,7 +70,7 @@ fn bench_classes_show_up_with_the_requested_time_split() {
         "only {in_classes} samples in the class functions"
     );
     assert!(
-        in_classes as f64 > 0.85 * j["total_samples"].as_u64().unwrap() as f64,
+        in_classes as f64 > 0.85 * j["summary"]["total_samples"].as_u64().unwrap() as f64,
         "too few samples in class functions: {j}"
     );
     // Tolerance: 3 percentage points of the class samples per class.
@@ -384,12 +384,15 @@ fn children_are_followed_and_symbolized() {
         .output()
         .unwrap();
     let csv = String::from_utf8(out.stdout).unwrap();
-    assert!(csv.starts_with("name,dso,samples,period,percent\n"));
+    assert!(
+        csv.starts_with("percent,samples,period,name,dso\n"),
+        "{csv}"
+    );
     for f in ["nops", "dcache_miss"] {
         let n: u64 = csv
             .lines()
-            .find(|l| l.starts_with(&format!("{f},")))
-            .and_then(|l| l.split(',').nth(2))
+            .find(|l| l.split(',').nth(3) == Some(f))
+            .and_then(|l| l.split(',').nth(1))
             .and_then(|n| n.parse().ok())
             .unwrap_or(0);
         assert!(n > 400, "{f}: {n} samples\n{csv}");
@@ -401,7 +404,7 @@ fn children_are_followed_and_symbolized() {
         .unwrap();
     let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(
-        j["rows"][0]["name"]
+        j["tables"][0]["rows"][0]["name"]
             .as_str()
             .unwrap()
             .ends_with("labperf-bench"),
@@ -448,7 +451,7 @@ fn attaching_to_a_running_process_records_its_functions() {
         .unwrap();
     let j: serde_json::Value = serde_json::from_slice(&rep.stdout).unwrap();
     let share = |f: &str| {
-        j["rows"]
+        j["tables"][0]["rows"]
             .as_array()
             .unwrap()
             .iter()

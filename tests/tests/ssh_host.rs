@@ -78,7 +78,7 @@ fn record_host_full_flow_reports_the_bench() {
         "nops",
         "serializing",
     ] {
-        let n = j["rows"]
+        let n = j["tables"][0]["rows"]
             .as_array()
             .unwrap()
             .iter()

@@ -254,7 +254,7 @@ fn stat_topdown_writes_the_intervals_the_host_reports_line_for_line() {
     }
     // The agent's live lines and the host's table agree to the character.
     let rep = Command::new(bin("labperf"))
-        .args(["report", "--topdown"])
+        .args(["report"])
         .arg(&f)
         .env("NO_COLOR", "1")
         .output()
@@ -374,9 +374,34 @@ fn interval(time: u64, tid: Option<u32>, delta: bool, values: &[u64]) -> Record 
     })
 }
 
+/// The JSON keys of the level-1 and level-2 columns, in the table's order.
+const L2_KEYS: [&str; 12] = [
+    "retiring",
+    "bad_speculation",
+    "frontend_bound",
+    "backend_bound",
+    "heavy_operations",
+    "light_operations",
+    "branch_mispredict",
+    "machine_clears",
+    "fetch_latency",
+    "fetch_bandwidth",
+    "memory_bound",
+    "core_bound",
+];
+
+/// A JSON row's level-1 shares.
+fn l1(row: &Value) -> Vec<f64> {
+    L2_KEYS[..4]
+        .iter()
+        .map(|k| row[k].as_f64().unwrap_or(f64::NAN))
+        .collect()
+}
+
+/// `labperf report FILE` (no view option: the header says TopDown).
 fn report(file: &Path, extra: &[&str]) -> String {
     let o = Command::new(bin("labperf"))
-        .args(["report", "--topdown"])
+        .args(["report"])
         .args(extra)
         .arg(file)
         .env("NO_COLOR", "1")
@@ -429,11 +454,11 @@ fn the_seeds_interval_table_comes_back_exactly() {
     let mut lines = csv.lines();
     assert_eq!(
         lines.next(),
-        Some("time_s,tid,slots,retiring,bad_speculation,frontend_bound,backend_bound")
+        Some("time_s,slots,retiring,bad_speculation,frontend_bound,backend_bound")
     );
     assert_eq!(
         lines.next(),
-        Some("1.001281330,,4000,0.230000,0.153000,0.296000,0.321000")
+        Some("1.001281330,4000,0.230000,0.153000,0.296000,0.321000")
     );
 }
 
@@ -462,12 +487,12 @@ fn level_2_per_thread_missing_metrics_and_colours() {
         ],
     );
     let j: Value = serde_json::from_str(&report(&f, &["--format", "json"])).unwrap();
-    assert_eq!(j["level"], 2);
-    let r: Vec<f64> = j["lines"][0]["ratios"]
-        .as_array()
-        .unwrap()
+    assert_eq!(j["view"], "topdown", "the header names the view");
+    assert_eq!(j["summary"]["level"], 2);
+    let rows = &j["tables"][0]["rows"];
+    let r: Vec<f64> = L2_KEYS
         .iter()
-        .map(|v| v.as_f64().unwrap())
+        .map(|k| rows[0][k].as_f64().unwrap())
         .collect();
     // heavy 10%, light 40%, branch mispredict 15%, machine clears 5%, fetch latency 5%,
     // fetch bandwidth 15%, memory bound 8%, core bound 2%.
@@ -475,10 +500,12 @@ fn level_2_per_thread_missing_metrics_and_colours() {
         r,
         [0.5, 0.2, 0.2, 0.1, 0.1, 0.4, 0.15, 0.05, 0.05, 0.15, 0.08, 0.02]
     );
-    assert_eq!(j["lines"][0]["tid"], 11);
-    assert!(j["lines"][1]["ratios"].is_null(), "{}", j["lines"][1]);
+    assert_eq!(rows[0]["tid"], 11);
+    assert!(L2_KEYS.iter().all(|k| rows[1][k].is_null()), "{}", rows[1]);
     // Total: 500+200+200+1000 = 1900 slots of metrics.
-    let total = j["total"]["ratios"][3].as_f64().unwrap();
+    let total = j["tables"][0]["total"][0]["backend_bound"]
+        .as_f64()
+        .unwrap();
     assert!((total - 1000.0 / 1900.0).abs() < 1e-12);
     // The table marks thread rows and paints as perf: retiring > 70% green, bad spec > 10%,
     // frontend and backend bound > 20% red.
@@ -492,7 +519,7 @@ fn level_2_per_thread_missing_metrics_and_colours() {
         "{table}"
     );
     let o = Command::new(bin("labperf"))
-        .args(["report", "--topdown"])
+        .args(["report"])
         .arg(&f)
         .output()
         .unwrap();
@@ -539,7 +566,7 @@ fn pre_ice_lake_formulas_in_the_report() {
     let t = report(&f, &[]);
     assert!(t.contains("     1.000000000                40.0%                24.8%                16.0%                19.2%"), "{t}");
     let j: Value = serde_json::from_str(&report(&f, &["--format", "json"])).unwrap();
-    assert_eq!(j["kind"], "legacy");
+    assert_eq!(j["summary"]["kind"], "legacy");
 }
 
 #[test]
@@ -595,7 +622,7 @@ fn record_topdown_attributes_slot_deltas_to_functions() {
     let f = write("td-record", &header(events, "sample"), &recs);
     let j: Value = serde_json::from_str(&report(&f, &["--format", "json"])).unwrap();
     let row = |n: &str| {
-        j["lines"]
+        j["tables"][0]["rows"]
             .as_array()
             .unwrap()
             .iter()
@@ -609,15 +636,15 @@ fn record_topdown_attributes_slot_deltas_to_functions() {
         (b["samples"].as_u64(), b["slots"].as_u64()),
         (Some(2), Some(2000))
     );
-    assert_eq!(b["ratios"], serde_json::json!([0.3, 0.4, 0.1, 0.2]));
+    assert_eq!(l1(&b), [0.3, 0.4, 0.1, 0.2]);
     let d = row("int_divider_stalls");
     assert_eq!(d["slots"], 2000);
-    assert_eq!(d["ratios"], serde_json::json!([0.1, 0.0, 0.05, 0.85]));
-    // The table ranks by slots and prints the symbol last.
+    assert_eq!(l1(&d), [0.1, 0.0, 0.05, 0.85]);
+    // The table ranks by slots, then the symbol, its file and its samples.
     let t = report(&f, &[]);
     assert!(t.starts_with("#          slots"), "{t}");
     assert!(
-        t.contains("40.0%") && t.contains("branch_mispredicts (labperf-bench)"),
+        t.contains("            2000                30.0%                40.0%                10.0%                20.0%  branch_mispredicts  labperf-bench        2\n"),
         "{t}"
     );
 }

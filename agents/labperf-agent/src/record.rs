@@ -273,7 +273,9 @@ pub fn base_plans(
     inherit: bool,
     build_id: bool,
 ) -> (Vec<AttrPlan>, u64, u64) {
-    let grouped = specs.iter().any(|(_, l)| l.is_some());
+    // Strobing measures each window with the sampler's own count: read it in every
+    // sample even when it is alone (every other event of the group unavailable here).
+    let grouped = specs.iter().any(|(_, l)| l.is_some()) || o.metrics;
     // --topdown: the sampler is not the leader, so samples name their event.
     let samplers = if o.topdown {
         2
@@ -335,7 +337,7 @@ pub fn base_plans(
 fn open_all(o: &Opts, target: &Target) -> Result<Opened, String> {
     let mut notes = Vec::new();
     let mut specs = asked_specs(o)?;
-    let grouped = specs.iter().any(|(_, l)| l.is_some());
+    let grouped = specs.iter().any(|(_, l)| l.is_some()) || o.metrics;
     let spawned = matches!(target, Target::Spawned(_));
     let cpus = sys::online_cpus();
     let tids = target.tids();

@@ -43,14 +43,6 @@ fn read(c: &Counter, event: u32) -> Count {
     t
 }
 
-/// Scales a count for multiplexing, as perf does (integer arithmetic: the agent
-/// carries no float formatting, to stay small).
-fn scaled(c: &Count) -> u64 {
-    (u128::from(c.value) * u128::from(c.time_enabled))
-        .checked_div(u128::from(c.time_running))
-        .unwrap_or(0) as u64
-}
-
 /// `d` as seconds with `places` decimals (1..=9), without floats.
 fn secs(d: std::time::Duration, places: u32) -> String {
     let frac = d.subsec_nanos() / 10u32.pow(9 - places);
@@ -221,7 +213,7 @@ pub fn run(o: &Opts) -> Result<i32, Fail> {
                 time_enabled: now.time_enabled.wrapping_sub(c.prev.time_enabled),
                 time_running: now.time_running.wrapping_sub(c.prev.time_running),
             };
-            eprintln!("{:>12} {:>18} {}", secs(t, 3), scaled(&delta), c.name);
+            eprintln!("{:>12} {:>18} {}", secs(t, 3), delta.scaled(), c.name);
             c.prev = now;
             counts.push(delta);
         }
@@ -246,12 +238,10 @@ pub fn run(o: &Opts) -> Result<i32, Fail> {
         o.command_text().join(" ")
     );
     for (c, t) in counters.iter().zip(&totals) {
-        let bp = (u128::from(t.time_running) * 10_000)
-            .checked_div(u128::from(t.time_enabled))
-            .unwrap_or(0);
+        let bp = t.running_bp();
         eprintln!(
             "{:>18}      {:<24} ({}.{:02}%)",
-            scaled(t),
+            t.scaled(),
             c.name,
             bp / 100,
             bp % 100

@@ -26,7 +26,7 @@ pub fn run(a: &Args) -> Result<()> {
     let mut pm = labperf::profileme::Skipped::default();
     let mut pm_decoded = 0u64;
     let mut types: Option<Vec<u32>> = None;
-    let info = labperf::load::stream_with_header(&a.file.as_path().into(), |h, r| {
+    let info = labperf::load::stream_with_header(&a.file.as_path().into(), |h, _, r| {
         n += 1;
         if err.is_some() {
             return;

@@ -2,6 +2,7 @@
 //! recording is, and how a report is shown.
 
 use labperf::report::{By, Format};
+use labperf::view::View;
 use std::path::PathBuf;
 
 /// How to reach lab machines over SSH (shared by the verbs that take --host).
@@ -51,6 +52,23 @@ pub struct RecordOpts {
     /// Where to write the record file.
     #[arg(short, long, default_value = "labperf.lpr")]
     pub output: PathBuf,
+    /// Per-function metrics (CPI, miss rates) by strobing: a short counting window after
+    /// each long period.
+    #[arg(long, conflicts_with_all = ["profileme", "mem", "topdown"])]
+    pub metrics: bool,
+    /// Alpha EV67+ (with --host): ProfileMe samples of cpu/instructions,profileme/ for the
+    /// DCPI-style summary (killed, invalid, mispredicted, taken, stalled, PCTR1, traps).
+    #[arg(long, conflicts_with_all = ["mem", "topdown"])]
+    pub profileme: bool,
+    /// Intel TopDown: samples the {slots,SAMPLER,topdown-*} group (-e SAMPLER, default
+    /// cycles) for slot-weighted retiring, bad speculation, frontend and backend bound per
+    /// function.
+    #[arg(long, conflicts_with = "mem")]
+    pub topdown: bool,
+    /// Alpha EV67+ (with --host): DTB hits and misses (cpu/cycles,profileme/ with data
+    /// source and address) of loads, stores and prefetches.
+    #[arg(long)]
+    pub mem: bool,
     /// With --metrics (per-function metrics by strobing: a short counting window after
     /// each long period -c, default 1000000): the window in cycles.
     #[arg(long, default_value_t = 300)]
@@ -74,10 +92,15 @@ pub struct RecordOpts {
 /// How to present a report.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ReportOpts {
-    /// Group samples by function, by mapped file, or by instruction address.
-    #[arg(long, value_enum, default_value = "symbol")]
-    pub by: By,
-    /// Show only the N busiest rows (0 = all).
+    /// The view [default: the one the file's header names: plain, metrics, topdown,
+    /// profileme, mem or intervals].
+    #[arg(long, value_enum)]
+    pub view: Option<View>,
+    /// Plain view: group samples by function, by mapped file, or by instruction address
+    /// [default: symbol].
+    #[arg(long, value_enum)]
+    pub by: Option<By>,
+    /// Show only the N busiest rows of each ranked table (0 = all; time series are whole).
     #[arg(long, default_value_t = 20)]
     pub top: usize,
     /// Output format.
@@ -89,31 +112,28 @@ pub struct ReportOpts {
     /// Directory searched first for binaries (DIR/<build-id>/elf or DIR/<path>); repeatable.
     #[arg(long, value_name = "DIR")]
     pub symfs: Vec<PathBuf>,
-    /// Per-function metrics (CPI, miss rates) from a `record --metrics` recording.
-    #[arg(long, conflicts_with_all = ["profileme", "mem"])]
-    pub metrics: bool,
-    /// Alpha EV67+: ProfileMe. `record` samples cpu/instructions,profileme/ (with --host);
-    /// `report` prints the DCPI-style summary (killed, invalid, mispredicted, taken,
-    /// stalled, mean PCTR1, traps), one table per thing PCTR1 counted.
-    #[arg(long, conflicts_with = "mem")]
-    pub profileme: bool,
-    /// With --profileme: one row per instruction (PMPC) instead of per symbol.
-    #[arg(long, requires = "profileme")]
-    pub pc: bool,
-    /// Intel TopDown. `record` samples the {slots,SAMPLER,topdown-*} group (-e SAMPLER,
-    /// default cycles); `report` prints slot-weighted retiring, bad speculation,
-    /// frontend and backend bound per symbol, or the intervals of a `stat --topdown` file.
-    #[arg(long, conflicts_with_all = ["profileme", "mem", "metrics"])]
-    pub topdown: bool,
-    /// Alpha EV67+: DTB hits and misses. `record` samples cpu/cycles,profileme/ with data
-    /// source and address (with --host); `report` counts hits and misses of loads, stores
-    /// and prefetches, by symbol and by data address.
+    /// ProfileMe view: one row per instruction (PMPC) instead of per symbol.
     #[arg(long)]
-    pub mem: bool,
-    /// With --metrics: drop windows whose start and end symbols differ, or keep them.
-    #[arg(short = 's', long = "discard", value_enum, default_value = "discard")]
-    pub discard: labperf::metrics::DiscardMode,
-    /// With --metrics: one row per symbol and thread, or per symbol and CPU.
-    #[arg(long, value_enum, default_value = "none")]
-    pub split: labperf::metrics::Split,
+    pub pc: bool,
+    /// Metrics view: drop windows whose start and end symbols differ, or keep them
+    /// [default: discard].
+    #[arg(short = 's', long = "discard", value_enum)]
+    pub discard: Option<labperf::metrics::DiscardMode>,
+    /// Metrics view: one row per symbol and thread, or per symbol and CPU [default: none].
+    #[arg(long, value_enum)]
+    pub split: Option<labperf::metrics::Split>,
+}
+
+impl ReportOpts {
+    /// The pipeline's options.
+    pub fn view_options(&self) -> labperf::view::Options {
+        labperf::view::Options {
+            view: self.view,
+            by: self.by,
+            pc: self.pc,
+            discard: self.discard,
+            split: self.split,
+            search: labperf::symbols::Search::new(self.symfs.clone()),
+        }
+    }
 }

@@ -34,8 +34,8 @@ pub struct Args {
 }
 
 /// The agent options of a recording, as the agent's command line takes them.
-fn agent_args(r: &RecordOpts, rep: &ReportOpts) -> Vec<String> {
-    let metrics = rep.metrics;
+fn agent_args(r: &RecordOpts) -> Vec<String> {
+    let metrics = r.metrics;
     let mut v = Vec::new();
     if metrics {
         v.extend([
@@ -49,17 +49,17 @@ fn agent_args(r: &RecordOpts, rep: &ReportOpts) -> Vec<String> {
             v.push("--jitter".into());
         }
     }
-    if rep.profileme {
+    if r.profileme {
         v.push("--profileme".into());
     }
-    if rep.topdown {
+    if r.topdown {
         v.extend([
             "--topdown".to_string(),
             "--level".into(),
             r.level.to_string(),
         ]);
     }
-    if rep.mem {
+    if r.mem {
         v.push("--mem".into());
     }
     if let Some(f) = &r.replay_ring {
@@ -86,7 +86,7 @@ pub fn pass_on(status: i32) {
 }
 
 pub fn run(a: &Args) -> Result<()> {
-    let agent_args = agent_args(&a.rec, &a.report);
+    let agent_args = agent_args(&a.rec);
     if !a.host.is_empty() {
         let job = lab::Job {
             verb: "record",
@@ -126,7 +126,7 @@ pub fn run(a: &Args) -> Result<()> {
         pass_on(worst);
         return Ok(());
     }
-    if a.report.profileme || a.report.mem || a.rec.replay_ring.is_some() {
+    if a.rec.profileme || a.rec.mem || a.rec.replay_ring.is_some() {
         bail!("--profileme, --mem and --replay-ring are for the Alpha (C) agent: record on an Alpha EV67 or later lab machine with --host HOST");
     }
     let agent = super::agents::find_agent()?;

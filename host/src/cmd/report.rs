@@ -1,16 +1,27 @@
-//! `labperf report FILE`: the per-function (or per-DSO / per-PC) profile.
+//! `labperf report FILE`: the file's view (from its header, or --view) as a table, CSV or JSON.
 
 use super::opts::ReportOpts;
 use anyhow::{Context, Result};
 use std::path::PathBuf;
 
-/// Print a profile from a record file.
+/// Print a report of a record file, in the view its header names.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "EXAMPLES:\n  labperf report labperf.lpr\n  labperf report bench.lpr --by dso --format csv\n  labperf report bench.lpr --top 5 --format json\n  labperf report alpha.lpr --profileme --pc --top 10\n  labperf report td.lpr --topdown --format csv\n  labperf report alpha-mem.lpr --mem --format csv"
+    after_help = "The view comes from the file: a `record` file is shown per function, a \
+`record --metrics` file with CPI and miss rates, a TopDown file with its slot shares, an Alpha \
+ProfileMe or --mem file as DCPI-style summaries, a `stat -o` file interval by interval.
+
+EXAMPLES:
+  labperf report labperf.lpr
+  labperf report bench.lpr --by dso --format csv
+  labperf report bench.lpr --top 5 --format json
+  labperf report m.lpr --split thread
+  labperf report alpha.lpr --pc --top 10
+  labperf report td.lpr --format csv
+  labperf report m.lpr --view plain"
 )]
 pub struct Args {
-    /// The record file (written by labperf record or labperf-agent).
+    /// The record file (written by labperf record, labperf stat -o or labperf-agent).
     #[arg(default_value = "labperf.lpr")]
     pub file: PathBuf,
     #[command(flatten)]
@@ -33,104 +44,17 @@ pub fn strict_exit() -> ! {
 
 /// Builds and prints a report; warnings go to stderr. Returns whether the file was damaged.
 pub fn print(file: &std::path::Path, o: &ReportOpts) -> Result<bool> {
-    if o.topdown {
-        let r =
-            labperf::topdown::build(&file.into(), labperf::symbols::Search::new(o.symfs.clone()))
-                .with_context(|| format!("cannot report TopDown from {}", file.display()))?;
-        for w in r.info.warnings() {
-            eprintln!("{}", labperf::text::show_text(&w));
-        }
-        for w in &r.warnings {
-            eprintln!("note: {}", labperf::text::show_text(w));
-        }
-        print!("{}", r.render(o.format, o.top, colour()));
-        return Ok(r.info.damaged());
-    }
-    if o.profileme {
-        let r = labperf::profileme::build(
-            &file.into(),
-            o.pc,
-            labperf::symbols::Search::new(o.symfs.clone()),
-        )
-        .with_context(|| format!("cannot report ProfileMe samples from {}", file.display()))?;
-        for w in r.info.warnings() {
-            eprintln!("{}", labperf::text::show_text(&w));
-        }
-        for w in &r.warnings {
-            eprintln!("warning: {}", labperf::text::show_text(w));
-        }
-        if r.total == 0 {
-            eprintln!(
-                "note: {} holds no ProfileMe samples: record them on an Alpha EV67 or later with `labperf record --profileme`",
-                file.display()
-            );
-        }
-        print!("{}", r.render(o.format, o.top));
-        return Ok(r.info.damaged());
-    }
-    if o.mem {
-        let r = labperf::profileme::build_mem(
-            &file.into(),
-            labperf::symbols::Search::new(o.symfs.clone()),
-        )
-        .with_context(|| format!("cannot report DTB hits and misses from {}", file.display()))?;
-        for w in r.info.warnings() {
-            eprintln!("{}", labperf::text::show_text(&w));
-        }
-        for w in &r.warnings {
-            eprintln!("warning: {}", labperf::text::show_text(w));
-        }
-        if r.loads + r.stores + r.prefetches == 0 {
-            eprintln!(
-                "note: {} holds no samples with a DTB data source: record with `labperf record --mem` on an Alpha EV67 or later",
-                file.display()
-            );
-        }
-        print!("{}", r.render(o.format, o.top));
-        return Ok(r.info.damaged());
-    }
-    if o.metrics {
-        let (m, info) = labperf::metrics::build(
-            &file.into(),
-            labperf::symbols::Search::new(o.symfs.clone()),
-            o.discard,
-            o.split,
-        )
-        .with_context(|| format!("cannot report metrics from {}", file.display()))?;
-        for w in info.warnings() {
-            eprintln!("{}", labperf::text::show_text(&w));
-        }
-        for w in &m.warnings {
-            eprintln!("warning: {}", labperf::text::show_text(w));
-        }
-        print!("{}", m.render(o.format, o.top));
-        return Ok(info.damaged());
-    }
-    let r = labperf::report::build(
-        &file.into(),
-        o.by,
-        labperf::symbols::Search::new(o.symfs.clone()),
-    )
-    .with_context(|| {
+    let r = labperf::view::build(&file.into(), &o.view_options()).with_context(|| {
         format!(
             "cannot report {}: check the path, or record one with `labperf record --local -- CMD`",
             file.display()
         )
     })?;
-    for w in r.info.warnings() {
-        eprintln!("{}", labperf::text::show_text(&w));
-    }
     for w in &r.warnings {
-        eprintln!("warning: {}", labperf::text::show_text(w));
+        eprintln!("{}", labperf::text::show_text(w));
     }
-    if r.total_samples == 0 {
-        eprintln!(
-            "note: {} holds no samples (was the workload too short, or the period too long?)",
-            file.display()
-        );
-    }
-    print!("{}", r.render(o.format, o.by, o.top));
-    Ok(r.info.damaged())
+    print!("{}", r.render(o.format, o.top, colour()));
+    Ok(r.damaged)
 }
 
 /// Colours for a table on a terminal, unless NO_COLOR is set.

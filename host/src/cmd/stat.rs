@@ -71,7 +71,10 @@ fn print_topdown(a: &Args, file: &Path) -> Result<()> {
     if a.topdown {
         let r = labperf::topdown::build(&file.into(), labperf::symbols::Search::new(Vec::new()))
             .with_context(|| format!("cannot read the TopDown counts in {}", file.display()))?;
-        print!("{}", r.render(a.format, 0, super::report::colour()));
+        for w in &r.info.warnings() {
+            eprintln!("{}", labperf::text::show_text(w));
+        }
+        print!("{}", r.table().render(a.format, 0, super::report::colour()));
     }
     Ok(())
 }

@@ -1,0 +1,473 @@
+//! The one table model every report view fills: a heading, tables of typed cells, notes;
+//! rendered once, here, to a text table, CSV or JSON. Text from a recording is escaped in
+//! the text table and in CSV (JSON escapes it itself).
+
+use crate::text::show;
+use labperf_common::topdown::Colour;
+use serde_json::{json, Map, Value};
+use std::fmt::Write;
+
+/// Output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Table,
+    Csv,
+    Json,
+}
+
+/// How a column's cells sit in the text table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Align {
+    Left,
+    Right,
+}
+
+/// One column: its key (CSV header, JSON field), its title in the text table, alignment
+/// and minimum width there, and what separates it from the column before.
+#[derive(Debug, Clone)]
+pub struct Column {
+    pub key: &'static str,
+    pub title: String,
+    pub align: Align,
+    pub width: usize,
+    pub gap: &'static str,
+}
+
+impl Column {
+    pub fn left(key: &'static str, title: &str, width: usize) -> Column {
+        Column {
+            key,
+            title: title.into(),
+            align: Align::Left,
+            width,
+            gap: "  ",
+        }
+    }
+    pub fn right(key: &'static str, title: &str, width: usize) -> Column {
+        Column {
+            key,
+            title: title.into(),
+            align: Align::Right,
+            width,
+            gap: "  ",
+        }
+    }
+    /// With no gap before it (fixed-width layouts such as perf's TopDown table).
+    pub fn tight(mut self) -> Column {
+        self.gap = "";
+        self
+    }
+    /// With one space before it.
+    pub fn tight_gap(mut self) -> Column {
+        self.gap = " ";
+        self
+    }
+}
+
+/// One value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cell {
+    /// Text (escaped for terminals in the text table and CSV).
+    Text(String),
+    Int(u64),
+    /// A number shown with `places` decimals in the text table (CSV: at least 4; JSON: exact).
+    Float {
+        value: f64,
+        places: usize,
+    },
+    /// A percentage: the text table prints `12.34%` with `places` decimals.
+    Percent {
+        value: f64,
+        places: usize,
+    },
+    /// A share as shown in perf's TopDown tables: `num/den` in tenths of a percent, rounded
+    /// half up (the agent prints the same cell); CSV and JSON get the fraction.
+    Share {
+        num: u64,
+        den: u64,
+    },
+    /// Text already laid out for the text table (a TopDown time, say), and its JSON value.
+    Shown {
+        text: String,
+        value: Value,
+    },
+    /// Not measured: `-` in the table, empty in CSV, null in JSON.
+    Empty,
+    /// A cell painted (perf's TopDown colours) in the text table on a terminal.
+    Painted(Box<Cell>, Colour),
+}
+
+impl Cell {
+    pub fn text(s: impl Into<String>) -> Cell {
+        Cell::Text(s.into())
+    }
+    /// A file: its name in the text table, its whole path in CSV and JSON.
+    pub fn file(path: &str) -> Cell {
+        Cell::Shown {
+            text: show(file_name(path)).into_owned(),
+            value: Value::String(path.into()),
+        }
+    }
+    pub fn opt_float(v: Option<f64>, places: usize) -> Cell {
+        v.map_or(Cell::Empty, |value| Cell::Float { value, places })
+    }
+
+    fn table(&self) -> String {
+        match self {
+            Cell::Text(s) => show(s).into_owned(),
+            Cell::Int(n) => n.to_string(),
+            Cell::Float { value, places } => format!("{value:.places$}"),
+            Cell::Percent { value, places } => format!("{value:.places$}%"),
+            Cell::Share { num, den } => labperf_common::topdown::cell(Some(*num), *den),
+            Cell::Shown { text, .. } => text.clone(),
+            Cell::Empty => "-".into(),
+            Cell::Painted(c, _) => c.table(),
+        }
+    }
+
+    fn csv(&self) -> String {
+        match self {
+            Cell::Text(s) => csv_field(s),
+            Cell::Int(n) => n.to_string(),
+            Cell::Float { value, places } | Cell::Percent { value, places } => {
+                let p = (*places).max(4);
+                format!("{value:.p$}")
+            }
+            Cell::Share { num, den } => format!("{:.6}", share(*num, *den)),
+            Cell::Shown { value, text } => match value {
+                Value::String(s) => csv_field(s),
+                Value::Null => String::new(),
+                // A number laid out for the table (a time with its nine decimals) keeps
+                // that layout in CSV.
+                Value::Number(_) => text.clone(),
+                _ => csv_field(text),
+            },
+            Cell::Empty => String::new(),
+            Cell::Painted(c, _) => c.csv(),
+        }
+    }
+
+    fn json(&self) -> Value {
+        match self {
+            Cell::Text(s) => Value::String(s.clone()),
+            Cell::Int(n) => json!(n),
+            Cell::Float { value, .. } | Cell::Percent { value, .. } => json!(value),
+            Cell::Share { num, den } => json!(share(*num, *den)),
+            Cell::Shown { value, .. } => value.clone(),
+            Cell::Empty => Value::Null,
+            Cell::Painted(c, _) => c.json(),
+        }
+    }
+}
+
+/// The file name of a path (a DSO's, say).
+pub fn file_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+fn share(num: u64, den: u64) -> f64 {
+    if den == 0 {
+        0.0
+    } else {
+        num as f64 / den as f64
+    }
+}
+
+/// A CSV field: control characters escaped, quoted when it holds a comma, quote or newline.
+pub fn csv_field(s: &str) -> String {
+    let s = show(s);
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.into_owned()
+    }
+}
+
+/// One table of a report.
+#[derive(Debug, Clone)]
+pub struct Table {
+    /// Its name: JSON's `name`, CSV's `table` column when a report has several.
+    pub name: String,
+    /// A line printed above it in the text table.
+    pub title: Option<String>,
+    pub columns: Vec<Column>,
+    pub rows: Vec<Vec<Cell>>,
+    /// Rows sorted busiest first: `--top` keeps the first N (time series are not ranked).
+    pub ranked: bool,
+    /// The text table's header starts with `#` (perf's TopDown tables).
+    pub hash_header: bool,
+    /// Lines printed below it in the text table (a total line, say), laid out as rows.
+    pub footer: Vec<Vec<Cell>>,
+    /// Keys of columns left out of the text table (they repeat what another column shows).
+    pub hidden: Vec<&'static str>,
+    /// Facts about this table alone (JSON's `summary` of the table).
+    pub summary: Map<String, Value>,
+}
+
+impl Table {
+    pub fn new(name: impl Into<String>, columns: Vec<Column>) -> Table {
+        Table {
+            name: name.into(),
+            title: None,
+            columns,
+            rows: Vec::new(),
+            ranked: true,
+            hash_header: false,
+            footer: Vec::new(),
+            hidden: Vec::new(),
+            summary: Map::new(),
+        }
+    }
+}
+
+/// A finished report of any view.
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    /// The view's name (JSON's `view`).
+    pub view: &'static str,
+    /// Lines above the tables in the text table (`# 11184 samples, ...`).
+    pub heading: Vec<String>,
+    /// The same facts for JSON.
+    pub summary: Map<String, Value>,
+    pub tables: Vec<Table>,
+    /// What the reader should know (damage, lost samples, missing symbols, notes).
+    pub warnings: Vec<String>,
+    pub damaged: bool,
+}
+
+fn pad(s: &mut String, text: &str, col: &Column, width: usize, last: bool) {
+    let w = text.chars().count();
+    let fill = width.saturating_sub(w);
+    match col.align {
+        Align::Right => {
+            s.extend(std::iter::repeat_n(' ', fill));
+            s.push_str(text);
+        }
+        Align::Left if last => s.push_str(text),
+        Align::Left => {
+            s.push_str(text);
+            s.extend(std::iter::repeat_n(' ', fill));
+        }
+    }
+}
+
+fn paint(text: String, c: Colour, colour: bool) -> String {
+    match (colour, c) {
+        (true, Colour::Green) => format!("\x1b[32m{text}\x1b[0m"),
+        (true, Colour::Red) => format!("\x1b[31m{text}\x1b[0m"),
+        _ => text,
+    }
+}
+
+impl Report {
+    /// Renders the report; `top` keeps the first N rows of ranked tables (0 = all);
+    /// `colour` paints the text table.
+    pub fn render(&self, format: Format, top: usize, colour: bool) -> String {
+        let rows = |t: &Table| -> usize {
+            if t.ranked && top > 0 {
+                top.min(t.rows.len())
+            } else {
+                t.rows.len()
+            }
+        };
+        let mut s = String::new();
+        match format {
+            Format::Table => {
+                for h in &self.heading {
+                    let _ = writeln!(s, "{}", show(h));
+                }
+                for (n, t) in self.tables.iter().enumerate() {
+                    if n > 0 || (!self.heading.is_empty() && t.title.is_some()) {
+                        s.push('\n');
+                    }
+                    if let Some(title) = &t.title {
+                        let _ = writeln!(s, "{}", show(title));
+                    }
+                    // The columns the text table shows, by index.
+                    let visible: Vec<usize> = (0..t.columns.len())
+                        .filter(|&i| !t.hidden.contains(&t.columns[i].key))
+                        .collect();
+                    let columns: Vec<&Column> = visible.iter().map(|&i| &t.columns[i]).collect();
+                    let ncol = columns.len();
+                    let cells: Vec<Vec<&Cell>> = t.rows[..rows(t)]
+                        .iter()
+                        .chain(&t.footer)
+                        .map(|r| visible.iter().filter_map(|&i| r.get(i)).collect())
+                        .collect();
+                    let shown: Vec<Vec<String>> = cells
+                        .iter()
+                        .map(|r| r.iter().map(|c| c.table()).collect())
+                        .collect();
+                    // Each column as wide as its widest cell, at least its set width.
+                    let widths: Vec<usize> = columns
+                        .iter()
+                        .enumerate()
+                        .map(|(i, c)| {
+                            shown
+                                .iter()
+                                .filter_map(|r| r.get(i))
+                                .map(|x| x.chars().count())
+                                .chain([c.width, c.title.chars().count()])
+                                .max()
+                                .unwrap_or(0)
+                        })
+                        .collect();
+                    let mut line = String::new();
+                    for (i, c) in columns.iter().enumerate() {
+                        if i > 0 {
+                            line.push_str(c.gap);
+                        }
+                        pad(&mut line, &c.title, c, widths[i], i + 1 == ncol);
+                    }
+                    if t.hash_header && !line.is_empty() {
+                        line.replace_range(..1, "#");
+                    }
+                    let _ = writeln!(s, "{}", line.trim_end());
+                    for (r, texts) in cells.iter().zip(&shown) {
+                        let mut line = String::new();
+                        for (i, (c, cell)) in columns.iter().zip(r).enumerate() {
+                            if i > 0 {
+                                line.push_str(c.gap);
+                            }
+                            let mut text = String::new();
+                            pad(&mut text, &texts[i], c, widths[i], i + 1 == ncol);
+                            match cell {
+                                Cell::Painted(_, col) => line.push_str(&paint(text, *col, colour)),
+                                _ => line.push_str(&text),
+                            }
+                        }
+                        let _ = writeln!(s, "{}", line.trim_end());
+                    }
+                }
+            }
+            Format::Csv => {
+                let several = self.tables.len() > 1;
+                let mut last_header = String::new();
+                for t in &self.tables {
+                    let mut header: Vec<&str> = t.columns.iter().map(|c| c.key).collect();
+                    if several {
+                        header.insert(0, "table");
+                    }
+                    let header = header.join(",");
+                    if header != last_header {
+                        let _ = writeln!(s, "{header}");
+                        last_header = header;
+                    }
+                    for r in t.rows[..rows(t)].iter().chain(&t.footer) {
+                        let mut cells: Vec<String> = r.iter().map(Cell::csv).collect();
+                        if several {
+                            cells.insert(0, csv_field(&t.name));
+                        }
+                        let _ = writeln!(s, "{}", cells.join(","));
+                    }
+                }
+            }
+            Format::Json => {
+                let tables: Vec<Value> = self
+                    .tables
+                    .iter()
+                    .map(|t| {
+                        let obj = |r: &Vec<Cell>| {
+                            let mut m = Map::new();
+                            for (c, cell) in t.columns.iter().zip(r) {
+                                m.insert(c.key.into(), cell.json());
+                            }
+                            Value::Object(m)
+                        };
+                        let mut m = Map::new();
+                        m.insert("name".into(), json!(t.name));
+                        if let Some(title) = &t.title {
+                            m.insert("title".into(), json!(title));
+                        }
+                        if !t.summary.is_empty() {
+                            m.insert("summary".into(), Value::Object(t.summary.clone()));
+                        }
+                        m.insert(
+                            "columns".into(),
+                            json!(t.columns.iter().map(|c| c.key).collect::<Vec<_>>()),
+                        );
+                        m.insert(
+                            "rows".into(),
+                            Value::Array(t.rows[..rows(t)].iter().map(obj).collect()),
+                        );
+                        if !t.footer.is_empty() {
+                            m.insert(
+                                "total".into(),
+                                Value::Array(t.footer.iter().map(obj).collect()),
+                            );
+                        }
+                        Value::Object(m)
+                    })
+                    .collect();
+                let j = json!({
+                    "view": self.view,
+                    "summary": Value::Object(self.summary.clone()),
+                    "tables": tables,
+                    "warnings": self.warnings,
+                    "damaged": self.damaged,
+                });
+                s = serde_json::to_string_pretty(&j).expect("JSON values serialize");
+                s.push('\n');
+            }
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report() -> Report {
+        let mut t = Table::new(
+            "functions",
+            vec![
+                Column::right("percent", "Overhead", 8),
+                Column::left("name", "Symbol", 12),
+                Column::left("dso", "DSO", 0),
+            ],
+        );
+        t.rows.push(vec![
+            Cell::Percent {
+                value: 62.5,
+                places: 2,
+            },
+            Cell::text("std::map<int, int>::find(int) const"),
+            Cell::text("a.out"),
+        ]);
+        t.rows
+            .push(vec![Cell::Empty, Cell::text("esc\x1b[2J"), Cell::text("b")]);
+        Report {
+            view: "plain",
+            heading: vec!["# 8 samples".into()],
+            tables: vec![t],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn one_model_three_formats() {
+        let r = report();
+        assert_eq!(
+            r.render(Format::Table, 0, false),
+            "# 8 samples\nOverhead  Symbol                               DSO\n  62.50%  std::map<int, int>::find(int) const  a.out\n       -  esc\\x1b[2J                           b\n"
+        );
+        // A C++ name with commas round-trips through CSV.
+        let csv = r.render(Format::Csv, 0, false);
+        assert_eq!(
+            csv,
+            "percent,name,dso\n62.5000,\"std::map<int, int>::find(int) const\",a.out\n,esc\\x1b[2J,b\n"
+        );
+        let j: Value = serde_json::from_str(&r.render(Format::Json, 1, false)).unwrap();
+        assert_eq!(
+            j["tables"][0]["rows"][0]["name"],
+            "std::map<int, int>::find(int) const"
+        );
+        assert_eq!(
+            j["tables"][0]["rows"].as_array().unwrap().len(),
+            1,
+            "--top 1"
+        );
+        assert_eq!(j["view"], "plain");
+    }
+}

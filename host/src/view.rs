@@ -1,0 +1,158 @@
+//! The one report pipeline: what a file is (its recipe) picks the view, each view turns
+//! the records into the table model, and `table` renders it. Options that do not apply
+//! to the chosen view are refused here, with the reason.
+
+use crate::load::{self, LoadError, Source};
+use crate::metrics::{DiscardMode, MetricsError, Split};
+use crate::report::By;
+use crate::symbols::Search;
+use crate::table::Report;
+use labperf_common::Recipe;
+
+/// What a report shows. `labperf report FILE` takes it from the file's header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum View {
+    /// Samples per function (or per mapped file, or per address: --by).
+    Plain,
+    /// Per-function CPI and miss rates of a strobed recording (`record --metrics`).
+    Metrics,
+    /// Slot-weighted TopDown per function, or the intervals of `stat --topdown`.
+    Topdown,
+    /// Alpha ProfileMe: the DCPI-style summary, one table per PCTR1 selection.
+    Profileme,
+    /// Alpha DTB hits and misses by symbol and by data address.
+    Mem,
+    /// The counts of a `stat` recording, interval by interval.
+    Intervals,
+}
+
+impl View {
+    pub fn name(self) -> &'static str {
+        match self {
+            View::Plain => "plain",
+            View::Metrics => "metrics",
+            View::Topdown => "topdown",
+            View::Profileme => "profileme",
+            View::Mem => "mem",
+            View::Intervals => "intervals",
+        }
+    }
+
+    /// The view a recording of this recipe is read with.
+    pub fn of(r: &Recipe) -> View {
+        match r {
+            Recipe::Sample { .. } => View::Plain,
+            Recipe::Strobe { .. } => View::Metrics,
+            Recipe::Stat => View::Intervals,
+            Recipe::StatTopdown { .. } | Recipe::RecordTopdown { .. } => View::Topdown,
+            Recipe::ProfileMe => View::Profileme,
+            Recipe::Mem => View::Mem,
+        }
+    }
+}
+
+/// The options of a report; `None` where the user left an option out.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Overrides the view the file's header names.
+    pub view: Option<View>,
+    pub by: Option<By>,
+    pub pc: bool,
+    pub discard: Option<DiscardMode>,
+    pub split: Option<Split>,
+    pub search: Search,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ViewError {
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    #[error(transparent)]
+    Metrics(#[from] MetricsError),
+    #[error("{option} applies to the {applies} view only, and {file} is shown in the {view} view{why}: drop {option}, or pass --view {applies}")]
+    NotApplicable {
+        option: &'static str,
+        applies: &'static str,
+        view: &'static str,
+        file: String,
+        why: &'static str,
+    },
+}
+
+/// Which view a file is shown in, and why (for messages): the option, else its header.
+pub fn choose(src: &Source, o: &Options) -> Result<(View, &'static str), LoadError> {
+    if let Some(v) = o.view {
+        return Ok((v, " (--view)"));
+    }
+    let p = load::peek(src)?;
+    Ok(match &p.header {
+        Some(h) => (
+            View::of(&labperf_common::recipe_of(h, p.header_ext.as_ref())),
+            " (its header says so)",
+        ),
+        // A file whose header is lost: its samples can still be counted.
+        None => (View::Plain, " (its header is lost)"),
+    })
+}
+
+fn check(src: &Source, o: &Options, view: View, why: &'static str) -> Result<(), ViewError> {
+    let given: [(&'static str, bool, View); 4] = [
+        ("--by", o.by.is_some(), View::Plain),
+        ("--pc", o.pc, View::Profileme),
+        ("--discard", o.discard.is_some(), View::Metrics),
+        ("--split", o.split.is_some(), View::Metrics),
+    ];
+    for (option, set, applies) in given {
+        if set && view != applies {
+            return Err(ViewError::NotApplicable {
+                option,
+                applies: applies.name(),
+                view: view.name(),
+                file: src.name.display().to_string(),
+                why,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Reads `src` and builds its report in the chosen (or named) view.
+pub fn build(src: &Source, o: &Options) -> Result<Report, ViewError> {
+    let (view, why) = choose(src, o)?;
+    check(src, o, view, why)?;
+    let search = o.search.clone();
+    let mut r = match view {
+        View::Plain => crate::report::build(src, o.by.unwrap_or(By::Symbol), search)?.table(),
+        View::Metrics => {
+            let (m, info) = crate::metrics::build(
+                src,
+                search,
+                o.discard.unwrap_or(DiscardMode::Discard),
+                o.split.unwrap_or(Split::None),
+            )?;
+            m.table(&info)
+        }
+        View::Topdown => crate::topdown::build(src, search)?.table(),
+        View::Profileme => {
+            let r = crate::profileme::build(src, o.pc, search)?;
+            let none = r.total == 0;
+            let mut t = r.table();
+            if none {
+                t.warnings.push("note: the file holds no ProfileMe samples: record them on an Alpha EV67 or later with `labperf record --profileme --host HOST`".into());
+            }
+            t
+        }
+        View::Mem => {
+            let r = crate::profileme::build_mem(src, search)?;
+            let none = r.loads + r.stores + r.prefetches == 0;
+            let mut t = r.table();
+            if none {
+                t.warnings.push("note: the file holds no samples with a DTB data source: record with `labperf record --mem --host HOST` on an Alpha EV67 or later".into());
+            }
+            t
+        }
+        View::Intervals => crate::intervals::build(src)?,
+    };
+    r.view = view.name();
+    Ok(r)
+}

@@ -622,6 +622,8 @@ pub fn decode_header_ext(p: &[u8]) -> (HeaderExt, bool) {
                 Err(_) => return (x, false),
             },
             crate::ext_item::REPLAYED => x.replayed = true,
+            crate::ext_item::VDSO if body.len() <= crate::MAX_VDSO => x.vdso = Some(body.to_vec()),
+            crate::ext_item::VDSO => return (x, false),
             _ => x.unknown_items = x.unknown_items.saturating_add(1),
         }
     }

@@ -275,6 +275,9 @@ pub fn encode_header_ext(x: &HeaderExt) -> Vec<u8> {
     if x.replayed {
         item(crate::ext_item::REPLAYED, &[]);
     }
+    if let Some(v) = &x.vdso {
+        item(crate::ext_item::VDSO, v);
+    }
     p
 }
 

@@ -61,6 +61,9 @@
 //! * `1` RECIPE: postcard([`Recipe`]), what kind of recording this is (the typed form
 //!   of `Header::mode`, which stays for older readers);
 //! * `2` REPLAYED: empty body; the samples were re-encoded from saved ring-buffer bytes.
+//! * `3` VDSO: the raw bytes of the recording machine's vDSO image (an ELF of at most
+//!   [`MAX_VDSO`] bytes, the one the kernel maps into every process of the agent's ABI),
+//!   so samples in `[vdso]` can be named on another machine.
 //!
 //! [`HeaderExt`] is the decoded form. A file without the frame (version 1) has no recipe:
 //! [`Recipe::from_legacy_mode`] derives it from the mode string and the events.
@@ -172,7 +175,11 @@ pub const MAX_CALLCHAIN: usize = 4096;
 pub mod ext_item {
     pub const RECIPE: u64 = 1;
     pub const REPLAYED: u64 = 2;
+    pub const VDSO: u64 = 3;
 }
+
+/// Largest vDSO image a header extension carries (kernels map 1 to 4 pages).
+pub const MAX_VDSO: usize = 64 << 10;
 
 /// Record tags.
 pub mod tag {

@@ -520,6 +520,8 @@ pub struct HeaderExt {
     /// Item 2: the samples were re-encoded from saved ring-buffer bytes (`replay`), not
     /// read from a perf fd while the workload ran.
     pub replayed: bool,
+    /// Item 3: the recording machine's vDSO image (an ELF), when the agent could read it.
+    pub vdso: Option<Vec<u8>>,
     /// Items of tags this decoder does not know (skipped).
     pub unknown_items: u32,
 }

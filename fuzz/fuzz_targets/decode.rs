@@ -119,7 +119,7 @@ fn structured(data: &[u8]) -> Vec<u8> {
         file.extend(enc.header_ext_frame(&HeaderExt {
             recipe: Some(recipe),
             replayed: k & 0x20 != 0,
-            unknown_items: 0,
+            ..Default::default()
         }));
     }
     let (mut seq, mut first) = (if k & 0x80 == 0 { 2 } else { 1 }, 0u64);

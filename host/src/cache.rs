@@ -1,8 +1,8 @@
 //! The local binary cache (`$XDG_CACHE_HOME/labperf/binaries`): ELF files fetched from lab
 //! machines, stored under names labperf makes, never under a name a record file gives.
 //!
-//! An entry is `<root>/<build-id hex>/elf` (a GNU build-id of 4 to 64 bytes), or, for a
-//! file without one, `<root>/by-path/<sha256 of "hostname\0path" hex>/elf`. Entries are
+//! An entry is `<root>/<build-id hex>/elf` (a GNU build-id of 4 to 64 bytes; beside it,
+//! `debug`, its separate debug file of the same build-id), or, for a file without one, `<root>/by-path/<sha256 of "hostname\0path" hex>/elf`. Entries are
 //! written through a new temporary file (`O_EXCL | O_NOFOLLOW`) renamed into a directory
 //! that is checked to be a real directory inside the root, so no path from a lab machine
 //! and no symbolic link can make a write land outside the cache.
@@ -147,7 +147,7 @@ impl Pending {
         let parts: Vec<&str> = rel.iter().filter_map(|p| p.to_str()).collect();
         let hexname = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_hexdigit());
         let ok = match parts.as_slice() {
-            [id, "elf"] => hexname(id),
+            [id, "elf" | "debug"] => hexname(id),
             ["by-path", id, "elf"] => hexname(id),
             _ => false,
         } && parts.len() == rel.iter().count();

@@ -451,6 +451,7 @@ pub fn fetch_binaries(r: &Remote, file: &Path, root: &Path) -> Vec<String> {
             None => cache::by_path(root, &hostname, &path),
         };
         if build_id.is_some() && dest.is_file() {
+            fetch_debug(r, root, &dest, &mut total, &mut warnings);
             continue;
         }
         if total >= MAX_BINARIES_BYTES {
@@ -473,11 +474,13 @@ pub fn fetch_binaries(r: &Remote, file: &Path, root: &Path) -> Vec<String> {
             Ok(f) => {
                 total += f.size;
                 match check_elf(pending.path(), build_id.as_deref()) {
-                    Ok(()) => {
-                        if let Err(e) = pending.store(&dest) {
-                            warnings.push(e.to_string());
+                    Ok(()) => match pending.store(&dest) {
+                        Ok(()) if build_id.is_some() => {
+                            fetch_debug(r, root, &dest, &mut total, &mut warnings)
                         }
-                    }
+                        Ok(()) => {}
+                        Err(e) => warnings.push(e.to_string()),
+                    },
                     Err(why) => {
                         pending.discard();
                         warnings.push(format!(
@@ -495,6 +498,58 @@ pub fn fetch_binaries(r: &Remote, file: &Path, root: &Path) -> Vec<String> {
         }
     }
     warnings
+}
+
+/// For a cached binary without a full symbol table (`<root>/<id>/elf`), fetches its
+/// separate debug file from the lab machine's `/usr/lib/debug/.build-id/xx/rest.debug`
+/// into `<root>/<id>/debug` when the machine has one: an ELF file of the same build-id.
+fn fetch_debug(r: &Remote, root: &Path, elf: &Path, total: &mut u64, warnings: &mut Vec<String>) {
+    let debug = elf.with_file_name("debug");
+    if debug.is_file() {
+        return;
+    }
+    let Ok(data) = crate::load::map_regular(elf, MAX_BINARY) else {
+        return;
+    };
+    let Ok(e) = crate::symbols::Elf::parse((*data).as_ref()) else {
+        return;
+    };
+    let Some(id) = e.build_id.as_deref().filter(|b| cache::valid_build_id(b)) else {
+        return;
+    };
+    if e.has_symtab || *total >= MAX_BINARIES_BYTES {
+        return;
+    }
+    let path = format!(
+        "/usr/lib/debug/.build-id/{}/{}.debug",
+        cache::hex(&id[..1]),
+        cache::hex(&id[1..])
+    );
+    let Ok(mut pending) = cache::Pending::new(root) else {
+        return;
+    };
+    match r.fetch(&path, MAX_BINARY, &mut PendingWriter(&mut pending)) {
+        Ok(f) => {
+            *total += f.size;
+            match check_elf(pending.path(), Some(id)) {
+                Ok(()) => {
+                    if let Err(e) = pending.store(&debug) {
+                        warnings.push(e.to_string());
+                    }
+                }
+                Err(why) => {
+                    pending.discard();
+                    warnings.push(format!("{path} on {}: {why}: not cached", r.name()));
+                }
+            }
+        }
+        // No debug file there: the usual case.
+        Err(RemoteError::NotRegular { .. }) => pending.discard(),
+        Err(e) => {
+            pending.discard();
+            warnings.push(format!("cannot fetch {path} for symbols: {e}"));
+        }
+    }
 }
 
 /// A [`cache::Pending`] as a writer.

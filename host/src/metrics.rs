@@ -407,7 +407,7 @@ pub fn build(
     let info = load::stream_with_header(src, |h, ext, r| {
         if !started {
             started = true;
-            sym.recorded_on(h);
+            sym.recorded_on(h, ext);
             windows = h.and_then(|h| {
                 strobe_of(h, ext).map(|s| Windows::new(s, &Columns::from_header(h), discard, split))
             });

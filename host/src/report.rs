@@ -51,7 +51,7 @@ pub fn build(src: &load::Source, by: By, search: Search) -> Result<Report, LoadE
     } = load::sample_counts(src, threads)?;
     // Addresses are resolved once every side-band record (mmap2, fork) is known.
     let mut sym = Symbolizer::new(search);
-    sym.recorded_on(info.header.as_ref());
+    sym.recorded_on(info.header.as_ref(), info.header_ext.as_ref());
     for r in others.into_iter().map(load::Side::record) {
         sym.observe(&r);
     }

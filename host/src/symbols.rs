@@ -24,6 +24,10 @@ pub struct Elf {
     /// Function symbols sorted by address: (addr, size, mangled name); names are
     /// demangled only when a sample hits them.
     syms: Vec<(u64, u64, Box<str>)>,
+    /// Whether the file has a full symbol table (`.symtab`), not only the dynamic one.
+    pub has_symtab: bool,
+    /// `.gnu_debuglink`: the separate debug file's name and its CRC-32.
+    pub debuglink: Option<(String, u32)>,
 }
 
 impl Elf {
@@ -37,29 +41,57 @@ impl Elf {
                 (off, s.address(), size)
             })
             .collect();
-        let mut syms: Vec<(u64, u64, Box<str>)> = Vec::new();
+        let has_symtab = f.symbols().any(|s| s.kind() == SymbolKind::Text);
+        let debuglink = f
+            .gnu_debuglink()
+            .ok()
+            .flatten()
+            .and_then(|(name, crc)| Some((std::str::from_utf8(name).ok()?.to_string(), crc)));
+        // Aliases at one address: the name perf picks (its choose_best_symbol).
+        let mut ranked: Vec<(u64, Rank, u64, Box<str>)> = Vec::new();
         for table in [
             f.symbols().collect::<Vec<_>>(),
             f.dynamic_symbols().collect::<Vec<_>>(),
         ] {
-            if !syms.is_empty() {
+            if !ranked.is_empty() {
                 break;
             }
             for s in table {
                 if s.kind() == SymbolKind::Text && s.address() != 0 {
                     if let Ok(name) = s.name() {
-                        syms.push((s.address(), s.size(), name.into()));
+                        let rank = Rank::of(s.size(), s.is_weak(), s.is_global(), name);
+                        ranked.push((s.address(), rank, s.size(), name.into()));
                     }
                 }
             }
         }
-        syms.sort_by_key(|s| (s.0, std::cmp::Reverse(s.1)));
-        syms.dedup_by_key(|s| s.0);
+        ranked.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+        ranked.dedup_by_key(|s| s.0);
+        let syms = ranked.into_iter().map(|(a, _, z, n)| (a, z, n)).collect();
         Ok(Elf {
             build_id,
             segments,
             syms,
+            has_symtab,
+            debuglink,
         })
+    }
+
+    /// This file with the symbols of its separate debug file (which has the full symbol
+    /// table a stripped file lacks); segments stay this file's.
+    pub fn with_debug(&self, debug: &Elf) -> Elf {
+        // The debug file's choice first at each address (a stable sort keeps it first).
+        let mut syms = debug.syms.clone();
+        syms.extend(self.syms.iter().cloned());
+        syms.sort_by_key(|s| s.0);
+        syms.dedup_by_key(|s| s.0);
+        Elf {
+            build_id: self.build_id.clone(),
+            segments: self.segments.clone(),
+            syms,
+            has_symtab: true,
+            debuglink: None,
+        }
     }
 
     /// File offset → ELF virtual address, through the loadable segments.
@@ -75,6 +107,24 @@ impl Elf {
         let i = self.syms.partition_point(|s| s.0 <= vaddr).checked_sub(1)?;
         let (a, size, name) = &self.syms[i];
         (*size == 0 || vaddr < a.saturating_add(*size)).then_some(name)
+    }
+}
+
+/// How perf chooses among symbols at one address, best first: one with a size, a
+/// non-weak one, a global one, fewer leading underscores, the longer name.
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Rank(bool, bool, bool, usize, std::cmp::Reverse<usize>);
+
+impl Rank {
+    fn of(size: u64, weak: bool, global: bool, name: &str) -> Rank {
+        let underscores = name.len() - name.trim_start_matches('_').len();
+        Rank(
+            size == 0,
+            weak,
+            !global,
+            underscores,
+            std::cmp::Reverse(name.len()),
+        )
     }
 }
 
@@ -125,7 +175,11 @@ pub fn label(dso: &str, sym: Option<&str>, vaddr: u64) -> String {
 
 /// Where binaries are looked for, in order: each `--symfs` directory
 /// (`DIR/<build-id>/elf`, `DIR/<path>`), the binary cache (by build-id, or by the recording
-/// machine's name and the path), then the path itself on this machine.
+/// machine's name and the path), then the path itself on this machine. A file without a
+/// full symbol table gets the symbols of its separate debug file: `DIR/<build-id>/debug`,
+/// the cache's `<build-id>/debug`, `/usr/lib/debug/.build-id/xx/rest.debug`, then its
+/// `.gnu_debuglink` name beside it, in `.debug/` beside it and under `/usr/lib/debug`.
+/// `[vdso]` is named from the image the agent recorded.
 #[derive(Debug, Clone, Default)]
 pub struct Search {
     pub symfs: Vec<PathBuf>,
@@ -208,6 +262,8 @@ pub struct Symbolizer {
     pub warnings: Vec<String>,
     unknown: Arc<str>,
     demangled: HashMap<Box<str>, Arc<str>>,
+    /// The recording machine's vDSO, from the header extension.
+    vdso: Option<Arc<Elf>>,
 }
 
 fn hex(b: &[u8]) -> String {
@@ -223,10 +279,18 @@ impl Symbolizer {
         }
     }
 
-    /// Says which machine the recording comes from (keys the cache's entries without build-id).
-    pub fn recorded_on(&mut self, h: Option<&labperf_common::Header>) {
+    /// Says which machine the recording comes from (keys the cache's entries without
+    /// build-id) and takes the vDSO image its agent recorded.
+    pub fn recorded_on(
+        &mut self,
+        h: Option<&labperf_common::Header>,
+        ext: Option<&labperf_common::HeaderExt>,
+    ) {
         if let Some(h) = h {
             self.search.hostname = h.hostname.clone();
+        }
+        if let Some(v) = ext.and_then(|x| x.vdso.as_deref()) {
+            self.vdso = Elf::parse(v).ok().map(Arc::new);
         }
     }
 
@@ -317,27 +381,111 @@ impl Symbolizer {
         e
     }
 
+    /// The separate debug files that may belong to `elf` (found at `file`), in search order.
+    fn debug_candidates(&self, elf: &Elf, file: &Path, recorded: Option<&[u8]>) -> Vec<PathBuf> {
+        let mut c = Vec::new();
+        if let Some(b) = elf.build_id.as_deref().or(recorded) {
+            for d in &self.search.symfs {
+                c.push(d.join(hex(b)).join("debug"));
+            }
+            if let Some(e) = self
+                .search
+                .cache
+                .as_ref()
+                .and_then(|root| crate::cache::by_build_id(root, b))
+            {
+                c.push(e.with_file_name("debug"));
+            }
+            if self.search.local && b.len() >= 2 {
+                c.push(PathBuf::from(format!(
+                    "/usr/lib/debug/.build-id/{}/{}.debug",
+                    hex(&b[..1]),
+                    hex(&b[1..])
+                )));
+            }
+        }
+        if let Some((link, _)) = &elf.debuglink {
+            // A plain file name only: a link with a slash or `..` could point anywhere.
+            let plain = !link.contains('/') && link != ".." && link != "." && !link.is_empty();
+            if let (true, Some(dir)) = (plain, file.parent()) {
+                c.push(dir.join(link));
+                c.push(dir.join(".debug").join(link));
+                if self.search.local && dir.is_absolute() {
+                    c.push(
+                        Path::new("/usr/lib/debug")
+                            .join(dir.strip_prefix("/").unwrap_or(dir))
+                            .join(link),
+                    );
+                }
+            }
+        }
+        c
+    }
+
+    /// `elf` with its separate debug file's symbols, when it lacks a full symbol table and
+    /// a debug file of the same build-id (or, without one, the debuglink's CRC) is found.
+    fn with_debug(&mut self, elf: Arc<Elf>, file: &Path, recorded: Option<&[u8]>) -> Arc<Elf> {
+        if elf.has_symtab {
+            return elf;
+        }
+        for c in self.debug_candidates(&elf, file, recorded) {
+            if c == file {
+                continue;
+            }
+            let Ok((data, id)) = crate::load::map_regular_id(&c, MAX_ELF) else {
+                continue;
+            };
+            let matches = match (elf.build_id.as_deref(), &elf.debuglink) {
+                (Some(want), _) => object::File::parse((*data).as_ref())
+                    .ok()
+                    .and_then(|f| f.build_id().ok().flatten().map(|b| b == want))
+                    .unwrap_or(false),
+                (None, Some((_, crc))) => crc32fast::hash((*data).as_ref()) == *crc,
+                (None, None) => false,
+            };
+            if !matches {
+                continue;
+            }
+            let debug = match self.by_inode.get(&id) {
+                Some(e) => e.clone(),
+                None => {
+                    let e = Elf::parse((*data).as_ref()).ok().map(Arc::new);
+                    self.by_inode.insert(id, e.clone());
+                    e
+                }
+            };
+            if let Some(d) = debug.filter(|d| d.has_symtab) {
+                return Arc::new(elf.with_debug(&d));
+            }
+        }
+        elf
+    }
+
     fn elf(&mut self, path: &Arc<str>, build_id: Option<&Arc<[u8]>>) -> Option<Arc<Elf>> {
+        if &**path == "[vdso]" {
+            return self.vdso.clone();
+        }
         let key = (path.clone(), build_id.cloned());
         if let Some(e) = self.elves.get(&key) {
             return e.clone();
         }
         let want = build_id.map(|b| &b[..]);
-        let mut found = None;
+        let mut found: Option<(Arc<Elf>, PathBuf)> = None;
         let mut mismatch = None;
         for c in self.candidates(path, want) {
             let Some(e) = self.load(&c) else { continue };
             if let (Some(want), Some(have)) = (want, e.build_id.as_deref()) {
                 if want != have {
                     mismatch.get_or_insert_with(|| format!("{} does not match the recording: build-id {} was recorded, the file on disk has {}. Its symbols may be wrong; pass --symfs DIR holding the recorded binary.", c.display(), hex(want), hex(have)));
-                    found.get_or_insert(e);
+                    found.get_or_insert((e, c));
                     continue;
                 }
             }
-            found = Some(e);
+            found = Some((e, c));
             mismatch = None;
             break;
         }
+        let found = found.map(|(e, c)| self.with_debug(e, &c, want));
         if let Some(m) = mismatch {
             self.warnings.push(crate::text::show(&m).into_owned());
         }

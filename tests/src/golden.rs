@@ -310,7 +310,7 @@ pub fn encode(kind: Kind, version: u16) -> Vec<u8> {
         file.extend(enc.header_ext_frame(&HeaderExt {
             recipe: Some(recipe(kind)),
             replayed: false,
-            unknown_items: 0,
+            ..Default::default()
         }));
     }
     for f in frames(kind) {

@@ -378,6 +378,21 @@ fn postcard_bytes_of_the_header_trailer_and_recipes_are_frozen() {
         ..Default::default()
     };
     assert_eq!(hex(&encode_header_ext(&replayed)), "0101050200");
+    // Item 3, the vDSO image: tag, length, the bytes as they are.
+    let vdso = HeaderExt {
+        vdso: Some(b"\x7fELF".to_vec()),
+        ..Default::default()
+    };
+    assert_eq!(hex(&encode_header_ext(&vdso)), "03047f454c46");
+    let (back, ok) = labperf_common::decode::decode_header_ext(&encode_header_ext(&vdso));
+    assert!(ok);
+    assert_eq!(back, vdso);
+    // Larger than MAX_VDSO: damage, not an allocation the file chose.
+    let big = HeaderExt {
+        vdso: Some(vec![0; labperf_common::MAX_VDSO + 1]),
+        ..Default::default()
+    };
+    assert!(!labperf_common::decode::decode_header_ext(&encode_header_ext(&big)).1);
 }
 
 /// postcard(golden::header(Kind::Stat)), checked field by field against the spec once:

@@ -31,8 +31,10 @@ pub const PROGRAMS: &[(&str, &str)] = &[
     ("ssh-keygen", "openssh-client"),
     ("ssh-agent", "openssh-client"),
     ("ssh-add", "openssh-client"),
-    // The reference profiler of the benchmarks.
+    // The reference profiler of the benchmarks, and the symbol tests' workloads and tools.
     ("perf", "linux-perf"),
+    ("python3", "python3"),
+    ("objcopy", "binutils"),
     // Building the lab image.
     ("cpio", "cpio"),
     ("gzip", "gzip"),
@@ -76,6 +78,10 @@ pub const PROGRAMS: &[(&str, &str)] = &[
     ("test", "coreutils"),
     ("grep", "grep"),
 ];
+
+/// Files (not programs) that tests read, with the Debian package that installs each: the
+/// symbol tests need libc's separate debug file, as a user's machine has it.
+pub const FILES: &[(&str, &str)] = &[("/usr/share/doc/libc6-dbg", "libc6-dbg")];
 
 /// Programs that come with the Rust toolchain (rustup), the one prerequisite
 /// `cargo xtask` cannot install for itself. The tidy test reads this list.
@@ -128,16 +134,31 @@ pub fn missing_packages(wanted: &[(&str, &str)], have: impl Fn(&str) -> bool) ->
     missing
 }
 
-/// Installs the Debian packages of the missing programs of [`PROGRAMS`].
+/// The packages of [`PROGRAMS`] and [`FILES`] that are missing.
+fn missing() -> Vec<String> {
+    let mut m = missing_packages(PROGRAMS, have);
+    for p in missing_packages(FILES, |f| Path::new(f).exists()) {
+        if !m.contains(&p) {
+            m.push(p);
+        }
+    }
+    m
+}
+
+/// Installs the Debian packages of the missing programs of [`PROGRAMS`] and files of [`FILES`].
 fn packages(sh: &Shell) -> anyhow::Result<String> {
-    let missing = missing_packages(PROGRAMS, have);
+    let missing = missing();
     if missing.is_empty() {
-        return Ok(format!("all {} programs present", PROGRAMS.len()));
+        return Ok(format!(
+            "all {} programs and {} files present",
+            PROGRAMS.len(),
+            FILES.len()
+        ));
     }
     eprintln!("installing {}", missing.join(" "));
     let refs: Vec<&str> = missing.iter().map(String::as_str).collect();
     apt(sh, &refs)?;
-    let still = missing_packages(PROGRAMS, have);
+    let still = self::missing();
     if !still.is_empty() {
         bail!(
             "installed, but still missing the programs of: {}",

@@ -690,6 +690,7 @@ pub fn run(o: &Opts) -> Result<i32, Fail> {
     );
     let ext = HeaderExt {
         recipe: Some(recipe),
+        vdso: sys::vdso_image(),
         ..Default::default()
     };
     let out = match Out::create(&path, &hdr, &ext, o.flush_ms) {

@@ -96,3 +96,23 @@ pub fn online_cpus() -> Vec<i32> {
 pub fn errno() -> i32 {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
 }
+
+/// The vDSO image the kernel maps into this process (and every process of its ABI), as
+/// `/proc/self/maps` bounds it; None when there is none or it is over
+/// [`labperf_common::MAX_VDSO`] bytes. The host names `[vdso]` samples from it.
+pub fn vdso_image() -> Option<Vec<u8>> {
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    let line = maps.lines().find(|l| l.ends_with("[vdso]"))?;
+    let range = line.split_whitespace().next()?;
+    let (a, b) = range.split_once('-')?;
+    let start = usize::from_str_radix(a, 16).ok()?;
+    let end = usize::from_str_radix(b, 16).ok()?;
+    let len = end.checked_sub(start)?;
+    if len == 0 || len > labperf_common::MAX_VDSO {
+        return None;
+    }
+    // SAFETY: the kernel maps the vDSO readable for the life of the process, at the
+    // bounds /proc/self/maps gives; the bytes are copied out at once.
+    let image = unsafe { std::slice::from_raw_parts(start as *const u8, len) };
+    image.starts_with(b"\x7fELF").then(|| image.to_vec())
+}

@@ -1,0 +1,335 @@
+//! Symbols found by themselves: separate debug files (by build-id and by .gnu_debuglink),
+//! the vDSO image the agent records, debug files fetched from a lab machine, and the
+//! names perf gives on the same run of a python3 workload.
+
+use labperf_tests::sshd::*;
+use labperf_tests::{bin, scratch};
+use object::Object;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A python3 workload that spends its time in libc (memmove, memchr, memcmp, memset: named
+/// only by libc's separate debug file), libz and the interpreter. It writes its pid to
+/// argv[1] and starts when argv[2] exists, so two recorders can attach to the same run.
+const PY: &str = r#"
+import os, sys, time, zlib
+pid, go = sys.argv[1], sys.argv[2]
+with open(pid + ".tmp", "w") as f:
+    f.write(str(os.getpid()))
+os.rename(pid + ".tmp", pid)
+while not os.path.exists(go):
+    time.sleep(0.005)
+b = bytearray(4_000_000)
+for i in range(120):
+    c = bytes(b)
+    c.find(b"x")
+    zlib.crc32(c)
+    c == bytes(b)
+    b"\x01" * 2_000_000
+    sum(range(30000))
+"#;
+
+fn wait_for(p: &Path) {
+    let t = Instant::now();
+    while !p.exists() {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "{} never came",
+            p.display()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn build_id(p: &Path) -> Vec<u8> {
+    let data = std::fs::read(p).unwrap();
+    object::File::parse(&*data)
+        .unwrap()
+        .build_id()
+        .unwrap()
+        .unwrap()
+        .to_vec()
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// The libc the python3 here runs with, and its debug file from libc6-dbg.
+fn libc() -> (PathBuf, PathBuf) {
+    let libc = PathBuf::from("/lib/x86_64-linux-gnu/libc.so.6");
+    let id = build_id(&libc);
+    let debug = PathBuf::from(format!(
+        "/usr/lib/debug/.build-id/{}/{}.debug",
+        hex(&id[..1]),
+        hex(&id[1..])
+    ));
+    assert!(
+        debug.is_file(),
+        "{} is missing: `cargo xtask setup` installs libc6-dbg",
+        debug.display()
+    );
+    (libc, debug)
+}
+
+#[test]
+fn python3_top_functions_match_perf_on_the_same_run() {
+    if std::env::consts::ARCH != "x86_64" {
+        return;
+    }
+    let (_, debug) = libc();
+    let d = scratch("sym-python");
+    std::fs::write(d.join("w.py"), PY).unwrap();
+    let (pid, go) = (d.join("pid"), d.join("go"));
+    // perf starts python3; the agent attaches to the same process; both sample user
+    // cpu-clock every 100 us of its CPU time, from the moment `go` appears.
+    let mut perf = Command::new("perf")
+        .args(["record", "-q", "-e", "cpu-clock:u", "-c", "100000", "-o"])
+        .arg(d.join("perf.data"))
+        .arg("--")
+        .arg("python3")
+        .arg(d.join("w.py"))
+        .args([&pid, &go])
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("perf is installed by `cargo xtask setup`");
+    wait_for(&pid);
+    let p = std::fs::read_to_string(&pid).unwrap();
+    let lpr = d.join("py.lpr");
+    let agent = Command::new(bin("labperf-agent"))
+        .args(["record", "-e", "cpu-clock", "-c", "100000", "-o"])
+        .arg(&lpr)
+        .args(["--pid", p.trim()])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    std::fs::write(&go, "").unwrap();
+    assert!(perf.wait().unwrap().success());
+    let a = agent.wait_with_output().unwrap();
+    assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
+    let o = Command::new("perf")
+        .args(["report", "--stdio", "--sort", "sym", "-q", "-i"])
+        .arg(d.join("perf.data"))
+        .output()
+        .unwrap();
+    let theirs: Vec<String> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| l.split_once("] ").map(|(_, s)| s.trim().to_string()))
+        .take(10)
+        .collect();
+    assert_eq!(theirs.len(), 10, "{}", String::from_utf8_lossy(&o.stdout));
+    let o = Command::new(bin("labperf"))
+        .args(["report", "--format", "json", "--top", "10"])
+        .arg(&lpr)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = j["tables"][0]["rows"].as_array().unwrap();
+    let ours: Vec<String> = rows
+        .iter()
+        .map(|r| r["name"].as_str().unwrap().to_string())
+        .collect();
+    let same = ours.iter().filter(|n| theirs.contains(n)).count();
+    // Two samplers on one run rank the tenth function apart by noise (shares under 1%
+    // there); the names themselves must be perf's.
+    assert!(
+        same >= 9,
+        "{same} of 10 in common\n labperf: {ours:?}\n perf:    {theirs:?}"
+    );
+    // libc's hot functions are local symbols that only its debug file names.
+    let libc_named: Vec<&str> = rows
+        .iter()
+        .filter(|r| r["dso"].as_str().unwrap().ends_with("libc.so.6"))
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        libc_named.len() >= 2 && libc_named.iter().all(|n| n.starts_with("__mem")),
+        "libc rows {libc_named:?} (debug file {})",
+        debug.display()
+    );
+}
+
+/// Records the bench (static, with symbols) copied into `dir` as `name`.
+fn record_copy(dir: &Path, exe: &Path) -> PathBuf {
+    let out = dir.join("run.lpr");
+    let o = Command::new(bin("labperf-agent"))
+        .args(["record", "-e", "cpu-clock", "-c", "200000", "-o"])
+        .arg(&out)
+        .arg("--")
+        .arg(exe)
+        .args(["--duration", "0.6", "--classes", "nops"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    out
+}
+
+fn top_name(file: &Path, home: &Path) -> String {
+    let o = Command::new(bin("labperf"))
+        .env("HOME", home)
+        .env("XDG_CACHE_HOME", home.join("cache"))
+        .args(["report", "--format", "json", "--top", "1"])
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    j["tables"][0]["rows"][0]["name"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+fn objcopy(args: &[&str], from: &Path, to: &Path) {
+    let o = Command::new("objcopy")
+        .args(args)
+        .arg(from)
+        .arg(to)
+        .output()
+        .expect("objcopy (binutils) is installed by `cargo xtask setup`");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+#[test]
+fn stripped_binaries_are_named_from_their_debug_files() {
+    let d = scratch("sym-debuglink");
+    let home = d.join("home");
+    // By .gnu_debuglink (no build-id: the link's CRC is the proof): bench.debug beside it.
+    let plain = d.join("plain");
+    objcopy(
+        &["--remove-section", ".note.gnu.build-id"],
+        &bin("labperf-bench"),
+        &plain,
+    );
+    objcopy(&["--only-keep-debug"], &plain, &d.join("bench.debug"));
+    let exe = d.join("bench");
+    objcopy(&["--strip-all"], &plain, &d.join("stripped"));
+    std::fs::copy(d.join("bench.debug"), d.join("bench.debug.keep")).unwrap();
+    Command::new("objcopy")
+        .arg("--add-gnu-debuglink=bench.debug")
+        .arg(d.join("stripped"))
+        .arg(&exe)
+        .current_dir(&d)
+        .status()
+        .unwrap();
+    let run = record_copy(&d, &exe);
+    assert_eq!(top_name(&run, &home), "nops");
+    // In .debug/ beside it.
+    std::fs::create_dir_all(d.join(".debug")).unwrap();
+    std::fs::rename(d.join("bench.debug"), d.join(".debug/bench.debug")).unwrap();
+    assert_eq!(top_name(&run, &home), "nops");
+    // A debug file whose CRC differs is not this file's: addresses, not wrong names.
+    let mut bytes = std::fs::read(d.join(".debug/bench.debug")).unwrap();
+    let n = bytes.len();
+    bytes[n - 1] ^= 0xff;
+    std::fs::write(d.join(".debug/bench.debug"), &bytes).unwrap();
+    assert!(top_name(&run, &home).starts_with("bench+0x"));
+    // By build-id, from the binary cache's <id>/debug (a stripped file with its note).
+    let d2 = scratch("sym-cache-debug");
+    let exe = d2.join("bench");
+    objcopy(&["--strip-all"], &bin("labperf-bench"), &exe);
+    let run = record_copy(&d2, &exe);
+    let home = d2.join("home");
+    assert!(top_name(&run, &home).starts_with("bench+0x"));
+    let id = build_id(&exe);
+    let entry = home.join("cache/labperf/binaries").join(hex(&id));
+    std::fs::create_dir_all(&entry).unwrap();
+    objcopy(
+        &["--only-keep-debug"],
+        &bin("labperf-bench"),
+        &entry.join("debug"),
+    );
+    assert_eq!(top_name(&run, &home), "nops");
+}
+
+#[test]
+fn vdso_samples_are_named_from_the_image_the_agent_recorded() {
+    let d = scratch("sym-vdso");
+    let out = d.join("vdso.lpr");
+    // The bench reads the clock between work slices: through the vDSO.
+    let o = Command::new(bin("labperf-agent"))
+        .args(["record", "-e", "cpu-clock", "-c", "20000", "-o"])
+        .arg(&out)
+        .arg("--")
+        .arg(bin("labperf-bench"))
+        .args(["--duration", "1", "--classes", "nops"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let dec = labperf_common::decode_all(&std::fs::read(&out).unwrap());
+    let image = dec
+        .header_ext
+        .unwrap()
+        .vdso
+        .expect("the agent records the vDSO");
+    assert!(image.starts_with(b"\x7fELF"));
+    let o = Command::new(bin("labperf"))
+        .args(["report", "--format", "json", "--top", "0"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let vdso: Vec<&str> = j["tables"][0]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["dso"] == "[vdso]")
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert!(!vdso.is_empty(), "no [vdso] samples: {j}");
+    // perf's choice among the aliases: the global __vdso_ name, not the weak one.
+    assert!(vdso.iter().all(|n| n.starts_with("__vdso_")), "{vdso:?}");
+}
+
+#[test]
+fn record_host_fetches_the_debug_files_of_stripped_libraries() {
+    if std::env::consts::ARCH != "x86_64" {
+        return;
+    }
+    let (libc, debug) = libc();
+    let s = Sshd::start("sym-remote-debug");
+    let kh = s.dir.join("known_hosts");
+    std::fs::write(s.dir.join("w.py"), PY).unwrap();
+    let (pid, go) = (s.dir.join("pid"), s.dir.join("go"));
+    std::fs::write(&go, "").unwrap();
+    let o = labperf_in(&s.dir)
+        .args(["record", "--host", &s.spec(), "--known-hosts"])
+        .arg(&kh)
+        .arg("--identity")
+        .arg(s.dir.join("client_key"))
+        .arg("--remote-dir")
+        .arg(s.dir.join("remote"))
+        .args(["--accept-new-host-key", "-e", "cpu-clock", "-c", "200000"])
+        .args(["--format", "json", "--top", "10", "-o"])
+        .arg(s.dir.join("py.lpr"))
+        .arg("--")
+        .arg("python3")
+        .arg(s.dir.join("w.py"))
+        .args([&pid, &go])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let entry = s
+        .dir
+        .join("cache/labperf/binaries")
+        .join(hex(&build_id(&libc)));
+    assert_eq!(
+        std::fs::read(entry.join("debug")).ok().map(|b| b.len()),
+        Some(std::fs::metadata(&debug).unwrap().len() as usize),
+        "libc's debug file was fetched into {}\n{}",
+        entry.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(
+        j["tables"][0]["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["name"].as_str().unwrap().starts_with("__memmove")),
+        "{j}"
+    );
+}

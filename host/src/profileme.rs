@@ -4,8 +4,8 @@
 //! `labperf_common::profileme`.
 
 use crate::load::{self, FileInfo, LoadError};
-use crate::symbols::{Search, Symbolizer};
-use crate::table::{file_name, Cell, Column, Table};
+use crate::symbols::{label, place, Search, Symbolizer};
+use crate::table::{Cell, Column, Table};
 use labperf_common::profileme::{data_src, Payload, Skip, Trap, PCTR1_NAMES};
 use labperf_common::{Header, Record};
 use serde::Serialize;
@@ -161,20 +161,11 @@ pub fn build(src: &load::Source, by_pc: bool, search: Search) -> Result<PmReport
                 (k.clone(), Some(k))
             } else {
                 let pc = format!("{:#018x}", p.pmpc & !3);
-                (
-                    format!("{pc} {}", symbol.as_deref().unwrap_or("[unknown]")),
-                    Some(pc),
-                )
+                let what = label(&loc.dso, symbol.as_deref(), loc.vaddr);
+                (format!("{pc} {what}"), Some(pc))
             }
         } else {
-            (
-                format!(
-                    "{} {}",
-                    file_name(&loc.dso),
-                    symbol.as_deref().unwrap_or("[unknown]")
-                ),
-                None,
-            )
+            (place(&loc.dso, symbol.as_deref(), loc.vaddr), None)
         };
         let (index, rows) = tables.entry(p.sl1() as u8).or_default();
         let i = *index.entry(key.clone()).or_insert_with(|| {
@@ -433,11 +424,7 @@ pub fn build_mem(src: &load::Source, search: Search) -> Result<MemReport, LoadEr
             data_src::Op::Prefetch => prefetches += 1,
         }
         let loc = sym.resolve(p.pid, p.ip);
-        let key = format!(
-            "{} {}",
-            file_name(&loc.dso),
-            loc.sym.as_deref().unwrap_or("[unknown]")
-        );
+        let key = place(&loc.dso, loc.sym.as_deref(), loc.vaddr);
         let e = by_sym.entry((p.op, key)).or_default();
         let e2 = by_addr
             .entry((
@@ -466,6 +453,15 @@ pub fn build_mem(src: &load::Source, search: Search) -> Result<MemReport, LoadEr
         warnings: std::mem::take(&mut sym.warnings),
         info,
     })
+}
+
+/// An operation's name in the plural (table names and titles).
+fn plural(op: data_src::Op) -> &'static str {
+    match op {
+        data_src::Op::Load => "loads",
+        data_src::Op::Store => "stores",
+        data_src::Op::Prefetch => "prefetches",
+    }
 }
 
 impl MemReport {
@@ -498,7 +494,7 @@ impl MemReport {
                     continue;
                 }
                 let mut t = Table::new(
-                    format!("{}s_by_{by}", op.name()),
+                    format!("{}_by_{by}", plural(op)),
                     vec![
                         Column::left("op", "op", 9),
                         Column::right("hits", "hits", 9).tight_gap(),
@@ -507,7 +503,7 @@ impl MemReport {
                         Column::left("location", "location", 0),
                     ],
                 );
-                t.title = Some(format!("DTB hits and misses of {}s by {what}:", op.name()));
+                t.title = Some(format!("DTB hits and misses of {} by {what}:", plural(op)));
                 t.rows = rows;
                 tables.push(t);
             }

@@ -173,6 +173,15 @@ pub fn label(dso: &str, sym: Option<&str>, vaddr: u64) -> String {
     }
 }
 
+/// A place with its file, as the DCPI-style tables name it: `file function`, or the one
+/// label of an unknown function ([`label`]: `file+0xADDRESS`).
+pub fn place(dso: &str, sym: Option<&str>, vaddr: u64) -> String {
+    match sym {
+        Some(s) => format!("{} {s}", crate::table::file_name(dso)),
+        None => label(dso, None, vaddr),
+    }
+}
+
 /// Where binaries are looked for, in order: each `--symfs` directory
 /// (`DIR/<build-id>/elf`, `DIR/<path>`), the binary cache (by build-id, or by the recording
 /// machine's name and the path), then the path itself on this machine. A file without a

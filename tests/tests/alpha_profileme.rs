@@ -475,7 +475,12 @@ fn dtb_hits_and_misses_by_symbol_and_address_through_the_alpha_agent() {
     );
     // One table per operation and grouping: `loads_by_symbol`, `stores_by_address`, ...
     let find = |by: &str, op: &str, loc: &str| -> (u64, u64) {
-        let name = format!("{op}s_{by}");
+        let plural = if op == "prefetch" {
+            "prefetches".to_string()
+        } else {
+            format!("{op}s")
+        };
+        let name = format!("{plural}_{by}");
         let r = j["tables"]
             .as_array()
             .unwrap()

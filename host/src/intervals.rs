@@ -73,19 +73,13 @@ pub fn build(src: &load::Source) -> Result<Report, LoadError> {
         .collect();
     let mut summary = Map::new();
     summary.insert("intervals".into(), json!(intervals));
-    let mut warnings = info.warnings();
-    if intervals == 0 {
-        warnings.push(
-            "note: the file holds no counts (record them with `labperf stat -o FILE -- CMD`)"
-                .into(),
-        );
-    }
+    let none = (intervals == 0).then(|| {
+        "note: the file holds no counts (record them with `labperf stat -o FILE -- CMD`)".into()
+    });
     Ok(Report {
-        view: "intervals",
         heading: vec![format!("# {intervals} intervals")],
         summary,
         tables: vec![t],
-        warnings,
-        damaged: info.damaged(),
+        ..Report::of_file("intervals", &info, none)
     })
 }

@@ -507,10 +507,7 @@ impl Metrics {
             "whole_run_cpi".into(),
             serde_json::json!(self.whole_run_cpi),
         );
-        let mut warnings = info.warnings();
-        warnings.extend(self.warnings.into_iter().map(|w| format!("warning: {w}")));
         crate::table::Report {
-            view: "metrics",
             heading: vec![format!(
                 "# {} windows, {} discarded; whole-run CPI {}",
                 self.windows,
@@ -520,8 +517,7 @@ impl Metrics {
             )],
             summary,
             tables: vec![t],
-            warnings,
-            damaged: info.damaged(),
+            ..crate::table::Report::of_file("metrics", info, self.warnings)
         }
     }
 }

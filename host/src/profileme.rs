@@ -316,10 +316,7 @@ impl PmReport {
         summary.insert("skipped".into(), json!(self.skipped));
         summary.insert("skipped_total".into(), json!(self.skipped_total));
         summary.insert("by_pc".into(), json!(self.by_pc));
-        let mut warnings = self.info.warnings();
-        warnings.extend(self.warnings.into_iter().map(|w| format!("warning: {w}")));
         crate::table::Report {
-            view: "profileme",
             heading: vec![format!(
                 "{} ProfileMe samples, {} without ProfileMe data ({} short or without raw data, {} of version 0, {} not from the cpu PMU)",
                 self.total,
@@ -330,8 +327,7 @@ impl PmReport {
             )],
             summary,
             tables,
-            warnings,
-            damaged: self.info.damaged(),
+            ..crate::table::Report::of_file("profileme", &self.info, self.warnings)
         }
     }
 }
@@ -517,18 +513,14 @@ impl MemReport {
             "without_data_source".into(),
             json!(self.without_data_source),
         );
-        let mut warnings = self.info.warnings();
-        warnings.extend(self.warnings.into_iter().map(|w| format!("warning: {w}")));
         crate::table::Report {
-            view: "mem",
             heading: vec![format!(
                 "# {} samples: {} loads, {} stores, {} prefetches with a DTB result; {} without one",
                 self.samples, self.loads, self.stores, self.prefetches, self.without_data_source
             )],
             summary,
             tables,
-            warnings,
-            damaged: self.info.damaged(),
+            ..crate::table::Report::of_file("mem", &self.info, self.warnings)
         }
     }
 }

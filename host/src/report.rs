@@ -149,21 +149,18 @@ impl Report {
         let mut summary = serde_json::Map::new();
         summary.insert("total_samples".into(), json!(self.total_samples));
         summary.insert("total_period".into(), json!(self.total_period));
-        let mut warnings = self.info.warnings();
-        warnings.extend(self.warnings.into_iter().map(|w| format!("warning: {w}")));
+        let mut warnings = self.warnings;
         if self.total_samples == 0 {
             warnings.push("note: the file holds no samples (was the workload too short, or the period too long?)".into());
         }
         crate::table::Report {
-            view: "plain",
             heading: vec![format!(
                 "# {} samples, total period {}",
                 self.total_samples, self.total_period
             )],
             summary,
             tables: vec![t],
-            warnings,
-            damaged: self.info.damaged(),
+            ..crate::table::Report::of_file("plain", &self.info, warnings)
         }
     }
 }

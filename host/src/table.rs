@@ -235,6 +235,32 @@ pub struct Report {
     pub damaged: bool,
 }
 
+impl Report {
+    /// The report of a file in `view`: the file's own warnings first (damage, samples the
+    /// kernel lost), then the view's (each said as a `warning: ` unless it is a `note: `),
+    /// and whether the file is damaged. The view adds its heading, summary and tables.
+    pub fn of_file(
+        view: &'static str,
+        info: &crate::load::FileInfo,
+        warnings: impl IntoIterator<Item = String>,
+    ) -> Report {
+        let mut all = info.warnings();
+        all.extend(warnings.into_iter().map(|w| {
+            if w.starts_with("note: ") || w.starts_with("warning: ") {
+                w
+            } else {
+                format!("warning: {w}")
+            }
+        }));
+        Report {
+            view,
+            warnings: all,
+            damaged: info.damaged(),
+            ..Default::default()
+        }
+    }
+}
+
 fn pad(s: &mut String, text: &str, col: &Column, width: usize, last: bool) {
     let w = text.chars().count();
     let fill = width.saturating_sub(w);

@@ -312,15 +312,10 @@ impl Report {
             }),
         );
         summary.insert("level".into(), json!(self.layout.level));
-        let mut warnings = self.info.warnings();
-        warnings.extend(self.warnings);
         crate::table::Report {
-            view: "topdown",
-            heading: Vec::new(),
             summary,
             tables: vec![t],
-            warnings,
-            damaged: self.info.damaged(),
+            ..crate::table::Report::of_file("topdown", &self.info, self.warnings)
         }
     }
 }

@@ -56,6 +56,24 @@ pub fn run(a: &Args) -> Result<()> {
             println!("hostname:        {}", show(&h.hostname));
             println!("command:         {}", show(&h.command.join(" ")));
             println!("mode:            {}", show(&h.mode));
+            let recipe = labperf_common::recipe_of(h, info.header_ext.as_ref());
+            println!(
+                "recipe:          {recipe:?}{} (report view: {})",
+                if info.header_ext.as_ref().is_some_and(|x| x.recipe.is_some()) {
+                    ""
+                } else {
+                    ", from the mode and events (no header extension)"
+                },
+                labperf::view::View::of(&recipe).name()
+            );
+            if let Some(x) = &info.header_ext {
+                if x.replayed {
+                    println!("replayed:        yes (re-encoded from saved ring-buffer bytes)");
+                }
+                if let Some(v) = &x.vdso {
+                    println!("vdso:            {} bytes recorded", v.len());
+                }
+            }
             println!(
                 "clock:           id {} start {} ns (realtime {} ns)",
                 h.clock_id, h.start_time_ns, h.start_realtime_ns

@@ -10,7 +10,7 @@ use std::io::IsTerminal;
 /// Record a workload with the agent, then print its profile.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "EXAMPLES:\n  labperf record --local -- ./target/release/labperf-bench --duration 2\n  labperf record --local -e cpu-clock -c 100000 -o run.lpr -- make -j2\n  labperf record --local --no-report -- ./my-prog --flag 'an argument'"
+    after_help = "EXAMPLES:\n  labperf record --local -- ./target/release/labperf-bench --duration 2\n  labperf record --local -e cpu-clock -c 100000 -o run.lpr -- make -j2\n  labperf record --local --no-report -- ./my-prog --flag 'an argument'\n  labperf record --host arm1 --metrics --no-report -o m.lpr -- ./my-prog   # then: labperf report m.lpr\n  labperf record --host alpha1 --profileme -o pm.lpr -- ./my-prog\n\nThe report printed after recording (and `labperf report FILE` later) is the view the\nrecording's kind names: per function, metrics, TopDown, ProfileMe or mem."
 )]
 pub struct Args {
     /// Run the agent on this machine (the default without --host).

@@ -719,6 +719,44 @@ mod tests {
     }
 
     #[test]
+    fn samples_with_fewer_values_than_the_header_names_do_not_panic() {
+        // A crafted file (once an index out of bounds): the header names a group of five,
+        // the samples carry one value each. Missing values count as zero.
+        let cols = Columns {
+            cycles: Some(0),
+            instructions: Some(1),
+            branch_misses: Some(2),
+            cache_refs: Some(3),
+            cache_misses: Some(40),
+        };
+        let s = |ip: u64, period: u64, v: u64| {
+            Some(Sample {
+                tid: 1,
+                pid: 1,
+                ip,
+                period,
+                values: vec![v],
+                ..Default::default()
+            })
+        };
+        let m = compute(
+            vec![
+                s(100, 900, 900),
+                s(110, 100, 1000),
+                s(120, 900, 1900),
+                s(130, 100, 2000),
+            ],
+            S,
+            &cols,
+            DiscardMode::None,
+            Split::None,
+            name,
+        );
+        assert_eq!(m.windows, 2);
+        assert_eq!(m.rows.iter().map(|r| r.samples).sum::<u64>(), 2);
+    }
+
+    #[test]
     fn strobe_mode_strings() {
         assert_eq!(
             strobe_info("strobe:decimate;period=1000000;window=300;jitter=0"),

@@ -710,6 +710,15 @@ case "$SSH_ORIGINAL_COMMAND" in
     n=$(wc -c < /bin/true); echo "$n"; cat /bin/true ;;
   *"exec head -c"*)
     printf '6\nevil!\n' ;;
+  # The same answers to the fetches of labperf before commit c6f685d (sha256sum, then
+  # cat), so the test shows what that version did with them.
+  "sha256sum '"*".lpr'") sha256sum < '@CRAFTED@' ;;
+  "cat '"*".lpr'") cat '@CRAFTED@' ;;
+  "sha256sum '"*"ld-linux.so.2'") sha256sum < /bin/true ;;
+  "cat '"*"ld-linux.so.2'") cat /bin/true ;;
+  "sha256sum '"*"/.bashrc'" | "sha256sum '"*"/.profile'" | "sha256sum '"*"evil.so'")
+    printf 'evil!\n' | sha256sum ;;
+  "cat '"*"/.bashrc'" | "cat '"*"/.profile'" | "cat '"*"evil.so'") printf 'evil!\n' ;;
   *) exec /bin/sh -c "$SSH_ORIGINAL_COMMAND" ;;
 esac
 "#;
@@ -747,6 +756,14 @@ fn a_compromised_lab_machine_cannot_write_outside_the_cache() {
     std::fs::create_dir_all(&home).unwrap();
     std::fs::write(home.join(".bashrc"), "original bashrc\n").unwrap();
     std::fs::write(home.join(".profile"), "original profile\n").unwrap();
+    // Identity and time of each target: a rewrite with the same bytes is a change too
+    // (here the lab machine is this machine, so what it sends for .bashrc is .bashrc).
+    use std::os::unix::fs::MetadataExt;
+    let stamp = |p: &Path| {
+        let m = std::fs::metadata(p).unwrap();
+        (m.ino(), m.mtime(), m.mtime_nsec())
+    };
+    let targets_before = [stamp(&home.join(".bashrc")), stamp(&home.join(".profile"))];
     // The crafted recording: mappings whose paths climb out of any directory they are
     // joined to, a build-id too short to be one, a real-looking build-id, a device.
     let up = format!("/../../../../../../../..{}", home.display());
@@ -826,6 +843,11 @@ fn a_compromised_lab_machine_cannot_write_outside_the_cache() {
     assert_eq!(
         std::fs::read_to_string(home.join(".profile")).unwrap(),
         "original profile\n"
+    );
+    assert_eq!(
+        [stamp(&home.join(".bashrc")), stamp(&home.join(".profile"))],
+        targets_before,
+        "a file outside the cache was rewritten\n{err}"
     );
     let after = tree(&s.dir, &["remote", "cache"]);
     let new: Vec<&String> = after.difference(&before).collect();

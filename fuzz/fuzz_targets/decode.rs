@@ -199,16 +199,19 @@ fuzz_target!(|data: &[u8]| {
         labperf::metrics::Split::Thread,
         labperf::metrics::Split::Cpu,
     ][usize::from(mode >> 6) % 3];
-    let views = [
-        None,
-        Some(View::Plain),
-        Some(View::Metrics),
-        Some(View::Topdown),
-        Some(View::Profileme),
-        Some(View::Mem),
-        Some(View::Intervals),
-    ];
-    for view in views {
+    // The view the header names, in every format; then one other view, forced, in one
+    // format (both picked by the input's last byte, so every view and format is reached
+    // while each execution stays short).
+    let pick = usize::from(data.last().copied().unwrap_or(0));
+    let forced = [
+        View::Plain,
+        View::Metrics,
+        View::Topdown,
+        View::Profileme,
+        View::Mem,
+        View::Intervals,
+    ][pick % 6];
+    for (view, fmts) in [(None, &formats[..]), (Some(forced), &formats[(pick >> 3) % 3..][..1])] {
         let o = Options {
             view,
             by: (view == Some(View::Plain)).then_some(by),
@@ -218,7 +221,7 @@ fuzz_target!(|data: &[u8]| {
             search: Search::nothing(),
         };
         if let Ok(r) = labperf::view::build(&src, &o) {
-            for f in formats {
+            for &f in fmts {
                 let _ = r.render(f, 5, mode & 0x40 != 0);
             }
         }

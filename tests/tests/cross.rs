@@ -175,6 +175,13 @@ fn c_agent_records_a_real_profile_that_labperf_reports() {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = j["tables"][0]["rows"].as_array().unwrap();
+    let total: u64 = rows.iter().map(|r| r["samples"].as_u64().unwrap()).sum();
+    // The bench splits its CPU time evenly over the 7 classes, so each holds about 1/7 of
+    // the samples however much CPU a loaded machine gave it. Half of that share is the
+    // bound: the slices vary randomly in length and a few hundred samples have a spread of
+    // a few percent, far from half; a class the agent missed has none.
+    assert!(total >= 200, "{total} samples in the C agent's profile");
     for f in [
         "int_divider_stalls",
         "fp_divider_stalls",
@@ -184,14 +191,15 @@ fn c_agent_records_a_real_profile_that_labperf_reports() {
         "nops",
         "serializing",
     ] {
-        let n = j["tables"][0]["rows"]
-            .as_array()
-            .unwrap()
+        let n = rows
             .iter()
             .find(|r| r["name"] == f)
             .map(|r| r["samples"].as_u64().unwrap())
             .unwrap_or(0);
-        assert!(n > 50, "{f}: {n} samples in the C agent's profile");
+        assert!(
+            n * 7 * 2 >= total,
+            "{f}: {n} of {total} samples in the C agent's profile"
+        );
     }
     let d = decode_all(&std::fs::read(&lpr).unwrap());
     assert!(d.losses.is_clean(), "{:?}", d.damage);

@@ -1057,12 +1057,21 @@ fn interrupts_stop_the_remote_workload_save_its_recording_and_clean_up() {
     let out = s.dir.join("abort.lpr");
     let child = run(&out);
     let pid = wait_agent();
-    let bench_pid = || {
+    // The agent is seen (even as the shell that execs it) before it forks the workload:
+    // wait for the child, as a slow machine may take a while to get there.
+    let t = Instant::now();
+    let workload = loop {
         let o = Command::new("pgrep").args(["-P", &pid]).output().unwrap();
-        String::from_utf8_lossy(&o.stdout).trim().to_string()
+        let w = String::from_utf8_lossy(&o.stdout).trim().to_string();
+        if !w.is_empty() {
+            break w;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "the agent never started its workload"
+        );
+        std::thread::sleep(Duration::from_millis(20));
     };
-    let workload = bench_pid();
-    assert!(!workload.is_empty());
     for _ in 0..2 {
         // SAFETY: signalling our own child.
         unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
@@ -1306,9 +1315,11 @@ fn a_remote_dir_under_the_login_directory_and_local_errors_said_as_such() {
     // sshd logs root in at its home directory.
     let home = std::path::PathBuf::from("/root");
     let made = home.join(&name);
-    let tilde = home.join("~");
-    let stray = tilde.exists();
+    // Exactly what a `~` taken literally would make (a `/root/~` left by something else
+    // does not count).
+    let stray = home.join("~").join(&name).exists();
     let _ = std::fs::remove_dir_all(&made);
+    let _ = std::fs::remove_dir_all(home.join("~").join(&name));
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains(&format!("{name}/agents/")));
     assert!(!stray, "a directory named ~ was made");

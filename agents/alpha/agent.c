@@ -787,7 +787,10 @@ static int record(struct opts *o, char **envp) {
     if (!o->ncommand) die("no workload: give a command after --", 0, 2);
     require_profileme(o, !o->replay_ring);
     int gate[2], status[2];
-    if (SYS2(__NR_pipe2, gate, 0) < 0 || SYS2(__NR_pipe2, status, 0) < 0) die("cannot create a pipe", 0, 125);
+    /* Close-on-exec: the exec closes the child's end of `status`, which is how the agent
+     * learns the workload started (end of file), and the workload inherits neither pipe. */
+    if (SYS2(__NR_pipe2, gate, LP_O_CLOEXEC) < 0 || SYS2(__NR_pipe2, status, LP_O_CLOEXEC) < 0)
+        die("cannot create a pipe", 0, 125);
     long pid = SYS0(__NR_fork);
     if (pid < 0) die("cannot fork the workload", 0, 125);
     if (pid == 0) {

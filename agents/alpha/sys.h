@@ -30,6 +30,7 @@ long lp_syscall6(long n, long a, long b, long c, long d, long e, long f);
 #define LP_O_RDONLY 0
 #ifdef __alpha__
 #define LP_O_WRONLY_CREAT_TRUNC (01 | 01000 | 02000) /* O_WRONLY|O_CREAT|O_TRUNC on Alpha */
+#define LP_O_CLOEXEC 010000000
 #define LP_MAP_SHARED 0x01
 #define LP_MAP_PRIVATE 0x02
 #define LP_MAP_ANON 0x10
@@ -37,6 +38,7 @@ long lp_syscall6(long n, long a, long b, long c, long d, long e, long f);
 #define LP_SIGKILL 9
 #else
 #define LP_O_WRONLY_CREAT_TRUNC (01 | 0100 | 01000)
+#define LP_O_CLOEXEC 02000000
 #define LP_MAP_SHARED 0x01
 #define LP_MAP_PRIVATE 0x02
 #define LP_MAP_ANON 0x20

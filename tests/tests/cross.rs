@@ -212,6 +212,45 @@ fn c_agent_records_a_real_profile_that_labperf_reports() {
 }
 
 #[test]
+fn both_agents_drain_their_ring_until_the_workload_ends() {
+    // A ring of 2 pages holds about 170 samples (48 bytes each): 43 ms of the bench at
+    // 4 kHz. An agent that does not drain it while the workload runs (as the C agent once
+    // did, blocked on a pipe the workload held open) keeps only those, the first 43 ms;
+    // one that drains has samples up to the end of the run.
+    let d = scratch("drain");
+    for (dir, name) in [
+        ("x86_64-unknown-linux-none", "C"),
+        ("x86_64-unknown-linux-musl", "Rust"),
+    ] {
+        let lpr = d.join(format!("{name}.lpr"));
+        let st = Command::new(agent(dir, "labperf-agent"))
+            .args(["record", "-e", "cpu-clock", "-c", "250000"])
+            .args(["--mmap-pages", "2", "-o"])
+            .arg(&lpr)
+            .arg("--")
+            .arg(bin("labperf-bench"))
+            .args(["--duration", "1.5"])
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(st.success(), "{name} agent");
+        let d = decode_all(&std::fs::read(&lpr).unwrap());
+        assert!(d.losses.is_clean(), "{name}: {:?}", d.damage);
+        let start = d.header.unwrap().start_time_ns;
+        let end = d.trailer.unwrap().duration_ns;
+        let last = heads(&d.records).iter().map(|h| h.3).max().unwrap() - start;
+        // The bench runs until its wall-clock end, so its last sample lies within a
+        // scheduling delay of the recording's end; 400 ms allows a crowded machine.
+        assert!(
+            last + 400_000_000 >= end,
+            "{name} agent: last sample at {} ms of a {} ms recording",
+            last / 1_000_000,
+            end / 1_000_000
+        );
+    }
+}
+
+#[test]
 fn c_writer_output_matches_the_ring_bytes_record_for_record() {
     let (lpr, ring) = c_recording("c-ring");
     let (want, other) = ring_samples(&std::fs::read(&ring).unwrap());

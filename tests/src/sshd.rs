@@ -38,11 +38,33 @@ pub fn free_port() -> u16 {
 
 impl Sshd {
     pub fn start(name: &str) -> Sshd {
+        let dir = Self::keys(name);
+        Self::start_in(dir, free_port())
+    }
+
+    /// A scratch directory for test `name` with a host key, a client key and that key
+    /// authorized.
+    pub fn keys(name: &str) -> PathBuf {
         let dir = scratch(name);
         keygen(&dir.join("host_key"));
         keygen(&dir.join("client_key"));
         std::fs::copy(dir.join("client_key.pub"), dir.join("authorized_keys")).unwrap();
-        Self::start_in(dir, free_port())
+        dir
+    }
+
+    /// Starts sshd in `dir` (made by [`Sshd::keys`]) with every login running `script`
+    /// (written to `dir/file`) as its ForceCommand: a lab machine that answers as the
+    /// test wants, `$SSH_ORIGINAL_COMMAND` holding what labperf asked.
+    pub fn start_forcing(dir: PathBuf, file: &str, script: &str) -> Sshd {
+        use std::os::unix::fs::PermissionsExt;
+        let wrapper = dir.join(file);
+        std::fs::write(&wrapper, script).unwrap();
+        std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+        Self::start_with(
+            dir,
+            free_port(),
+            &format!("ForceCommand {}\n", wrapper.display()),
+        )
     }
 
     pub fn start_in(dir: PathBuf, port: u16) -> Sshd {

@@ -146,22 +146,31 @@ fn heads(records: &[Record]) -> Vec<(u32, u32, u64, u64, u32, u64)> {
         .collect()
 }
 
-/// Records labperf-bench with the C agent (x86_64 build), saving the ring bytes too.
-fn c_recording(test: &str) -> (PathBuf, PathBuf) {
-    let d = scratch(test);
-    let (lpr, ring) = (d.join("c.lpr"), d.join("c.ring"));
-    let st = Command::new(agent("x86_64-unknown-linux-none", "labperf-agent"))
+/// Records 1.5 s of labperf-bench at 4 kHz of cpu-clock with the x86_64 agent built for
+/// `target` (the C agent's or the Rust agent's), with `extra` agent options, into `lpr`.
+fn record_bench(target: &str, lpr: &std::path::Path, extra: &[&std::ffi::OsStr]) {
+    let st = Command::new(agent(target, "labperf-agent"))
         .args(["record", "-e", "cpu-clock", "-c", "250000", "-o"])
-        .arg(&lpr)
-        .arg("--dump-ring")
-        .arg(&ring)
+        .arg(lpr)
+        .args(extra)
         .arg("--")
         .arg(bin("labperf-bench"))
         .args(["--duration", "1.5"])
         .stderr(Stdio::null())
         .status()
         .unwrap();
-    assert!(st.success());
+    assert!(st.success(), "{target} agent");
+}
+
+/// Records labperf-bench with the C agent (x86_64 build), saving the ring bytes too.
+fn c_recording(test: &str) -> (PathBuf, PathBuf) {
+    let d = scratch(test);
+    let (lpr, ring) = (d.join("c.lpr"), d.join("c.ring"));
+    record_bench(
+        "x86_64-unknown-linux-none",
+        &lpr,
+        &["--dump-ring".as_ref(), ring.as_os_str()],
+    );
     (lpr, ring)
 }
 
@@ -223,17 +232,7 @@ fn both_agents_drain_their_ring_until_the_workload_ends() {
         ("x86_64-unknown-linux-musl", "Rust"),
     ] {
         let lpr = d.join(format!("{name}.lpr"));
-        let st = Command::new(agent(dir, "labperf-agent"))
-            .args(["record", "-e", "cpu-clock", "-c", "250000"])
-            .args(["--mmap-pages", "2", "-o"])
-            .arg(&lpr)
-            .arg("--")
-            .arg(bin("labperf-bench"))
-            .args(["--duration", "1.5"])
-            .stderr(Stdio::null())
-            .status()
-            .unwrap();
-        assert!(st.success(), "{name} agent");
+        record_bench(dir, &lpr, &["--mmap-pages".as_ref(), "2".as_ref()]);
         let d = decode_all(&std::fs::read(&lpr).unwrap());
         assert!(d.losses.is_clean(), "{name}: {:?}", d.damage);
         let start = d.header.unwrap().start_time_ns;

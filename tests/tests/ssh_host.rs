@@ -2,8 +2,8 @@
 //! the full flow, host keys, authentication, exact arguments, and remote failures.
 
 use labperf_common::decode_all;
+use labperf_tests::bin;
 use labperf_tests::sshd::*;
-use labperf_tests::{bin, scratch};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -512,26 +512,9 @@ esac
 
 #[test]
 fn a_connection_dropped_mid_fetch_leaves_no_file() {
-    let dir = scratch("ssh-midfetch");
-    keygen(&dir.join("host_key"));
-    keygen(&dir.join("client_key"));
-    std::fs::copy(dir.join("client_key.pub"), dir.join("authorized_keys")).unwrap();
-    let wrapper = dir.join("cut-fetch.sh");
-    std::fs::write(
-        &wrapper,
-        CUT_FETCH.replace("@DIR@", &dir.display().to_string()),
-    )
-    .unwrap();
-    Command::new("chmod")
-        .arg("755")
-        .arg(&wrapper)
-        .status()
-        .unwrap();
-    let s = Sshd::start_with(
-        dir,
-        free_port(),
-        &format!("ForceCommand {}\n", wrapper.display()),
-    );
+    let dir = Sshd::keys("ssh-midfetch");
+    let script = CUT_FETCH.replace("@DIR@", &dir.display().to_string());
+    let s = Sshd::start_forcing(dir, "cut-fetch.sh", &script);
     let kh = s.dir.join("known_hosts");
     let out = s.dir.join("cut.lpr");
     let o = record(
@@ -747,10 +730,7 @@ fn tree(dir: &Path, skip: &[&str]) -> std::collections::BTreeSet<String> {
 #[test]
 fn a_compromised_lab_machine_cannot_write_outside_the_cache() {
     use labperf_common::*;
-    let dir = scratch("ssh-hostile");
-    keygen(&dir.join("host_key"));
-    keygen(&dir.join("client_key"));
-    std::fs::copy(dir.join("client_key.pub"), dir.join("authorized_keys")).unwrap();
+    let dir = Sshd::keys("ssh-hostile");
     // The workstation's own files that the attack aims at.
     let home = dir.join("home");
     std::fs::create_dir_all(&home).unwrap();
@@ -802,21 +782,10 @@ fn a_compromised_lab_machine_cannot_write_outside_the_cache() {
     f.extend(enc.trailer_frame(&Trailer::default()));
     let crafted = dir.join("crafted.lpr");
     std::fs::write(&crafted, &f).unwrap();
-    let wrapper = dir.join("hostile.sh");
-    std::fs::write(
-        &wrapper,
-        HOSTILE.replace("@CRAFTED@", &crafted.display().to_string()),
-    )
-    .unwrap();
-    Command::new("chmod")
-        .arg("755")
-        .arg(&wrapper)
-        .status()
-        .unwrap();
-    let s = Sshd::start_with(
+    let s = Sshd::start_forcing(
         dir,
-        free_port(),
-        &format!("ForceCommand {}\n", wrapper.display()),
+        "hostile.sh",
+        &HOSTILE.replace("@CRAFTED@", &crafted.display().to_string()),
     );
     let kh = s.dir.join("known_hosts");
     let out = s.dir.join("out.lpr");
@@ -1198,10 +1167,7 @@ exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"
 
 #[test]
 fn a_lab_machine_without_sha256sum_still_works() {
-    let dir = scratch("ssh-nosha");
-    keygen(&dir.join("host_key"));
-    keygen(&dir.join("client_key"));
-    std::fs::copy(dir.join("client_key.pub"), dir.join("authorized_keys")).unwrap();
+    let dir = Sshd::keys("ssh-nosha");
     let farm = dir.join("bin");
     std::fs::create_dir_all(&farm).unwrap();
     for p in [
@@ -1212,21 +1178,10 @@ fn a_lab_machine_without_sha256sum_still_works() {
         let real = String::from_utf8_lossy(&real.stdout).trim().to_string();
         std::os::unix::fs::symlink(real, farm.join(p)).unwrap();
     }
-    let wrapper = dir.join("nosha.sh");
-    std::fs::write(
-        &wrapper,
-        NO_SHA.replace("@FARM@", &farm.display().to_string()),
-    )
-    .unwrap();
-    Command::new("chmod")
-        .arg("755")
-        .arg(&wrapper)
-        .status()
-        .unwrap();
-    let s = Sshd::start_with(
+    let s = Sshd::start_forcing(
         dir,
-        free_port(),
-        &format!("ForceCommand {}\n", wrapper.display()),
+        "nosha.sh",
+        &NO_SHA.replace("@FARM@", &farm.display().to_string()),
     );
     let kh = s.dir.join("known_hosts");
     let out = s.dir.join("n.lpr");

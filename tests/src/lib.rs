@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests: locating built binaries and the golden data.
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 /// The workspace root.
 pub fn root() -> PathBuf {
@@ -68,4 +69,16 @@ pub fn hardware_cycles_open() -> bool {
         unsafe { libc::close(fd as i32) };
     }
     fd >= 0
+}
+
+/// `labperf report --format json --top TOP FILE`, with whatever `more` adds (environment,
+/// options): asserts that it succeeded and returns its JSON.
+pub fn report_json(file: &Path, top: u32, more: impl FnOnce(&mut Command)) -> serde_json::Value {
+    let mut c = Command::new(bin("labperf"));
+    c.args(["report", "--format", "json", "--top", &top.to_string()])
+        .arg(file);
+    more(&mut c);
+    let o = c.output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
 }

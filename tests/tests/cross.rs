@@ -4,7 +4,7 @@
 
 use labperf_common::{decode_all, Arch, CpuId, Record, Sample};
 use labperf_tests::ring::*;
-use labperf_tests::{bin, scratch};
+use labperf_tests::{bin, report_json, scratch};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
@@ -177,13 +177,7 @@ fn c_recording(test: &str) -> (PathBuf, PathBuf) {
 #[test]
 fn c_agent_records_a_real_profile_that_labperf_reports() {
     let (lpr, _) = c_recording("c-profile");
-    let o = Command::new(bin("labperf"))
-        .args(["report", "--format", "json", "--top", "0"])
-        .arg(&lpr)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let j = report_json(&lpr, 0, |_| {});
     let rows = j["tables"][0]["rows"].as_array().unwrap();
     let total: u64 = rows.iter().map(|r| r["samples"].as_u64().unwrap()).sum();
     // The bench splits its CPU time evenly over the 7 classes, so each holds about 1/7 of

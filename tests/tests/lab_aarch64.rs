@@ -5,7 +5,7 @@
 //! Ignored by plain `cargo test`; the nextest `ci` profile run by `cargo xtask test` runs them.
 
 use labperf_common::{decode_all, Arch, CpuId, Record};
-use labperf_tests::{bin, root, scratch};
+use labperf_tests::{bin, report_json, root, scratch};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -105,14 +105,9 @@ fn aarch64_agent_samples_the_real_pmu_by_function() {
         symfs.join("root/labperf-bench"),
     )
     .unwrap();
-    let o = Command::new(bin("labperf"))
-        .args(["report", "--format", "json", "--top", "0", "--symfs"])
-        .arg(&symfs)
-        .arg(d.join("cyc.lpr"))
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let j = report_json(&d.join("cyc.lpr"), 0, |c| {
+        c.arg("--symfs").arg(&symfs);
+    });
     let n = |f: &str| {
         j["tables"][0]["rows"]
             .as_array()
@@ -330,15 +325,10 @@ pub fn metrics_run(name: &str, strobe: &str, period: &str, secs: &str) -> (serde
     }
     assert!(o.stdout.is_empty(), "--no-report prints no report");
     let home = out.parent().unwrap();
-    let r = Command::new(bin("labperf"))
-        .env("HOME", home)
-        .env("XDG_CACHE_HOME", home.join("cache"))
-        .args(["report", "--format", "json", "--top", "0"])
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
-    let j: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    let j = report_json(&out, 0, |c| {
+        c.env("HOME", home)
+            .env("XDG_CACHE_HOME", home.join("cache"));
+    });
     assert_eq!(j["view"], "metrics", "the header names the view");
     (j, std::fs::metadata(&out).unwrap().len())
 }

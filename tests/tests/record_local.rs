@@ -2,7 +2,7 @@
 //! signals, a killed agent, workload arguments and exit codes.
 
 use labperf_common::{decode_all, DamageReason, Record};
-use labperf_tests::{bin, scratch};
+use labperf_tests::{bin, report_json, scratch};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -44,17 +44,7 @@ fn bench_classes_show_up_with_the_requested_time_split() {
         .status()
         .unwrap();
     assert!(st.success());
-    let out = Command::new(bin("labperf"))
-        .args(["report", "--format", "json", "--top", "0"])
-        .arg(&file)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let j = report_json(&file, 0, |_| {});
     let rows = j["tables"][0]["rows"].as_array().unwrap();
     let count = |name: &str| {
         rows.iter()
@@ -444,12 +434,7 @@ fn attaching_to_a_running_process_records_its_functions() {
         .records
         .iter()
         .any(|r| matches!(r, Record::Mmap2(m) if m.path.ends_with("labperf-bench"))));
-    let rep = Command::new(bin("labperf"))
-        .args(["report", "--format", "json", "--top", "0"])
-        .arg(&file)
-        .output()
-        .unwrap();
-    let j: serde_json::Value = serde_json::from_slice(&rep.stdout).unwrap();
+    let j = report_json(&file, 0, |_| {});
     let share = |f: &str| {
         j["tables"][0]["rows"]
             .as_array()

@@ -3,7 +3,7 @@
 //! names perf gives on the same run of a python3 workload.
 
 use labperf_tests::sshd::*;
-use labperf_tests::{bin, scratch};
+use labperf_tests::{bin, report_json, scratch};
 use object::Object;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -120,13 +120,7 @@ fn python3_top_functions_match_perf_on_the_same_run() {
         .take(10)
         .collect();
     assert_eq!(theirs.len(), 10, "{}", String::from_utf8_lossy(&o.stdout));
-    let o = Command::new(bin("labperf"))
-        .args(["report", "--format", "json", "--top", "10"])
-        .arg(&lpr)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let j = report_json(&lpr, 10, |_| {});
     let rows = j["tables"][0]["rows"].as_array().unwrap();
     let ours: Vec<String> = rows
         .iter()
@@ -168,15 +162,10 @@ fn record_copy(dir: &Path, exe: &Path) -> PathBuf {
 }
 
 fn top_name(file: &Path, home: &Path) -> String {
-    let o = Command::new(bin("labperf"))
-        .env("HOME", home)
-        .env("XDG_CACHE_HOME", home.join("cache"))
-        .args(["report", "--format", "json", "--top", "1"])
-        .arg(file)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let j = report_json(file, 1, |c| {
+        c.env("HOME", home)
+            .env("XDG_CACHE_HOME", home.join("cache"));
+    });
     j["tables"][0]["rows"][0]["name"]
         .as_str()
         .unwrap()
@@ -266,12 +255,7 @@ fn vdso_samples_are_named_from_the_image_the_agent_recorded() {
         .vdso
         .expect("the agent records the vDSO");
     assert!(image.starts_with(b"\x7fELF"));
-    let o = Command::new(bin("labperf"))
-        .args(["report", "--format", "json", "--top", "0"])
-        .arg(&out)
-        .output()
-        .unwrap();
-    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let j = report_json(&out, 0, |_| {});
     let vdso: Vec<&str> = j["tables"][0]["rows"]
         .as_array()
         .unwrap()

@@ -5,78 +5,24 @@
 //! Ignored by plain `cargo test`; the nextest `ci` profile run by `cargo xtask test` runs them.
 
 use labperf_common::{decode_all, Arch, CpuId, Record};
-use labperf_tests::{bin, report_json, root, scratch};
+use labperf_tests::lab::{instr_pct, metrics_run, Lab};
+use labperf_tests::{report_json, scratch};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
-fn lab() -> PathBuf {
-    std::env::var_os("LABPERF_LAB_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root().join("target/lab/aarch64"))
-}
-
-fn ssh() -> Command {
-    let d = lab();
-    let port = std::fs::read_to_string(d.join("port"))
-        .expect("the lab is not up: run `cargo xtask lab up aarch64`");
-    let mut c = Command::new("ssh");
-    c.arg("-o").arg(format!(
-        "UserKnownHostsFile={}",
-        d.join("known_hosts").display()
-    ));
-    c.args([
-        "-o",
-        "StrictHostKeyChecking=accept-new",
-        "-o",
-        "BatchMode=yes",
-        "-i",
-    ])
-    .arg(d.join("id_ed25519"));
-    c.args(["-p", port.trim(), "root@127.0.0.1"]);
-    c
+fn lab() -> Lab {
+    Lab::debian()
 }
 
 fn run(cmd: &str) -> String {
-    let o = ssh().arg(cmd).output().unwrap();
-    assert!(
-        o.status.success(),
-        "`{cmd}` failed on the lab machine: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn upload(local: &Path, remote: &str) {
-    // Through a temporary name: a still-running copy would make `cat >` fail with ETXTBSY.
-    let st = ssh()
-        .arg(format!(
-            "cat > {remote}.tmp && chmod +x {remote}.tmp && mv -f {remote}.tmp {remote}"
-        ))
-        .stdin(std::fs::File::open(local).unwrap())
-        .status()
-        .unwrap();
-    assert!(st.success());
+    lab().run(cmd)
 }
 
 fn fetch(remote: &str, local: &Path) -> Vec<u8> {
-    let o = ssh()
-        .arg(format!("cat {remote}"))
-        .stderr(Stdio::inherit())
-        .output()
-        .unwrap();
-    assert!(o.status.success());
-    std::fs::write(local, &o.stdout).unwrap();
-    o.stdout
+    lab().fetch(remote, local)
 }
 
 fn deploy() -> PathBuf {
-    let agents = std::env::var_os("LABPERF_AGENTS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root().join("target/agents"))
-        .join("aarch64-unknown-linux-musl");
-    upload(&agents.join("labperf-agent"), "/root/labperf-agent");
-    upload(&agents.join("labperf-bench"), "/root/labperf-bench");
-    agents
+    lab().deploy()
 }
 
 #[test]
@@ -196,32 +142,14 @@ fn stat_counts_the_real_pmu() {
     );
 }
 
-/// `labperf record --host <the lab machine>` with its key and known_hosts, isolated under `d`.
-fn record_host(d: &Path) -> Command {
-    let port = std::fs::read_to_string(lab().join("port")).unwrap();
-    let mut c = Command::new(bin("labperf"));
-    c.env("HOME", d)
-        .env("XDG_CACHE_HOME", d.join("cache"))
-        .env_remove("SSH_AUTH_SOCK");
-    c.args([
-        "record",
-        "--host",
-        &format!("root@127.0.0.1:{}", port.trim()),
-        "--identity",
-    ]);
-    c.arg(lab().join("id_ed25519"))
-        .arg("--known-hosts")
-        .arg(lab().join("known_hosts"));
-    c
-}
-
 #[test]
 #[ignore = "needs the emulated Arm lab machine: `cargo xtask test` boots it"]
 fn record_host_on_the_arm_machine_ranks_functions_by_instructions() {
     deploy();
     let d = scratch("lab-host");
     let out = d.join("arm.lpr");
-    let o = record_host(&d)
+    let o = lab()
+        .record_host(&d)
         .args([
             "--accept-new-host-key",
             "-e",
@@ -280,69 +208,6 @@ fn record_host_on_the_arm_machine_ranks_functions_by_instructions() {
     }
 }
 
-/// `labperf record --host … --metrics --no-report` on the lab machine, then a separate
-/// `labperf report FILE` with no view option (the header names the metrics view, the
-/// binary cache the record filled gives the names); returns the JSON report and the file size.
-pub fn metrics_run(name: &str, strobe: &str, period: &str, secs: &str) -> (serde_json::Value, u64) {
-    deploy();
-    let d = scratch(name);
-    let out = d.join("m.lpr");
-    let o = record_host(&d)
-        .args([
-            "--accept-new-host-key",
-            "--metrics",
-            "--strobe",
-            strobe,
-            "-c",
-            period,
-            "--no-report",
-            "-o",
-        ])
-        .arg(&out)
-        .args([
-            "--",
-            "/root/labperf-bench",
-            "--duration",
-            secs,
-            "--classes",
-            "int_divider_stalls=3,fp_divider_stalls=2,double_to_int=1",
-        ])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    // The trailer counts the samples the file holds, whatever the strobing mode (a kept
-    // window is two samples); samples + dropped are the samples the kernel gave.
-    let d = labperf_common::decode_all(&std::fs::read(&out).unwrap());
-    let in_file = d
-        .records
-        .iter()
-        .filter(|r| matches!(r, labperf_common::Record::Sample(_)))
-        .count() as u64;
-    let t = d.trailer.expect("a complete recording");
-    assert_eq!(t.samples, in_file, "{strobe}: trailer {t:?}");
-    if strobe == "fixed" {
-        assert_eq!(t.dropped, 0);
-    }
-    assert!(o.stdout.is_empty(), "--no-report prints no report");
-    let home = out.parent().unwrap();
-    let j = report_json(&out, 0, |c| {
-        c.env("HOME", home)
-            .env("XDG_CACHE_HOME", home.join("cache"));
-    });
-    assert_eq!(j["view"], "metrics", "the header names the view");
-    (j, std::fs::metadata(&out).unwrap().len())
-}
-
-fn instr_pct(j: &serde_json::Value, f: &str) -> f64 {
-    j["tables"][0]["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["symbol"] == f)
-        .and_then(|r| r["instr_pct"].as_f64())
-        .unwrap_or(-100.0)
-}
-
 #[test]
 #[ignore = "needs the emulated Arm lab machine: `cargo xtask test` boots it"]
 fn metrics_known_answers_through_record_host() {
@@ -356,7 +221,14 @@ fn metrics_known_answers_through_record_host() {
     // A 300-cycle sampler is throttled to ~400 samples per 4 ms tick, so windows come
     // only from the start of each tick: the accuracy is set by the number of ticks
     // (12 s of guest time: ~3000, one standard deviation under 1 point).
-    let (j, _) = metrics_run("lab-metrics", "auto", "20000", "12");
+    let (j, _) = metrics_run(
+        &lab(),
+        "lab-metrics",
+        "auto",
+        "20000",
+        "12",
+        "int_divider_stalls=3,fp_divider_stalls=2,double_to_int=1",
+    );
     assert!(
         j["summary"]["windows"].as_u64().unwrap() > 8000,
         "{}",
@@ -385,28 +257,8 @@ fn metrics_known_answers_through_record_host() {
 #[test]
 #[ignore = "needs the emulated Arm lab machine: `cargo xtask test` boots it"]
 fn probe_shows_the_arm_pmu_and_the_strobing_mode() {
-    let d = scratch("lab-probe");
-    let port = std::fs::read_to_string(lab().join("port")).unwrap();
-    let o = Command::new(bin("labperf"))
-        .env("HOME", &d)
-        .env_remove("SSH_AUTH_SOCK")
-        .args([
-            "probe",
-            &format!("root@127.0.0.1:{}", port.trim()),
-            "--accept-new-host-key",
-            "--identity",
-        ])
-        .arg(lab().join("id_ed25519"))
-        .arg("--known-hosts")
-        .arg(lab().join("known_hosts"))
-        .output()
-        .unwrap();
-    let p = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        o.status.success(),
-        "{p}{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let (ok, p, err) = lab().probe(&scratch("lab-probe"));
+    assert!(ok, "{p}{err}");
     assert!(
         p.contains("architecture: aarch64")
             && p.contains("armv8_pmuv3 (type")

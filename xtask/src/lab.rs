@@ -1,9 +1,14 @@
-//! `cargo xtask lab up|down|ssh aarch64`: an emulated Arm lab machine with a real PMU.
+//! `cargo xtask lab up|down|ssh aarch64 [--kernel debian|altperiod]`: an emulated Arm lab
+//! machine with a real PMU.
 //!
 //! The image is built from Debian's arm64 packages (kernel, busybox-static, dropbear and
 //! its libraries), cached under `target/lab/aarch64/`, and booted with
 //! `qemu-system-aarch64 -M virt -cpu max -icount shift=0`: the PMU (`armv8_pmuv3`) counts
-//! for real and, under `-icount`, cycles equal instructions exactly.
+//! for real and, under `-icount`, cycles equal instructions exactly. `--kernel altperiod`
+//! boots the same initramfs on the patched kernel of [`kernel`] (alternating sample
+//! periods), as a second machine with its own directory and port.
+
+mod kernel;
 
 use crate::util::{is_root, target_dir, Summary};
 use anyhow::{bail, Context};
@@ -24,23 +29,57 @@ pub enum Action {
         /// Which machine (only aarch64 is emulated).
         #[arg(default_value = "aarch64")]
         machine: String,
-        /// Local port forwarded to its SSH server.
-        #[arg(long, default_value_t = 10022)]
-        port: u16,
+        /// Local port forwarded to its SSH server [default: 10022, altperiod 10023].
+        #[arg(long)]
+        port: Option<u16>,
+        #[arg(long, value_enum, default_value_t)]
+        kernel: Kernel,
     },
     /// Stop the lab machine.
     Down {
         #[arg(default_value = "aarch64")]
         machine: String,
+        #[arg(long, value_enum, default_value_t)]
+        kernel: Kernel,
     },
     /// Open a shell on the lab machine, or run a command there.
     Ssh {
         #[arg(default_value = "aarch64")]
         machine: String,
+        #[arg(long, value_enum, default_value_t)]
+        kernel: Kernel,
         /// The command to run (after --).
         #[arg(last = true)]
         command: Vec<String>,
     },
+}
+
+/// The lab machine's kernel: each is a machine of its own (directory, port), both booting
+/// the same initramfs.
+#[derive(clap::ValueEnum, Clone, Copy, Default, PartialEq, Eq, Debug)]
+pub enum Kernel {
+    /// Debian's arm64 kernel package (6.1: no alternating sample periods).
+    #[default]
+    Debian,
+    /// Debian's linux-source-6.1 with xtask/kernel/altperiod/'s patch: seed 004's
+    /// alternating sample periods (RFC v2), built once (about 4 min) and cached.
+    Altperiod,
+}
+
+impl Kernel {
+    pub fn dir(self) -> PathBuf {
+        match self {
+            Kernel::Debian => target_dir().join("lab/aarch64"),
+            Kernel::Altperiod => target_dir().join("lab/aarch64-altperiod"),
+        }
+    }
+
+    pub fn default_port(self) -> u16 {
+        match self {
+            Kernel::Debian => 10022,
+            Kernel::Altperiod => 10023,
+        }
+    }
 }
 
 /// Debian arm64 packages the image is made of (the kernel is found by name).
@@ -70,7 +109,10 @@ mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 mkdir -p /dev/pts && mount -t devpts devpts /dev/pts
 mount -t tmpfs tmpfs /tmp
-for m in failover net_failover virtio_mmio virtio_net; do insmod /lib/modules/$m.ko; done
+# Debian's kernel has virtio as modules; the altperiod kernel has them built in (no modules).
+if [ -e /proc/modules ]; then
+  for m in failover net_failover virtio_mmio virtio_net; do insmod /lib/modules/$m.ko; done
+fi
 ip link set lo up
 ip link set eth0 up
 ip addr add 10.0.2.15/24 dev eth0
@@ -81,15 +123,15 @@ echo "labperf-lab: ready"
 while true; do sleep 3600; done
 "#;
 
-pub fn dir() -> PathBuf {
-    target_dir().join("lab/aarch64")
-}
-
 /// The ssh command line for the running lab machine.
-pub fn ssh_args() -> anyhow::Result<Vec<String>> {
-    let d = dir();
-    let port = std::fs::read_to_string(d.join("port"))
-        .context("the lab is not up: run `cargo xtask lab up aarch64`")?;
+pub fn ssh_args(k: Kernel) -> anyhow::Result<Vec<String>> {
+    let d = k.dir();
+    let port = std::fs::read_to_string(d.join("port")).with_context(|| {
+        format!(
+            "the lab is not up: run `cargo xtask lab up aarch64 --kernel {}`",
+            k.name()
+        )
+    })?;
     Ok(vec![
         "-o".into(),
         format!("UserKnownHostsFile={}", d.join("known_hosts").display()),
@@ -123,7 +165,9 @@ fn ensure_arm64(sh: &Shell) -> anyhow::Result<()> {
 
 /// Downloads and unpacks the packages, then writes `vmlinuz` and `initrd.gz`.
 fn build_image(sh: &Shell, d: &Path) -> anyhow::Result<()> {
-    if d.join("initrd.gz").is_file() && d.join("vmlinuz").is_file() {
+    // Rebuilt when the init script changed.
+    let same_init = std::fs::read_to_string(d.join("root/init")).is_ok_and(|i| i == INIT);
+    if d.join("initrd.gz").is_file() && d.join("vmlinuz").is_file() && same_init {
         return Ok(());
     }
     let debs = d.join("debs");
@@ -252,24 +296,47 @@ fn running(d: &Path) -> Option<u32> {
     Path::new(&format!("/proc/{pid}")).exists().then_some(pid)
 }
 
-/// Whether the lab machine is running.
-pub fn is_up() -> bool {
-    running(&dir()).is_some()
+impl Kernel {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kernel::Debian => "debian",
+            Kernel::Altperiod => "altperiod",
+        }
+    }
 }
 
-pub fn up(port: u16) -> anyhow::Result<String> {
+/// Whether the lab machine is running.
+pub fn is_up(k: Kernel) -> bool {
+    running(&k.dir()).is_some()
+}
+
+/// Boots the lab machine with kernel `k` (building what it needs first).
+pub fn up(k: Kernel, port: Option<u16>) -> anyhow::Result<String> {
+    let port = port.unwrap_or(k.default_port());
     let sh = Shell::new()?;
     ensure_arm64(&sh)?;
-    let d = dir();
+    let d = k.dir();
     std::fs::create_dir_all(&d)?;
     if let Some(pid) = running(&d) {
         return Ok(format!("already up (qemu pid {pid})"));
     }
-    build_image(&sh, &d)?;
+    // The initramfs and the SSH key are Debian's machine's, shared by both kernels.
+    let base = Kernel::Debian.dir();
+    std::fs::create_dir_all(&base)?;
+    build_image(&sh, &base)?;
+    let kernel = match k {
+        Kernel::Debian => base.join("vmlinuz"),
+        Kernel::Altperiod => {
+            for f in ["id_ed25519", "id_ed25519.pub"] {
+                std::fs::copy(base.join(f), d.join(f))?;
+            }
+            kernel::image(&sh)?
+        }
+    };
     let _ = std::fs::remove_file(d.join("known_hosts"));
     let serial = d.join("serial.log");
     let _ = std::fs::remove_file(&serial);
-    let (kernel, initrd, pidfile) = (d.join("vmlinuz"), d.join("initrd.gz"), d.join("qemu.pid"));
+    let (initrd, pidfile) = (base.join("initrd.gz"), d.join("qemu.pid"));
     let fwd = format!("user,id=n0,hostfwd=tcp:127.0.0.1:{port}-:22");
     let serial_arg = format!("file:{}", serial.display());
     let append = "console=ttyAMA0 rdinit=/init quiet";
@@ -283,7 +350,7 @@ pub fn up(port: u16) -> anyhow::Result<String> {
             .unwrap_or_default()
             .contains("labperf-lab: ready");
         if ready {
-            let args = ssh_args()?;
+            let args = ssh_args(k)?;
             if cmd!(sh, "ssh {args...} true")
                 .quiet()
                 .ignore_stderr()
@@ -302,14 +369,15 @@ pub fn up(port: u16) -> anyhow::Result<String> {
         std::thread::sleep(Duration::from_millis(500));
     }
     Ok(format!(
-        "up in {:.0} s: `cargo xtask lab ssh aarch64`, or ssh -i {} -p {port} root@127.0.0.1",
+        "up in {:.0} s: `cargo xtask lab ssh aarch64 --kernel {}`, or ssh -i {} -p {port} root@127.0.0.1",
         t.elapsed().as_secs_f64(),
+        k.name(),
         d.join("id_ed25519").display()
     ))
 }
 
-pub fn down() -> anyhow::Result<String> {
-    let d = dir();
+pub fn down(k: Kernel) -> anyhow::Result<String> {
+    let d = k.dir();
     match running(&d) {
         Some(pid) => {
             let sh = Shell::new()?;
@@ -325,21 +393,29 @@ pub fn down() -> anyhow::Result<String> {
 
 pub fn run(a: &Args, s: &mut Summary) {
     match &a.action {
-        Action::Up { machine, port } => {
-            s.step(&format!("lab up {machine}"), || {
+        Action::Up {
+            machine,
+            port,
+            kernel,
+        } => {
+            s.step(&format!("lab up {machine} --kernel {}", kernel.name()), || {
                 if machine != "aarch64" {
                     bail!("only the aarch64 lab machine is emulated (x86_64 is this machine; Alpha runs its agent under qemu-alpha)");
                 }
-                up(*port)
+                up(*kernel, *port)
             });
         }
-        Action::Down { .. } => {
-            s.step("lab down", down);
+        Action::Down { kernel, .. } => {
+            s.step(&format!("lab down --kernel {}", kernel.name()), || {
+                down(*kernel)
+            });
         }
-        Action::Ssh { command, .. } => {
+        Action::Ssh {
+            command, kernel, ..
+        } => {
             s.step("lab ssh", || {
                 let mut c = std::process::Command::new("ssh");
-                c.args(ssh_args()?);
+                c.args(ssh_args(*kernel)?);
                 if command.is_empty() {
                     c.arg("-t");
                 }

@@ -37,6 +37,15 @@ pub const PROGRAMS: &[(&str, &str)] = &[
     ("objcopy", "binutils"),
     // Building the lab image.
     ("cpio", "cpio"),
+    ("dpkg-query", "dpkg"),
+    // Building the altperiod lab kernel (xtask/src/lab/kernel.rs): its source is in FILES.
+    ("aarch64-linux-gnu-gcc", "gcc-aarch64-linux-gnu"),
+    ("make", "make"),
+    ("patch", "patch"),
+    ("xz", "xz-utils"),
+    ("flex", "flex"),
+    ("bison", "bison"),
+    ("bc", "bc"),
     ("gzip", "gzip"),
     ("dpkg", "dpkg"),
     ("dpkg-deb", "dpkg"),
@@ -80,8 +89,13 @@ pub const PROGRAMS: &[(&str, &str)] = &[
 ];
 
 /// Files (not programs) that tests read, with the Debian package that installs each: the
-/// symbol tests need libc's separate debug file, as a user's machine has it.
-pub const FILES: &[(&str, &str)] = &[("/usr/share/doc/libc6-dbg", "libc6-dbg")];
+/// symbol tests need libc's separate debug file, as a user's machine has it; the lab needs
+/// the kernel source.
+pub const FILES: &[(&str, &str)] = &[
+    ("/usr/share/doc/libc6-dbg", "libc6-dbg"),
+    // The altperiod lab kernel's source (xtask/src/lab/kernel.rs).
+    ("/usr/src/linux-source-6.1.tar.xz", "linux-source-6.1"),
+];
 
 /// Programs that come with the Rust toolchain (rustup), the one prerequisite
 /// `cargo xtask` cannot install for itself. The tidy test reads this list.

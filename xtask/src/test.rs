@@ -1,5 +1,6 @@
 //! `cargo xtask test`: builds the agents and runs every test (nextest `ci` profile when available).
 
+use crate::lab::Kernel;
 use crate::util::{agents_dir, host_musl, root, target_dir, Summary};
 use xshell::{cmd, Shell};
 
@@ -40,10 +41,15 @@ pub fn run(a: &Args, s: &mut Summary) {
         .run()?;
         Ok(String::new())
     });
-    let was_up = crate::lab::is_up();
-    let lab_up = s.step("lab up aarch64 (for the lab tests)", || {
-        crate::lab::up(10022)
-    });
+    // Both lab machines: Debian's kernel, and the altperiod kernel (built on first use).
+    let mut booted = Vec::new();
+    for k in [Kernel::Debian, Kernel::Altperiod] {
+        let was_up = crate::lab::is_up(k);
+        let step = format!("lab up aarch64 --kernel {} (for the lab tests)", k.name());
+        if s.step(&step, || crate::lab::up(k, None)) && !was_up {
+            booted.push(k);
+        }
+    }
     let dir = agents_dir(&triple);
     let rest = &a.rest;
     s.step("tests", || {
@@ -53,6 +59,8 @@ pub fn run(a: &Args, s: &mut Summary) {
         let _e2 = sh.push_env("LABPERF_BENCH", dir.join("labperf-bench"));
         let _e3 = sh.push_env("LABPERF_LABPERF", target_dir().join("debug/labperf"));
         let _e4 = sh.push_env("LABPERF_AGENTS_DIR", target_dir().join("agents"));
+        let _e5 = sh.push_env("LABPERF_LAB_DIR", Kernel::Debian.dir());
+        let _e6 = sh.push_env("LABPERF_ALTPERIOD_LAB_DIR", Kernel::Altperiod.dir());
         if cmd!(sh, "cargo nextest --version")
             .quiet()
             .ignore_stdout()
@@ -73,7 +81,9 @@ pub fn run(a: &Args, s: &mut Summary) {
         }
         Ok(String::new())
     });
-    if lab_up && !was_up {
-        s.step("lab down", crate::lab::down);
+    for k in booted {
+        s.step(&format!("lab down --kernel {}", k.name()), || {
+            crate::lab::down(k)
+        });
     }
 }

@@ -220,6 +220,19 @@ pub fn strobe_probe(o: &Opts) -> Result<i32, String> {
     for n in notes {
         println!("  {n}");
     }
+    if !matches!(m, strobe::Mode::Decimate | strobe::Mode::Fixed) {
+        // What the verification saw, sampled again with the chosen mode.
+        let mut plan = base.clone();
+        strobe::apply(
+            m,
+            &st,
+            &mut plan,
+            events::strobe_term_shift(&base.spec).unwrap_or(0),
+        );
+        if let Ok(p) = strobe::ProbeSys::sample_periods(&mut probe, &plan) {
+            println!("  {}", strobe::describe(&p, &st));
+        }
+    }
     Ok(0)
 }
 

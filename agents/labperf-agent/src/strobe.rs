@@ -97,6 +97,46 @@ pub fn alternates(periods: &[u64], s: &Strobe) -> bool {
     kinds.iter().all(Option::is_some) && kinds.windows(2).all(|w| w[0] != w[1])
 }
 
+/// One line on sampled periods: whether they alternate, their long and short ranges, and
+/// with jitter how many distinct short periods were seen.
+pub fn describe(periods: &[u64], s: &Strobe) -> String {
+    let range = |short: bool| {
+        let v: Vec<u64> = periods
+            .iter()
+            .copied()
+            .filter(|&p| (p <= s.window * 2 + 16) == short)
+            .collect();
+        let (lo, hi) = (v.iter().min().copied(), v.iter().max().copied());
+        let mut distinct = v.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        (
+            lo.zip(hi)
+                .map_or("none".into(), |(a, b)| format!("{a}..{b}")),
+            distinct.len(),
+        )
+    };
+    let ((long, _), (short, kinds)) = (range(false), range(true));
+    let verdict = if alternates(periods, s) {
+        "verified"
+    } else {
+        "NOT alternating"
+    };
+    let jitter = if s.jitter {
+        if kinds > 1 {
+            format!("; jittered: {kinds} distinct short periods")
+        } else {
+            "; jitter asked but the short periods did not vary".into()
+        }
+    } else {
+        String::new()
+    };
+    format!(
+        "{verdict}: {} sampled periods, long {long}, short {short}{jitter}",
+        periods.len()
+    )
+}
+
 /// Without jitter, the RFC v2 and v4 attrs are the same bytes (the window at offset 136,
 /// the period in `sample_period`); the sampled long periods tell them apart: RFC v2
 /// samples the whole period, v4 cuts the window out of it.
@@ -418,6 +458,27 @@ mod tests {
         assert_eq!(p.to_kernel().config4, 300 | (4 << 32));
         apply(Mode::Decimate, &S, &mut p, 0);
         assert_eq!((p.period, p.to_kernel().size), (300, 136));
+    }
+
+    #[test]
+    fn describe_says_what_the_probe_saw() {
+        let s = Strobe {
+            period: 1000,
+            window: 10,
+            jitter: true,
+        };
+        assert_eq!(
+            describe(&[1000, 10, 1003, 12, 1001, 10], &s),
+            "verified: 6 sampled periods, long 1000..1003, short 10..12; jittered: 2 distinct short periods"
+        );
+        assert_eq!(
+            describe(&[1000, 10, 1000, 10], &s),
+            "verified: 4 sampled periods, long 1000..1000, short 10..10; jitter asked but the short periods did not vary"
+        );
+        assert_eq!(
+            describe(&[10, 10, 10, 10], &Strobe { jitter: false, ..s }),
+            "NOT alternating: 4 sampled periods, long none, short 10..10"
+        );
     }
 
     #[test]

@@ -116,7 +116,7 @@ static u64 now_ns(void)
 }
 
 /* cpu-clock (an hrtimer event) with an alternative period: samples for 300 ms and prints
- * the sampled periods. The RFC's restart through pmu->stop would never return here. */
+ * the sampled periods (the series' code leaves them all at the first period). */
 static void cpu_clock(void)
 {
 	reset(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK, 144);

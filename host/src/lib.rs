@@ -4,6 +4,7 @@ pub mod cache;
 #[cfg(feature = "remote")]
 pub mod deploy;
 pub mod dump;
+pub mod export;
 #[cfg(feature = "remote")]
 pub mod hosts;
 pub mod interrupt;

@@ -9,7 +9,7 @@ use clap::{Parser, Subcommand};
 #[command(
     name = "labperf",
     version,
-    after_help = "EXAMPLES:\n  labperf record --local -- ./target/release/labperf-bench --duration 2\n  labperf report labperf.lpr --by dso\n  labperf info labperf.lpr\n  labperf dump labperf.lpr | head\n\nExit status: 0 success, 1 error, 2 usage error, 3 a damaged file with --strict; `record`\nand `stat` pass on a failing workload's status."
+    after_help = "EXAMPLES:\n  labperf record --local -- ./target/release/labperf-bench --duration 2\n  labperf report labperf.lpr --by dso\n  labperf export labperf.lpr --format svg -o flame.svg\n  labperf info labperf.lpr\n  labperf dump labperf.lpr | head\n\nExit status: 0 success, 1 error, 2 usage error, 3 a damaged file with --strict; `record`\nand `stat` pass on a failing workload's status."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -21,6 +21,7 @@ enum Cmd {
     Record(cmd::record::Args),
     Report(cmd::report::Args),
     Dump(cmd::dump::Args),
+    Export(cmd::export::Args),
     Info(cmd::info::Args),
     Agents(cmd::agents::Args),
     Probe(cmd::probe::Args),
@@ -48,6 +49,7 @@ fn main() {
         Cmd::Record(a) => cmd::record::run(a),
         Cmd::Report(a) => cmd::report::run(a),
         Cmd::Dump(a) => cmd::dump::run(a),
+        Cmd::Export(a) => cmd::export::run(a),
         Cmd::Info(a) => cmd::info::run(a),
         Cmd::Agents(a) => cmd::agents::run(a),
         Cmd::Probe(a) => cmd::probe::run(a),

@@ -34,6 +34,8 @@ pub const PROGRAMS: &[(&str, &str)] = &[
     // The reference profiler of the benchmarks, and the symbol tests' workloads and tools.
     ("perf", "linux-perf"),
     ("python3", "python3"),
+    // A real pprof client reads `labperf export --format pprof` (tests/tests/export.rs).
+    ("go", "golang-go"),
     ("objcopy", "binutils"),
     // Building the lab image.
     ("cpio", "cpio"),

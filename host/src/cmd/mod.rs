@@ -4,6 +4,7 @@
 pub mod agents;
 pub mod deploy;
 pub mod dump;
+pub mod export;
 pub mod info;
 pub mod lab;
 pub mod local;

@@ -109,9 +109,8 @@ pub struct ReportOpts {
     /// Exit with status 3 when the file is damaged (the report of what is intact still prints).
     #[arg(long)]
     pub strict: bool,
-    /// Directory searched first for binaries (DIR/<build-id>/elf or DIR/<path>); repeatable.
-    #[arg(long, value_name = "DIR")]
-    pub symfs: Vec<PathBuf>,
+    #[command(flatten)]
+    pub symbols: SymbolOpts,
     /// ProfileMe view: one row per instruction (PMPC) instead of per symbol.
     #[arg(long)]
     pub pc: bool,
@@ -133,7 +132,21 @@ impl ReportOpts {
             pc: self.pc,
             discard: self.discard,
             split: self.split,
-            search: labperf::symbols::Search::new(self.symfs.clone()),
+            search: self.symbols.search(),
         }
+    }
+}
+
+/// Where binaries are found (`report`, `export`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct SymbolOpts {
+    /// Directory searched first for binaries (DIR/<build-id>/elf or DIR/<path>); repeatable.
+    #[arg(long, value_name = "DIR")]
+    pub symfs: Vec<PathBuf>,
+}
+
+impl SymbolOpts {
+    pub fn search(&self) -> labperf::symbols::Search {
+        labperf::symbols::Search::new(self.symfs.clone())
     }
 }

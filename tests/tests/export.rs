@@ -1,0 +1,207 @@
+//! `labperf export`: folded stacks, SVG flame graphs and pprof profiles of real recordings,
+//! read back by the real clients (`go tool pprof`) and checked against `labperf report`.
+
+use labperf_tests::{bin, report_json, root, scratch};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Records the bench on this machine with the agent (cpu-clock, 250 µs): 3:2:1.
+fn record(d: &Path) -> PathBuf {
+    let out = d.join("bench.lpr");
+    let st = Command::new(bin("labperf-agent"))
+        .args(["record", "-c", "250000", "-o"])
+        .arg(&out)
+        .arg("--")
+        .arg(bin("labperf-bench"))
+        .args([
+            "--duration",
+            "1.5",
+            "--classes",
+            "int_divider_stalls=3,nops=2,dcache_miss=1",
+        ])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    out
+}
+
+fn export(file: &Path, format: &str, out: Option<&Path>) -> Vec<u8> {
+    let mut c = Command::new(bin("labperf"));
+    c.args(["export"]).arg(file).args(["--format", format]);
+    if let Some(o) = out {
+        c.arg("-o").arg(o);
+    }
+    let o = c.output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    o.stdout
+}
+
+/// `labperf report --format json` as name → (samples, percent).
+fn report_rows(file: &Path) -> BTreeMap<String, (u64, f64)> {
+    let j = report_json(file, 0, |_| {});
+    j["tables"][0]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap().to_string(),
+                (
+                    r["samples"].as_u64().unwrap(),
+                    r["percent"].as_f64().unwrap(),
+                ),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn folded_stacks_count_what_report_counts() {
+    let d = scratch("export-folded");
+    let f = record(&d);
+    let folded = String::from_utf8(export(&f, "folded", None)).unwrap();
+    // A recording without callchains: one frame per line, the counts exactly the report's.
+    let mut got = BTreeMap::new();
+    for l in folded.lines() {
+        let (stack, n) = l.rsplit_once(' ').unwrap();
+        assert!(!stack.contains(';'), "{l}");
+        got.insert(stack.to_string(), n.parse::<u64>().unwrap());
+    }
+    let want: BTreeMap<String, u64> = report_rows(&f)
+        .into_iter()
+        .map(|(k, (n, _))| (k.replace([' ', ';'], "_"), n))
+        .collect();
+    assert_eq!(got, want);
+    assert!(got["int_divider_stalls"] > 1000, "{got:?}");
+}
+
+#[test]
+fn folded_stacks_of_a_recording_with_callchains_are_outermost_first() {
+    // The v2 golden file: four samples carry callchains (return addresses, looked up one
+    // byte back), in a file whose binary is not here (so file+0xADDRESS names).
+    let folded = export(
+        &root().join("tests/data/v2-every-record/record.lpr"),
+        "folded",
+        None,
+    );
+    assert_eq!(
+        String::from_utf8(folded).unwrap(),
+        "[unknown]+0x7fff00000fff;labperf-bench+0x2fff;labperf-bench+0x2000;labperf-bench+0x1024 1
+[unknown]+0x7fff00000fff;labperf-bench+0x2fff;labperf-bench+0x2002;labperf-bench+0x106c 1
+[unknown]+0x7fff00000fff;labperf-bench+0x2fff;labperf-bench+0x2004;labperf-bench+0x10b4 1
+[unknown]+0x7fff00000fff;labperf-bench+0x2fff;labperf-bench+0x2006;labperf-bench+0x10fc 1
+labperf-bench+0x1000 1
+labperf-bench+0x1048 1
+labperf-bench+0x1090 1
+labperf-bench+0x10d8 1
+"
+    );
+}
+
+#[test]
+fn the_svg_flame_graph_names_each_function_with_its_samples() {
+    let d = scratch("export-svg");
+    let f = record(&d);
+    let svg_path = d.join("flame.svg");
+    export(&f, "svg", Some(&svg_path));
+    let svg = std::fs::read_to_string(&svg_path).unwrap();
+    assert!(
+        svg.starts_with("<?xml") && svg.contains("<svg"),
+        "not an SVG"
+    );
+    assert!(
+        svg.contains("function search("),
+        "the search script is embedded"
+    );
+    let rows = report_rows(&f);
+    for name in ["int_divider_stalls", "nops", "dcache_miss"] {
+        let (n, pct) = rows[name];
+        // inferno's title: "name (1,234 samples, 12.34%)".
+        let mut digits = n.to_string();
+        let mut grouped = String::new();
+        while digits.len() > 3 {
+            let tail = digits.split_off(digits.len() - 3);
+            grouped = format!(",{tail}{grouped}");
+        }
+        let title = format!("<title>{name} ({digits}{grouped} samples, {pct:.2}%)</title>");
+        assert!(svg.contains(&title), "{title} not in the SVG");
+    }
+    // Self-contained: no script or link fetched from elsewhere.
+    assert!(
+        !svg.contains("<script src") && !svg.contains("href=\"http"),
+        "no network"
+    );
+}
+
+#[test]
+fn go_tool_pprof_reads_the_profile_with_the_report_shares_and_labels() {
+    let d = scratch("export-pprof");
+    let f = record(&d);
+    let pb = d.join("bench.pb.gz");
+    export(&f, "pprof", Some(&pb));
+    let pprof = |args: &[&str]| {
+        let o = Command::new("go")
+            .args(["tool", "pprof"])
+            .args(args)
+            .arg(&pb)
+            .env("HOME", &d)
+            .output()
+            .expect("go (cargo xtask setup installs golang-go)");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let top = pprof(&["-top", "-sample_index=samples", "-symbolize=none"]);
+    let rows = report_rows(&f);
+    for name in ["int_divider_stalls", "nops", "dcache_miss"] {
+        // "      4115 47.87% 47.87%       4115 47.87%  int_divider_stalls"
+        let line = top
+            .lines()
+            .find(|l| l.split_whitespace().last() == Some(name))
+            .unwrap_or_else(|| panic!("{name} not in:\n{top}"));
+        let w: Vec<&str> = line.split_whitespace().collect();
+        let flat: u64 = w[0].parse().unwrap();
+        let pct: f64 = w[1].trim_end_matches('%').parse().unwrap();
+        let (n, want) = rows[name];
+        assert_eq!(flat, n, "{name}: {line}");
+        assert!(
+            (pct - want).abs() <= 0.5,
+            "{name}: pprof {pct}% report {want}%"
+        );
+    }
+    // The period values are cpu-clock nanoseconds.
+    let ns = pprof(&["-top", "-sample_index=cpu-clock", "-symbolize=none"]);
+    assert!(ns.contains("Type: cpu-clock"), "{ns}");
+    let tags = pprof(&["-tags"]);
+    let host = String::from_utf8(Command::new("uname").arg("-n").output().unwrap().stdout).unwrap();
+    for want in [
+        "arch: Total".to_string(),
+        "(  100%): x86_64".into(),
+        format!("(  100%): {}", host.trim()),
+        "(  100%): bench".into(),
+    ] {
+        assert!(tags.contains(&want), "{want} not in:\n{tags}");
+    }
+}
+
+#[test]
+fn a_file_without_samples_is_a_clear_error() {
+    let d = scratch("export-empty");
+    let st = Command::new(bin("labperf-agent"))
+        .args(["stat", "-e", "task-clock", "-o"])
+        .arg(d.join("s.lpr"))
+        .args(["--", "true"])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let o = Command::new(bin("labperf"))
+        .arg("export")
+        .arg(d.join("s.lpr"))
+        .args(["--format", "svg"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("holds no samples: nothing to export"), "{e}");
+    assert!(!d.join("s.svg").exists());
+}

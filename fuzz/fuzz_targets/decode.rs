@@ -188,7 +188,9 @@ fuzz_target!(|data: &[u8]| {
         labperf::report::By::Symbol,
         labperf::report::By::Dso,
         labperf::report::By::Pc,
-    ][usize::from(mode >> 1) % 3];
+        labperf::report::By::Host,
+        labperf::report::By::Run,
+    ][usize::from(mode >> 1) % 5];
     let discard = if mode & 0x20 == 0 {
         labperf::metrics::DiscardMode::Discard
     } else {
@@ -224,7 +226,20 @@ fuzz_target!(|data: &[u8]| {
             for &f in fmts {
                 let _ = r.render(f, 5, mode & 0x40 != 0);
             }
+            // The report against itself, as `labperf diff` joins two.
+            if let Ok(d) = labperf::diff::diff(&r, &r) {
+                let _ = d.render(fmts[0], 5, false);
+            }
         }
+    }
+    // The input merged with itself (`report A B`), and exported in every format.
+    if let Ok(r) = labperf::view::build_many(&[src.clone(), src.clone()], &Options { by: Some(by), search: Search::nothing(), ..Options::default() }) {
+        let _ = r.render(formats[pick % 3], 5, false);
+    }
+    if let Ok(st) = labperf::export::collect(&src, Search::nothing()) {
+        let _ = st.folded();
+        let _ = st.svg(std::io::sink());
+        let _ = st.pprof("fuzz");
     }
     for r in &whole.records {
         let _ = labperf::dump::line(r);

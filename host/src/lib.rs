@@ -3,6 +3,7 @@
 pub mod cache;
 #[cfg(feature = "remote")]
 pub mod deploy;
+pub mod diff;
 pub mod dump;
 pub mod export;
 #[cfg(feature = "remote")]

@@ -1,4 +1,5 @@
-//! The plain view: samples aggregated per symbol, per mapped file or per address.
+//! The plain view: samples aggregated per symbol, per mapped file or per address, of one
+//! recording or of several merged (`--by host|run` keeps them apart).
 
 use crate::load::{self, FileInfo, LoadError};
 use crate::symbols::{label, Location, Search, Symbolizer};
@@ -13,11 +14,17 @@ pub enum By {
     Symbol,
     Dso,
     Pc,
+    /// Per recording machine (the header's hostname) and symbol.
+    Host,
+    /// Per recording (the file's name) and symbol.
+    Run,
 }
 
 /// One output row.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Row {
+    /// The host or run of `--by host|run`.
+    pub group: Option<String>,
     pub name: String,
     pub dso: String,
     pub samples: u64,
@@ -35,57 +42,93 @@ pub struct Report {
     pub info: FileInfo,
     pub warnings: Vec<String>,
     pub by: By,
+    /// More recordings merged into this one: their names and what they say of themselves.
+    pub others: Vec<(String, FileInfo)>,
 }
 
-/// Reads `path` and aggregates its samples.
+/// Reads `src` and aggregates its samples.
 pub fn build(src: &load::Source, by: By, search: Search) -> Result<Report, LoadError> {
+    build_many(std::slice::from_ref(src), by, search)
+}
+
+/// The run name of a recording: its file name without the extension.
+pub fn run_name(src: &load::Source) -> String {
+    src.name.file_stem().map_or_else(
+        || src.name.display().to_string(),
+        |s| s.to_string_lossy().into_owned(),
+    )
+}
+
+/// Reads each of `srcs` and aggregates their samples together; each file's addresses are
+/// named with its own side-band records and recording machine.
+pub fn build_many(srcs: &[load::Source], by: By, search: Search) -> Result<Report, LoadError> {
     // LABPERF_THREADS caps the decoding threads (default: one per CPU).
     let threads = std::env::var("LABPERF_THREADS")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let load::Counts {
-        by_ip,
-        others,
-        info,
-    } = load::sample_counts(src, threads)?;
-    // Addresses are resolved once every side-band record (mmap2, fork) is known.
-    let mut sym = Symbolizer::new(search);
-    sym.recorded_on(info.header.as_ref(), info.header_ext.as_ref());
-    for r in others.into_iter().map(load::Side::record) {
-        sym.observe(&r);
-    }
-    let mut keys: Vec<(String, String)> = Vec::new();
-    let mut index: HashMap<(String, String), usize> = HashMap::new();
+    type Key = (Option<String>, String, String);
+    let mut keys: Vec<Key> = Vec::new();
+    let mut index: HashMap<Key, usize> = HashMap::new();
     let mut acc: Vec<(u64, u64)> = Vec::new();
     let (mut total, mut total_period) = (0u64, 0u64);
-    for (&(pid, ip), &(n, period)) in &by_ip {
-        let Location { dso, sym: s, vaddr } = sym.resolve(pid, ip);
-        let key = match by {
-            By::Symbol => (label(&dso, s.as_deref(), vaddr), dso.to_string()),
-            By::Dso => (dso.to_string(), dso.to_string()),
-            By::Pc => (
-                format!(
-                    "{vaddr:#x}{}",
-                    s.map(|n| format!(" <{n}>")).unwrap_or_default()
-                ),
-                dso.to_string(),
+    let mut infos: Vec<(String, FileInfo)> = Vec::new();
+    let mut warnings = Vec::new();
+    for src in srcs {
+        let load::Counts {
+            by_ip,
+            others,
+            info,
+        } = load::sample_counts(src, threads)?;
+        // Addresses are resolved once every side-band record (mmap2, fork) is known.
+        let mut sym = Symbolizer::new(search.clone());
+        sym.recorded_on(info.header.as_ref(), info.header_ext.as_ref());
+        for r in others.into_iter().map(load::Side::record) {
+            sym.observe(&r);
+        }
+        let group = match by {
+            By::Host => Some(
+                info.header
+                    .as_ref()
+                    .map_or_else(|| "unknown".to_string(), |h| h.hostname.clone()),
             ),
+            By::Run => Some(run_name(src)),
+            _ => None,
         };
-        let k = *index.entry(key.clone()).or_insert_with(|| {
-            keys.push(key);
-            acc.push((0, 0));
-            keys.len() - 1
-        });
-        acc[k].0 += n;
-        acc[k].1 = acc[k].1.saturating_add(period);
-        total += n;
-        total_period = total_period.saturating_add(period);
+        for (&(pid, ip), &(n, period)) in &by_ip {
+            let Location { dso, sym: s, vaddr } = sym.resolve(pid, ip);
+            let (name, dso) = match by {
+                By::Symbol | By::Host | By::Run => {
+                    (label(&dso, s.as_deref(), vaddr), dso.to_string())
+                }
+                By::Dso => (dso.to_string(), dso.to_string()),
+                By::Pc => (
+                    format!(
+                        "{vaddr:#x}{}",
+                        s.map(|n| format!(" <{n}>")).unwrap_or_default()
+                    ),
+                    dso.to_string(),
+                ),
+            };
+            let key = (group.clone(), name, dso);
+            let k = *index.entry(key.clone()).or_insert_with(|| {
+                keys.push(key);
+                acc.push((0, 0));
+                keys.len() - 1
+            });
+            acc[k].0 += n;
+            acc[k].1 = acc[k].1.saturating_add(period);
+            total += n;
+            total_period = total_period.saturating_add(period);
+        }
+        warnings.append(&mut sym.warnings);
+        infos.push((src.name.display().to_string(), info));
     }
     let mut rows: Vec<Row> = keys
         .into_iter()
         .zip(acc)
-        .map(|((name, dso), (samples, period))| Row {
+        .map(|((group, name, dso), (samples, period))| Row {
+            group,
             name,
             dso,
             samples,
@@ -97,14 +140,23 @@ pub fn build(src: &load::Source, by: By, search: Search) -> Result<Report, LoadE
             },
         })
         .collect();
-    rows.sort_by(|a, b| b.samples.cmp(&a.samples).then_with(|| a.name.cmp(&b.name)));
+    rows.sort_by(|a, b| {
+        b.samples
+            .cmp(&a.samples)
+            .then_with(|| a.group.cmp(&b.group))
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    warnings.sort();
+    warnings.dedup();
+    let (_, info) = infos.remove(0);
     Ok(Report {
         total_samples: total,
         total_period,
         rows,
-        warnings: std::mem::take(&mut sym.warnings),
+        warnings,
         info,
         by,
+        others: infos,
     })
 }
 
@@ -112,7 +164,7 @@ impl Report {
     /// The report in the table model.
     pub fn table(self) -> crate::table::Report {
         let what = match self.by {
-            By::Symbol => "Symbol",
+            By::Symbol | By::Host | By::Run => "Symbol",
             By::Dso => "DSO",
             By::Pc => "PC",
         };
@@ -120,8 +172,13 @@ impl Report {
             Column::right("percent", "Overhead", 8),
             Column::right("samples", "Samples", 9),
             Column::right("period", "Period", 12),
-            Column::left("name", what, 40),
         ];
+        match self.by {
+            By::Host => columns.push(Column::left("host", "Host", 12)),
+            By::Run => columns.push(Column::left("run", "Run", 12)),
+            _ => {}
+        }
+        columns.push(Column::left("name", what, 40));
         if self.by != By::Dso {
             columns.push(Column::left("dso", "DSO", 0));
         }
@@ -138,8 +195,11 @@ impl Report {
                     },
                     Cell::Int(r.samples),
                     Cell::Int(r.period),
-                    Cell::Text(r.name),
                 ];
+                if let Some(g) = r.group {
+                    row.push(Cell::Text(g));
+                }
+                row.push(Cell::Text(r.name));
                 if by != By::Dso {
                     row.push(Cell::file(&r.dso));
                 }
@@ -149,17 +209,37 @@ impl Report {
         let mut summary = serde_json::Map::new();
         summary.insert("total_samples".into(), json!(self.total_samples));
         summary.insert("total_period".into(), json!(self.total_period));
-        let mut warnings = self.warnings;
+        if !self.others.is_empty() {
+            summary.insert("files".into(), json!(1 + self.others.len()));
+        }
+        // Each merged file's own warnings (damage, losses), said with its name.
+        let mut warnings: Vec<String> = Vec::new();
+        let mut damaged = false;
+        for (name, info) in &self.others {
+            damaged |= info.damaged();
+            for w in info.warnings() {
+                let (kind, rest) = w.split_once(": ").unwrap_or(("warning", &w));
+                warnings.push(format!("{kind}: {}: {rest}", crate::text::show(name)));
+            }
+        }
+        warnings.extend(self.warnings);
         if self.total_samples == 0 {
             warnings.push("note: the file holds no samples (was the workload too short, or the period too long?)".into());
         }
         crate::table::Report {
             heading: vec![format!(
-                "# {} samples, total period {}",
-                self.total_samples, self.total_period
+                "# {} samples, total period {}{}",
+                self.total_samples,
+                self.total_period,
+                if self.others.is_empty() {
+                    String::new()
+                } else {
+                    format!(", {} files merged", 1 + self.others.len())
+                }
             )],
             summary,
             tables: vec![t],
+            damaged: self.info.damaged() || damaged,
             ..crate::table::Report::of_file("plain", &self.info, warnings)
         }
     }

@@ -26,7 +26,8 @@ pub enum Align {
 /// and minimum width there, and what separates it from the column before.
 #[derive(Debug, Clone)]
 pub struct Column {
-    pub key: &'static str,
+    /// `&'static` for the views' own columns; made for derived ones (`diff`'s `_delta`).
+    pub key: std::borrow::Cow<'static, str>,
     pub title: String,
     pub align: Align,
     pub width: usize,
@@ -34,18 +35,26 @@ pub struct Column {
 }
 
 impl Column {
-    pub fn left(key: &'static str, title: &str, width: usize) -> Column {
+    pub fn left(
+        key: impl Into<std::borrow::Cow<'static, str>>,
+        title: &str,
+        width: usize,
+    ) -> Column {
         Column {
-            key,
+            key: key.into(),
             title: title.into(),
             align: Align::Left,
             width,
             gap: "  ",
         }
     }
-    pub fn right(key: &'static str, title: &str, width: usize) -> Column {
+    pub fn right(
+        key: impl Into<std::borrow::Cow<'static, str>>,
+        title: &str,
+        width: usize,
+    ) -> Column {
         Column {
-            key,
+            key: key.into(),
             title: title.into(),
             align: Align::Right,
             width,
@@ -311,7 +320,7 @@ impl Report {
                     }
                     // The columns the text table shows, by index.
                     let visible: Vec<usize> = (0..t.columns.len())
-                        .filter(|&i| !t.hidden.contains(&t.columns[i].key))
+                        .filter(|&i| !t.hidden.contains(&t.columns[i].key.as_ref()))
                         .collect();
                     let columns: Vec<&Column> = visible.iter().map(|&i| &t.columns[i]).collect();
                     let ncol = columns.len();
@@ -370,7 +379,7 @@ impl Report {
                 let several = self.tables.len() > 1;
                 let mut last_header = String::new();
                 for t in &self.tables {
-                    let mut header: Vec<&str> = t.columns.iter().map(|c| c.key).collect();
+                    let mut header: Vec<&str> = t.columns.iter().map(|c| c.key.as_ref()).collect();
                     if several {
                         header.insert(0, "table");
                     }
@@ -396,7 +405,7 @@ impl Report {
                         let obj = |r: &Vec<Cell>| {
                             let mut m = Map::new();
                             for (c, cell) in t.columns.iter().zip(r) {
-                                m.insert(c.key.into(), cell.json());
+                                m.insert(c.key.to_string(), cell.json());
                             }
                             Value::Object(m)
                         };
@@ -410,7 +419,7 @@ impl Report {
                         }
                         m.insert(
                             "columns".into(),
-                            json!(t.columns.iter().map(|c| c.key).collect::<Vec<_>>()),
+                            json!(t.columns.iter().map(|c| c.key.as_ref()).collect::<Vec<_>>()),
                         );
                         m.insert(
                             "rows".into(),

@@ -240,7 +240,7 @@ impl Report {
             columns.push(Column::right("slots", "slots", 0).tight());
         }
         for (k, t) in keys.iter().zip(&titles) {
-            columns.push(Column::right(k, t, 21).tight());
+            columns.push(Column::right(*k, t, 21).tight());
         }
         if self.by_symbol {
             columns.push(Column::left("symbol", "symbol", 0));

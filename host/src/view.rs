@@ -69,6 +69,12 @@ pub enum ViewError {
     Load(#[from] LoadError),
     #[error(transparent)]
     Metrics(#[from] MetricsError),
+    #[error("several files are merged in the plain view only, and {file} is shown in the {view} view{why}: report it alone, or pass --view plain")]
+    NotMergeable {
+        file: String,
+        view: &'static str,
+        why: &'static str,
+    },
     #[error("{option} applies to the {applies} view only, and {file} is shown in the {view} view{why}: drop {option}, or pass --view {applies}")]
     NotApplicable {
         option: &'static str,
@@ -114,6 +120,29 @@ fn check(src: &Source, o: &Options, view: View, why: &'static str) -> Result<(),
         }
     }
     Ok(())
+}
+
+/// Reads several recordings and builds one report of them: the plain view only (per
+/// symbol, `--by host|run` keeping machines or files apart).
+pub fn build_many(srcs: &[Source], o: &Options) -> Result<Report, ViewError> {
+    if let [one] = srcs {
+        return build(one, o);
+    }
+    for src in srcs {
+        let (view, why) = choose(src, o)?;
+        if view != View::Plain {
+            return Err(ViewError::NotMergeable {
+                file: src.name.display().to_string(),
+                view: view.name(),
+                why,
+            });
+        }
+        check(src, o, view, why)?;
+    }
+    let mut r =
+        crate::report::build_many(srcs, o.by.unwrap_or(By::Symbol), o.search.clone())?.table();
+    r.view = View::Plain.name();
+    Ok(r)
 }
 
 /// Reads `src` and builds its report in the chosen (or named) view.

@@ -6,7 +6,7 @@
 
 use labperf_common::*;
 use labperf_tests::alpha::{MEM_OP_LOAD, MEM_OP_PFETCH, MEM_OP_STORE, MEM_TLB_HIT, MEM_TLB_MISS};
-use labperf_tests::{bin, root};
+use labperf_tests::{bin, root, scratch};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -129,6 +129,12 @@ fn plain() -> Vec<u8> {
 }
 
 fn metrics() -> Vec<u8> {
+    metrics_with(50)
+}
+
+/// [`metrics`] with `find_ins` instructions in each of `find`'s three windows (CPI
+/// 100/find_ins).
+fn metrics_with(find_ins: u64) -> Vec<u8> {
     // Alternating periods: a 900-cycle period, then a 100-cycle window whose counts are
     // the window's. Group {cycles, instructions, branch-misses}, cumulative.
     let mut r = vec![cxx_map()];
@@ -143,7 +149,7 @@ fn metrics() -> Vec<u8> {
         r.push(sample(end, 100, t.to_vec()));
     };
     for _ in 0..3 {
-        pair(&mut r, FIND_AT, FIND_AT, 50, 1); // CPI 2
+        pair(&mut r, FIND_AT, FIND_AT, find_ins, 1); // CPI 2 in metrics()
     }
     pair(&mut r, PLAIN_AT, PLAIN_AT, 100, 0); // CPI 1
     pair(&mut r, FIND_AT, PLAIN_AT, 80, 0); // crosses functions: discarded
@@ -418,4 +424,72 @@ fn an_option_of_another_view_is_refused_with_the_reason() {
         .output()
         .unwrap();
     assert!(!o.status.success());
+}
+
+#[test]
+fn a_metrics_diff_shows_each_function_s_cpi_and_its_change() {
+    let d = scratch("views-diff");
+    let (base, new) = (d.join("base.lpr"), d.join("new.lpr"));
+    std::fs::write(&base, metrics_with(50)).unwrap();
+    std::fs::write(&new, metrics_with(80)).unwrap();
+    let o = Command::new(bin("labperf"))
+        .arg("diff")
+        .arg(&base)
+        .arg(&new)
+        .args(["--symfs"])
+        .arg(views())
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let j: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["view"], "metrics");
+    let rows = j["tables"][0]["rows"].as_array().unwrap();
+    let row = |prefix: &str| {
+        rows.iter()
+            .find(|r| r["symbol"].as_str().unwrap().starts_with(prefix))
+            .unwrap()
+    };
+    // find: 100 cycles over 50 instructions, then over 80: CPI 2 -> 1.25.
+    let find = row("std::map");
+    assert_eq!(find["cpi_base"], 2.0);
+    assert!(
+        (find["cpi_delta"].as_f64().unwrap() + 0.75).abs() < 1e-9,
+        "{find}"
+    );
+    assert_eq!(find["samples_base"], 3);
+    assert_eq!(find["samples_delta"], 0.0);
+    let plain = row("plain_c");
+    assert_eq!(plain["cpi_base"], 1.0);
+    assert_eq!(plain["cpi_delta"], 0.0);
+    // Sorted by the change of the first numeric column (#, equal), then as found; the CPI
+    // change is what differs.
+    assert_eq!(rows.len(), 2);
+}
+
+#[test]
+fn a_topdown_diff_joins_intervals_in_order() {
+    let d = scratch("views-diff-topdown");
+    let f = d.join("td.lpr");
+    std::fs::write(&f, topdown()).unwrap();
+    let o = Command::new(bin("labperf"))
+        .arg("diff")
+        .arg(&f)
+        .arg(&f)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let j: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = j["tables"][0]["rows"].as_array().unwrap();
+    // Two intervals, each against itself: the baseline is its own share, the change 0.
+    assert_eq!(rows.len(), 2);
+    for (r, retiring) in rows.iter().zip([0.23, 0.05]) {
+        assert!(
+            (r["retiring_base"].as_f64().unwrap() - retiring).abs() < 1e-9,
+            "{r}"
+        );
+        assert_eq!(r["retiring_delta"], 0.0);
+    }
+    assert!(rows[0]["time_s"].as_f64().unwrap() < rows[1]["time_s"].as_f64().unwrap());
 }

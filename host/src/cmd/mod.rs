@@ -3,6 +3,7 @@
 
 pub mod agents;
 pub mod deploy;
+pub mod diff;
 pub mod dump;
 pub mod export;
 pub mod info;

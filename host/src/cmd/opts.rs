@@ -96,8 +96,8 @@ pub struct ReportOpts {
     /// profileme, mem or intervals].
     #[arg(long, value_enum)]
     pub view: Option<View>,
-    /// Plain view: group samples by function, by mapped file, or by instruction address
-    /// [default: symbol].
+    /// Plain view: group samples by function, by mapped file, by instruction address, or
+    /// by function per recording machine (host) or per file (run) [default: symbol].
     #[arg(long, value_enum)]
     pub by: Option<By>,
     /// Show only the N busiest rows of each ranked table (0 = all; time series are whole).

@@ -18,18 +18,24 @@ EXAMPLES:
   labperf report m.lpr --split thread
   labperf report alpha.lpr --pc --top 10
   labperf report td.lpr --format csv
-  labperf report m.lpr --view plain"
+  labperf report m.lpr --view plain
+  labperf report arm1.lpr arm2.lpr x86.lpr --by host     # several machines, one table"
 )]
 pub struct Args {
-    /// The record file (written by labperf record, labperf stat -o or labperf-agent).
-    #[arg(default_value = "labperf.lpr")]
-    pub file: PathBuf,
+    /// The record file (written by labperf record, labperf stat -o or labperf-agent);
+    /// several are merged into one plain report (`--by host|run` keeps them apart).
+    #[arg(default_value = "labperf.lpr", num_args = 1..)]
+    pub files: Vec<PathBuf>,
     #[command(flatten)]
     pub opts: ReportOpts,
 }
 
 pub fn run(a: &Args) -> Result<()> {
-    let damaged = print(&a.file, &a.opts)?;
+    let damaged = if let [one] = &a.files[..] {
+        print(one, &a.opts)?
+    } else {
+        print_many(&a.files, &a.opts)?
+    };
     if damaged && a.opts.strict {
         strict_exit();
     }
@@ -50,6 +56,18 @@ pub fn print(file: &std::path::Path, o: &ReportOpts) -> Result<bool> {
             file.display()
         )
     })?;
+    for w in &r.warnings {
+        eprintln!("{}", labperf::text::show_text(w));
+    }
+    print!("{}", r.render(o.format, o.top, colour()));
+    Ok(r.damaged)
+}
+
+/// Builds and prints one report of several files; returns whether any was damaged.
+pub fn print_many(files: &[PathBuf], o: &ReportOpts) -> Result<bool> {
+    let srcs: Vec<labperf::load::Source> = files.iter().map(|f| f.as_path().into()).collect();
+    let r = labperf::view::build_many(&srcs, &o.view_options())
+        .context("cannot report these files together: check the paths")?;
     for w in &r.warnings {
         eprintln!("{}", labperf::text::show_text(w));
     }

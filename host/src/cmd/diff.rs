@@ -1,0 +1,54 @@
+//! `labperf diff BASE NEW`: two recordings' reports in the same view, row by row, each
+//! number as its baseline and its change (perf diff's Baseline and Delta).
+
+use super::opts::ReportOpts;
+use anyhow::{Context, Result};
+use std::path::PathBuf;
+
+/// Compare two recordings: per symbol (or per row of their view), the baseline and the change.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Both files are shown in the same view (the first's header picks it, or --view), \
+then joined on their text columns (symbol, file...). Every numeric column becomes its baseline \
+(`<column>_base`) and its change, new minus base (`<column>_delta`); a row missing on one side \
+counts as zero for counts and shares and as nothing for ratios (CPI). Rows sort by the size \
+of the first column's change.
+
+EXAMPLES:
+  labperf diff before.lpr after.lpr
+  labperf diff before.lpr after.lpr --format csv --top 0
+  labperf diff m-old.lpr m-new.lpr            # metrics view: CPI, %I... before and change"
+)]
+pub struct Args {
+    /// The baseline recording.
+    pub base: PathBuf,
+    /// The recording compared with it.
+    pub new: PathBuf,
+    #[command(flatten)]
+    pub opts: ReportOpts,
+}
+
+pub fn run(a: &Args) -> Result<()> {
+    let mut o = a.opts.view_options();
+    if o.view.is_none() {
+        // The base's view for both, so that a header difference is an error, not a mismatch.
+        o.view = Some(labperf::view::choose(&a.base.as_path().into(), &o)?.0);
+    }
+    let report = |f: &PathBuf| {
+        labperf::view::build(&f.as_path().into(), &o)
+            .with_context(|| format!("cannot report {}", f.display()))
+    };
+    let (base, new) = (report(&a.base)?, report(&a.new)?);
+    let d = labperf::diff::diff(&base, &new)?;
+    for w in &d.warnings {
+        eprintln!("{}", labperf::text::show_text(w));
+    }
+    print!(
+        "{}",
+        d.render(a.opts.format, a.opts.top, super::report::colour())
+    );
+    if d.damaged && a.opts.strict {
+        super::report::strict_exit();
+    }
+    Ok(())
+}

@@ -1,0 +1,241 @@
+//! `labperf diff BASE NEW`: two reports of the same view joined row by row (on their text
+//! columns: symbol, file, host...), each numeric column as its baseline and its change, as
+//! perf diff shows Baseline and Delta. Works on the table model, so every view diffs alike.
+
+use crate::table::{Cell, Column, Report, Table};
+use serde_json::Value;
+use std::collections::HashMap;
+
+#[derive(Debug, thiserror::Error)]
+pub enum DiffError {
+    #[error("the two files are shown in different views ({base} and {new}): pass the same --view to both")]
+    Views {
+        base: &'static str,
+        new: &'static str,
+    },
+}
+
+/// A cell's number, if it is one (a share as its fraction, as JSON has it).
+fn number(c: &Cell) -> Option<f64> {
+    match c {
+        Cell::Int(n) => Some(*n as f64),
+        Cell::Float { value, .. } | Cell::Percent { value, .. } => Some(*value),
+        Cell::Share { num, den } => (*den > 0).then(|| *num as f64 / *den as f64),
+        Cell::Shown {
+            value: Value::Number(n),
+            ..
+        } => n.as_f64(),
+        Cell::Painted(inner, _) => number(inner),
+        _ => None,
+    }
+}
+
+/// Whether a column is text (a key of the join): its first non-empty cell says.
+fn is_key(t: &Table, col: usize) -> bool {
+    t.rows
+        .iter()
+        .filter_map(|r| r.get(col))
+        .find(|c| !matches!(c, Cell::Empty))
+        .is_some_and(|c| {
+            matches!(c, Cell::Text(_))
+                || matches!(
+                    c,
+                    Cell::Shown {
+                        value: Value::String(_),
+                        ..
+                    }
+                )
+        })
+}
+
+/// Whether a missing row means zero in this column (counts and shares), rather than
+/// nothing to compare (ratios such as CPI).
+fn missing_is_zero(c: &Cell) -> bool {
+    matches!(c, Cell::Int(_) | Cell::Percent { .. } | Cell::Share { .. })
+}
+
+fn places(c: &Cell) -> usize {
+    match c {
+        Cell::Float { places, .. } | Cell::Percent { places, .. } => *places,
+        Cell::Share { .. } => 1,
+        Cell::Painted(inner, _) => places(inner),
+        _ => 0,
+    }
+}
+
+fn key_text(c: &Cell) -> String {
+    match c {
+        Cell::Text(s) => s.clone(),
+        Cell::Shown {
+            value: Value::String(s),
+            ..
+        } => s.clone(),
+        _ => String::new(),
+    }
+}
+
+/// One table of each report, joined.
+fn diff_table(base: &Table, new: &Table) -> Table {
+    let mut keys: Vec<usize> = (0..new.columns.len()).filter(|&i| is_key(new, i)).collect();
+    // A table without text columns (a time series: TopDown or stat intervals) is joined
+    // row by row, its first column (the time) shown as the new file's.
+    let by_position = keys.is_empty() && !new.columns.is_empty();
+    if by_position {
+        keys.push(0);
+    }
+    let nums: Vec<usize> = (0..new.columns.len())
+        .filter(|&i| !keys.contains(&i) && base.columns.iter().any(|c| c.key == new.columns[i].key))
+        .collect();
+    // The base's column index of each of the new table's numeric columns.
+    let base_col: Vec<usize> = nums
+        .iter()
+        .map(|&i| {
+            base.columns
+                .iter()
+                .position(|c| c.key == new.columns[i].key)
+                .unwrap_or(i)
+        })
+        .collect();
+    let base_keys: Vec<usize> = keys
+        .iter()
+        .filter_map(|&i| {
+            base.columns
+                .iter()
+                .position(|c| c.key == new.columns[i].key)
+        })
+        .collect();
+    let key_of = |n: usize, r: &[Cell], cols: &[usize]| -> Vec<String> {
+        if by_position {
+            return vec![n.to_string()];
+        }
+        cols.iter()
+            .map(|&i| r.get(i).map(key_text).unwrap_or_default())
+            .collect()
+    };
+    let mut base_rows: HashMap<Vec<String>, &Vec<Cell>> = HashMap::new();
+    for (n, r) in base.rows.iter().enumerate() {
+        base_rows.entry(key_of(n, r, &base_keys)).or_insert(r);
+    }
+    let mut columns: Vec<Column> = keys.iter().map(|&i| new.columns[i].clone()).collect();
+    for &i in &nums {
+        let c = &new.columns[i];
+        columns.push(Column::right(
+            format!("{}_base", c.key),
+            &format!("{} base", c.title),
+            c.title.len() + 5,
+        ));
+        columns.push(Column::right(
+            format!("{}_delta", c.key),
+            &format!("Δ{}", c.title),
+            c.title.len() + 1,
+        ));
+    }
+    // (sort magnitude, row)
+    let mut rows: Vec<(f64, Vec<Cell>)> = Vec::new();
+    let mut seen: Vec<Vec<String>> = Vec::new();
+    let mut add = |b: Option<&Vec<Cell>>, n: Option<&Vec<Cell>>, key_cells: Vec<Cell>| {
+        let mut row = key_cells;
+        let mut sort = None;
+        for (j, &i) in nums.iter().enumerate() {
+            let nc = n.and_then(|r| r.get(i));
+            let bc = b.and_then(|r| r.get(base_col[j]));
+            let template = nc.or(bc).unwrap_or(&Cell::Empty);
+            let zero = missing_is_zero(template);
+            let value = |c: Option<&Cell>, present: bool| match c.and_then(number) {
+                Some(v) => Some(v),
+                None if !present && zero => Some(0.0),
+                None => None,
+            };
+            let (bv, nv) = (value(bc, b.is_some()), value(nc, n.is_some()));
+            row.push(match bc {
+                Some(c) if b.is_some() => c.clone(),
+                _ if zero => Cell::Float {
+                    value: 0.0,
+                    places: places(template),
+                },
+                _ => Cell::Empty,
+            });
+            let delta = bv.zip(nv).map(|(b, n)| n - b);
+            if sort.is_none() {
+                sort = delta.map(f64::abs);
+            }
+            row.push(match (delta, template) {
+                // A share's change: percentage points in the table, the fraction in JSON.
+                (Some(d), Cell::Share { .. }) => Cell::Shown {
+                    text: format!("{:+.1}%", 100.0 * d),
+                    value: serde_json::json!(d),
+                },
+                (d, Cell::Int(_)) => Cell::opt_float(d, 0),
+                (d, _) => Cell::opt_float(d, places(template).max(2)),
+            });
+        }
+        rows.push((sort.unwrap_or(0.0), row));
+    };
+    for (n, r) in new.rows.iter().enumerate() {
+        let k = key_of(n, r, &keys);
+        let b = base_rows.get(&k).copied();
+        seen.push(k);
+        add(b, Some(r), keys.iter().map(|&i| r[i].clone()).collect());
+    }
+    for (n, r) in base.rows.iter().enumerate() {
+        let k = key_of(n, r, &base_keys);
+        if seen.contains(&k) {
+            continue;
+        }
+        add(
+            Some(r),
+            None,
+            base_keys.iter().map(|&i| r[i].clone()).collect(),
+        );
+    }
+    if new.ranked && !by_position {
+        rows.sort_by(|a, b| b.0.total_cmp(&a.0));
+    }
+    let mut t = Table::new(&new.name, columns);
+    t.title = new.title.clone();
+    t.ranked = new.ranked;
+    t.rows = rows.into_iter().map(|(_, r)| r).collect();
+    t
+}
+
+/// `base` and `new` joined table by table (tables matched by name). The change is new
+/// minus base; ranked tables sort by the size of the first numeric column's change, time
+/// series keep their order and are joined interval by interval.
+pub fn diff(base: &Report, new: &Report) -> Result<Report, DiffError> {
+    if base.view != new.view {
+        return Err(DiffError::Views {
+            base: base.view,
+            new: new.view,
+        });
+    }
+    let tables = new
+        .tables
+        .iter()
+        .filter_map(|t| {
+            base.tables
+                .iter()
+                .find(|b| b.name == t.name)
+                .map(|b| diff_table(b, t))
+        })
+        .collect();
+    let mut warnings: Vec<String> = base.warnings.iter().map(|w| format!("base: {w}")).collect();
+    warnings.extend(new.warnings.iter().map(|w| format!("new: {w}")));
+    Ok(Report {
+        view: new.view,
+        heading: vec![format!(
+            "# {} vs {}: each column's baseline and its change (new - base)",
+            base.heading
+                .first()
+                .map_or("", String::as_str)
+                .trim_start_matches("# "),
+            new.heading
+                .first()
+                .map_or("", String::as_str)
+                .trim_start_matches("# ")
+        )],
+        summary: Default::default(),
+        tables,
+        warnings,
+        damaged: base.damaged || new.damaged,
+    })
+}

@@ -1,0 +1,165 @@
+//! Several recordings as one analysis: `labperf report A B …` merged (`--by host|run`), and
+//! `labperf diff BASE NEW`, on real recordings of the bench with different class weights.
+
+use labperf_tests::{bin, root, scratch};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn record(d: &Path, name: &str, classes: &str) -> PathBuf {
+    let out = d.join(format!("{name}.lpr"));
+    let st = Command::new(bin("labperf-agent"))
+        .args(["record", "-c", "250000", "-o"])
+        .arg(&out)
+        .arg("--")
+        .arg(bin("labperf-bench"))
+        .args(["--duration", "2", "--classes", classes])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    out
+}
+
+fn json(args: &[&str], files: &[&Path]) -> Value {
+    let o = Command::new(bin("labperf"))
+        .args(args)
+        .args(files)
+        .args(["--format", "json", "--top", "0"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+fn rows(j: &Value) -> &Vec<Value> {
+    j["tables"][0]["rows"].as_array().unwrap()
+}
+
+/// (group column or "", name) → samples.
+fn samples(j: &Value, group: &str) -> BTreeMap<(String, String), u64> {
+    rows(j)
+        .iter()
+        .map(|r| {
+            let g = r[group].as_str().unwrap_or("").to_string();
+            (
+                (g, r["name"].as_str().unwrap().to_string()),
+                r["samples"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn merged_reports_add_up_and_by_run_or_host_keeps_them_apart() {
+    let d = scratch("many-merge");
+    let a = record(&d, "even", "int_divider_stalls=1,nops=1");
+    let b = record(&d, "heavy", "int_divider_stalls=3,nops=1");
+    let (ja, jb) = (json(&["report"], &[&a]), json(&["report"], &[&b]));
+    let merged = json(&["report"], &[&a, &b]);
+    assert_eq!(merged["summary"]["files"], 2);
+    // Merged: each function's samples are the sum of the two files', exactly.
+    let mut want: BTreeMap<(String, String), u64> = BTreeMap::new();
+    for j in [&ja, &jb] {
+        for ((_, name), n) in samples(j, "-") {
+            *want.entry((String::new(), name)).or_default() += n;
+        }
+    }
+    assert_eq!(samples(&merged, "-"), want);
+    let total: u64 = want.values().sum();
+    assert_eq!(merged["summary"]["total_samples"], total);
+    for r in rows(&merged) {
+        let share = 100.0 * r["samples"].as_u64().unwrap() as f64 / total as f64;
+        assert!((r["percent"].as_f64().unwrap() - share).abs() < 1e-9);
+    }
+    // --by run: each file's own rows, under its name.
+    let by_run = json(&["report", "--by", "run"], &[&a, &b]);
+    let mut want_run = BTreeMap::new();
+    for (run, j) in [("even", &ja), ("heavy", &jb)] {
+        for ((_, name), n) in samples(j, "-") {
+            want_run.insert((run.to_string(), name), n);
+        }
+    }
+    assert_eq!(samples(&by_run, "run"), want_run);
+    // --by host: both were recorded here, so one host with the merged counts.
+    let host = String::from_utf8(Command::new("uname").arg("-n").output().unwrap().stdout)
+        .unwrap()
+        .trim()
+        .to_string();
+    let by_host = json(&["report", "--by", "host"], &[&a, &b]);
+    let want_host: BTreeMap<(String, String), u64> = want
+        .iter()
+        .map(|((_, n), v)| ((host.clone(), n.clone()), *v))
+        .collect();
+    assert_eq!(samples(&by_host, "host"), want_host);
+}
+
+#[test]
+fn only_plain_recordings_merge_and_the_error_says_which() {
+    let metrics = root().join("tests/data/v2-strobe/record.lpr");
+    let plain = root().join("tests/data/v2-every-record/record.lpr");
+    let o = Command::new(bin("labperf"))
+        .arg("report")
+        .arg(&plain)
+        .arg(&metrics)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.contains("several files are merged in the plain view only")
+            && e.contains("v2-strobe/record.lpr is shown in the metrics view"),
+        "{e}"
+    );
+}
+
+#[test]
+fn diff_shows_each_function_s_share_and_its_change() {
+    let d = scratch("many-diff");
+    let a = record(&d, "even", "int_divider_stalls=1,nops=1");
+    let b = record(&d, "heavy", "int_divider_stalls=3,nops=1");
+    let (ja, jb) = (json(&["report"], &[&a]), json(&["report"], &[&b]));
+    let diff = json(&["diff"], &[&a, &b]);
+    let pct = |j: &Value, f: &str| {
+        rows(j)
+            .iter()
+            .find(|r| r["name"] == f)
+            .map_or(0.0, |r| r["percent"].as_f64().unwrap())
+    };
+    let row = |f: &str| rows(&diff).iter().find(|r| r["name"] == f).unwrap().clone();
+    // Baseline and change are the two reports' shares, exactly.
+    for f in ["int_divider_stalls", "nops", "labperf_bench::main"] {
+        let r = row(f);
+        assert!((r["percent_base"].as_f64().unwrap() - pct(&ja, f)).abs() < 1e-9);
+        let delta = r["percent_delta"].as_f64().unwrap();
+        assert!((delta - (pct(&jb, f) - pct(&ja, f))).abs() < 1e-9, "{f}");
+        let n = |j: &Value| {
+            let k = (String::new(), f.to_string());
+            samples(j, "-").get(&k).copied().unwrap_or(0) as i64
+        };
+        assert_eq!(r["samples_delta"].as_f64().unwrap() as i64, n(&jb) - n(&ja));
+    }
+    // The known answer: int_divider_stalls goes from 1/2 to 3/4 of the two classes' time,
+    // nops from 1/2 to 1/4 (compared among the two classes: the bench's own loop takes a
+    // few percent of the samples in both runs). Within 2 points.
+    let within =
+        |r: &Value| r["percent_base"].as_f64().unwrap() + r["percent_delta"].as_f64().unwrap();
+    let (i, n) = (row("int_divider_stalls"), row("nops"));
+    let base_share = 100.0 * i["percent_base"].as_f64().unwrap()
+        / (i["percent_base"].as_f64().unwrap() + n["percent_base"].as_f64().unwrap());
+    let new_share = 100.0 * within(&i) / (within(&i) + within(&n));
+    eprintln!("int_divider_stalls among the classes: {base_share:.2}% -> {new_share:.2}%");
+    assert!(
+        (new_share - base_share - 25.0).abs() < 2.0,
+        "{base_share} -> {new_share}"
+    );
+    // Sorted by the size of the change: the two classes lead.
+    let first: Vec<&str> = rows(&diff)[..2]
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        first.contains(&"int_divider_stalls") && first.contains(&"nops"),
+        "{first:?}"
+    );
+}

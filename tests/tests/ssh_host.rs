@@ -336,7 +336,19 @@ fn fan_out_to_three_hosts_with_one_down() {
     assert_eq!(o.status.code(), Some(1));
     let (stdout, err) = (String::from_utf8_lossy(&o.stdout), stderr(&o));
     assert_eq!(stdout.matches("== root@127.0.0.1:").count(), 2, "{stdout}");
-    assert_eq!(stdout.matches(" nops ").count(), 2, "{stdout}");
+    // Each host's report, then the two merged: its nops samples are their sum.
+    let nops: Vec<u64> = stdout
+        .lines()
+        .filter(|l| l.contains(" nops "))
+        .map(|l| l.split_whitespace().nth(1).unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(nops.len(), 3, "{stdout}");
+    assert!(stdout.contains("== 2 hosts merged ==\n# "), "{stdout}");
+    assert!(
+        stdout.find("== 2 hosts merged ==") > stdout.rfind("== root@127.0.0.1:"),
+        "{stdout}"
+    );
+    assert_eq!(nops[2], nops[0] + nops[1], "{stdout}");
     assert!(
         err.contains("summary: 2 of 3 hosts recorded")
             && err.contains(&format!("127.0.0.1:{down}: FAILED: cannot reach")),

@@ -6,11 +6,12 @@ use anyhow::{bail, Result};
 use labperf::text::show;
 use std::ffi::OsString;
 use std::io::IsTerminal;
+use std::path::PathBuf;
 
 /// Record a workload with the agent, then print its profile.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "EXAMPLES:\n  labperf record --local -- ./target/release/labperf-bench --duration 2\n  labperf record --local -e cpu-clock -c 100000 -o run.lpr -- make -j2\n  labperf record --local --no-report -- ./my-prog --flag 'an argument'\n  labperf record --host arm1 --metrics --no-report -o m.lpr -- ./my-prog   # then: labperf report m.lpr\n  labperf record --host alpha1 --profileme -o pm.lpr -- ./my-prog\n\nThe report printed after recording (and `labperf report FILE` later) is the view the\nrecording's kind names: per function, metrics, TopDown, ProfileMe or mem."
+    after_help = "EXAMPLES:\n  labperf record --local -- ./target/release/labperf-bench --duration 2\n  labperf record --local -e cpu-clock -c 100000 -o run.lpr -- make -j2\n  labperf record --local --no-report -- ./my-prog --flag 'an argument'\n  labperf record --host arm1 --metrics --no-report -o m.lpr -- ./my-prog   # then: labperf report m.lpr\n  labperf record --host alpha1 --profileme -o pm.lpr -- ./my-prog\n  labperf record --host arm1,arm2,x86a -o run.lpr -- ./my-prog   # one file per host, then all merged\n\nThe report printed after recording (and `labperf report FILE` later) is the view the\nrecording's kind names: per function, metrics, TopDown, ProfileMe or mem."
 )]
 pub struct Args {
     /// Run the agent on this machine (the default without --host).
@@ -118,6 +119,26 @@ pub fn run(a: &Args) -> Result<()> {
             }
             if d.status != 0 {
                 worst = d.status;
+            }
+        }
+        // Several hosts recorded: their merged report after the per-host ones (plain
+        // recordings; another view's files are reported one by one only).
+        let files: Vec<PathBuf> = results
+            .iter()
+            .filter_map(|(_, r)| r.as_ref().ok().map(|d| d.file.clone()))
+            .collect();
+        let o = a.report.view_options();
+        let plain = files.iter().all(|f| {
+            matches!(
+                labperf::view::choose(&f.as_path().into(), &o),
+                Ok((labperf::view::View::Plain, _))
+            )
+        });
+        if !a.no_report && a.host.len() > 1 && files.len() > 1 && plain {
+            println!("== {} hosts merged ==", files.len());
+            if let Err(e) = super::report::print_many(&files, &a.report) {
+                eprintln!("error: the merged report: {e:#}");
+                failed += 1;
             }
         }
         if failed > 0 {

@@ -1,0 +1,68 @@
+//! `labperf import perf.data -o x.lpr`: a plain `perf record` recording as a labperf file.
+
+use anyhow::{Context, Result};
+use std::path::PathBuf;
+
+/// Convert a perf.data file (from `perf record`) into a labperf record file.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Samples (with their callchains), mappings with their build-ids, comm, fork, exit, \
+lost and throttle records are kept; other records are counted and left out. The result gets \
+every labperf view and export. Binaries are found as for any recording (--symfs, the binary \
+cache, the recorded paths).
+
+EXAMPLES:
+  perf record -e cpu-clock -c 250000 -o perf.data -- ./my-prog
+  labperf import perf.data -o my-prog.lpr
+  labperf report my-prog.lpr
+  labperf export my-prog.lpr --format svg -o my-prog.svg"
+)]
+pub struct Args {
+    /// The perf.data file.
+    #[arg(default_value = "perf.data")]
+    pub perf_data: PathBuf,
+    /// The labperf record file to write.
+    #[arg(short, long, default_value = "labperf.lpr")]
+    pub output: PathBuf,
+}
+
+pub fn run(a: &Args) -> Result<()> {
+    let (f, _, _) = labperf::load::open_regular(&a.perf_data, u64::MAX)
+        .with_context(|| format!("cannot open {}", a.perf_data.display()))?;
+    // perf.data is untrusted input read by another crate's parser: a panic there is a
+    // malformed file, said as such, and leaves no output behind.
+    let out = a.output.clone();
+    let r = std::panic::catch_unwind(move || labperf::import::import(f, &out));
+    let got = match r {
+        Ok(r) => r.with_context(|| {
+            format!(
+                "cannot import {}: is it a perf.data file (not a `perf record -o -` pipe)?",
+                a.perf_data.display()
+            )
+        })?,
+        Err(_) => {
+            let mut part = a.output.as_os_str().to_owned();
+            part.push(".part");
+            let _ = std::fs::remove_file(part);
+            anyhow::bail!(
+                "cannot import {}: the perf.data parser failed on it (a malformed file)",
+                a.perf_data.display()
+            );
+        }
+    };
+    eprintln!(
+        "labperf: {} records ({} samples) written to {}{}",
+        got.records,
+        got.samples,
+        a.output.display(),
+        if got.skipped > 0 {
+            format!(
+                "; {} records of kinds labperf does not keep left out",
+                got.skipped
+            )
+        } else {
+            String::new()
+        }
+    );
+    Ok(())
+}

@@ -1,0 +1,172 @@
+//! `labperf import perf.data`: a plain `perf record` of the bench, imported, reports what
+//! `perf report` reports on the same file.
+
+use labperf_tests::{bin, report_json, scratch};
+use std::collections::BTreeMap;
+use std::process::Command;
+
+#[test]
+fn an_imported_perf_recording_reports_perf_s_top_ten() {
+    let d = scratch("import");
+    let data = d.join("perf.data");
+    let st = Command::new("perf")
+        // User mode only: labperf has no kernel symbols for an imported file yet (perf
+        // names kernel samples from this machine's kallsyms).
+        .args(["record", "-q", "-e", "cpu-clock:u", "-c", "250000", "-o"])
+        .arg(&data)
+        .arg("--")
+        .arg(bin("labperf-bench"))
+        .args([
+            "--duration",
+            "1.5",
+            "--classes",
+            "int_divider_stalls=3,nops=2,dcache_miss=1",
+        ])
+        .status()
+        .expect("perf (cargo xtask setup installs linux-perf)");
+    assert!(st.success());
+    let lpr = d.join("perf.lpr");
+    let o = Command::new(bin("labperf"))
+        .arg("import")
+        .arg(&data)
+        .arg("-o")
+        .arg(&lpr)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // perf's own report of the same file: "    46.47%  [.] int_divider_stalls".
+    let p = Command::new("perf")
+        .args(["report", "--stdio", "--sort", "sym", "-i"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert!(p.status.success());
+    let perf: Vec<(String, f64)> = String::from_utf8_lossy(&p.stdout)
+        .lines()
+        .filter(|l| !l.starts_with('#') && l.contains("%  ["))
+        .take(10)
+        .map(|l| {
+            let (pct, rest) = l.trim().split_once("%  ").unwrap();
+            let name = rest.split_once(' ').unwrap().1.trim().to_string();
+            (name, pct.parse().unwrap())
+        })
+        .collect();
+    // Ten rows, or all of them (a user-mode recording of the bench has five or so).
+    assert!(perf.len() >= 4, "{}", String::from_utf8_lossy(&p.stdout));
+    let j = report_json(&lpr, 0, |_| {});
+    assert_eq!(j["view"], "plain");
+    let ours: BTreeMap<String, f64> = j["tables"][0]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap().to_string(),
+                r["percent"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    // Every one of perf's top ten within 0.5 points.
+    for (name, pct) in &perf {
+        let got = ours.get(name).copied().unwrap_or(0.0);
+        eprintln!("{name}: perf {pct:.2}%, labperf {got:.2}%");
+        assert!(
+            (got - pct).abs() <= 0.5,
+            "{name}: perf {pct}%, labperf {got}%"
+        );
+    }
+    for f in ["int_divider_stalls", "nops", "dcache_miss"] {
+        assert!(ours[f] > 10.0, "{f}: {ours:?}");
+    }
+    // The header says where it came from; the sample count is perf's.
+    let info = Command::new(bin("labperf"))
+        .arg("info")
+        .arg(&lpr)
+        .output()
+        .unwrap();
+    let info = String::from_utf8_lossy(&info.stdout);
+    assert!(
+        info.contains("(labperf import)") && info.contains("cpu-clock"),
+        "{info}"
+    );
+    // Every sample of the file: as many as `perf script` prints.
+    let script = Command::new("perf")
+        .args(["script", "-F", "period", "-i"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert!(script.status.success());
+    let perf_samples = String::from_utf8_lossy(&script.stdout).lines().count() as u64;
+    assert_eq!(j["summary"]["total_samples"], perf_samples);
+    assert!(perf_samples > 1000);
+}
+
+#[test]
+fn a_file_that_is_not_perf_data_is_a_clear_error() {
+    let d = scratch("import-bad");
+    let f = d.join("not.data");
+    std::fs::write(&f, b"PERFILE2 but not really").unwrap();
+    let o = Command::new(bin("labperf"))
+        .arg("import")
+        .arg(&f)
+        .arg("-o")
+        .arg(d.join("x.lpr"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.contains("cannot import") && e.contains("perf.data"),
+        "{e}"
+    );
+    assert!(!d.join("x.lpr").exists() && !d.join("x.lpr.part").exists());
+}
+
+#[test]
+fn a_cut_or_corrupted_perf_data_is_an_error_or_what_is_intact_never_a_crash() {
+    let d = scratch("import-cut");
+    let data = d.join("perf.data");
+    let st = Command::new("perf")
+        .args(["record", "-q", "-e", "cpu-clock:u", "-c", "500000", "-o"])
+        .arg(&data)
+        .arg("--")
+        .arg(bin("labperf-bench"))
+        .args(["--duration", "0.3", "--classes", "nops"])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let whole = std::fs::read(&data).unwrap();
+    let bad = d.join("bad.data");
+    let out = d.join("bad.lpr");
+    let mut cases: Vec<Vec<u8>> = (1..24)
+        .map(|i| whole[..whole.len() * i / 24].to_vec())
+        .collect();
+    for i in 1..24 {
+        // A byte flipped in the header, the attrs and the records.
+        let mut v = whole.clone();
+        let at = whole.len() * i / 24;
+        v[at] ^= 0xa5;
+        cases.push(v);
+    }
+    for (n, bytes) in cases.iter().enumerate() {
+        std::fs::write(&bad, bytes).unwrap();
+        let o = Command::new(bin("labperf"))
+            .arg("import")
+            .arg(&bad)
+            .arg("-o")
+            .arg(&out)
+            .output()
+            .unwrap();
+        // 0 (what was intact) or 1 (a clear error): never a signal or Rust's 101.
+        assert!(
+            matches!(o.status.code(), Some(0 | 1)),
+            "case {n}: {:?} {}",
+            o.status,
+            String::from_utf8_lossy(&o.stderr)
+        );
+        if o.status.code() == Some(1) {
+            assert!(String::from_utf8_lossy(&o.stderr).contains("cannot import"));
+        }
+        assert!(!d.join("bad.lpr.part").exists(), "case {n}");
+    }
+}

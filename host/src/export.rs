@@ -40,8 +40,8 @@ pub struct Stacks {
     pub warnings: Vec<String>,
 }
 
-/// A process and its stack's addresses, leaf first.
-type RawStack = (u32, Vec<u64>);
+/// A process, its thread's name and its stack's addresses, leaf first.
+type RawStack = (u32, u32, Vec<u64>);
 
 /// Reads `src` and aggregates its samples per stack, each address named by the symbolizer.
 /// Return addresses (callers) are looked up one byte back, inside their call instruction.
@@ -50,7 +50,28 @@ pub fn collect(src: &Source, search: Search) -> Result<Stacks, LoadError> {
     // the samples that need it.
     let mut raw: HashMap<RawStack, (u64, u64)> = HashMap::new();
     let mut side: Vec<Record> = Vec::new();
+    // Each thread's name as of the sample (perf script's comm): Comm records name a
+    // thread, a fork passes the parent's name on. Names are numbered in `comms`.
+    let mut comms: Vec<String> = Vec::new();
+    let mut comm_of: HashMap<u32, u32> = HashMap::new();
     let info = load::stream(src, |r| match r {
+        Record::Comm(c) => {
+            let i = match comms.iter().position(|n| *n == c.comm) {
+                Some(i) => i as u32,
+                None => {
+                    comms.push(c.comm.clone());
+                    comms.len() as u32 - 1
+                }
+            };
+            comm_of.insert(c.tid, i);
+            side.push(r.clone());
+        }
+        Record::Fork(t) => {
+            if let Some(&i) = comm_of.get(&t.ptid) {
+                comm_of.insert(t.tid, i);
+            }
+            side.push(r.clone());
+        }
         Record::Sample(s) => {
             let mut addrs = Vec::with_capacity(1 + s.callchain.len());
             addrs.push(s.ip);
@@ -59,7 +80,12 @@ pub fn collect(src: &Source, search: Search) -> Result<Stacks, LoadError> {
                 _ => &s.callchain[..],
             };
             addrs.extend_from_slice(callers);
-            let e = raw.entry((s.pid, addrs)).or_default();
+            let comm = comm_of
+                .get(&s.tid)
+                .or_else(|| comm_of.get(&s.pid))
+                .copied()
+                .unwrap_or(u32::MAX);
+            let e = raw.entry((s.pid, comm, addrs)).or_default();
             e.0 += 1;
             e.1 = e.1.saturating_add(s.period);
         }
@@ -78,7 +104,7 @@ pub fn collect(src: &Source, search: Search) -> Result<Stacks, LoadError> {
     // In address order, so that frame numbering and the output are the same on every run.
     let mut raw: Vec<(RawStack, (u64, u64))> = raw.into_iter().collect();
     raw.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-    for ((pid, addrs), (n, period)) in raw {
+    for ((pid, comm, addrs), (n, period)) in raw {
         let mut stack: Vec<u32> = addrs
             .iter()
             .enumerate()
@@ -95,6 +121,18 @@ pub fn collect(src: &Source, search: Search) -> Result<Stacks, LoadError> {
                 })
             })
             .collect();
+        // The outermost frame: the thread's name (perf's flame graphs start there too).
+        let root = Frame {
+            name: comms
+                .get(comm as usize)
+                .cloned()
+                .unwrap_or_else(|| format!("pid {pid}")),
+            dso: String::new(),
+        };
+        stack.push(*index.entry(root.clone()).or_insert_with(|| {
+            frames.push(root);
+            frames.len() as u32 - 1
+        }));
         stack.reverse();
         let e = merged.entry(stack).or_default();
         e.0 += n;
@@ -128,11 +166,12 @@ fn folded_name(name: &str) -> String {
 }
 
 impl Stacks {
-    /// Folded stacks, one line per distinct stack: `outer;…;leaf SAMPLES`.
+    /// Folded stacks, one line per distinct stack: `thread;outer;…;leaf PERIOD` (the sum of
+    /// the samples' periods, as `perf script | inferno-collapse-perf` weighs them).
     pub fn folded(&self) -> String {
         let names: Vec<String> = self.frames.iter().map(|f| folded_name(&f.name)).collect();
         let mut out = String::new();
-        for (stack, n, _) in &self.stacks {
+        for (stack, _, n) in &self.stacks {
             let path: Vec<&str> = stack.iter().map(|&i| names[i as usize].as_str()).collect();
             out.push_str(&path.join(";"));
             out.push(' ');
@@ -155,7 +194,10 @@ impl Stacks {
             ),
             None => format!("labperf ({} samples)", self.total_samples),
         };
-        o.count_name = "samples".into();
+        o.count_name = match self.info.header.as_ref().and_then(|h| h.events.first()) {
+            Some(e) if matches!(e.name.as_str(), "cpu-clock" | "task-clock") => "ns".into(),
+            _ => "events".into(),
+        };
         inferno::flamegraph::from_lines(&mut o, folded.lines(), w)
     }
 

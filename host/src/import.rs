@@ -71,6 +71,24 @@ fn attr_of(a: &linux_perf_data::linux_perf_event_reader::PerfEventAttr) -> Attr 
     }
 }
 
+/// The vDSO image perf saved in its build-id cache when it recorded the file
+/// (`$PERF_BUILDID_DIR` or `~/.debug`, `[vdso]/<build-id>/vdso`), so that labperf names
+/// `[vdso]` samples as perf does; `None` when the file names no vDSO or the image is not
+/// on this machine. Only a regular file of at most 1 MiB whose build-id matches is taken.
+fn vdso_image(perf_file: &linux_perf_data::PerfFile) -> Option<Vec<u8>> {
+    let ids = perf_file.build_ids().ok()?;
+    let info = ids.get(&linux_perf_data::DsoKey::Vdso64)?;
+    let hex: String = info.build_id.iter().map(|b| format!("{b:02x}")).collect();
+    let dir = std::env::var_os("PERF_BUILDID_DIR")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::Path::new(&h).join(".debug")))?;
+    let path = dir.join("[vdso]").join(&hex).join("vdso");
+    let data = crate::load::map_regular(&path, 1 << 20).ok()?;
+    let bytes: &[u8] = (*data).as_ref();
+    let elf = crate::symbols::Elf::parse(bytes).ok()?;
+    (elf.build_id.as_deref() == Some(&info.build_id[..])).then(|| bytes.to_vec())
+}
+
 /// Reads `perf_data` and writes the labperf recording `out` (through `out.part`).
 pub fn import(
     perf_data: impl std::io::Read + std::io::Seek,
@@ -142,6 +160,7 @@ fn write_records<R: std::io::Read + std::io::Seek>(
     header: &Header,
     w: &mut impl Write,
 ) -> Result<Imported, ImportError> {
+    let vdso = vdso_image(perf_file);
     let period_of: Vec<u64> = header
         .events
         .iter()
@@ -152,6 +171,7 @@ fn write_records<R: std::io::Read + std::io::Seek>(
     w.write_all(&e.header_frame(header))?;
     w.write_all(&e.header_ext_frame(&HeaderExt {
         recipe: Some(Recipe::Sample { group_read: false }),
+        vdso,
         ..Default::default()
     }))?;
     let mut got = Imported::default();

@@ -170,3 +170,67 @@ fn a_cut_or_corrupted_perf_data_is_an_error_or_what_is_intact_never_a_crash() {
         assert!(!d.join("bad.lpr.part").exists(), "case {n}");
     }
 }
+
+#[test]
+fn the_folded_stacks_of_an_import_are_inferno_s_of_perf_script() {
+    let d = scratch("import-folded");
+    let data = d.join("perf.data");
+    // User mode (kernel frames are not named in an import); the vDSO's functions are, from
+    // the image perf keeps in its build-id cache.
+    let st = Command::new("perf")
+        .args(["record", "-q", "-e", "cpu-clock:u", "-c", "250000", "-o"])
+        .arg(&data)
+        .arg("--")
+        .arg(bin("labperf-bench"))
+        .args([
+            "--duration",
+            "1",
+            "--classes",
+            "int_divider_stalls=2,nops=1",
+        ])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let lpr = d.join("perf.lpr");
+    let st = Command::new(bin("labperf"))
+        .arg("import")
+        .arg(&data)
+        .arg("-o")
+        .arg(&lpr)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let ours = Command::new(bin("labperf"))
+        .arg("export")
+        .arg(&lpr)
+        .args(["--format", "folded"])
+        .output()
+        .unwrap();
+    assert!(ours.status.success());
+    // perf script | inferno-collapse-perf, through a file.
+    let script = Command::new("perf")
+        .args(["script", "-i"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert!(script.status.success());
+    let script_file = d.join("script.txt");
+    std::fs::write(&script_file, &script.stdout).unwrap();
+    let theirs = Command::new("inferno-collapse-perf")
+        .arg(&script_file)
+        .output()
+        .expect("inferno-collapse-perf (cargo xtask setup runs cargo install inferno)");
+    assert!(theirs.status.success());
+    let lines = |b: &[u8]| -> BTreeMap<String, u64> {
+        String::from_utf8_lossy(b)
+            .lines()
+            .map(|l| {
+                let (s, n) = l.rsplit_once(' ').unwrap();
+                (s.to_string(), n.parse().unwrap())
+            })
+            .collect()
+    };
+    let (ours, theirs) = (lines(&ours.stdout), lines(&theirs.stdout));
+    assert!(ours.len() >= 3, "{ours:?}");
+    assert_eq!(ours, theirs);
+}

@@ -332,7 +332,8 @@ fn programs_started(src: &str, remote: bool) -> Vec<Use> {
     out
 }
 
-/// (program, package) pairs of `xtask/src/setup.rs`'s PROGRAMS, and its TOOLCHAIN.
+/// (program, package or crate) pairs of `xtask/src/setup.rs`'s PROGRAMS and CARGO_TOOLS,
+/// and its TOOLCHAIN.
 fn setup_table() -> (Vec<(String, String)>, Vec<String>) {
     let src = std::fs::read_to_string(root().join("xtask/src/setup.rs")).unwrap();
     let t = lex(&src);
@@ -342,14 +343,16 @@ fn setup_table() -> (Vec<(String, String)>, Vec<String>) {
             .unwrap_or_else(|| panic!("setup.rs has no {name}"))
     };
     let mut pairs = Vec::new();
-    let mut i = after("PROGRAMS");
-    while i + 3 < t.len() && t[i] != Tok::Punct(';') {
-        if let (Tok::Punct('('), Tok::Str(a), Tok::Punct(','), Tok::Str(b)) =
-            (&t[i], &t[i + 1], &t[i + 2], &t[i + 3])
-        {
-            pairs.push((a.clone(), b.clone()));
+    for table in ["PROGRAMS", "CARGO_TOOLS"] {
+        let mut i = after(table);
+        while i + 3 < t.len() && t[i] != Tok::Punct(';') {
+            if let (Tok::Punct('('), Tok::Str(a), Tok::Punct(','), Tok::Str(b)) =
+                (&t[i], &t[i + 1], &t[i + 2], &t[i + 3])
+            {
+                pairs.push((a.clone(), b.clone()));
+            }
+            i += 1;
         }
-        i += 1;
     }
     let mut toolchain = Vec::new();
     let mut i = after("TOOLCHAIN");

@@ -90,6 +90,14 @@ pub const PROGRAMS: &[(&str, &str)] = &[
     ("grep", "grep"),
 ];
 
+/// Programs from crates.io (no Debian package), with the crate `cargo install --locked`
+/// installs them from: the reference pipeline of the flame-graph test and benchmark
+/// (`perf script | inferno-collapse-perf | inferno-flamegraph`). The tidy test reads it.
+pub const CARGO_TOOLS: &[(&str, &str)] = &[
+    ("inferno-collapse-perf", "inferno"),
+    ("inferno-flamegraph", "inferno"),
+];
+
 /// Files (not programs) that tests read, with the Debian package that installs each: the
 /// symbol tests need libc's separate debug file, as a user's machine has it; the lab needs
 /// the kernel source.
@@ -227,6 +235,20 @@ pub fn run(a: &Args, s: &mut Summary) {
         "setup: Debian packages (compilers, qemu, sshd, perf, tools)",
         || packages(&sh),
     );
+    s.step("setup: cargo tools (inferno)", || {
+        let missing = missing_packages(CARGO_TOOLS, have);
+        for krate in &missing {
+            eprintln!("installing {krate} with cargo install");
+            cmd!(sh, "cargo install --locked {krate}")
+                .run()
+                .with_context(|| format!("run `cargo install --locked {krate}` by hand"))?;
+        }
+        Ok(if missing.is_empty() {
+            "present".into()
+        } else {
+            format!("installed {}", missing.join(" "))
+        })
+    });
     s.step("setup: binfmt_misc runs Alpha binaries (qemu-alpha)", || {
         let conf = Path::new("/usr/lib/binfmt.d/qemu-alpha.conf");
         let mut did = Vec::new();

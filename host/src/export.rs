@@ -49,6 +49,9 @@ pub fn collect(src: &Source, search: Search) -> Result<Stacks, LoadError> {
     // Distinct (pid, addresses) first: the side-band records a name needs may come after
     // the samples that need it.
     let mut raw: HashMap<RawStack, (u64, u64)> = HashMap::new();
+    // Samples without callchains (most recordings): keyed without an allocation.
+    type Fx = std::hash::BuildHasherDefault<load::FxHasher>;
+    let mut flat: HashMap<(u32, u32, u64), (u64, u64), Fx> = HashMap::default();
     let mut side: Vec<Record> = Vec::new();
     // Each thread's name as of the sample (perf script's comm): Comm records name a
     // thread, a fork passes the parent's name on. Names are numbered in `comms`.
@@ -71,6 +74,16 @@ pub fn collect(src: &Source, search: Search) -> Result<Stacks, LoadError> {
                 comm_of.insert(t.tid, i);
             }
             side.push(r.clone());
+        }
+        Record::Sample(s) if s.callchain.is_empty() || s.callchain == [s.ip] => {
+            let comm = comm_of
+                .get(&s.tid)
+                .or_else(|| comm_of.get(&s.pid))
+                .copied()
+                .unwrap_or(u32::MAX);
+            let e = flat.entry((s.pid, comm, s.ip)).or_default();
+            e.0 += 1;
+            e.1 = e.1.saturating_add(s.period);
         }
         Record::Sample(s) => {
             let mut addrs = Vec::with_capacity(1 + s.callchain.len());
@@ -103,6 +116,10 @@ pub fn collect(src: &Source, search: Search) -> Result<Stacks, LoadError> {
     let mut total = 0u64;
     // In address order, so that frame numbering and the output are the same on every run.
     let mut raw: Vec<(RawStack, (u64, u64))> = raw.into_iter().collect();
+    raw.extend(
+        flat.into_iter()
+            .map(|((pid, comm, ip), v)| ((pid, comm, vec![ip]), v)),
+    );
     raw.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     for ((pid, comm, addrs), (n, period)) in raw {
         let mut stack: Vec<u32> = addrs

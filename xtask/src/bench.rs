@@ -160,6 +160,36 @@ pub fn run(a: &Args, s: &mut Summary) {
             }
             Ok(line)
         });
+        s.step(&format!("flame graph, {tag} (target >= 20x perf script | inferno at >= 1M samples)"), || {
+            let sh = Shell::new()?;
+            let svg = dir.join(format!("bench-{secs}s-{period}.svg"));
+            let ours_t = median_secs(a.reps, || {
+                cmd!(sh, "{labperf} export {ours} --format svg -o {svg}").quiet().ignore_stderr().run()?;
+                Ok(())
+            })?;
+            // perf's users' route: perf script, collapse, draw (perf's default fields).
+            let data = &perf_files[0].1;
+            let theirs_svg = dir.join(format!("perf-{secs}s-{period}.svg"));
+            let pipeline = format!(
+                "perf script -i {} 2>/dev/null | inferno-collapse-perf | inferno-flamegraph > {}",
+                data.display(),
+                theirs_svg.display()
+            );
+            let theirs_t = median_secs(a.reps, || {
+                cmd!(sh, "sh -c {pipeline}").quiet().run()?;
+                Ok(())
+            })?;
+            let ratio = theirs_t / ours_t;
+            let line = format!("{} samples: labperf export --format svg {:.1} ms, perf script | inferno-collapse-perf | inferno-flamegraph ({} samples) {:.1} ms (median of {}): {ratio:.1}x faster", counts.0, ours_t * 1e3, counts.1[0], theirs_t * 1e3, a.reps);
+            println!("BENCH flame-graph {tag}: {line}");
+            if counts.0 < 1_000_000 {
+                return Ok(format!("{line} (under 1M samples: no target)"));
+            }
+            if ratio < 20.0 {
+                bail!("{line}: below the 20x target");
+            }
+            Ok(line)
+        });
     }
     if a.strobe_seconds > 0 {
         strobing(a, s);

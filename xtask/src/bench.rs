@@ -191,6 +191,39 @@ pub fn run(a: &Args, s: &mut Summary) {
             Ok(line)
         });
     }
+    // Many recordings at once: `report` of ten copies of the last size's recording (the
+    // largest by default) against one.
+    if let Some(biggest) = a.sizes.iter().filter_map(|z| z.split_once(':')).next_back() {
+        let one = dir.join(format!("bench-{}s-{}.lpr", biggest.0, biggest.1));
+        s.step("merged report of 10 files (target: time per sample within 1.5x of one file)", || {
+            let sh = Shell::new()?;
+            let mut files = Vec::new();
+            for i in 0..10 {
+                let f = dir.join(format!("merge-{i}.lpr"));
+                std::fs::copy(&one, &f)?;
+                files.push(f);
+            }
+            let t1 = median_secs(a.reps, || {
+                cmd!(sh, "{labperf} report {one}").quiet().ignore_stdout().ignore_stderr().run()?;
+                Ok(())
+            })?;
+            let all = &files;
+            let t10 = median_secs(a.reps, || {
+                cmd!(sh, "{labperf} report {all...}").quiet().ignore_stdout().ignore_stderr().run()?;
+                Ok(())
+            })?;
+            let per = t10 / (10.0 * t1);
+            let line = format!("1 file {:.1} ms, 10 files {:.1} ms: {per:.2}x the time per sample (median of {})", t1 * 1e3, t10 * 1e3, a.reps);
+            println!("BENCH merged-report: {line}");
+            for f in &files {
+                let _ = std::fs::remove_file(f);
+            }
+            if per > 1.5 {
+                bail!("{line}: above 1.5x");
+            }
+            Ok(line)
+        });
+    }
     if a.strobe_seconds > 0 {
         strobing(a, s);
     }

@@ -83,3 +83,17 @@ pub fn report_json(file: &Path, top: u32, more: impl FnOnce(&mut Command)) -> se
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     serde_json::from_slice(&o.stdout).unwrap()
 }
+
+/// Records labperf-bench on this machine with the agent (cpu-clock every `period` ns) into
+/// `out`, with the bench's `--duration` and `--classes`.
+pub fn record_bench_local(out: &Path, period: &str, duration: &str, classes: &str) {
+    let st = Command::new(bin("labperf-agent"))
+        .args(["record", "-c", period, "-o"])
+        .arg(out)
+        .arg("--")
+        .arg(bin("labperf-bench"))
+        .args(["--duration", duration, "--classes", classes])
+        .status()
+        .unwrap();
+    assert!(st.success(), "labperf-agent record of the bench");
+}

@@ -1,7 +1,7 @@
 //! `labperf export`: folded stacks, SVG flame graphs and pprof profiles of real recordings,
 //! read back by the real clients (`go tool pprof`) and checked against `labperf report`.
 
-use labperf_tests::{bin, report_json, root, scratch};
+use labperf_tests::{bin, record_bench_local, report_json, root, scratch};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -9,20 +9,12 @@ use std::process::Command;
 /// Records the bench on this machine with the agent (cpu-clock, 250 µs): 3:2:1.
 fn record(d: &Path) -> PathBuf {
     let out = d.join("bench.lpr");
-    let st = Command::new(bin("labperf-agent"))
-        .args(["record", "-c", "250000", "-o"])
-        .arg(&out)
-        .arg("--")
-        .arg(bin("labperf-bench"))
-        .args([
-            "--duration",
-            "1.5",
-            "--classes",
-            "int_divider_stalls=3,nops=2,dcache_miss=1",
-        ])
-        .status()
-        .unwrap();
-    assert!(st.success());
+    record_bench_local(
+        &out,
+        "250000",
+        "1.5",
+        "int_divider_stalls=3,nops=2,dcache_miss=1",
+    );
     out
 }
 

@@ -3,36 +3,48 @@
 
 use labperf_tests::{bin, report_json, scratch};
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::process::Command;
+
+/// `perf record -e EVENT -c PERIOD` of the bench into `data`.
+fn perf_record(data: &Path, event: &str, period: &str, duration: &str, classes: &str) {
+    let st = Command::new("perf")
+        .args(["record", "-q", "-e", event, "-c", period, "-o"])
+        .arg(data)
+        .arg("--")
+        .arg(bin("labperf-bench"))
+        .args(["--duration", duration, "--classes", classes])
+        .status()
+        .expect("perf (cargo xtask setup installs linux-perf)");
+    assert!(st.success());
+}
+
+/// `labperf import DATA -o OUT`: its output.
+fn import(data: &Path, out: &Path) -> std::process::Output {
+    Command::new(bin("labperf"))
+        .arg("import")
+        .arg(data)
+        .arg("-o")
+        .arg(out)
+        .output()
+        .unwrap()
+}
 
 #[test]
 fn an_imported_perf_recording_reports_perf_s_top_ten() {
     let d = scratch("import");
     let data = d.join("perf.data");
-    let st = Command::new("perf")
-        // User mode only: labperf has no kernel symbols for an imported file yet (perf
-        // names kernel samples from this machine's kallsyms).
-        .args(["record", "-q", "-e", "cpu-clock:u", "-c", "250000", "-o"])
-        .arg(&data)
-        .arg("--")
-        .arg(bin("labperf-bench"))
-        .args([
-            "--duration",
-            "1.5",
-            "--classes",
-            "int_divider_stalls=3,nops=2,dcache_miss=1",
-        ])
-        .status()
-        .expect("perf (cargo xtask setup installs linux-perf)");
-    assert!(st.success());
+    // User mode only: labperf has no kernel symbols for an imported file yet (perf names
+    // kernel samples from this machine's kallsyms).
+    perf_record(
+        &data,
+        "cpu-clock:u",
+        "250000",
+        "1.5",
+        "int_divider_stalls=3,nops=2,dcache_miss=1",
+    );
     let lpr = d.join("perf.lpr");
-    let o = Command::new(bin("labperf"))
-        .arg("import")
-        .arg(&data)
-        .arg("-o")
-        .arg(&lpr)
-        .output()
-        .unwrap();
+    let o = import(&data, &lpr);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     // perf's own report of the same file: "    46.47%  [.] int_divider_stalls".
     let p = Command::new("perf")
@@ -106,13 +118,7 @@ fn a_file_that_is_not_perf_data_is_a_clear_error() {
     let d = scratch("import-bad");
     let f = d.join("not.data");
     std::fs::write(&f, b"PERFILE2 but not really").unwrap();
-    let o = Command::new(bin("labperf"))
-        .arg("import")
-        .arg(&f)
-        .arg("-o")
-        .arg(d.join("x.lpr"))
-        .output()
-        .unwrap();
+    let o = import(&f, &d.join("x.lpr"));
     assert_eq!(o.status.code(), Some(1));
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(
@@ -126,15 +132,7 @@ fn a_file_that_is_not_perf_data_is_a_clear_error() {
 fn a_cut_or_corrupted_perf_data_is_an_error_or_what_is_intact_never_a_crash() {
     let d = scratch("import-cut");
     let data = d.join("perf.data");
-    let st = Command::new("perf")
-        .args(["record", "-q", "-e", "cpu-clock:u", "-c", "500000", "-o"])
-        .arg(&data)
-        .arg("--")
-        .arg(bin("labperf-bench"))
-        .args(["--duration", "0.3", "--classes", "nops"])
-        .status()
-        .unwrap();
-    assert!(st.success());
+    perf_record(&data, "cpu-clock:u", "500000", "0.3", "nops");
     let whole = std::fs::read(&data).unwrap();
     let bad = d.join("bad.data");
     let out = d.join("bad.lpr");
@@ -150,13 +148,7 @@ fn a_cut_or_corrupted_perf_data_is_an_error_or_what_is_intact_never_a_crash() {
     }
     for (n, bytes) in cases.iter().enumerate() {
         std::fs::write(&bad, bytes).unwrap();
-        let o = Command::new(bin("labperf"))
-            .arg("import")
-            .arg(&bad)
-            .arg("-o")
-            .arg(&out)
-            .output()
-            .unwrap();
+        let o = import(&bad, &out);
         // 0 (what was intact) or 1 (a clear error): never a signal or Rust's 101.
         assert!(
             matches!(o.status.code(), Some(0 | 1)),
@@ -177,29 +169,15 @@ fn the_folded_stacks_of_an_import_are_inferno_s_of_perf_script() {
     let data = d.join("perf.data");
     // User mode (kernel frames are not named in an import); the vDSO's functions are, from
     // the image perf keeps in its build-id cache.
-    let st = Command::new("perf")
-        .args(["record", "-q", "-e", "cpu-clock:u", "-c", "250000", "-o"])
-        .arg(&data)
-        .arg("--")
-        .arg(bin("labperf-bench"))
-        .args([
-            "--duration",
-            "1",
-            "--classes",
-            "int_divider_stalls=2,nops=1",
-        ])
-        .status()
-        .unwrap();
-    assert!(st.success());
+    perf_record(
+        &data,
+        "cpu-clock:u",
+        "250000",
+        "1",
+        "int_divider_stalls=2,nops=1",
+    );
     let lpr = d.join("perf.lpr");
-    let st = Command::new(bin("labperf"))
-        .arg("import")
-        .arg(&data)
-        .arg("-o")
-        .arg(&lpr)
-        .status()
-        .unwrap();
-    assert!(st.success());
+    assert!(import(&data, &lpr).status.success());
     let ours = Command::new(bin("labperf"))
         .arg("export")
         .arg(&lpr)

@@ -1,7 +1,7 @@
 //! Several recordings as one analysis: `labperf report A B …` merged (`--by host|run`), and
 //! `labperf diff BASE NEW`, on real recordings of the bench with different class weights.
 
-use labperf_tests::{bin, root, scratch};
+use labperf_tests::{bin, record_bench_local, root, scratch};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -9,15 +9,7 @@ use std::process::Command;
 
 fn record(d: &Path, name: &str, classes: &str) -> PathBuf {
     let out = d.join(format!("{name}.lpr"));
-    let st = Command::new(bin("labperf-agent"))
-        .args(["record", "-c", "250000", "-o"])
-        .arg(&out)
-        .arg("--")
-        .arg(bin("labperf-bench"))
-        .args(["--duration", "2", "--classes", classes])
-        .status()
-        .unwrap();
-    assert!(st.success());
+    record_bench_local(&out, "250000", "2", classes);
     out
 }
 

@@ -236,10 +236,12 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(r) = labperf::view::build_many(&[src.clone(), src.clone()], &Options { by: Some(by), search: Search::nothing(), ..Options::default() }) {
         let _ = r.render(formats[pick % 3], 5, false);
     }
-    if let Ok(st) = labperf::export::collect(&src, Search::nothing()) {
+    if let Ok(st) = labperf::export::collect_many(&[src.clone(), src.clone()], Search::nothing(), true) {
         let _ = st.folded();
         let _ = st.svg(std::io::sink());
-        let _ = st.pprof("fuzz");
+        let _ = st.pprof();
+        let _ = st.firefox(std::io::sink());
+        let _ = st.parquet(std::io::sink(), std::io::sink());
     }
     for r in &whole.records {
         let _ = labperf::dump::line(r);

@@ -1,7 +1,9 @@
-//! `labperf export`: a recording's samples as stacks (the sampled function, then its callers
+//! `labperf export`: recordings' samples as stacks (the sampled function, then its callers
 //! where the recording has callchains) in formats other tools read: folded stacks and SVG
-//! flame graphs (via `inferno`), and pprof's gzipped `profile.proto` (messages below, with
-//! `prost`; no `protoc`).
+//! flame graphs (via `inferno`), pprof's gzipped `profile.proto` (messages below, with
+//! `prost`; no `protoc`), the Firefox Profiler's processed format (`fxprof-processed-profile`)
+//! and Parquet tables (the `parquet` crate; schema in [`parquet_schema`]). Several recordings
+//! export as one: each sample keeps its recording's host, architecture and run.
 
 use crate::load::{self, FileInfo, LoadError, Source};
 use crate::symbols::{label, Search, Symbolizer};
@@ -12,165 +14,331 @@ use std::io::Write;
 /// The formats `labperf export` writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
-    /// Brendan Gregg's collapsed stacks: `outer;…;leaf COUNT` per line (samples).
+    /// Brendan Gregg's collapsed stacks: `outer;…;leaf WEIGHT` per line.
     Folded,
     /// An SVG flame graph (searchable, works offline).
     Svg,
+    /// The Firefox Profiler's processed format, JSON (profiler.firefox.com, samply's viewer).
+    Firefox,
     /// pprof's profile.proto, gzipped (`go tool pprof`, Pyroscope, Parca).
     Pprof,
+    /// Parquet: one row per sample, and a stacks table beside it (DuckDB, Spark, pandas).
+    Parquet,
+}
+
+impl Format {
+    /// Whether the format needs every sample (its time and thread), not only the stacks.
+    pub fn per_sample(self) -> bool {
+        matches!(self, Format::Firefox | Format::Parquet)
+    }
 }
 
 /// One function of a stack.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Frame {
-    /// The function, or `file+0xADDRESS` when unknown (see [`label`]).
+    /// The function, or `file+0xADDRESS` when unknown (see [`label`]); the outermost frame
+    /// of a stack is its thread's name, with an empty `dso`.
     pub name: String,
     /// The mapped file.
     pub dso: String,
 }
 
-/// Samples aggregated per distinct stack.
-#[derive(Debug)]
+/// One exported recording.
+#[derive(Debug, Default)]
+pub struct Run {
+    /// The file's name without its extension (pprof's `run` label, Parquet's `run`).
+    pub name: String,
+    /// The header's hostname and architecture ("unknown" without a header).
+    pub host: String,
+    pub arch: String,
+    /// The header's event names, in sample `event` order.
+    pub events: Vec<String>,
+    pub info: FileInfo,
+}
+
+/// The samples of one recording with one stack.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stack {
+    /// Index into [`Stacks::runs`].
+    pub run: u32,
+    /// Indexes into [`Stacks::frames`], outermost (the thread's name) first.
+    pub frames: Vec<u32>,
+    pub samples: u64,
+    /// The sum of the samples' periods.
+    pub period: u64,
+}
+
+/// One sample, kept when the format needs each ([`Format::per_sample`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SampleRow {
+    pub run: u32,
+    pub event: u32,
+    pub pid: u32,
+    pub tid: u32,
+    /// Nanoseconds on the recording's clock.
+    pub time: u64,
+    pub period: u64,
+    /// Index into [`Stacks::stacks`].
+    pub stack: u32,
+}
+
+/// Samples aggregated per recording and distinct stack.
+#[derive(Debug, Default)]
 pub struct Stacks {
     pub frames: Vec<Frame>,
-    /// (frame indexes, outermost first; samples; sum of periods), most samples first.
-    pub stacks: Vec<(Vec<u32>, u64, u64)>,
+    /// Most samples first.
+    pub stacks: Vec<Stack>,
+    /// Every sample in file order, file by file (empty unless asked for).
+    pub samples: Vec<SampleRow>,
+    pub runs: Vec<Run>,
     pub total_samples: u64,
-    pub info: FileInfo,
     pub warnings: Vec<String>,
 }
 
 /// A process, its thread's name and its stack's addresses, leaf first.
 type RawStack = (u32, u32, Vec<u64>);
+type Fx = std::hash::BuildHasherDefault<load::FxHasher>;
 
-/// Reads `src` and aggregates its samples per stack, each address named by the symbolizer.
-/// Return addresses (callers) are looked up one byte back, inside their call instruction.
+/// Reads `src` and aggregates its samples per stack (see [`collect_many`]).
 pub fn collect(src: &Source, search: Search) -> Result<Stacks, LoadError> {
-    // Distinct (pid, addresses) first: the side-band records a name needs may come after
-    // the samples that need it.
-    let mut raw: HashMap<RawStack, (u64, u64)> = HashMap::new();
-    // Samples without callchains (most recordings): keyed without an allocation.
-    type Fx = std::hash::BuildHasherDefault<load::FxHasher>;
-    let mut flat: HashMap<(u32, u32, u64), (u64, u64), Fx> = HashMap::default();
-    let mut side: Vec<Record> = Vec::new();
-    // Each thread's name as of the sample (perf script's comm): Comm records name a
-    // thread, a fork passes the parent's name on. Names are numbered in `comms`.
-    let mut comms: Vec<String> = Vec::new();
-    let mut comm_of: HashMap<u32, u32> = HashMap::new();
-    let info = load::stream(src, |r| match r {
-        Record::Comm(c) => {
-            let i = match comms.iter().position(|n| *n == c.comm) {
-                Some(i) => i as u32,
-                None => {
-                    comms.push(c.comm.clone());
-                    comms.len() as u32 - 1
-                }
-            };
-            comm_of.insert(c.tid, i);
-            side.push(r.clone());
-        }
-        Record::Fork(t) => {
-            if let Some(&i) = comm_of.get(&t.ptid) {
-                comm_of.insert(t.tid, i);
-            }
-            side.push(r.clone());
-        }
-        Record::Sample(s) if s.callchain.is_empty() || s.callchain == [s.ip] => {
-            let comm = comm_of
-                .get(&s.tid)
-                .or_else(|| comm_of.get(&s.pid))
-                .copied()
-                .unwrap_or(u32::MAX);
-            let e = flat.entry((s.pid, comm, s.ip)).or_default();
-            e.0 += 1;
-            e.1 = e.1.saturating_add(s.period);
-        }
-        Record::Sample(s) => {
-            let mut addrs = Vec::with_capacity(1 + s.callchain.len());
-            addrs.push(s.ip);
-            let callers = match s.callchain.first() {
-                Some(&first) if first == s.ip => &s.callchain[1..],
-                _ => &s.callchain[..],
-            };
-            addrs.extend_from_slice(callers);
-            let comm = comm_of
-                .get(&s.tid)
-                .or_else(|| comm_of.get(&s.pid))
-                .copied()
-                .unwrap_or(u32::MAX);
-            let e = raw.entry((s.pid, comm, addrs)).or_default();
-            e.0 += 1;
-            e.1 = e.1.saturating_add(s.period);
-        }
-        other => side.push(other.clone()),
-    })?;
-    let mut sym = Symbolizer::new(search);
-    sym.recorded_on(info.header.as_ref(), info.header_ext.as_ref());
-    for r in &side {
-        sym.observe(r);
-    }
-    drop(side);
-    let mut frames: Vec<Frame> = Vec::new();
+    collect_many(std::slice::from_ref(src), search, false)
+}
+
+/// Reads each recording and aggregates its samples per stack, each address named by the
+/// symbolizer; `samples` keeps every sample too. Return addresses (callers) are looked up
+/// one byte back, inside their call instruction.
+pub fn collect_many(srcs: &[Source], search: Search, samples: bool) -> Result<Stacks, LoadError> {
+    let mut st = Stacks::default();
     let mut index: HashMap<Frame, u32> = HashMap::new();
-    let mut merged: HashMap<Vec<u32>, (u64, u64)> = HashMap::new();
-    let mut total = 0u64;
-    // In address order, so that frame numbering and the output are the same on every run.
-    let mut raw: Vec<(RawStack, (u64, u64))> = raw.into_iter().collect();
-    raw.extend(
-        flat.into_iter()
-            .map(|((pid, comm, ip), v)| ((pid, comm, vec![ip]), v)),
-    );
-    raw.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-    for ((pid, comm, addrs), (n, period)) in raw {
-        let mut stack: Vec<u32> = addrs
-            .iter()
-            .enumerate()
-            .map(|(i, &a)| {
-                let at = if i == 0 { a } else { a.wrapping_sub(1) };
-                let l = sym.resolve(pid, at);
-                let f = Frame {
-                    name: label(&l.dso, l.sym.as_deref(), l.vaddr),
-                    dso: l.dso.to_string(),
-                };
-                *index.entry(f.clone()).or_insert_with(|| {
-                    frames.push(f);
-                    frames.len() as u32 - 1
-                })
-            })
-            .collect();
-        // The outermost frame: the thread's name (perf's flame graphs start there too).
-        let root = Frame {
-            name: comms
-                .get(comm as usize)
-                .cloned()
-                .unwrap_or_else(|| format!("pid {pid}")),
-            dso: String::new(),
-        };
-        stack.push(*index.entry(root.clone()).or_insert_with(|| {
-            frames.push(root);
-            frames.len() as u32 - 1
-        }));
-        stack.reverse();
-        let e = merged.entry(stack).or_default();
-        e.0 += n;
-        e.1 = e.1.saturating_add(period);
-        total += n;
+    for (n, src) in srcs.iter().enumerate() {
+        st.collect_one(n as u32, src, search.clone(), samples, &mut index)?;
     }
-    let mut stacks: Vec<(Vec<u32>, u64, u64)> =
-        merged.into_iter().map(|(s, (n, p))| (s, n, p)).collect();
-    let names = |s: &[u32]| -> Vec<&str> {
-        s.iter()
+    // Most samples first, then by names: the same order on every run.
+    let frames = &st.frames;
+    let names = |s: &Stack| -> Vec<&str> {
+        s.frames
+            .iter()
             .map(|&i| frames[i as usize].name.as_str())
             .collect()
     };
-    stacks.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| names(&a.0).cmp(&names(&b.0))));
-    Ok(Stacks {
-        frames,
-        stacks,
-        total_samples: total,
-        warnings: std::mem::take(&mut sym.warnings),
-        info,
-    })
+    let mut order: Vec<u32> = (0..st.stacks.len() as u32).collect();
+    order.sort_by(|&a, &b| {
+        let (a, b) = (&st.stacks[a as usize], &st.stacks[b as usize]);
+        b.samples
+            .cmp(&a.samples)
+            .then_with(|| names(a).cmp(&names(b)))
+            .then(a.run.cmp(&b.run))
+    });
+    let mut new_of = vec![0u32; order.len()];
+    for (new, &old) in order.iter().enumerate() {
+        new_of[old as usize] = new as u32;
+    }
+    let mut old: Vec<Option<Stack>> = std::mem::take(&mut st.stacks)
+        .into_iter()
+        .map(Some)
+        .collect();
+    st.stacks = order
+        .iter()
+        .map(|&o| old[o as usize].take().expect("each stack once"))
+        .collect();
+    for s in &mut st.samples {
+        s.stack = new_of[s.stack as usize];
+    }
+    Ok(st)
+}
+
+impl Stacks {
+    fn collect_one(
+        &mut self,
+        run: u32,
+        src: &Source,
+        search: Search,
+        keep: bool,
+        index: &mut HashMap<Frame, u32>,
+    ) -> Result<(), LoadError> {
+        // Distinct (pid, addresses) first, numbered: the side-band records a name needs
+        // may come after the samples that need it.
+        let mut raw: HashMap<RawStack, (u64, u64, u32)> = HashMap::new();
+        // Samples without callchains (most recordings): keyed without an allocation.
+        let mut flat: HashMap<(u32, u32, u64), (u64, u64, u32), Fx> = HashMap::default();
+        let mut next_id = 0u32;
+        let mut rows: Vec<SampleRow> = Vec::new();
+        let mut side: Vec<Record> = Vec::new();
+        // Each thread's name as of the sample (perf script's comm): Comm records name a
+        // thread, a fork passes the parent's name on. Names are numbered in `comms`.
+        let mut comms: Vec<String> = Vec::new();
+        let mut comm_of: HashMap<u32, u32> = HashMap::new();
+        let info = load::stream(src, |r| match r {
+            Record::Comm(c) => {
+                let i = match comms.iter().position(|n| *n == c.comm) {
+                    Some(i) => i as u32,
+                    None => {
+                        comms.push(c.comm.clone());
+                        comms.len() as u32 - 1
+                    }
+                };
+                comm_of.insert(c.tid, i);
+                side.push(r.clone());
+            }
+            Record::Fork(t) => {
+                if let Some(&i) = comm_of.get(&t.ptid) {
+                    comm_of.insert(t.tid, i);
+                }
+                side.push(r.clone());
+            }
+            Record::Sample(s) => {
+                let comm = comm_of
+                    .get(&s.tid)
+                    .or_else(|| comm_of.get(&s.pid))
+                    .copied()
+                    .unwrap_or(u32::MAX);
+                let e = if s.callchain.is_empty() || s.callchain == [s.ip] {
+                    flat.entry((s.pid, comm, s.ip)).or_insert_with(|| {
+                        next_id += 1;
+                        (0, 0, next_id - 1)
+                    })
+                } else {
+                    let mut addrs = Vec::with_capacity(1 + s.callchain.len());
+                    addrs.push(s.ip);
+                    let callers = match s.callchain.first() {
+                        Some(&first) if first == s.ip => &s.callchain[1..],
+                        _ => &s.callchain[..],
+                    };
+                    addrs.extend_from_slice(callers);
+                    raw.entry((s.pid, comm, addrs)).or_insert_with(|| {
+                        next_id += 1;
+                        (0, 0, next_id - 1)
+                    })
+                };
+                e.0 += 1;
+                e.1 = e.1.saturating_add(s.period);
+                if keep {
+                    rows.push(SampleRow {
+                        run,
+                        event: s.event,
+                        pid: s.pid,
+                        tid: s.tid,
+                        time: s.time,
+                        period: s.period,
+                        stack: e.2,
+                    });
+                }
+            }
+            other => side.push(other.clone()),
+        })?;
+        let mut sym = Symbolizer::new(search);
+        sym.recorded_on(info.header.as_ref(), info.header_ext.as_ref());
+        for r in &side {
+            sym.observe(r);
+        }
+        drop(side);
+        let mut merged: HashMap<Vec<u32>, u32> = HashMap::new();
+        let mut stack_of = vec![0u32; next_id as usize];
+        // In address order, so that frame numbering is the same on every run.
+        let mut raw: Vec<(RawStack, (u64, u64, u32))> = raw.into_iter().collect();
+        raw.extend(
+            flat.into_iter()
+                .map(|((pid, comm, ip), v)| ((pid, comm, vec![ip]), v)),
+        );
+        raw.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let mut intern = |f: Frame, frames: &mut Vec<Frame>| -> u32 {
+            *index.entry(f.clone()).or_insert_with(|| {
+                frames.push(f);
+                frames.len() as u32 - 1
+            })
+        };
+        for ((pid, comm, addrs), (n, period, id)) in raw {
+            let mut stack: Vec<u32> = addrs
+                .iter()
+                .enumerate()
+                .map(|(i, &a)| {
+                    let at = if i == 0 { a } else { a.wrapping_sub(1) };
+                    let l = sym.resolve(pid, at);
+                    let f = Frame {
+                        name: label(&l.dso, l.sym.as_deref(), l.vaddr),
+                        dso: l.dso.to_string(),
+                    };
+                    intern(f, &mut self.frames)
+                })
+                .collect();
+            // The outermost frame: the thread's name (perf's flame graphs start there too).
+            let root = Frame {
+                name: comms
+                    .get(comm as usize)
+                    .cloned()
+                    .unwrap_or_else(|| format!("pid {pid}")),
+                dso: String::new(),
+            };
+            stack.push(intern(root, &mut self.frames));
+            stack.reverse();
+            let slot = *merged.entry(stack).or_insert_with_key(|k| {
+                self.stacks.push(Stack {
+                    run,
+                    frames: k.clone(),
+                    samples: 0,
+                    period: 0,
+                });
+                self.stacks.len() as u32 - 1
+            });
+            let s = &mut self.stacks[slot as usize];
+            s.samples += n;
+            s.period = s.period.saturating_add(period);
+            self.total_samples += n;
+            stack_of[id as usize] = slot;
+        }
+        for r in &mut rows {
+            r.stack = stack_of[r.stack as usize];
+        }
+        self.samples.append(&mut rows);
+        self.warnings.append(&mut sym.warnings);
+        let h = info.header.as_ref();
+        self.runs.push(Run {
+            name: src
+                .name
+                .file_stem()
+                .map_or("run".into(), |s| s.to_string_lossy().into_owned()),
+            host: h.map_or("unknown".into(), |h| h.hostname.clone()),
+            arch: h.map_or("unknown".into(), |h| h.arch.name().to_string()),
+            events: h.map_or_else(Vec::new, |h| {
+                h.events.iter().map(|e| e.name.clone()).collect()
+            }),
+            info,
+        });
+        Ok(())
+    }
+
+    /// The first recording's header, if any.
+    fn header(&self) -> Option<&labperf_common::Header> {
+        self.runs.first().and_then(|r| r.info.header.as_ref())
+    }
+
+    /// The first recording's first event (what the weights count).
+    fn event(&self) -> Option<&str> {
+        self.runs
+            .first()
+            .and_then(|r| r.events.first())
+            .map(String::as_str)
+    }
+
+    /// Whether the weights are nanoseconds (cpu-clock and task-clock periods).
+    fn weights_are_ns(&self) -> bool {
+        matches!(self.event(), Some("cpu-clock" | "task-clock"))
+    }
+
+    /// A sample's wall-clock time in ns since the Unix epoch: its recording's clock mapped
+    /// through the header's start (the clock's own value without a header).
+    pub fn wall_ns(&self, s: &SampleRow) -> u64 {
+        match self
+            .runs
+            .get(s.run as usize)
+            .and_then(|r| r.info.header.as_ref())
+        {
+            Some(h) => h
+                .start_realtime_ns
+                .saturating_add(s.time.saturating_sub(h.start_time_ns)),
+            None => s.time,
+        }
+    }
 }
 
 /// A frame's name as one folded-stack element: `;` separates frames and the last space
@@ -183,12 +351,25 @@ fn folded_name(name: &str) -> String {
 }
 
 impl Stacks {
-    /// Folded stacks, one line per distinct stack: `thread;outer;…;leaf PERIOD` (the sum of
-    /// the samples' periods, as `perf script | inferno-collapse-perf` weighs them).
+    /// Folded stacks, one line per distinct stack (recordings merged):
+    /// `thread;outer;…;leaf PERIOD` (the sum of the samples' periods, as
+    /// `perf script | inferno-collapse-perf` weighs them).
     pub fn folded(&self) -> String {
         let names: Vec<String> = self.frames.iter().map(|f| folded_name(&f.name)).collect();
+        // Recordings merged by path, in the order the paths first come.
+        let mut line_of: HashMap<&[u32], usize> = HashMap::new();
+        let mut lines: Vec<(&[u32], u64)> = Vec::new();
+        for s in &self.stacks {
+            match line_of.get(&s.frames[..]) {
+                Some(&i) => lines[i].1 = lines[i].1.saturating_add(s.period),
+                None => {
+                    line_of.insert(&s.frames, lines.len());
+                    lines.push((&s.frames, s.period));
+                }
+            }
+        }
         let mut out = String::new();
-        for (stack, _, n) in &self.stacks {
+        for (stack, n) in lines {
             let path: Vec<&str> = stack.iter().map(|&i| names[i as usize].as_str()).collect();
             out.push_str(&path.join(";"));
             out.push(' ');
@@ -202,39 +383,34 @@ impl Stacks {
     pub fn svg(&self, w: impl Write) -> std::io::Result<()> {
         let folded = self.folded();
         let mut o = inferno::flamegraph::Options::default();
-        o.title = match &self.info.header {
-            Some(h) => format!(
+        o.title = match (self.runs.len(), self.header()) {
+            (1, Some(h)) => format!(
                 "labperf: {} on {} ({} samples)",
                 crate::text::show_text(&h.command.join(" ")),
                 crate::text::show_text(&h.hostname),
                 self.total_samples
             ),
-            None => format!("labperf ({} samples)", self.total_samples),
+            (n, _) if n > 1 => {
+                format!("labperf: {n} recordings ({} samples)", self.total_samples)
+            }
+            _ => format!("labperf ({} samples)", self.total_samples),
         };
-        o.count_name = match self.info.header.as_ref().and_then(|h| h.events.first()) {
-            Some(e) if matches!(e.name.as_str(), "cpu-clock" | "task-clock") => "ns".into(),
-            _ => "events".into(),
+        o.count_name = if self.weights_are_ns() {
+            "ns".into()
+        } else {
+            "events".into()
         };
         inferno::flamegraph::from_lines(&mut o, folded.lines(), w)
     }
 
     /// pprof's profile.proto, gzipped. Values: samples, then the sum of periods (in
     /// nanoseconds for cpu-clock and task-clock, events otherwise). Every sample carries
-    /// the labels `host`, `arch` and `run`.
-    pub fn pprof(&self, run: &str) -> std::io::Result<Vec<u8>> {
+    /// its recording's labels `host`, `arch` and `run`.
+    pub fn pprof(&self) -> std::io::Result<Vec<u8>> {
         use pprof::*;
         let mut strings = Strings::default();
-        let (host, arch, event) = match &self.info.header {
-            Some(h) => (
-                h.hostname.clone(),
-                h.arch.name().to_string(),
-                h.events
-                    .first()
-                    .map_or("samples".into(), |e| e.name.clone()),
-            ),
-            None => ("unknown".into(), "unknown".into(), "samples".into()),
-        };
-        let unit = if matches!(event.as_str(), "cpu-clock" | "task-clock") {
+        let event = self.event().unwrap_or("samples").to_string();
+        let unit = if self.weights_are_ns() {
             "nanoseconds"
         } else {
             "count"
@@ -286,22 +462,28 @@ impl Stacks {
                 is_folded: false,
             });
         }
-        let labels = vec![
-            Label::str(strings.id("host"), strings.id(&host)),
-            Label::str(strings.id("arch"), strings.id(&arch)),
-            Label::str(strings.id("run"), strings.id(run)),
-        ];
+        let labels: Vec<Vec<Label>> = self
+            .runs
+            .iter()
+            .map(|r| {
+                vec![
+                    Label::str(strings.id("host"), strings.id(&r.host)),
+                    Label::str(strings.id("arch"), strings.id(&r.arch)),
+                    Label::str(strings.id("run"), strings.id(&r.name)),
+                ]
+            })
+            .collect();
         let sample = self
             .stacks
             .iter()
-            .map(|(stack, n, period)| Sample {
+            .map(|s| Sample {
                 // Leaf first.
-                location_id: stack.iter().rev().map(|&i| i as u64 + 1).collect(),
-                value: vec![*n as i64, (*period).min(i64::MAX as u64) as i64],
-                label: labels.clone(),
+                location_id: s.frames.iter().rev().map(|&i| i as u64 + 1).collect(),
+                value: vec![s.samples as i64, s.period.min(i64::MAX as u64) as i64],
+                label: labels.get(s.run as usize).cloned().unwrap_or_default(),
             })
             .collect();
-        let header = self.info.header.as_ref();
+        let header = self.header();
         let p = Profile {
             sample_type,
             sample,
@@ -323,6 +505,287 @@ impl Stacks {
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
         gz.write_all(&prost::Message::encode_to_vec(&p))?;
         gz.finish()
+    }
+
+    /// The Firefox Profiler's processed profile (needs [`Stacks::samples`]): a process per
+    /// recording and pid, a thread per tid, each sample at its wall-clock time with its
+    /// stack's function names embedded (no symbol server needed). For cpu-clock and
+    /// task-clock the sample's period is its CPU time.
+    pub fn firefox(&self, w: impl Write) -> serde_json::Result<()> {
+        use fxprof_processed_profile as fx;
+        let reference = self
+            .samples
+            .iter()
+            .map(|s| self.wall_ns(s))
+            .min()
+            .unwrap_or(0);
+        let ns = self.weights_are_ns();
+        let interval = self
+            .header()
+            .and_then(|h| h.events.first())
+            .filter(|e| e.attr.flags & (1 << 10) == 0 && ns)
+            .map_or(fx::SamplingInterval::from_millis(1), |e| {
+                fx::SamplingInterval::from_nanos(e.attr.sample_period_or_freq.max(1))
+            });
+        let mut p = fx::Profile::new(
+            "labperf",
+            fx::ReferenceTimestamp::from_duration_since_unix_epoch(
+                std::time::Duration::from_nanos(reference),
+            ),
+            interval,
+        );
+        let mut processes: HashMap<(u32, u32), fx::ProcessHandle> = HashMap::new();
+        let mut threads: HashMap<(u32, u32, u32), fx::ThreadHandle> = HashMap::new();
+        let mut handles: HashMap<(fx::ThreadHandle, u32), Option<fx::StackHandle>> =
+            HashMap::new();
+        // Each thread's samples in time order.
+        let mut order: Vec<&SampleRow> = self.samples.iter().collect();
+        order.sort_by_key(|s| (s.run, s.pid, s.tid, s.time));
+        let category = fx::CategoryHandle::OTHER.into();
+        for s in order {
+            let at = fx::Timestamp::from_nanos_since_reference(self.wall_ns(s) - reference);
+            let stack = &self.stacks[s.stack as usize];
+            let thread_name = stack
+                .frames
+                .first()
+                .map_or("", |&i| self.frames[i as usize].name.as_str());
+            let run = &self.runs[s.run as usize];
+            let several = self.runs.len() > 1;
+            let process = *processes.entry((s.run, s.pid)).or_insert_with(|| {
+                let name = if several {
+                    format!("{thread_name} ({}, {})", run.host, run.name)
+                } else {
+                    thread_name.to_string()
+                };
+                p.add_process(&name, s.pid, at)
+            });
+            let thread = *threads.entry((s.run, s.pid, s.tid)).or_insert_with(|| {
+                let t = p.add_thread(process, s.tid, at, s.tid == s.pid);
+                p.set_thread_name(t, thread_name);
+                t
+            });
+            let handle = *handles.entry((thread, s.stack)).or_insert_with(|| {
+                // Without the thread's name, which the profiler shows as the thread.
+                let frames: Vec<fx::FrameInfo> = stack.frames[1..]
+                    .iter()
+                    .map(|&i| fx::FrameInfo {
+                        frame: fx::Frame::Label(p.intern_string(&self.frames[i as usize].name)),
+                        category_pair: category,
+                        flags: fx::FrameFlags::empty(),
+                    })
+                    .collect();
+                p.intern_stack_frames(thread, frames.into_iter())
+            });
+            let cpu = if ns {
+                fx::CpuDelta::from_nanos(s.period)
+            } else {
+                fx::CpuDelta::ZERO
+            };
+            p.add_sample(thread, at, handle, cpu, 1);
+        }
+        serde_json::to_writer(w, &p)
+    }
+
+    /// The Parquet tables of [`parquet_schema`] (needs [`Stacks::samples`]): the samples
+    /// to `samples`, the stacks to `stacks`. Snappy-compressed, strings dictionary-encoded.
+    pub fn parquet(
+        &self,
+        samples: impl Write + Send,
+        stacks: impl Write + Send,
+    ) -> Result<(), parquet::errors::ParquetError> {
+        pq::write(self, samples, stacks)
+    }
+}
+
+/// The Parquet schemas `labperf export --format parquet` writes: `OUT` holds one row per
+/// sample, `OUT`'s `.stacks.parquet` sibling one row per frame of each stack.
+///
+/// Samples (`labperf_sample`): `host`, `arch` and `run` (the recording's file name without
+/// extension) say where it came from; `event` is the event's name; `pid`, `tid`; `time`
+/// is the sample's wall-clock time (UTC, ns: the recording's clock mapped through the
+/// header's start); `weight` is the sample's period (ns for cpu-clock and task-clock,
+/// events otherwise); `stack_id` joins the stacks table; `symbol` and `dso` name the
+/// sampled (leaf) function, as `labperf report` does.
+///
+/// Stacks (`labperf_stack`): `stack_id`, `depth` (0 = the leaf, the sampled function;
+/// callers follow; the greatest depth is the thread's name, with an empty `dso`), `symbol`,
+/// `dso`.
+///
+/// ```sql
+/// SELECT host, symbol, sum(weight) FROM 'x.parquet' GROUP BY ALL ORDER BY 3 DESC;
+/// ```
+pub fn parquet_schema() -> (&'static str, &'static str) {
+    (pq::SAMPLES, pq::STACKS)
+}
+
+mod pq {
+    use super::{SampleRow, Stacks};
+    use parquet::basic::Compression;
+    use parquet::data_type::{ByteArray, ByteArrayType, Int32Type, Int64Type};
+    use parquet::errors::ParquetError;
+    use parquet::file::properties::WriterProperties;
+    use parquet::file::writer::SerializedFileWriter;
+    use std::io::Write;
+    use std::sync::Arc;
+
+    pub const SAMPLES: &str = "message labperf_sample {
+  required binary host (STRING);
+  required binary arch (STRING);
+  required binary run (STRING);
+  required binary event (STRING);
+  required int32 pid (INTEGER(32,false));
+  required int32 tid (INTEGER(32,false));
+  required int64 time (TIMESTAMP(NANOS,true));
+  required int64 weight;
+  required int32 stack_id;
+  required binary symbol (STRING);
+  required binary dso (STRING);
+}";
+
+    pub const STACKS: &str = "message labperf_stack {
+  required int32 stack_id;
+  required int32 depth;
+  required binary symbol (STRING);
+  required binary dso (STRING);
+}";
+
+    /// Rows per row group: bounded memory while writing, large enough to compress well.
+    const GROUP: usize = 1 << 20;
+
+    fn props() -> Arc<WriterProperties> {
+        Arc::new(
+            WriterProperties::builder()
+                .set_compression(Compression::SNAPPY)
+                .set_created_by(concat!("labperf ", env!("CARGO_PKG_VERSION")).into())
+                .build(),
+        )
+    }
+
+    /// One column's values for a row group.
+    enum Values {
+        Bytes(Vec<ByteArray>),
+        I32(Vec<i32>),
+        I64(Vec<i64>),
+    }
+
+    fn write_group<W: Write + Send>(
+        w: &mut SerializedFileWriter<W>,
+        columns: Vec<Values>,
+    ) -> Result<(), ParquetError> {
+        let mut rg = w.next_row_group()?;
+        let mut columns = columns.into_iter();
+        while let Some(mut c) = rg.next_column()? {
+            match columns.next() {
+                Some(Values::Bytes(v)) => {
+                    c.typed::<ByteArrayType>().write_batch(&v, None, None)?;
+                }
+                Some(Values::I32(v)) => {
+                    c.typed::<Int32Type>().write_batch(&v, None, None)?;
+                }
+                Some(Values::I64(v)) => {
+                    c.typed::<Int64Type>().write_batch(&v, None, None)?;
+                }
+                None => return Err(ParquetError::General("a column without values".into())),
+            }
+            c.close()?;
+        }
+        rg.close()?;
+        Ok(())
+    }
+
+    pub fn write(
+        st: &Stacks,
+        samples: impl Write + Send,
+        stacks: impl Write + Send,
+    ) -> Result<(), ParquetError> {
+        let text = |s: &str| ByteArray::from(s.as_bytes().to_vec());
+        // Each distinct string once (ByteArray clones share it).
+        let runs: Vec<[ByteArray; 3]> = st
+            .runs
+            .iter()
+            .map(|r| [text(&r.host), text(&r.arch), text(&r.name)])
+            .collect();
+        let events: Vec<Vec<ByteArray>> = st
+            .runs
+            .iter()
+            .map(|r| r.events.iter().map(|e| text(e)).collect())
+            .collect();
+        let unknown_event = text("unknown");
+        let names: Vec<(ByteArray, ByteArray)> = st
+            .frames
+            .iter()
+            .map(|f| (text(&f.name), text(&f.dso)))
+            .collect();
+        let schema = Arc::new(parquet::schema::parser::parse_message_type(SAMPLES)?);
+        let mut w = SerializedFileWriter::new(samples, schema, props())?;
+        // The sampled function: the innermost frame.
+        let leaf = |s: &SampleRow| -> usize {
+            st.stacks[s.stack as usize]
+                .frames
+                .last()
+                .map_or(0, |&f| f as usize)
+        };
+        for chunk in st.samples.chunks(GROUP) {
+            let bytes = |f: &dyn Fn(&SampleRow) -> ByteArray| {
+                Values::Bytes(chunk.iter().map(f).collect())
+            };
+            let columns = vec![
+                bytes(&|s| runs[s.run as usize][0].clone()),
+                bytes(&|s| runs[s.run as usize][1].clone()),
+                bytes(&|s| runs[s.run as usize][2].clone()),
+                bytes(&|s| {
+                    events[s.run as usize]
+                        .get(s.event as usize)
+                        .unwrap_or(&unknown_event)
+                        .clone()
+                }),
+                Values::I32(chunk.iter().map(|s| s.pid as i32).collect()),
+                Values::I32(chunk.iter().map(|s| s.tid as i32).collect()),
+                Values::I64(
+                    chunk
+                        .iter()
+                        .map(|s| st.wall_ns(s).min(i64::MAX as u64) as i64)
+                        .collect(),
+                ),
+                Values::I64(
+                    chunk
+                        .iter()
+                        .map(|s| s.period.min(i64::MAX as u64) as i64)
+                        .collect(),
+                ),
+                Values::I32(chunk.iter().map(|s| s.stack as i32).collect()),
+                bytes(&|s| names[leaf(s)].0.clone()),
+                bytes(&|s| names[leaf(s)].1.clone()),
+            ];
+            write_group(&mut w, columns)?;
+        }
+        w.close()?;
+        // The stacks table, leaf (depth 0) first.
+        let schema = Arc::new(parquet::schema::parser::parse_message_type(STACKS)?);
+        let mut w = SerializedFileWriter::new(stacks, schema, props())?;
+        let rows: Vec<(i32, i32, usize)> = st
+            .stacks
+            .iter()
+            .enumerate()
+            .flat_map(|(id, s)| {
+                s.frames
+                    .iter()
+                    .rev()
+                    .enumerate()
+                    .map(move |(depth, &f)| (id as i32, depth as i32, f as usize))
+            })
+            .collect();
+        for chunk in rows.chunks(GROUP) {
+            let columns = vec![
+                Values::I32(chunk.iter().map(|r| r.0).collect()),
+                Values::I32(chunk.iter().map(|r| r.1).collect()),
+                Values::Bytes(chunk.iter().map(|r| names[r.2].0.clone()).collect()),
+                Values::Bytes(chunk.iter().map(|r| names[r.2].1.clone()).collect()),
+            ];
+            write_group(&mut w, columns)?;
+        }
+        w.close()?;
+        Ok(())
     }
 }
 
@@ -493,12 +956,23 @@ mod tests {
             name: n.into(),
             dso: "/bin/x".into(),
         };
+        let st = |frames: Vec<u32>, samples, period| Stack {
+            run: 0,
+            frames,
+            samples,
+            period,
+        };
         Stacks {
             frames: vec![f("main"), f("a;b c"), f("leaf")],
-            stacks: vec![(vec![0, 2], 7, 70), (vec![0, 1, 2], 3, 30)],
+            stacks: vec![st(vec![0, 2], 7, 70), st(vec![0, 1, 2], 3, 30)],
+            runs: vec![Run {
+                name: "run1".into(),
+                host: "unknown".into(),
+                arch: "unknown".into(),
+                ..Run::default()
+            }],
             total_samples: 10,
-            info: FileInfo::default(),
-            warnings: vec![],
+            ..Stacks::default()
         }
     }
 
@@ -511,7 +985,7 @@ mod tests {
     #[test]
     fn pprof_round_trips_through_prost_with_leaf_first_locations() {
         use prost::Message;
-        let gz = stacks().pprof("run1").unwrap();
+        let gz = stacks().pprof().unwrap();
         let mut raw = Vec::new();
         std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&gz[..]), &mut raw).unwrap();
         let p = pprof::Profile::decode(&raw[..]).unwrap();

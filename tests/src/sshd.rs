@@ -73,6 +73,17 @@ impl Sshd {
 
     /// Starts sshd with extra configuration lines.
     pub fn start_with(dir: PathBuf, port: u16, extra: &str) -> Sshd {
+        Self::start_full(dir, port, extra, None)
+    }
+
+    /// A lab machine of its own name: sshd in a new UTS namespace (as a container is) whose
+    /// hostname is `hostname`, so what it runs (the agent's header) says that name.
+    pub fn start_named(name: &str, hostname: &str) -> Sshd {
+        let dir = Self::keys(name);
+        Self::start_full(dir, free_port(), "", Some(hostname))
+    }
+
+    fn start_full(dir: PathBuf, port: u16, extra: &str, hostname: Option<&str>) -> Sshd {
         let _ = std::fs::create_dir_all("/run/sshd");
         let cfg = dir.join("sshd_config");
         std::fs::write(
@@ -83,7 +94,17 @@ impl Sshd {
             ),
         )
         .unwrap();
-        let child = Command::new("/usr/sbin/sshd")
+        let mut c = match hostname {
+            None => Command::new("/usr/sbin/sshd"),
+            Some(h) => {
+                let mut c = Command::new("unshare");
+                c.args(["--uts", "--", "sh", "-c"])
+                    .arg("hostname \"$0\" && exec /usr/sbin/sshd \"$@\"")
+                    .arg(h);
+                c
+            }
+        };
+        let child = c
             .args(["-D", "-e", "-f"])
             .arg(&cfg)
             .stderr(Stdio::null())

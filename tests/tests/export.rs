@@ -222,3 +222,134 @@ fn a_file_without_samples_is_a_clear_error() {
     assert!(e.contains("holds no samples: nothing to export"), "{e}");
     assert!(!d.join("s.svg").exists());
 }
+
+/// DuckDB (Python, in the venv `cargo xtask setup` makes) runs `sql` and prints its rows as
+/// JSON lists, one per line.
+fn duckdb(dir: &Path, sql: &str) -> Vec<serde_json::Value> {
+    let python = root().join("target/venv/bin/python");
+    let o = Command::new(&python)
+        .arg("-c")
+        .arg(
+            "import duckdb, json, sys\n\
+             for r in duckdb.sql(sys.argv[1]).fetchall():\n    print(json.dumps([str(x) if not isinstance(x, (int, float)) else x for x in r]))",
+        )
+        .arg(sql)
+        .current_dir(dir)
+        .output()
+        .unwrap_or_else(|e| panic!("{}: {e} (cargo xtask setup makes the venv)", python.display()));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn duckdb_reads_the_parquet_of_three_hosts_as_report_by_host_counts_them() {
+    use labperf_tests::sshd::{labperf_in, Sshd};
+    // Three lab machines, each sshd in its own UTS namespace with its own hostname.
+    let names = ["lab-a", "lab-b", "lab-c"];
+    let hosts: Vec<Sshd> = names
+        .iter()
+        .map(|h| Sshd::start_named(&format!("export-pq-{h}"), h))
+        .collect();
+    let d = &hosts[0].dir;
+    for s in &hosts[1..] {
+        std::fs::copy(d.join("client_key.pub"), s.dir.join("authorized_keys")).unwrap();
+    }
+    let spec: Vec<String> = hosts.iter().map(Sshd::spec).collect();
+    let o = labperf_in(d)
+        .args(["record", "--accept-new-host-key", "--host", &spec.join(",")])
+        .arg("--known-hosts")
+        .arg(d.join("known_hosts"))
+        .arg("--identity")
+        .arg(d.join("client_key"))
+        .arg("--remote-dir")
+        .arg(d.join("remote"))
+        .args(["-e", "cpu-clock", "-c", "250000", "-o"])
+        .arg(d.join("lab.lpr"))
+        .arg("--")
+        .arg(bin("labperf-bench"))
+        .args(["--duration", "0.5", "--classes", "nops=1,int_divider_stalls=2"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let files: Vec<PathBuf> = hosts
+        .iter()
+        .map(|s| d.join(format!("lab-root_127.0.0.1_{}.lpr", s.port)))
+        .collect();
+    let pq = d.join("lab.parquet");
+    let o = Command::new(bin("labperf"))
+        .arg("export")
+        .args(&files)
+        .args(["--format", "parquet", "-o"])
+        .arg(&pq)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(d.join("lab.stacks.parquet").is_file());
+    // labperf report --by host: (host, symbol) → (samples, period).
+    let mut c = Command::new(bin("labperf"));
+    c.args(["report", "--by", "host", "--format", "json", "--top", "0"])
+        .args(&files);
+    let o = c.output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let want: BTreeMap<(String, String), (u64, u64)> = j["tables"][0]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                (r["host"].as_str().unwrap().into(), r["name"].as_str().unwrap().into()),
+                (r["samples"].as_u64().unwrap(), r["period"].as_u64().unwrap()),
+            )
+        })
+        .collect();
+    let got: BTreeMap<(String, String), (u64, u64)> = duckdb(
+        d,
+        "SELECT host, symbol, count(*), sum(weight) FROM 'lab.parquet' GROUP BY ALL",
+    )
+    .iter()
+    .map(|r| {
+        (
+            (r[0].as_str().unwrap().into(), r[1].as_str().unwrap().into()),
+            (r[2].as_u64().unwrap(), r[3].as_u64().unwrap()),
+        )
+    })
+    .collect();
+    assert_eq!(got, want);
+    let hosts_seen: std::collections::BTreeSet<&str> = got.keys().map(|k| k.0.as_str()).collect();
+    assert_eq!(hosts_seen, names.into_iter().collect());
+    // Every host ran the bench: its two functions have samples on each.
+    for h in names {
+        for f in ["nops", "int_divider_stalls"] {
+            assert!(got[&(h.to_string(), f.to_string())].0 > 100, "{h} {f}: {got:?}");
+        }
+    }
+    // The stacks table: each sample's stack is there, its depth-0 frame the sample's symbol,
+    // its outermost frame the thread's name; run and arch come from each file.
+    let bad = duckdb(
+        d,
+        "SELECT count(*) FROM 'lab.parquet' s LEFT JOIN 'lab.stacks.parquet' k \
+         ON k.stack_id = s.stack_id AND k.depth = 0 WHERE k.symbol IS NULL OR k.symbol <> s.symbol",
+    );
+    assert_eq!(bad[0][0], 0);
+    let roots = duckdb(
+        d,
+        "SELECT DISTINCT symbol FROM 'lab.stacks.parquet' k WHERE depth = \
+         (SELECT max(depth) FROM 'lab.stacks.parquet' m WHERE m.stack_id = k.stack_id)",
+    );
+    assert_eq!(roots, [serde_json::json!(["labperf-bench"])]);
+    let runs = duckdb(
+        d,
+        "SELECT DISTINCT arch, event, run FROM 'lab.parquet' ORDER BY run",
+    );
+    let mut want_runs: Vec<serde_json::Value> = hosts
+        .iter()
+        .map(|s| serde_json::json!(["x86_64", "cpu-clock", format!("lab-root_127.0.0.1_{}", s.port)]))
+        .collect();
+    want_runs.sort_by_key(|v| v[2].as_str().unwrap().to_string());
+    assert_eq!(runs, want_runs);
+}

@@ -59,6 +59,8 @@ pub const PROGRAMS: &[(&str, &str)] = &[
     ("tar", "tar"),
     // Process and mount tools the tests use.
     ("setpriv", "util-linux"),
+    ("unshare", "util-linux"),
+    ("hostname", "hostname"),
     ("mount", "mount"),
     ("umount", "mount"),
     ("pgrep", "procps"),
@@ -105,7 +107,18 @@ pub const FILES: &[(&str, &str)] = &[
     ("/usr/share/doc/libc6-dbg", "libc6-dbg"),
     // The altperiod lab kernel's source (xtask/src/lab/kernel.rs).
     ("/usr/src/linux-source-6.1.tar.xz", "linux-source-6.1"),
+    // The Python venv of PYTHON_PACKAGES is made with Debian's python3 and its venv module.
+    ("/usr/share/doc/python3-venv", "python3-venv"),
 ];
+
+/// Python packages (PyPI) that tests import, installed by `cargo xtask setup` into the venv
+/// at [`VENV`] (Debian's Python refuses `pip install` outside one): DuckDB reads the
+/// Parquet export (tests/tests/export.rs).
+pub const PYTHON_PACKAGES: &[&str] = &["duckdb==2.0.1"];
+
+/// The venv of [`PYTHON_PACKAGES`], under the workspace's target directory; tests find its
+/// `bin/python` there.
+pub const VENV: &str = "target/venv";
 
 /// Programs that come with the Rust toolchain (rustup), the one prerequisite
 /// `cargo xtask` cannot install for itself. The tidy test reads this list.
@@ -156,6 +169,51 @@ pub fn missing_packages(wanted: &[(&str, &str)], have: impl Fn(&str) -> bool) ->
         }
     }
     missing
+}
+
+/// Makes the venv at [`VENV`] (workspace root) and installs [`PYTHON_PACKAGES`] in it,
+/// unless each already imports.
+fn venv(sh: &Shell) -> anyhow::Result<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .context("xtask sits in the workspace")?;
+    let dir = root.join(VENV);
+    let python = dir.join("bin/python");
+    let module = |p: &str| p.split("==").next().unwrap_or(p).to_string();
+    let importable = |p: &str| {
+        let m = module(p);
+        cmd!(sh, "{python} -c 'import '{m}")
+            .quiet()
+            .ignore_stdout()
+            .ignore_stderr()
+            .run()
+            .is_ok()
+    };
+    let missing: Vec<&str> = PYTHON_PACKAGES
+        .iter()
+        .copied()
+        .filter(|p| !python.exists() || !importable(p))
+        .collect();
+    if missing.is_empty() {
+        return Ok(format!("{} present in {VENV}", PYTHON_PACKAGES.join(" ")));
+    }
+    if !python.exists() {
+        cmd!(sh, "/usr/bin/python3 -m venv {dir}")
+            .run()
+            .context("cannot make the venv: install python3-venv (`apt-get install python3-venv`)")?;
+    }
+    let pkgs = missing.clone();
+    cmd!(sh, "{python} -m pip install --quiet --disable-pip-version-check {pkgs...}")
+        .run()
+        .with_context(|| {
+            format!(
+                "pip could not install {}: check the network, or run `{} -m pip install {}`",
+                missing.join(" "),
+                python.display(),
+                missing.join(" ")
+            )
+        })?;
+    Ok(format!("installed {} in {VENV}", missing.join(" ")))
 }
 
 /// The packages of [`PROGRAMS`] and [`FILES`] that are missing.
@@ -249,6 +307,7 @@ pub fn run(a: &Args, s: &mut Summary) {
             format!("installed {}", missing.join(" "))
         })
     });
+    s.step("setup: Python venv (duckdb)", || venv(&sh));
     s.step("setup: binfmt_misc runs Alpha binaries (qemu-alpha)", || {
         let conf = Path::new("/usr/lib/binfmt.d/qemu-alpha.conf");
         let mut did = Vec::new();

@@ -1,5 +1,5 @@
-//! `labperf export FILE --format folded|svg|pprof`: the recording's stacks for flame-graph
-//! tools and pprof's viewers.
+//! `labperf export FILE… --format folded|svg|firefox|pprof|parquet`: recordings' stacks for
+//! flame-graph tools, the Firefox Profiler, pprof's viewers and query engines.
 
 use super::opts::SymbolOpts;
 use anyhow::{bail, Context, Result};
@@ -7,26 +7,38 @@ use labperf::export::Format;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-/// Write a recording's samples as folded stacks, an SVG flame graph or a pprof profile.
+/// Write recordings' samples as folded stacks, an SVG flame graph, a Firefox Profiler or
+/// pprof profile, or Parquet tables.
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Stacks are the sampled function and, where the recording has callchains, its \
 callers; a recording without them gives one frame per sample. Function names are embedded: \
-the output needs neither the binaries nor a symbol server.
+the output needs neither the binaries nor a symbol server. Several files export as one, \
+each sample keeping its host, architecture and run (pprof labels, Parquet columns, Firefox \
+processes).
+
+Parquet writes two tables: OUT (one row per sample: host, arch, run, event, pid, tid, time, \
+weight, stack_id, symbol, dso) and OUT's .stacks.parquet sibling (stack_id, depth, symbol, \
+dso; depth 0 is the sampled function).
 
 EXAMPLES:
   labperf export bench.lpr --format svg -o bench.svg      # open it in a browser
   labperf export bench.lpr --format folded > bench.folded
   labperf export bench.lpr --format pprof -o bench.pb.gz
-  go tool pprof -top bench.pb.gz"
+  go tool pprof -top bench.pb.gz
+  labperf export bench.lpr --format firefox -o bench.json # profiler.firefox.com: Load a file
+  labperf export lab-*.lpr --format parquet -o lab.parquet
+  duckdb -c \"SELECT host, symbol, sum(weight) FROM 'lab.parquet' GROUP BY ALL ORDER BY 3 DESC\""
 )]
 pub struct Args {
-    /// The record file.
-    pub file: PathBuf,
+    /// The record files.
+    #[arg(required = true, num_args = 1..)]
+    pub files: Vec<PathBuf>,
     /// Output format.
     #[arg(long, value_enum)]
     pub format: Format,
-    /// Output file [default: standard output for folded; FILE's name with .svg or .pb.gz].
+    /// Output file [default: standard output for folded; for one FILE, its name with .svg,
+    /// .json, .pb.gz or .parquet].
     #[arg(short, long)]
     pub output: Option<PathBuf>,
     #[command(flatten)]
@@ -34,21 +46,59 @@ pub struct Args {
 }
 
 pub fn run(a: &Args) -> Result<()> {
-    let stacks = labperf::export::collect(&a.file.as_path().into(), a.symbols.search())
-        .with_context(|| format!("cannot export {}", a.file.display()))?;
-    for w in stacks.warnings.iter().chain(&stacks.info.warnings()) {
+    let srcs: Vec<labperf::load::Source> = a.files.iter().map(|f| f.as_path().into()).collect();
+    let what = match &a.files[..] {
+        [one] => one.display().to_string(),
+        many => format!("these {} files", many.len()),
+    };
+    let stacks = labperf::export::collect_many(&srcs, a.symbols.search(), a.format.per_sample())
+        .with_context(|| format!("cannot export {what}"))?;
+    for w in stacks
+        .warnings
+        .iter()
+        .chain(stacks.runs.iter().flat_map(|r| r.info.warnings()).collect::<Vec<_>>().iter())
+    {
         eprintln!("{}", labperf::text::show_text(w));
     }
     if stacks.total_samples == 0 {
-        bail!(
-            "{} holds no samples: nothing to export (record some with `labperf record`)",
-            a.file.display()
-        );
+        bail!("{what} holds no samples: nothing to export (record some with `labperf record`)");
     }
-    let run = a
-        .file
-        .file_stem()
-        .map_or("run".into(), |s| s.to_string_lossy().into_owned());
+    let ext = match a.format {
+        Format::Folded => None,
+        Format::Svg => Some("svg"),
+        Format::Firefox => Some("json"),
+        Format::Pprof => Some("pb.gz"),
+        Format::Parquet => Some("parquet"),
+    };
+    let out = match (&a.output, ext) {
+        (Some(p), _) if p.as_os_str() != "-" => Some(p.clone()),
+        (Some(_), _) | (None, None) => None,
+        (None, Some(ext)) => match &a.files[..] {
+            [one] => Some(one.with_extension(ext)),
+            _ => bail!("several files export to one output: name it with -o OUT.{ext}"),
+        },
+    };
+    if a.format == Format::Parquet {
+        let Some(out) = out else {
+            bail!("Parquet is two files: name them with -o OUT.parquet, not standard output");
+        };
+        let side = stacks_path(&out);
+        let (mut samples, mut stack_rows) = (Vec::new(), Vec::new());
+        stacks
+            .parquet(&mut samples, &mut stack_rows)
+            .context("cannot write the Parquet tables")?;
+        write_new(&out, &samples)?;
+        write_new(&side, &stack_rows)?;
+        eprintln!(
+            "labperf: {} samples written to {} ({:.1} bytes per sample), {} stacks to {}",
+            stacks.samples.len(),
+            out.display(),
+            samples.len() as f64 / stacks.samples.len().max(1) as f64,
+            stacks.stacks.len(),
+            side.display()
+        );
+        return Ok(());
+    }
     let bytes = match a.format {
         Format::Folded => stacks.folded().into_bytes(),
         Format::Svg => {
@@ -56,15 +106,15 @@ pub fn run(a: &Args) -> Result<()> {
             stacks.svg(&mut v).context("cannot draw the flame graph")?;
             v
         }
-        Format::Pprof => stacks
-            .pprof(&run)
-            .context("cannot encode the pprof profile")?,
-    };
-    let out = match (&a.output, a.format) {
-        (Some(p), _) if p.as_os_str() != "-" => Some(p.clone()),
-        (Some(_), _) | (None, Format::Folded) => None,
-        (None, Format::Svg) => Some(a.file.with_extension("svg")),
-        (None, Format::Pprof) => Some(a.file.with_extension("pb.gz")),
+        Format::Firefox => {
+            let mut v = Vec::new();
+            stacks
+                .firefox(&mut v)
+                .context("cannot write the Firefox profile")?;
+            v
+        }
+        Format::Pprof => stacks.pprof().context("cannot encode the pprof profile")?,
+        Format::Parquet => unreachable!("written above"),
     };
     match out {
         None => std::io::stdout().lock().write_all(&bytes)?,
@@ -79,6 +129,13 @@ pub fn run(a: &Args) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The stacks table beside `out`: `x.parquet` → `x.stacks.parquet`.
+pub fn stacks_path(out: &Path) -> PathBuf {
+    let name = out.file_name().map_or("export".into(), |n| n.to_string_lossy().into_owned());
+    let stem = name.strip_suffix(".parquet").unwrap_or(&name);
+    out.with_file_name(format!("{stem}.stacks.parquet"))
 }
 
 /// Writes through a temporary name and a rename: a reader never sees half a file.

@@ -534,6 +534,8 @@ impl Stacks {
             ),
             interval,
         );
+        // Every frame is a name already: nothing for the profiler to look up.
+        p.set_symbolicated(true);
         let mut processes: HashMap<(u32, u32), fx::ProcessHandle> = HashMap::new();
         let mut threads: HashMap<(u32, u32, u32), fx::ThreadHandle> = HashMap::new();
         let mut handles: HashMap<(fx::ThreadHandle, u32), Option<fx::StackHandle>> =

@@ -353,3 +353,104 @@ fn duckdb_reads_the_parquet_of_three_hosts_as_report_by_host_counts_them() {
     want_runs.sort_by_key(|v| v[2].as_str().unwrap().to_string());
     assert_eq!(runs, want_runs);
 }
+
+/// A Firefox Profiler processed profile, read as the profiler reads it: per thread, each
+/// sample's stack (`samples.stack` → `stackTable.frame`/`prefix` → `frameTable.func` →
+/// `funcTable.name` → `stringArray`), outermost first, with its time. Checks, as its loader
+/// relies on, that every table's columns have its `length` and every index is in range.
+fn firefox_samples(j: &serde_json::Value) -> Vec<(String, u32, Vec<String>, f64)> {
+    let table = |t: &serde_json::Value, col: &str| -> Vec<serde_json::Value> {
+        let v = t[col].as_array().unwrap_or_else(|| panic!("no column {col}")).clone();
+        assert_eq!(v.len() as u64, t["length"].as_u64().unwrap(), "{col}");
+        v
+    };
+    let mut out = Vec::new();
+    for th in j["threads"].as_array().unwrap() {
+        let strings: Vec<&str> = th["stringArray"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_str().unwrap())
+            .collect();
+        let (st, ft, fu) = (&th["stackTable"], &th["frameTable"], &th["funcTable"]);
+        let (prefix, frame) = (table(st, "prefix"), table(st, "frame"));
+        let func = table(ft, "func");
+        let name = table(fu, "name");
+        let s = &th["samples"];
+        let (stacks, deltas) = (table(s, "stack"), table(s, "timeDeltas"));
+        let mut t = 0.0;
+        for (k, d) in stacks.iter().zip(&deltas) {
+            let d = d.as_f64().unwrap();
+            assert!(d >= 0.0, "samples in time order");
+            t += d;
+            let mut names = Vec::new();
+            let mut at = k.as_u64();
+            while let Some(i) = at {
+                let i = i as usize;
+                let f = frame[i].as_u64().unwrap() as usize;
+                let n = name[func[f].as_u64().unwrap() as usize].as_u64().unwrap() as usize;
+                names.push(strings[n].to_string());
+                let p = prefix[i].as_u64();
+                assert!(p.is_none_or(|p| (p as usize) < i), "a prefix comes first");
+                at = p;
+            }
+            names.reverse();
+            let thread = th["name"].as_str().unwrap().to_string();
+            // The format's tid is a number or a string.
+            let tid = th["tid"]
+                .as_u64()
+                .or_else(|| th["tid"].as_str().and_then(|s| s.parse().ok()))
+                .unwrap() as u32;
+            out.push((thread, tid, names, t));
+        }
+    }
+    out
+}
+
+#[test]
+fn firefox_profile_keeps_each_sample_s_function_names_and_time() {
+    let d = scratch("export-firefox");
+    let f = record(&d);
+    let out = d.join("bench.json");
+    export(&f, "firefox", Some(&out));
+    let j: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    // The processed format, marked as needing no symbol server.
+    assert!(j["meta"]["preprocessedProfileVersion"].as_u64().unwrap() > 0);
+    assert_eq!(j["meta"]["symbolicated"], true);
+    assert_eq!(j["meta"]["product"], "labperf");
+    // cpu-clock every 250 µs: the profiler's interval is in ms.
+    assert_eq!(j["meta"]["interval"], 0.25);
+    let samples = firefox_samples(&j);
+    // Each sample's function: the report's counts, exactly.
+    let mut got: BTreeMap<String, u64> = BTreeMap::new();
+    for (thread, _, names, _) in &samples {
+        assert_eq!(thread, "labperf-bench");
+        *got.entry(names.last().unwrap().clone()).or_default() += 1;
+    }
+    let want: BTreeMap<String, u64> = report_rows(&f).into_iter().map(|(k, v)| (k, v.0)).collect();
+    assert_eq!(got, want);
+    // Times: within the 1.5 s run, from 0 (the first sample).
+    let last = samples.iter().map(|s| s.3).fold(0.0, f64::max);
+    assert!(last > 1000.0 && last < 3000.0, "{last} ms");
+    // A recording with callchains: each sample's stack, outermost first, as folded has it.
+    let out = d.join("golden.json");
+    export(&root().join("tests/data/v2-every-record/record.lpr"), "firefox", Some(&out));
+    let j: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let mut stacks: Vec<String> = firefox_samples(&j)
+        .into_iter()
+        .map(|(thread, _, names, _)| format!("{thread};{}", names.join(";")))
+        .collect();
+    stacks.sort();
+    let folded = String::from_utf8(export(
+        &root().join("tests/data/v2-every-record/record.lpr"),
+        "folded",
+        None,
+    ))
+    .unwrap();
+    let mut want: Vec<String> = folded
+        .lines()
+        .map(|l| l.rsplit_once(' ').unwrap().0.to_string())
+        .collect();
+    want.sort();
+    assert_eq!(stacks, want);
+}

@@ -341,6 +341,15 @@ impl Stacks {
     }
 }
 
+/// A command with its program's file name only (titles).
+fn short_command(argv: &[String]) -> String {
+    let mut v: Vec<&str> = argv.iter().map(String::as_str).collect();
+    if let Some(p) = v.first_mut() {
+        *p = p.rsplit('/').next().unwrap_or(p);
+    }
+    v.join(" ")
+}
+
 /// A frame's name as one folded-stack element: `;` separates frames and the last space
 /// separates the count, so neither may appear in a name; control characters are escaped.
 fn folded_name(name: &str) -> String {
@@ -386,7 +395,7 @@ impl Stacks {
         o.title = match (self.runs.len(), self.header()) {
             (1, Some(h)) => format!(
                 "labperf: {} on {} ({} samples)",
-                crate::text::show_text(&h.command.join(" ")),
+                crate::text::show_text(&short_command(&h.command)),
                 crate::text::show_text(&h.hostname),
                 self.total_samples
             ),
@@ -538,8 +547,7 @@ impl Stacks {
         p.set_symbolicated(true);
         let mut processes: HashMap<(u32, u32), fx::ProcessHandle> = HashMap::new();
         let mut threads: HashMap<(u32, u32, u32), fx::ThreadHandle> = HashMap::new();
-        let mut handles: HashMap<(fx::ThreadHandle, u32), Option<fx::StackHandle>> =
-            HashMap::new();
+        let mut handles: HashMap<(fx::ThreadHandle, u32), Option<fx::StackHandle>> = HashMap::new();
         // Each thread's samples in time order.
         let mut order: Vec<&SampleRow> = self.samples.iter().collect();
         order.sort_by_key(|s| (s.run, s.pid, s.tid, s.time));
@@ -728,9 +736,8 @@ mod pq {
                 .map_or(0, |&f| f as usize)
         };
         for chunk in st.samples.chunks(GROUP) {
-            let bytes = |f: &dyn Fn(&SampleRow) -> ByteArray| {
-                Values::Bytes(chunk.iter().map(f).collect())
-            };
+            let bytes =
+                |f: &dyn Fn(&SampleRow) -> ByteArray| Values::Bytes(chunk.iter().map(f).collect());
             let columns = vec![
                 bytes(&|s| runs[s.run as usize][0].clone()),
                 bytes(&|s| runs[s.run as usize][1].clone()),

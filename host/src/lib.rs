@@ -8,6 +8,7 @@ pub mod dump;
 pub mod export;
 #[cfg(feature = "remote")]
 pub mod hosts;
+pub mod html;
 pub mod import;
 pub mod interrupt;
 pub mod intervals;

@@ -1,5 +1,5 @@
 //! The one table model every report view fills: a heading, tables of typed cells, notes;
-//! rendered once, here, to a text table, CSV or JSON. Text from a recording is escaped in
+//! rendered once, here, to a text table, CSV or JSON (and to HTML by [`crate::html`]). Text from a recording is escaped in
 //! the text table and in CSV (JSON escapes it itself).
 
 use crate::text::show;
@@ -13,6 +13,9 @@ pub enum Format {
     Table,
     Csv,
     Json,
+    /// One self-contained page (no network): tables, charts over time; `report` adds the
+    /// recording's facts and its flame graph.
+    Html,
 }
 
 /// How a column's cells sit in the text table.
@@ -121,7 +124,7 @@ impl Cell {
         v.map_or(Cell::Empty, |value| Cell::Float { value, places })
     }
 
-    fn table(&self) -> String {
+    pub(crate) fn table(&self) -> String {
         match self {
             Cell::Text(s) => show(s).into_owned(),
             Cell::Int(n) => n.to_string(),
@@ -156,7 +159,7 @@ impl Cell {
         }
     }
 
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         match self {
             Cell::Text(s) => Value::String(s.clone()),
             Cell::Int(n) => json!(n),
@@ -397,6 +400,7 @@ impl Report {
                     }
                 }
             }
+            Format::Html => s = crate::html::page(self, &[], None, top),
             Format::Json => {
                 let tables: Vec<Value> = self
                     .tables

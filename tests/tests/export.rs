@@ -271,7 +271,12 @@ fn duckdb_reads_the_parquet_of_three_hosts_as_report_by_host_counts_them() {
         .arg(d.join("lab.lpr"))
         .arg("--")
         .arg(bin("labperf-bench"))
-        .args(["--duration", "0.5", "--classes", "nops=1,int_divider_stalls=2"])
+        .args([
+            "--duration",
+            "0.5",
+            "--classes",
+            "nops=1,int_divider_stalls=2",
+        ])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -302,8 +307,14 @@ fn duckdb_reads_the_parquet_of_three_hosts_as_report_by_host_counts_them() {
         .iter()
         .map(|r| {
             (
-                (r["host"].as_str().unwrap().into(), r["name"].as_str().unwrap().into()),
-                (r["samples"].as_u64().unwrap(), r["period"].as_u64().unwrap()),
+                (
+                    r["host"].as_str().unwrap().into(),
+                    r["name"].as_str().unwrap().into(),
+                ),
+                (
+                    r["samples"].as_u64().unwrap(),
+                    r["period"].as_u64().unwrap(),
+                ),
             )
         })
         .collect();
@@ -325,7 +336,10 @@ fn duckdb_reads_the_parquet_of_three_hosts_as_report_by_host_counts_them() {
     // Every host ran the bench: its two functions have samples on each.
     for h in names {
         for f in ["nops", "int_divider_stalls"] {
-            assert!(got[&(h.to_string(), f.to_string())].0 > 100, "{h} {f}: {got:?}");
+            assert!(
+                got[&(h.to_string(), f.to_string())].0 > 100,
+                "{h} {f}: {got:?}"
+            );
         }
     }
     // The stacks table: each sample's stack is there, its depth-0 frame the sample's symbol,
@@ -348,7 +362,13 @@ fn duckdb_reads_the_parquet_of_three_hosts_as_report_by_host_counts_them() {
     );
     let mut want_runs: Vec<serde_json::Value> = hosts
         .iter()
-        .map(|s| serde_json::json!(["x86_64", "cpu-clock", format!("lab-root_127.0.0.1_{}", s.port)]))
+        .map(|s| {
+            serde_json::json!([
+                "x86_64",
+                "cpu-clock",
+                format!("lab-root_127.0.0.1_{}", s.port)
+            ])
+        })
         .collect();
     want_runs.sort_by_key(|v| v[2].as_str().unwrap().to_string());
     assert_eq!(runs, want_runs);
@@ -360,7 +380,10 @@ fn duckdb_reads_the_parquet_of_three_hosts_as_report_by_host_counts_them() {
 /// relies on, that every table's columns have its `length` and every index is in range.
 fn firefox_samples(j: &serde_json::Value) -> Vec<(String, u32, Vec<String>, f64)> {
     let table = |t: &serde_json::Value, col: &str| -> Vec<serde_json::Value> {
-        let v = t[col].as_array().unwrap_or_else(|| panic!("no column {col}")).clone();
+        let v = t[col]
+            .as_array()
+            .unwrap_or_else(|| panic!("no column {col}"))
+            .clone();
         assert_eq!(v.len() as u64, t["length"].as_u64().unwrap(), "{col}");
         v
     };
@@ -434,7 +457,11 @@ fn firefox_profile_keeps_each_sample_s_function_names_and_time() {
     assert!(last > 1000.0 && last < 3000.0, "{last} ms");
     // A recording with callchains: each sample's stack, outermost first, as folded has it.
     let out = d.join("golden.json");
-    export(&root().join("tests/data/v2-every-record/record.lpr"), "firefox", Some(&out));
+    export(
+        &root().join("tests/data/v2-every-record/record.lpr"),
+        "firefox",
+        Some(&out),
+    );
     let j: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
     let mut stacks: Vec<String> = firefox_samples(&j)
         .into_iter()

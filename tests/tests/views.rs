@@ -493,3 +493,204 @@ fn a_topdown_diff_joins_intervals_in_order() {
     }
     assert!(rows[0]["time_s"].as_f64().unwrap() < rows[1]["time_s"].as_f64().unwrap());
 }
+
+/// Headless Chromium (Debian's `chromium`, installed by `cargo xtask setup`) opens `page`
+/// with the network off, saves a screenshot to `png` and returns the DOM after the page's
+/// scripts ran.
+fn chromium(page: &Path, png: &Path) -> String {
+    let profile = page.with_extension("chromium");
+    let run = |extra: &[&std::ffi::OsStr]| {
+        let o = Command::new("chromium")
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                "--proxy-server=127.0.0.1:9",
+                "--window-size=1200,1600",
+                "--virtual-time-budget=2000",
+            ])
+            .arg(format!("--user-data-dir={}", profile.display()))
+            .args(extra)
+            .arg(format!("file://{}", page.display()))
+            .env("HOME", &profile)
+            .output()
+            .expect("chromium (cargo xtask setup installs it)");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        o.stdout
+    };
+    let shot = format!("--screenshot={}", png.display());
+    run(&[std::ffi::OsStr::new(&shot)]);
+    let img = std::fs::read(png).unwrap();
+    assert!(img.starts_with(b"\x89PNG\r\n\x1a\n"), "a PNG");
+    // IHDR: width and height, big-endian, after the signature and the chunk's header.
+    let dim = |at: usize| u32::from_be_bytes(img[at..at + 4].try_into().unwrap());
+    assert_eq!((dim(16), dim(20)), (1200, 1600));
+    String::from_utf8(run(&[std::ffi::OsStr::new("--dump-dom")])).unwrap()
+}
+
+/// The text of each cell of each body row of table `id` in `dom`.
+fn html_rows(dom: &str, id: &str) -> Vec<Vec<String>> {
+    let at = dom
+        .find(&format!("id=\"{id}\""))
+        .unwrap_or_else(|| panic!("no table {id}"));
+    let table = &dom[at..at + dom[at..].find("</table>").unwrap()];
+    let body = &table[table.find("<tbody>").unwrap()..];
+    body.split("<tr>")
+        .skip(1)
+        .map(|r| {
+            r.split("<td")
+                .skip(1)
+                .map(|c| {
+                    let c = &c[c.find('>').unwrap() + 1..];
+                    c[..c.find("</td>").unwrap()].to_string()
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// The artifact directory of the HTML report's screenshots (kept by CI under target/).
+fn shots() -> PathBuf {
+    let d = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target"))
+        .join("html-report");
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn the_html_report_of_the_bench_in_headless_chromium_shows_its_functions_and_flame_graph() {
+    let d = scratch("views-html-bench");
+    let f = d.join("bench.lpr");
+    labperf_tests::record_bench_local(
+        &f,
+        "250000",
+        "1.5",
+        "int_divider_stalls=3,nops=2,dcache_miss=1",
+    );
+    let page = d.join("bench.html");
+    let o = Command::new(bin("labperf"))
+        .args(["report", "--format", "html", "-o"])
+        .arg(&page)
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let html = std::fs::read_to_string(&page).unwrap();
+    // Self-contained: nothing fetched (the SVG namespace URIs are names, not fetches).
+    for fetch in [
+        "src=\"http",
+        "href=\"http",
+        "<link",
+        "@import",
+        "url(http",
+        "<script src",
+    ] {
+        assert!(!html.contains(fetch), "{fetch} in the page");
+    }
+    let dom = chromium(&page, &shots().join("bench.png"));
+    // The view's table: each function with the report's samples, exactly.
+    let j = labperf_tests::report_json(&f, 20, |_| {});
+    let want: Vec<(String, String)> = j["tables"][0]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["name"].as_str().unwrap().into(), r["samples"].to_string()))
+        .collect();
+    let got: Vec<(String, String)> = html_rows(&dom, "table-functions")
+        .into_iter()
+        .map(|r| (r[3].clone(), r[1].clone()))
+        .collect();
+    assert_eq!(got, want);
+    for name in ["int_divider_stalls", "nops", "dcache_miss"] {
+        assert!(want.iter().any(|w| w.0 == name), "{name} in the report");
+    }
+    // The flame graph, drawn with each function in it (its frames' tooltips).
+    let flame = &dom[dom
+        .find("<section id=\"flamegraph\">")
+        .expect("a flame graph")..];
+    for name in ["int_divider_stalls", "nops", "dcache_miss", "labperf-bench"] {
+        assert!(
+            flame.contains(&format!("<title>{name} (")),
+            "{name} in the flame graph"
+        );
+    }
+    // The recording's facts.
+    let host = String::from_utf8(Command::new("uname").arg("-n").output().unwrap().stdout).unwrap();
+    assert!(dom.contains(&format!("<td class=\"fact-host\">{}</td>", host.trim())));
+    assert!(dom.contains("<td class=\"fact-losses\">none</td>"));
+}
+
+#[test]
+fn the_html_report_charts_stat_intervals_and_topdown_over_time() {
+    let d = scratch("views-html-charts");
+    // A real `stat -I`: one line of task-clock counts, a point per interval.
+    let s = d.join("stat.lpr");
+    let st = Command::new(bin("labperf-agent"))
+        .args(["stat", "-I", "100", "-e", "task-clock", "-o"])
+        .arg(&s)
+        .arg("--")
+        .arg(bin("labperf-bench"))
+        .args(["--duration", "1"])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let html_of = |f: &Path| {
+        let page = f.with_extension("html");
+        let o = Command::new(bin("labperf"))
+            .args(["report", "--format", "html", "-o"])
+            .arg(&page)
+            .arg(f)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        page
+    };
+    let page = html_of(&s);
+    let dom = chromium(&page, &shots().join("stat.png"));
+    let j = labperf_tests::report_json(&s, 0, |_| {});
+    let deltas = j["tables"][0]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["kind"] == "delta")
+        .count();
+    assert!(deltas >= 8, "{deltas} intervals in 1 s");
+    let chart = &dom[dom
+        .find("id=\"chart-intervals-count\"")
+        .expect("the counts chart")..];
+    let line = &chart[chart
+        .find("data-series=\"task-clock\"")
+        .expect("task-clock's line")..];
+    let points = &line[line.find("points=\"").unwrap() + 8..];
+    let points = &points[..points.find('"').unwrap()];
+    assert_eq!(
+        points.split(' ').count(),
+        deltas,
+        "a point per interval, the total left out"
+    );
+    // TopDown intervals (a scripted file, as the topdown golden test's): the four shares
+    // in one chart, at their values (retiring 0.23 then 0.05 of a 0.466 axis, 196 px tall).
+    let t = d.join("topdown.lpr");
+    std::fs::write(&t, topdown()).unwrap();
+    let dom = chromium(&html_of(&t), &shots().join("topdown.png"));
+    let chart = &dom[dom
+        .find("id=\"chart-intervals-share\"")
+        .expect("the shares chart")..];
+    let chart = &chart[..chart.find("</svg>").unwrap()];
+    for level in [
+        "retiring",
+        "bad speculation",
+        "frontend bound",
+        "backend bound",
+    ] {
+        assert!(
+            chart.contains(&format!("data-series=\"{level}\"")),
+            "{level} in {chart}"
+        );
+    }
+    assert!(chart.contains("data-series=\"retiring\" fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"1.5\" points=\"70.0,127.3 800.0,203.0\""), "{chart}");
+    assert_eq!(dom.matches("<svg class=\"chart\"").count(), 1);
+}

@@ -36,6 +36,8 @@ pub const PROGRAMS: &[(&str, &str)] = &[
     ("python3", "python3"),
     // A real pprof client reads `labperf export --format pprof` (tests/tests/export.rs).
     ("go", "golang-go"),
+    // Headless Chromium loads `labperf report --format html` (tests/tests/views.rs).
+    ("chromium", "chromium"),
     ("objcopy", "binutils"),
     // Building the lab image.
     ("cpio", "cpio"),
@@ -198,21 +200,24 @@ fn venv(sh: &Shell) -> anyhow::Result<String> {
         return Ok(format!("{} present in {VENV}", PYTHON_PACKAGES.join(" ")));
     }
     if !python.exists() {
-        cmd!(sh, "/usr/bin/python3 -m venv {dir}")
-            .run()
-            .context("cannot make the venv: install python3-venv (`apt-get install python3-venv`)")?;
+        cmd!(sh, "/usr/bin/python3 -m venv {dir}").run().context(
+            "cannot make the venv: install python3-venv (`apt-get install python3-venv`)",
+        )?;
     }
     let pkgs = missing.clone();
-    cmd!(sh, "{python} -m pip install --quiet --disable-pip-version-check {pkgs...}")
-        .run()
-        .with_context(|| {
-            format!(
-                "pip could not install {}: check the network, or run `{} -m pip install {}`",
-                missing.join(" "),
-                python.display(),
-                missing.join(" ")
-            )
-        })?;
+    cmd!(
+        sh,
+        "{python} -m pip install --quiet --disable-pip-version-check {pkgs...}"
+    )
+    .run()
+    .with_context(|| {
+        format!(
+            "pip could not install {}: check the network, or run `{} -m pip install {}`",
+            missing.join(" "),
+            python.display(),
+            missing.join(" ")
+        )
+    })?;
     Ok(format!("installed {} in {VENV}", missing.join(" ")))
 }
 

@@ -53,11 +53,14 @@ pub fn run(a: &Args) -> Result<()> {
     };
     let stacks = labperf::export::collect_many(&srcs, a.symbols.search(), a.format.per_sample())
         .with_context(|| format!("cannot export {what}"))?;
-    for w in stacks
-        .warnings
-        .iter()
-        .chain(stacks.runs.iter().flat_map(|r| r.info.warnings()).collect::<Vec<_>>().iter())
-    {
+    for w in stacks.warnings.iter().chain(
+        stacks
+            .runs
+            .iter()
+            .flat_map(|r| r.info.warnings())
+            .collect::<Vec<_>>()
+            .iter(),
+    ) {
         eprintln!("{}", labperf::text::show_text(w));
     }
     if stacks.total_samples == 0 {
@@ -133,7 +136,9 @@ pub fn run(a: &Args) -> Result<()> {
 
 /// The stacks table beside `out`: `x.parquet` → `x.stacks.parquet`.
 pub fn stacks_path(out: &Path) -> PathBuf {
-    let name = out.file_name().map_or("export".into(), |n| n.to_string_lossy().into_owned());
+    let name = out
+        .file_name()
+        .map_or("export".into(), |n| n.to_string_lossy().into_owned());
     let stem = name.strip_suffix(".parquet").unwrap_or(&name);
     out.with_file_name(format!("{stem}.stacks.parquet"))
 }

@@ -2,7 +2,7 @@
 
 use anyhow::{Context, Result};
 use labperf::text::show;
-use labperf_common::{CpuId, Record};
+use labperf_common::Record;
 use std::path::PathBuf;
 
 /// Print a file's header, totals and losses.
@@ -46,13 +46,10 @@ pub fn run(a: &Args) -> Result<()> {
                 h.endian,
                 show(&h.kernel_release)
             );
-            let cpu = match &h.cpu {
-                CpuId::X86 { vendor, family, model, stepping, model_name } => format!("{vendor} family {family:#x} model {model:#x} stepping {stepping} ({model_name})"),
-                CpuId::Arm { midr, implementer, part, variant, revision } => format!("MIDR {} implementer {implementer:#x} part {part:#x} r{variant}p{revision}", midr.map(|m| format!("{m:#x}")).unwrap_or_else(|| "unknown".into())),
-                CpuId::Alpha { model } => format!("Alpha {model}"),
-                CpuId::Unknown { cpuinfo } => cpuinfo.lines().next().unwrap_or("unknown").to_string(),
-            };
-            println!("cpu:             {}", show(&cpu));
+            println!(
+                "cpu:             {}",
+                show(&labperf::load::cpu_name(&h.cpu))
+            );
             println!("hostname:        {}", show(&h.hostname));
             println!("command:         {}", show(&h.command.join(" ")));
             println!("mode:            {}", show(&h.mode));

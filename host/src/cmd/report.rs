@@ -1,4 +1,5 @@
-//! `labperf report FILE`: the file's view (from its header, or --view) as a table, CSV or JSON.
+//! `labperf report FILE…`: the file's view (from its header, or --view) as a table, CSV, JSON
+//! or a self-contained HTML page.
 
 use super::opts::ReportOpts;
 use anyhow::{Context, Result};
@@ -19,7 +20,8 @@ EXAMPLES:
   labperf report alpha.lpr --pc --top 10
   labperf report td.lpr --format csv
   labperf report m.lpr --view plain
-  labperf report arm1.lpr arm2.lpr x86.lpr --by host     # several machines, one table"
+  labperf report arm1.lpr arm2.lpr x86.lpr --by host     # several machines, one table
+  labperf report bench.lpr --format html -o bench.html   # facts, flame graph, charts, tables"
 )]
 pub struct Args {
     /// The record file (written by labperf record, labperf stat -o or labperf-agent);
@@ -28,14 +30,24 @@ pub struct Args {
     pub files: Vec<PathBuf>,
     #[command(flatten)]
     pub opts: ReportOpts,
+    /// Write the report to this file instead of standard output.
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
 }
 
 pub fn run(a: &Args) -> Result<()> {
-    let damaged = if let [one] = &a.files[..] {
-        print(one, &a.opts)?
-    } else {
-        print_many(&a.files, &a.opts)?
-    };
+    let (text, damaged) = render(&a.files, &a.opts)?;
+    match &a.output {
+        Some(p) if p.as_os_str() != "-" => {
+            let mut tmp = p.as_os_str().to_owned();
+            tmp.push(".part");
+            std::fs::write(&tmp, text.as_bytes())
+                .with_context(|| format!("cannot write {}", p.display()))?;
+            std::fs::rename(&tmp, p).with_context(|| format!("cannot write {}", p.display()))?;
+            eprintln!("labperf: report written to {}", p.display());
+        }
+        _ => print!("{text}"),
+    }
     if damaged && a.opts.strict {
         strict_exit();
     }
@@ -50,29 +62,48 @@ pub fn strict_exit() -> ! {
 
 /// Builds and prints a report; warnings go to stderr. Returns whether the file was damaged.
 pub fn print(file: &std::path::Path, o: &ReportOpts) -> Result<bool> {
-    let r = labperf::view::build(&file.into(), &o.view_options()).with_context(|| {
-        format!(
-            "cannot report {}: check the path, or record one with `labperf record --local -- CMD`",
-            file.display()
-        )
-    })?;
-    for w in &r.warnings {
-        eprintln!("{}", labperf::text::show_text(w));
-    }
-    print!("{}", r.render(o.format, o.top, colour()));
-    Ok(r.damaged)
+    let (text, damaged) = render(std::slice::from_ref(&file.to_path_buf()), o)?;
+    print!("{text}");
+    Ok(damaged)
 }
 
 /// Builds and prints one report of several files; returns whether any was damaged.
 pub fn print_many(files: &[PathBuf], o: &ReportOpts) -> Result<bool> {
+    let (text, damaged) = render(files, o)?;
+    print!("{text}");
+    Ok(damaged)
+}
+
+/// The report of one file or several merged, rendered; warnings go to stderr. HTML adds
+/// the recordings' facts and, when they hold samples, their flame graph.
+fn render(files: &[PathBuf], o: &ReportOpts) -> Result<(String, bool)> {
     let srcs: Vec<labperf::load::Source> = files.iter().map(|f| f.as_path().into()).collect();
-    let r = labperf::view::build_many(&srcs, &o.view_options())
-        .context("cannot report these files together: check the paths")?;
+    let r = match &srcs[..] {
+        [one] => labperf::view::build(one, &o.view_options()).with_context(|| {
+            format!(
+                "cannot report {}: check the path, or record one with `labperf record --local -- CMD`",
+                one.name.display()
+            )
+        })?,
+        _ => labperf::view::build_many(&srcs, &o.view_options())
+            .context("cannot report these files together: check the paths")?,
+    };
     for w in &r.warnings {
         eprintln!("{}", labperf::text::show_text(w));
     }
-    print!("{}", r.render(o.format, o.top, colour()));
-    Ok(r.damaged)
+    let text = if o.format == labperf::report::Format::Html {
+        let st = labperf::export::collect_many(&srcs, o.symbols.search(), false)
+            .context("cannot read the recordings' stacks for the flame graph")?;
+        let mut flame = Vec::new();
+        if st.total_samples > 0 {
+            st.svg(&mut flame).context("cannot draw the flame graph")?;
+        }
+        let flame = String::from_utf8_lossy(&flame);
+        labperf::html::page(&r, &st.runs, (!flame.is_empty()).then_some(&*flame), o.top)
+    } else {
+        r.render(o.format, o.top, colour())
+    };
+    Ok((text, r.damaged))
 }
 
 /// Colours for a table on a terminal, unless NO_COLOR is set.

@@ -226,6 +226,7 @@ fuzz_target!(|data: &[u8]| {
             for &f in fmts {
                 let _ = r.render(f, 5, mode & 0x40 != 0);
             }
+            let _ = r.render(labperf::report::Format::Html, 5, false);
             // The report against itself, as `labperf diff` joins two.
             if let Ok(d) = labperf::diff::diff(&r, &r) {
                 let _ = d.render(fmts[0], 5, false);
@@ -239,7 +240,7 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(st) = labperf::export::collect_many(&[src.clone(), src.clone()], Search::nothing(), true) {
         let _ = st.folded();
         let _ = st.svg(std::io::sink());
-        let _ = st.pprof();
+        let _ = st.pprof(std::io::sink());
         let _ = st.firefox(std::io::sink());
         let _ = st.parquet(std::io::sink(), std::io::sink());
     }

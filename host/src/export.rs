@@ -113,6 +113,9 @@ pub fn collect_many(srcs: &[Source], search: Search, samples: bool) -> Result<St
     for (n, src) in srcs.iter().enumerate() {
         st.collect_one(n as u32, src, search.clone(), samples, &mut index)?;
     }
+    let mut frames: Vec<(u32, Frame)> = index.into_iter().map(|(f, i)| (i, f)).collect();
+    frames.sort_unstable_by_key(|f| f.0);
+    st.frames = frames.into_iter().map(|f| f.1).collect();
     // Most samples first, then by names: the same order on every run.
     let frames = &st.frames;
     let names = |s: &Stack| -> Vec<&str> {
@@ -234,20 +237,24 @@ impl Stacks {
         drop(side);
         let mut merged: HashMap<Vec<u32>, u32> = HashMap::new();
         let mut stack_of = vec![0u32; next_id as usize];
-        // In address order, so that frame numbering is the same on every run.
-        let mut raw: Vec<(RawStack, (u64, u64, u32))> = raw.into_iter().collect();
-        raw.extend(
-            flat.into_iter()
-                .map(|((pid, comm, ip), v)| ((pid, comm, vec![ip]), v)),
-        );
+        // In address order, so that frame numbering is the same on every run; each frame is
+        // held once, by `index` (made a list when every file is read).
+        let mut flat: Vec<_> = flat.into_iter().collect();
+        flat.sort_unstable_by_key(|e| e.0);
+        let mut raw: Vec<_> = raw.into_iter().collect();
         raw.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        let mut intern = |f: Frame, frames: &mut Vec<Frame>| -> u32 {
-            *index.entry(f.clone()).or_insert_with(|| {
-                frames.push(f);
-                frames.len() as u32 - 1
-            })
+        let mut intern = |f: Frame| -> u32 {
+            let next = index.len() as u32;
+            *index.entry(f).or_insert(next)
         };
-        for ((pid, comm, addrs), (n, period, id)) in raw {
+        let all = flat
+            .iter()
+            .map(|((pid, comm, ip), v)| (*pid, *comm, std::slice::from_ref(ip), *v))
+            .chain(
+                raw.iter()
+                    .map(|((pid, comm, a), v)| (*pid, *comm, &a[..], *v)),
+            );
+        for (pid, comm, addrs, (n, period, id)) in all {
             let mut stack: Vec<u32> = addrs
                 .iter()
                 .enumerate()
@@ -258,7 +265,7 @@ impl Stacks {
                         name: label(&l.dso, l.sym.as_deref(), l.vaddr),
                         dso: l.dso.to_string(),
                     };
-                    intern(f, &mut self.frames)
+                    intern(f)
                 })
                 .collect();
             // The outermost frame: the thread's name (perf's flame graphs start there too).
@@ -269,12 +276,12 @@ impl Stacks {
                     .unwrap_or_else(|| format!("pid {pid}")),
                 dso: String::new(),
             };
-            stack.push(intern(root, &mut self.frames));
+            stack.push(intern(root));
             stack.reverse();
-            let slot = *merged.entry(stack).or_insert_with_key(|k| {
+            let slot = *merged.entry(stack).or_insert_with(|| {
                 self.stacks.push(Stack {
                     run,
-                    frames: k.clone(),
+                    frames: Vec::new(),
                     samples: 0,
                     period: 0,
                 });
@@ -285,6 +292,11 @@ impl Stacks {
             s.period = s.period.saturating_add(period);
             self.total_samples += n;
             stack_of[id as usize] = slot;
+        }
+        drop((flat, raw));
+        // Each stack's frames, held by `merged` until now.
+        for (frames, slot) in merged {
+            self.stacks[slot as usize].frames = frames;
         }
         for r in &mut rows {
             r.stack = stack_of[r.stack as usize];
@@ -415,7 +427,7 @@ impl Stacks {
     /// pprof's profile.proto, gzipped. Values: samples, then the sum of periods (in
     /// nanoseconds for cpu-clock and task-clock, events otherwise). Every sample carries
     /// its recording's labels `host`, `arch` and `run`.
-    pub fn pprof(&self) -> std::io::Result<Vec<u8>> {
+    pub fn pprof(&self, w: impl Write) -> std::io::Result<()> {
         use pprof::*;
         let mut strings = Strings::default();
         let event = self.event().unwrap_or("samples").to_string();
@@ -511,9 +523,10 @@ impl Stacks {
                     e.attr.sample_period_or_freq.min(i64::MAX as u64) as i64
                 }),
         };
-        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        let mut gz = flate2::write::GzEncoder::new(w, flate2::Compression::default());
         gz.write_all(&prost::Message::encode_to_vec(&p))?;
-        gz.finish()
+        gz.finish()?;
+        Ok(())
     }
 
     /// The Firefox Profiler's processed profile (needs [`Stacks::samples`]): a process per
@@ -660,7 +673,7 @@ mod pq {
 }";
 
     /// Rows per row group: bounded memory while writing, large enough to compress well.
-    const GROUP: usize = 1 << 20;
+    const GROUP: usize = 1 << 17;
 
     fn props() -> Arc<WriterProperties> {
         Arc::new(
@@ -994,7 +1007,8 @@ mod tests {
     #[test]
     fn pprof_round_trips_through_prost_with_leaf_first_locations() {
         use prost::Message;
-        let gz = stacks().pprof().unwrap();
+        let mut gz = Vec::new();
+        stacks().pprof(&mut gz).unwrap();
         let mut raw = Vec::new();
         std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&gz[..]), &mut raw).unwrap();
         let p = pprof::Profile::decode(&raw[..]).unwrap();

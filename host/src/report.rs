@@ -67,10 +67,11 @@ pub fn build_many(srcs: &[load::Source], by: By, search: Search) -> Result<Repor
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    type Key = (Option<String>, String, String);
-    let mut keys: Vec<Key> = Vec::new();
-    let mut index: HashMap<Key, usize> = HashMap::new();
-    let mut acc: Vec<(u64, u64)> = Vec::new();
+    // (group, name, dso) → (samples, period): each key held once (a file can name a new
+    // address in a few bytes, so what is kept per address is what memory is).
+    type Key = (Option<std::rc::Rc<str>>, String, std::rc::Rc<str>);
+    let mut acc: HashMap<Key, (u64, u64)> = HashMap::new();
+    let mut dsos: std::collections::HashSet<std::rc::Rc<str>> = Default::default();
     let (mut total, mut total_period) = (0u64, 0u64);
     let mut infos: Vec<(String, FileInfo)> = Vec::new();
     let mut warnings = Vec::new();
@@ -94,43 +95,45 @@ pub fn build_many(srcs: &[load::Source], by: By, search: Search) -> Result<Repor
             ),
             By::Run => Some(run_name(src)),
             _ => None,
-        };
+        }
+        .map(std::rc::Rc::<str>::from);
         for (&(pid, ip), &(n, period)) in &by_ip {
             let Location { dso, sym: s, vaddr } = sym.resolve(pid, ip);
             let (name, dso) = match by {
-                By::Symbol | By::Host | By::Run => {
-                    (label(&dso, s.as_deref(), vaddr), dso.to_string())
-                }
-                By::Dso => (dso.to_string(), dso.to_string()),
+                By::Symbol | By::Host | By::Run => (label(&dso, s.as_deref(), vaddr), &*dso),
+                By::Dso => (dso.to_string(), &*dso),
                 By::Pc => (
                     format!(
                         "{vaddr:#x}{}",
                         s.map(|n| format!(" <{n}>")).unwrap_or_default()
                     ),
-                    dso.to_string(),
+                    &*dso,
                 ),
             };
-            let key = (group.clone(), name, dso);
-            let k = *index.entry(key.clone()).or_insert_with(|| {
-                keys.push(key);
-                acc.push((0, 0));
-                keys.len() - 1
-            });
-            acc[k].0 += n;
-            acc[k].1 = acc[k].1.saturating_add(period);
+            let dso = match dsos.get(dso) {
+                Some(d) => d.clone(),
+                None => {
+                    let d: std::rc::Rc<str> = dso.into();
+                    dsos.insert(d.clone());
+                    d
+                }
+            };
+            let e = acc.entry((group.clone(), name, dso)).or_default();
+            e.0 += n;
+            e.1 = e.1.saturating_add(period);
             total += n;
             total_period = total_period.saturating_add(period);
         }
         warnings.append(&mut sym.warnings);
         infos.push((src.name.display().to_string(), info));
     }
-    let mut rows: Vec<Row> = keys
+    drop(dsos);
+    let mut rows: Vec<Row> = acc
         .into_iter()
-        .zip(acc)
         .map(|((group, name, dso), (samples, period))| Row {
-            group,
+            group: group.map(|g| g.to_string()),
             name,
-            dso,
+            dso: dso.to_string(),
             samples,
             period,
             percent: if total > 0 {
@@ -161,6 +164,15 @@ pub fn build_many(srcs: &[load::Source], by: By, search: Search) -> Result<Repor
 }
 
 impl Report {
+    /// Keeps the `top` busiest rows (0: all); totals and shares stay those of every row.
+    pub fn keep(mut self, top: usize) -> Report {
+        if top > 0 {
+            self.rows.truncate(top);
+            self.rows.shrink_to_fit();
+        }
+        self
+    }
+
     /// The report in the table model.
     pub fn table(self) -> crate::table::Report {
         let what = match self.by {

@@ -61,6 +61,9 @@ pub struct Options {
     pub discard: Option<DiscardMode>,
     pub split: Option<Split>,
     pub search: Search,
+    /// The plain view keeps only the N busiest rows (0 = all), as `--top` prints them: a
+    /// file with a million distinct addresses does not build a million rows to print 20.
+    pub top: usize,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -139,8 +142,9 @@ pub fn build_many(srcs: &[Source], o: &Options) -> Result<Report, ViewError> {
         }
         check(src, o, view, why)?;
     }
-    let mut r =
-        crate::report::build_many(srcs, o.by.unwrap_or(By::Symbol), o.search.clone())?.table();
+    let mut r = crate::report::build_many(srcs, o.by.unwrap_or(By::Symbol), o.search.clone())?
+        .keep(o.top)
+        .table();
     r.view = View::Plain.name();
     Ok(r)
 }
@@ -151,7 +155,9 @@ pub fn build(src: &Source, o: &Options) -> Result<Report, ViewError> {
     check(src, o, view, why)?;
     let search = o.search.clone();
     let mut r = match view {
-        View::Plain => crate::report::build(src, o.by.unwrap_or(By::Symbol), search)?.table(),
+        View::Plain => crate::report::build(src, o.by.unwrap_or(By::Symbol), search)?
+            .keep(o.top)
+            .table(),
         View::Metrics => {
             let (m, info) = crate::metrics::build(
                 src,

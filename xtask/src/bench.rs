@@ -190,6 +190,22 @@ pub fn run(a: &Args, s: &mut Summary) {
             }
             Ok(line)
         });
+        s.step(&format!("Parquet export, {tag} (bytes per sample)"), || {
+            let sh = Shell::new()?;
+            let pq = dir.join(format!("bench-{secs}s-{period}.parquet"));
+            let t = median_secs(a.reps, || {
+                cmd!(sh, "{labperf} export {ours} --format parquet -o {pq}").quiet().ignore_stderr().run()?;
+                Ok(())
+            })?;
+            let stacks = dir.join(format!("bench-{secs}s-{period}.stacks.parquet"));
+            let (pb, sb) = (std::fs::metadata(&pq)?.len(), std::fs::metadata(&stacks)?.len());
+            let n = counts.0.max(1) as f64;
+            let ob = std::fs::metadata(&ours)?.len() as f64;
+            let tb = std::fs::metadata(&perf_files[0].1)?.len() as f64 / counts.1[0].max(1) as f64;
+            let line = format!("{} samples: Parquet {:.2} B/sample ({pb} B samples + {sb} B stacks) in {:.1} ms (median of {}); the labperf recording {:.2} B/sample, perf.data (perf defaults) {tb:.2} B/sample", counts.0, (pb + sb) as f64 / n, t * 1e3, a.reps, ob / n);
+            println!("BENCH parquet {tag}: {line}");
+            Ok(line)
+        });
     }
     // Many recordings at once: `report` of ten copies of the last size's recording (the
     // largest by default) against one.

@@ -86,43 +86,45 @@ pub fn run(a: &Args) -> Result<()> {
             bail!("Parquet is two files: name them with -o OUT.parquet, not standard output");
         };
         let side = stacks_path(&out);
-        let (mut samples, mut stack_rows) = (Vec::new(), Vec::new());
+        let (mut samples, mut stack_rows) = (New::create(&out)?, New::create(&side)?);
         stacks
-            .parquet(&mut samples, &mut stack_rows)
+            .parquet(samples.writer(), stack_rows.writer())
             .context("cannot write the Parquet tables")?;
-        write_new(&out, &samples)?;
-        write_new(&side, &stack_rows)?;
+        let bytes = samples.finish()?;
+        stack_rows.finish()?;
         eprintln!(
             "labperf: {} samples written to {} ({:.1} bytes per sample), {} stacks to {}",
             stacks.samples.len(),
             out.display(),
-            samples.len() as f64 / stacks.samples.len().max(1) as f64,
+            bytes as f64 / stacks.samples.len().max(1) as f64,
             stacks.stacks.len(),
             side.display()
         );
         return Ok(());
     }
-    let bytes = match a.format {
-        Format::Folded => stacks.folded().into_bytes(),
-        Format::Svg => {
-            let mut v = Vec::new();
-            stacks.svg(&mut v).context("cannot draw the flame graph")?;
-            v
+    // Straight to the file: an export is never held whole in memory.
+    let write = |w: &mut dyn Write| -> Result<()> {
+        match a.format {
+            Format::Folded => w.write_all(stacks.folded().as_bytes())?,
+            Format::Svg => stacks.svg(w).context("cannot draw the flame graph")?,
+            Format::Firefox => stacks
+                .firefox(w)
+                .context("cannot write the Firefox profile")?,
+            Format::Pprof => stacks.pprof(w).context("cannot encode the pprof profile")?,
+            Format::Parquet => unreachable!("written above"),
         }
-        Format::Firefox => {
-            let mut v = Vec::new();
-            stacks
-                .firefox(&mut v)
-                .context("cannot write the Firefox profile")?;
-            v
-        }
-        Format::Pprof => stacks.pprof().context("cannot encode the pprof profile")?,
-        Format::Parquet => unreachable!("written above"),
+        Ok(())
     };
     match out {
-        None => std::io::stdout().lock().write_all(&bytes)?,
+        None => {
+            let mut o = std::io::BufWriter::new(std::io::stdout().lock());
+            write(&mut o)?;
+            o.flush()?;
+        }
         Some(p) => {
-            write_new(&p, &bytes)?;
+            let mut f = New::create(&p)?;
+            write(f.writer())?;
+            f.finish()?;
             eprintln!(
                 "labperf: {} stacks of {} samples written to {}",
                 stacks.stacks.len(),
@@ -143,12 +145,52 @@ pub fn stacks_path(out: &Path) -> PathBuf {
     out.with_file_name(format!("{stem}.stacks.parquet"))
 }
 
-/// Writes through a temporary name and a rename: a reader never sees half a file.
-fn write_new(p: &Path, bytes: &[u8]) -> Result<()> {
-    let mut tmp = p.as_os_str().to_owned();
-    tmp.push(".part");
-    let tmp = PathBuf::from(tmp);
-    std::fs::write(&tmp, bytes).with_context(|| format!("cannot write {}", tmp.display()))?;
-    std::fs::rename(&tmp, p).with_context(|| format!("cannot rename to {}", p.display()))?;
-    Ok(())
+/// A file written through a temporary name and renamed when complete: a reader never sees
+/// half a file, and a failed export leaves none.
+struct New {
+    path: PathBuf,
+    tmp: PathBuf,
+    file: Option<std::io::BufWriter<std::fs::File>>,
+}
+
+impl New {
+    fn create(path: &Path) -> Result<New> {
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(".part");
+        let tmp = PathBuf::from(tmp);
+        let file = std::fs::File::create(&tmp)
+            .with_context(|| format!("cannot write {}", tmp.display()))?;
+        Ok(New {
+            path: path.to_path_buf(),
+            tmp,
+            file: Some(std::io::BufWriter::with_capacity(1 << 20, file)),
+        })
+    }
+
+    fn writer(&mut self) -> &mut std::io::BufWriter<std::fs::File> {
+        self.file.as_mut().expect("open until finished")
+    }
+
+    /// Flushes and renames; returns the file's size.
+    fn finish(mut self) -> Result<u64> {
+        let f = self
+            .file
+            .take()
+            .expect("open until finished")
+            .into_inner()
+            .map_err(|e| e.into_error())
+            .with_context(|| format!("cannot write {}", self.tmp.display()))?;
+        let n = f.metadata()?.len();
+        std::fs::rename(&self.tmp, &self.path)
+            .with_context(|| format!("cannot rename to {}", self.path.display()))?;
+        Ok(n)
+    }
+}
+
+impl Drop for New {
+    fn drop(&mut self) {
+        if self.file.take().is_some() {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
 }

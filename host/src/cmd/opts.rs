@@ -133,6 +133,7 @@ impl ReportOpts {
             discard: self.discard,
             split: self.split,
             search: self.symbols.search(),
+            top: self.top,
         }
     }
 }

@@ -223,20 +223,27 @@ fn a_file_without_samples_is_a_clear_error() {
     assert!(!d.join("s.svg").exists());
 }
 
+/// Python: the rows of the query `sys.argv[1]`, each a JSON list on its own line.
+const DUCKDB_ROWS: &str = "import duckdb, json, sys
+for r in duckdb.sql(sys.argv[1]).fetchall():
+    print(json.dumps([x if isinstance(x, (int, float)) else str(x) for x in r]))";
+
 /// DuckDB (Python, in the venv `cargo xtask setup` makes) runs `sql` and prints its rows as
 /// JSON lists, one per line.
 fn duckdb(dir: &Path, sql: &str) -> Vec<serde_json::Value> {
     let python = root().join("target/venv/bin/python");
     let o = Command::new(&python)
         .arg("-c")
-        .arg(
-            "import duckdb, json, sys\n\
-             for r in duckdb.sql(sys.argv[1]).fetchall():\n    print(json.dumps([str(x) if not isinstance(x, (int, float)) else x for x in r]))",
-        )
+        .arg(DUCKDB_ROWS)
         .arg(sql)
         .current_dir(dir)
         .output()
-        .unwrap_or_else(|e| panic!("{}: {e} (cargo xtask setup makes the venv)", python.display()));
+        .unwrap_or_else(|e| {
+            panic!(
+                "{}: {e} (cargo xtask setup makes the venv)",
+                python.display()
+            )
+        });
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     String::from_utf8(o.stdout)
         .unwrap()

@@ -236,6 +236,7 @@ fn first_word(s: &str) -> Option<String> {
 /// commands the host sends through `Remote::run` / `Remote::check`.
 fn programs_started(src: &str, remote: bool) -> Vec<Use> {
     let t = lex(src);
+    let talks_remote = src.contains("Remote");
     let mut out = Vec::new();
     let ident = |i: usize, s: &str| matches!(t.get(i), Some(Tok::Ident(x)) if x == s);
     let punct = |i: usize, p: char| matches!(t.get(i), Some(Tok::Punct(x)) if *x == p);
@@ -312,8 +313,10 @@ fn programs_started(src: &str, remote: bool) -> Vec<Use> {
                 }
                 commas == commas_before && depth >= 0
             });
-            // Shell text kept in a constant (`const X: &str = "..."`).
-            let constant = i >= 4
+            // Shell text kept in a constant (`const X: &str = "..."`), in a file that talks
+            // to lab machines (others keep CSS or schemas in constants).
+            let constant = talks_remote
+                && i >= 4
                 && s.contains([';', '|', '&', '$'])
                 && punct(i - 1, '=')
                 && (ident(i - 2, "str") || ident(i - 3, "str"))

@@ -402,54 +402,94 @@ impl Report {
             }
             Format::Html => s = crate::html::page(self, &[], None, top),
             Format::Json => {
-                let tables: Vec<Value> = self
+                // Serialized as it goes (keys in sorted order, as a JSON map has them): a
+                // report of a million rows never becomes a million JSON value trees.
+                let tables: Vec<JsonTable> = self
                     .tables
                     .iter()
-                    .map(|t| {
-                        let obj = |r: &Vec<Cell>| {
-                            let mut m = Map::new();
-                            for (c, cell) in t.columns.iter().zip(r) {
-                                m.insert(c.key.to_string(), cell.json());
-                            }
-                            Value::Object(m)
-                        };
-                        let mut m = Map::new();
-                        m.insert("name".into(), json!(t.name));
-                        if let Some(title) = &t.title {
-                            m.insert("title".into(), json!(title));
-                        }
-                        if !t.summary.is_empty() {
-                            m.insert("summary".into(), Value::Object(t.summary.clone()));
-                        }
-                        m.insert(
-                            "columns".into(),
-                            json!(t.columns.iter().map(|c| c.key.as_ref()).collect::<Vec<_>>()),
-                        );
-                        m.insert(
-                            "rows".into(),
-                            Value::Array(t.rows[..rows(t)].iter().map(obj).collect()),
-                        );
-                        if !t.footer.is_empty() {
-                            m.insert(
-                                "total".into(),
-                                Value::Array(t.footer.iter().map(obj).collect()),
-                            );
-                        }
-                        Value::Object(m)
-                    })
+                    .map(|t| JsonTable { t, n: rows(t) })
                     .collect();
-                let j = json!({
-                    "view": self.view,
-                    "summary": Value::Object(self.summary.clone()),
-                    "tables": tables,
-                    "warnings": self.warnings,
-                    "damaged": self.damaged,
-                });
+                let j = JsonReport { r: self, tables };
                 s = serde_json::to_string_pretty(&j).expect("JSON values serialize");
                 s.push('\n');
             }
         }
         s
+    }
+}
+
+/// A report as JSON: `damaged`, `summary`, `tables`, `view`, `warnings`.
+struct JsonReport<'a> {
+    r: &'a Report,
+    tables: Vec<JsonTable<'a>>,
+}
+
+impl serde::Serialize for JsonReport<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(5))?;
+        m.serialize_entry("damaged", &self.r.damaged)?;
+        m.serialize_entry("summary", &self.r.summary)?;
+        m.serialize_entry("tables", &self.tables)?;
+        m.serialize_entry("view", self.r.view)?;
+        m.serialize_entry("warnings", &self.r.warnings)?;
+        m.end()
+    }
+}
+
+/// A table as JSON, its first `n` rows: `columns`, `name`, `rows`, then `summary`, `title`
+/// and `total` where it has them.
+struct JsonTable<'a> {
+    t: &'a Table,
+    n: usize,
+}
+
+impl serde::Serialize for JsonTable<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let t = self.t;
+        // Each row's cells in key order; a key twice keeps its last cell, as a map would.
+        let mut order: Vec<usize> = (0..t.columns.len()).collect();
+        order.sort_by(|&a, &b| t.columns[a].key.cmp(&t.columns[b].key).then(b.cmp(&a)));
+        order.dedup_by(|a, b| t.columns[*a].key == t.columns[*b].key);
+        let keys: Vec<&str> = t.columns.iter().map(|c| c.key.as_ref()).collect();
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("columns", &keys)?;
+        m.serialize_entry("name", &t.name)?;
+        fn rows<'a>(t: &'a Table, rows: &'a [Vec<Cell>], order: &'a [usize]) -> Vec<JsonRow<'a>> {
+            rows.iter().map(|r| JsonRow { t, r, order }).collect()
+        }
+        m.serialize_entry("rows", &rows(t, &t.rows[..self.n], &order))?;
+        if !t.summary.is_empty() {
+            m.serialize_entry("summary", &t.summary)?;
+        }
+        if let Some(title) = &t.title {
+            m.serialize_entry("title", title)?;
+        }
+        if !t.footer.is_empty() {
+            m.serialize_entry("total", &rows(t, &t.footer, &order))?;
+        }
+        m.end()
+    }
+}
+
+/// One row as a JSON object, keyed by its columns.
+struct JsonRow<'a> {
+    t: &'a Table,
+    r: &'a [Cell],
+    order: &'a [usize],
+}
+
+impl serde::Serialize for JsonRow<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(None)?;
+        for &i in self.order {
+            if let Some(c) = self.r.get(i) {
+                m.serialize_entry(self.t.columns[i].key.as_ref(), &c.json())?;
+            }
+        }
+        m.end()
     }
 }
 

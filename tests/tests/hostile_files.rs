@@ -87,8 +87,9 @@ fn labperf(args: &[&str], file: &Path) -> Command {
 /// The memory bound of ARCHITECTURE.md: 8 x the file, plus 64 MiB, plus 1.25 KiB per
 /// distinct sampled address. A file names a new address in about 4 bytes, and a report or
 /// export keeps a name, a row or a stack per address: measured at 1,000,000 addresses
-/// (debug build), `report` 0.27 KiB each, svg 0.32, parquet 0.42, pprof 0.73, firefox 0.94
-/// (the Firefox Profiler's tables, in `fxprof-processed-profile`); 1.25 leaves a margin.
+/// (debug build), `report` 0.27 KiB each, svg 0.32, parquet 0.42, every row as JSON 0.66,
+/// pprof 0.73, firefox 0.94 (the Firefox Profiler's tables, in `fxprof-processed-profile`);
+/// 1.25 leaves a margin.
 fn bound_kib(file_bytes: u64, addresses: u64) -> u64 {
     (8 * file_bytes + (64 << 20)) / 1024 + addresses * 5 / 4
 }
@@ -287,6 +288,7 @@ fn memory_is_bounded_by_a_small_multiple_of_the_file() {
     let common: &[&[&str]] = &[&["report"], &["info"], &["dump"]];
     let exports: &[&[&str]] = &[
         &["report"],
+        &["report", "--top", "0", "--format", "json", "-o", out],
         &["export", "--format", "svg", "-o", out],
         &["export", "--format", "pprof", "-o", out],
         &["export", "--format", "firefox", "-o", out],

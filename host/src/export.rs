@@ -269,9 +269,12 @@ impl Stacks {
                 })
                 .collect();
             // The outermost frame: the thread's name (perf's flame graphs start there too).
+            // A sample read before its process's name (from another CPU's ring) takes the
+            // name the process has at the end.
             let root = Frame {
                 name: comms
                     .get(comm as usize)
+                    .or_else(|| comm_of.get(&pid).and_then(|&c| comms.get(c as usize)))
                     .cloned()
                     .unwrap_or_else(|| format!("pid {pid}")),
                 dso: String::new(),

@@ -163,6 +163,109 @@ pub fn build_many(srcs: &[load::Source], by: By, search: Search) -> Result<Repor
     })
 }
 
+/// `report --children`: per function (symbol and file), the samples whose stack holds it
+/// (Children: itself and its callees, each sample once however often the function recurs)
+/// and those sampled in it (Self), as shares of all samples; the busiest `top` rows (0:
+/// all). The stacks are `export`'s: the same names, one frame per return address.
+pub fn children(
+    srcs: &[load::Source],
+    search: Search,
+    top: usize,
+) -> Result<crate::table::Report, LoadError> {
+    let st = crate::export::collect_many(srcs, search, false)?;
+    // Per frame: (children, self) in samples; the thread's name (each stack's root) is
+    // not a function.
+    let mut acc: Vec<(u64, u64)> = vec![(0, 0); st.frames.len()];
+    let mut seen: Vec<u32> = vec![u32::MAX; st.frames.len()];
+    let mut stacked = 0u64;
+    for (k, s) in st.stacks.iter().enumerate() {
+        let Some((&leaf, callers)) = s.frames[1..].split_last() else {
+            continue;
+        };
+        if !callers.is_empty() {
+            stacked += s.samples;
+        }
+        acc[leaf as usize].1 += s.samples;
+        for &f in &s.frames[1..] {
+            if seen[f as usize] != k as u32 {
+                seen[f as usize] = k as u32;
+                acc[f as usize].0 += s.samples;
+            }
+        }
+    }
+    let total = st.total_samples;
+    let mut rows: Vec<(usize, u64, u64)> = acc
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| a.0 > 0)
+        .map(|(i, a)| (i, a.0, a.1))
+        .collect();
+    rows.sort_by(|a, b| {
+        b.1.cmp(&a.1)
+            .then(b.2.cmp(&a.2))
+            .then_with(|| st.frames[a.0].name.cmp(&st.frames[b.0].name))
+    });
+    if top > 0 {
+        rows.truncate(top);
+    }
+    let pct = |n: u64| Cell::Percent {
+        value: if total > 0 {
+            100.0 * n as f64 / total as f64
+        } else {
+            0.0
+        },
+        places: 2,
+    };
+    let mut t = Table::new(
+        "functions",
+        vec![
+            Column::right("children_pct", "Children", 8),
+            Column::right("self_pct", "Self", 8),
+            Column::right("children", "Samples", 9),
+            Column::right("self", "Self samples", 9),
+            Column::left("name", "Symbol", 40),
+            Column::left("dso", "DSO", 0),
+        ],
+    );
+    t.hidden = vec!["self"];
+    t.rows = rows
+        .into_iter()
+        .map(|(i, c, s)| {
+            let f = &st.frames[i];
+            vec![
+                pct(c),
+                pct(s),
+                Cell::Int(c),
+                Cell::Int(s),
+                Cell::text(f.name.clone()),
+                Cell::file(&f.dso),
+            ]
+        })
+        .collect();
+    let mut warnings: Vec<String> = st.warnings.clone();
+    if total > 0 && stacked == 0 {
+        warnings.push("note: no sample has a call stack (record with -g, or --call-graph fp): Children equals Self".into());
+    }
+    let info = st
+        .runs
+        .into_iter()
+        .next()
+        .map(|r| r.info)
+        .unwrap_or_default();
+    let mut summary = serde_json::Map::new();
+    summary.insert("total_samples".into(), serde_json::json!(total));
+    summary.insert("stacked_samples".into(), serde_json::json!(stacked));
+    summary.insert("files".into(), serde_json::json!(srcs.len()));
+    Ok(crate::table::Report {
+        heading: vec![format!(
+            "# {total} samples, {stacked} with a call stack; Children: the function and its callees"
+        )],
+        summary,
+        tables: vec![t],
+        ..crate::table::Report::of_file("plain", &info, warnings)
+    })
+}
+
 impl Report {
     /// Keeps the `top` busiest rows (0: all); totals and shares stay those of every row.
     pub fn keep(mut self, top: usize) -> Report {

@@ -61,6 +61,9 @@ pub struct Options {
     pub discard: Option<DiscardMode>,
     pub split: Option<Split>,
     pub search: Search,
+    /// The plain view per function with callees included (`--children`, perf's Children
+    /// and Self columns) from the recordings' call stacks.
+    pub children: bool,
     /// The plain view keeps only the N busiest rows (0 = all), as `--top` prints them: a
     /// file with a million distinct addresses does not build a million rows to print 20.
     pub top: usize,
@@ -105,8 +108,9 @@ pub fn choose(src: &Source, o: &Options) -> Result<(View, &'static str), LoadErr
 }
 
 fn check(src: &Source, o: &Options, view: View, why: &'static str) -> Result<(), ViewError> {
-    let given: [(&'static str, bool, View); 4] = [
+    let given: [(&'static str, bool, View); 5] = [
         ("--by", o.by.is_some(), View::Plain),
+        ("--children", o.children, View::Plain),
         ("--pc", o.pc, View::Profileme),
         ("--discard", o.discard.is_some(), View::Metrics),
         ("--split", o.split.is_some(), View::Metrics),
@@ -142,9 +146,13 @@ pub fn build_many(srcs: &[Source], o: &Options) -> Result<Report, ViewError> {
         }
         check(src, o, view, why)?;
     }
-    let mut r = crate::report::build_many(srcs, o.by.unwrap_or(By::Symbol), o.search.clone())?
-        .keep(o.top)
-        .table();
+    let mut r = if o.children {
+        crate::report::children(srcs, o.search.clone(), o.top)?
+    } else {
+        crate::report::build_many(srcs, o.by.unwrap_or(By::Symbol), o.search.clone())?
+            .keep(o.top)
+            .table()
+    };
     r.view = View::Plain.name();
     Ok(r)
 }
@@ -155,6 +163,9 @@ pub fn build(src: &Source, o: &Options) -> Result<Report, ViewError> {
     check(src, o, view, why)?;
     let search = o.search.clone();
     let mut r = match view {
+        View::Plain if o.children => {
+            crate::report::children(std::slice::from_ref(src), search, o.top)?
+        }
         View::Plain => crate::report::build(src, o.by.unwrap_or(By::Symbol), search)?
             .keep(o.top)
             .table(),

@@ -37,11 +37,21 @@ pub fn build(triple: &str) -> anyhow::Result<String> {
     sh.change_dir(root());
     cmd!(
         sh,
-        "cargo build --release --target {triple} -p labperf-agent -p labperf-bench"
+        "cargo build --release --target {triple} -p labperf-agent"
     )
     .run()
     .with_context(|| {
         format!("the {triple} build failed; `cargo xtask setup` installs the target")
+    })?;
+    // The bench keeps frame pointers in its own code, so `-g` (fp) walks its call tree
+    // (`--calls`); the agent, size-bound, does not.
+    cmd!(
+        sh,
+        "cargo rustc --release --target {triple} -p labperf-bench -- -C force-frame-pointers=yes"
+    )
+    .run()
+    .with_context(|| {
+        format!("the {triple} bench build failed; `cargo xtask setup` installs the target")
     })?;
     for b in ["labperf-agent", "labperf-bench"] {
         install(

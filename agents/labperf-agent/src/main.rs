@@ -33,6 +33,8 @@ OPTIONS:
                        {leader,member,...} sampled with PERF_SAMPLE_READ
   -c, --period N       sample every N events (ns for cpu-clock/task-clock)
   -F, --freq HZ        sample at about HZ samples per second instead
+  -g, --call-graph fp  record each sample's call stack: the kernel walks the frame
+                       pointers (user frames; kernel frames too with :k events)
   -o, --output FILE    record file to write (default labperf.lpr; stat writes only with -o);
                        written as FILE.part and renamed to FILE once complete
       --status-file F  write how the run ended to F: `ok CODE`, `exec-error MSG`,
@@ -64,6 +66,7 @@ EXAMPLES:
   labperf-agent record -o bench.lpr -- ./labperf-bench --duration 2
   labperf-agent record -e cpu-clock -c 100000 -- sleep 1
   labperf-agent record -e '{cpu-clock,page-faults}' -- ./my-prog
+  labperf-agent record -g -c 250000 -- ./labperf-bench --calls
   labperf-agent stat -I 500 -- ./my-prog arg1 arg2
   labperf-agent stat --topdown -I 1000 -- ./labperf-bench
   labperf-agent record --metrics -c 1000000 --window 300 -- ./labperf-bench
@@ -105,6 +108,8 @@ pub struct Opts {
     pub topdown: bool,
     pub level: u8,
     pub per_thread: bool,
+    /// `-g` / `--call-graph fp`: PERF_SAMPLE_CALLCHAIN.
+    pub call_graph: bool,
 }
 
 fn num<T: std::str::FromStr>(flag: &str, v: Option<String>) -> Result<T, String> {
@@ -172,6 +177,19 @@ fn parse_opts(args: Vec<std::ffi::OsString>) -> Result<Opts, String> {
             "-e" | "--event" => o.events.push(val().ok_or("--event needs a value")?),
             "-c" | "--period" => o.period = Some(num(&flag, val())?),
             "-F" | "--freq" => o.freq = Some(num(&flag, val())?),
+            "-g" => o.call_graph = true,
+            "--call-graph" => {
+                let mode = val().ok_or("--call-graph needs a mode: fp")?;
+                match mode.split(',').next().unwrap_or("") {
+                    "fp" => o.call_graph = true,
+                    "dwarf" | "lbr" => {
+                        return Err(format!(
+                            "--call-graph {mode}: this agent unwinds by frame pointers only; use --call-graph fp (and build the workload with frame pointers)"
+                        ))
+                    }
+                    _ => return Err(format!("--call-graph takes fp, not '{mode}'")),
+                }
+            }
             "-o" | "--output" => o.output = Some(val().ok_or("--output needs a file name")?),
             "-p" | "--pid" => o.pid = Some(num(&flag, val())?),
             "-I" | "--interval" => o.interval_ms = Some(num(&flag, val())?),
@@ -379,6 +397,21 @@ mod tests {
         let mut args = s(&["-e", "cpu-clock"]);
         args.push(bad.clone());
         assert_eq!(parse_opts(args).unwrap().command, [bad]);
+    }
+
+    #[test]
+    fn call_graph_takes_perf_s_spellings_and_refuses_other_unwinders() {
+        for flags in [&["-g"][..], &["--call-graph", "fp"], &["--call-graph=fp"]] {
+            let mut a = s(flags);
+            a.extend(s(&["--", "p"]));
+            assert!(parse_opts(a).unwrap().call_graph, "{flags:?}");
+        }
+        assert!(!parse_opts(s(&["--", "p"])).unwrap().call_graph);
+        let e = parse_opts(s(&["--call-graph", "dwarf,8192", "--", "p"])).unwrap_err();
+        assert!(e.contains("frame pointers only"), "{e}");
+        assert!(parse_opts(s(&["--call-graph", "x", "--", "p"]))
+            .unwrap_err()
+            .contains("takes fp"));
     }
 
     #[test]

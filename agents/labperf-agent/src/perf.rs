@@ -95,6 +95,10 @@ impl AttrPlan {
         a.set_exclude_kernel((!self.spec.kernel) as u64);
         a.set_exclude_hv(1);
         a.set_exclude_user((!self.spec.user) as u64);
+        if self.sample_type & SAMPLE_CALLCHAIN != 0 && !self.spec.kernel {
+            // A user-only event's stacks: the kernel part would only be the interrupt path.
+            a.set_exclude_callchain_kernel(1);
+        }
         a.set_use_clockid(1);
         a.clockid = libc::CLOCK_MONOTONIC;
         if self.sideband {

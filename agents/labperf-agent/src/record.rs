@@ -308,6 +308,9 @@ pub fn base_plans(
         sample_type |= perf::SAMPLE_READ;
         read_format = perf::FORMAT_GROUP | perf::FORMAT_ID;
     }
+    if o.call_graph {
+        sample_type |= perf::SAMPLE_CALLCHAIN;
+    }
     let plans = specs
         .iter()
         .enumerate()

@@ -8,12 +8,17 @@ mod classes;
 
 const USAGE: &str = "labperf-bench: rotates through behaviour classes, one named function each
 
-USAGE: labperf-bench [--duration SECS] [--classes LIST] [--slice-ms MS] [--list]
+USAGE: labperf-bench [--duration SECS] [--classes LIST | --calls] [--slice-ms MS] [--list]
 
   --duration SECS   how long to run in total (default 2; fractions allowed)
   --classes LIST    comma-separated classes with optional weights, e.g.
                     int_divider_stalls=2,nops=1 (default: all, weight 1)
   --slice-ms MS     CPU time per weight unit in each round (default 5)
+  --calls           a fixed call tree instead of --classes, with known inclusive
+                    shares: main -> calls_a -> {int_divider_stalls, nops} and
+                    main -> calls_b -> {nops, fp_divider_stalls}, each leaf 1/4 of the time
+                    (calls_a 50%, calls_b 50%, nops 50%); built with frame pointers.
+                    At exit it prints the CPU time each path took ('spent PATH CLASS S')
   --list            print the classes and their function names
 
 The split of the bench's CPU time is weight / sum(weights) per class (CPU
@@ -27,6 +32,7 @@ fn main() {
     let mut duration = 2.0f64;
     let mut slice_ms = 5.0f64;
     let mut sel: Vec<(usize, u32)> = Vec::new();
+    let mut calls = false;
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
     let fail = |m: String| -> ! {
@@ -40,6 +46,11 @@ fn main() {
                 .unwrap_or_else(|| fail(format!("{} needs a value", args[i])))
         };
         match args[i].as_str() {
+            "--calls" => {
+                calls = true;
+                i += 1;
+                continue;
+            }
             "--duration" => {
                 duration = val(i)
                     .parse()
@@ -80,10 +91,35 @@ fn main() {
     if !(duration > 0.0 && slice_ms > 0.0) {
         fail("--duration and --slice-ms must be positive".into());
     }
+    if calls && !sel.is_empty() {
+        fail("--calls runs its own classes: drop --classes".into());
+    }
+    // Each entry's caller: 0 main itself, 1 calls_a, 2 calls_b.
+    let mut path: Vec<u8> = Vec::new();
+    if calls {
+        let class = |n: &str| {
+            classes::CLASSES
+                .iter()
+                .position(|c| c.name == n)
+                .expect("a class of the call tree")
+        };
+        sel = vec![
+            (class("int_divider_stalls"), 1),
+            (class("nops"), 1),
+            (class("nops"), 1),
+            (class("fp_divider_stalls"), 1),
+        ];
+        path = vec![1, 1, 2, 2];
+    }
     if sel.is_empty() {
         sel = (0..classes::CLASSES.len()).map(|i| (i, 1)).collect();
     }
-    sel.retain(|&(_, w)| w > 0);
+    path.resize(sel.len(), 0);
+    let (sel, path): (Vec<(usize, u32)>, Vec<u8>) = sel
+        .into_iter()
+        .zip(path)
+        .filter(|&((_, w), _)| w > 0)
+        .unzip();
     let state = classes::State::new(
         sel.iter()
             .any(|&(i, _)| classes::CLASSES[i].name == "dcache_miss"),
@@ -96,6 +132,8 @@ fn main() {
     // Each slice lasts weight × slice-ms × a random factor in [0.5, 1.5): the split holds
     // on average, and no timer or sampling period can stay in step with the slices.
     let mut rng = 0x2545_F491_4F6C_DD1Du64;
+    // CPU time each entry's slices took: what `--calls` reports, the profile's known answer.
+    let mut spent = vec![Duration::ZERO; sel.len()];
     while Instant::now() < end {
         for k in 0..sel.len() {
             let j = (k + round) % sel.len();
@@ -105,7 +143,13 @@ fn main() {
             rng ^= rng << 17;
             let factor = 0.5 + (rng >> 11) as f64 / (1u64 << 53) as f64;
             let slice = Duration::from_secs_f64(slice_ms * w as f64 * factor / 1000.0);
-            sink = sink.wrapping_add(run_slice(&state, idx, blocks[j], slice));
+            let t0 = thread_cpu_time();
+            sink = sink.wrapping_add(match path[j] {
+                1 => calls_a(&state, idx, blocks[j], slice),
+                2 => calls_b(&state, idx, blocks[j], slice),
+                _ => run_slice(&state, idx, blocks[j], slice),
+            });
+            spent[j] += thread_cpu_time().saturating_sub(t0);
             if Instant::now() >= end {
                 break;
             }
@@ -113,6 +157,17 @@ fn main() {
         round += 1;
     }
     black_box(sink);
+    if calls {
+        // The tree's split as it happened (the slices are random around their means).
+        for (j, &(idx, _)) in sel.iter().enumerate() {
+            let via = if path[j] == 1 { "calls_a" } else { "calls_b" };
+            eprintln!(
+                "labperf-bench: spent {via} {} {:.6}",
+                classes::CLASSES[idx].name,
+                spent[j].as_secs_f64()
+            );
+        }
+    }
 }
 
 /// CPU time consumed by this thread. Slices are measured in CPU time, so the
@@ -125,6 +180,22 @@ fn thread_cpu_time() -> Duration {
     // SAFETY: valid timespec pointer; this clock exists on every Linux.
     unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// `--calls`: the first inner node of the call tree. Its result is used after the call,
+/// so the call is not a tail jump (the frame stays on the stack), and its constant
+/// differs from calls_b's, so the two are not merged into one function.
+#[inline(never)]
+fn calls_a(state: &classes::State, idx: usize, block: u64, slice: Duration) -> u64 {
+    let r = run_slice(state, idx, block, slice);
+    black_box(r) ^ 0xa
+}
+
+/// `--calls`: the second inner node of the call tree.
+#[inline(never)]
+fn calls_b(state: &classes::State, idx: usize, block: u64, slice: Duration) -> u64 {
+    let r = run_slice(state, idx, block, slice);
+    black_box(r) ^ 0xb0
 }
 
 /// Runs class `idx` in blocks until `slice` of CPU time has passed.

@@ -36,6 +36,13 @@ pub struct RemoteOpts {
     pub hosts_file: Option<PathBuf>,
 }
 
+/// How call stacks are recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CallGraph {
+    /// The kernel walks the frame pointers.
+    Fp,
+}
+
 /// Options that shape a recording, shared with remote recording.
 #[derive(Debug, Clone, clap::Args)]
 pub struct RecordOpts {
@@ -52,6 +59,13 @@ pub struct RecordOpts {
     /// Where to write the record file.
     #[arg(short, long, default_value = "labperf.lpr")]
     pub output: PathBuf,
+    /// Record each sample's call stack (as --call-graph fp).
+    #[arg(short = 'g')]
+    pub g: bool,
+    /// Record each sample's call stack: fp walks the frame pointers (the workload must be
+    /// built with them; user frames, and kernel frames of :k events).
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub call_graph: Option<CallGraph>,
     /// Per-function metrics (CPI, miss rates) by strobing: a short counting window after
     /// each long period.
     #[arg(long, conflicts_with_all = ["profileme", "mem", "topdown"])]
@@ -100,6 +114,10 @@ pub struct ReportOpts {
     /// by function per recording machine (host) or per file (run) [default: symbol].
     #[arg(long, value_enum)]
     pub by: Option<By>,
+    /// Plain view: each function's samples with its callees' (Children) beside its own
+    /// (Self), from the call stacks of `record -g`, as `perf report --children`.
+    #[arg(long, conflicts_with = "by")]
+    pub children: bool,
     /// Show only the N busiest rows of each ranked table (0 = all; time series are whole).
     #[arg(long, default_value_t = 20)]
     pub top: usize,
@@ -134,6 +152,7 @@ impl ReportOpts {
             split: self.split,
             search: self.symbols.search(),
             top: self.top,
+            children: self.children,
         }
     }
 }

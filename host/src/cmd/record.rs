@@ -11,7 +11,7 @@ use std::path::PathBuf;
 /// Record a workload with the agent, then print its profile.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "EXAMPLES:\n  labperf record --local -- ./target/release/labperf-bench --duration 2\n  labperf record --local -e cpu-clock -c 100000 -o run.lpr -- make -j2\n  labperf record --local --no-report -- ./my-prog --flag 'an argument'\n  labperf record --host arm1 --metrics --no-report -o m.lpr -- ./my-prog   # then: labperf report m.lpr\n  labperf record --host alpha1 --profileme -o pm.lpr -- ./my-prog\n  labperf record --host arm1,arm2,x86a -o run.lpr -- ./my-prog   # one file per host, then all merged\n\nThe report printed after recording (and `labperf report FILE` later) is the view the\nrecording's kind names: per function, metrics, TopDown, ProfileMe or mem."
+    after_help = "EXAMPLES:\n  labperf record --local -- ./target/release/labperf-bench --duration 2\n  labperf record --local -e cpu-clock -c 100000 -o run.lpr -- make -j2\n  labperf record --local --no-report -- ./my-prog --flag 'an argument'\n  labperf record --local -g -- ./labperf-bench --calls   # call stacks; then: labperf report --children\n  labperf record --host arm1 --metrics --no-report -o m.lpr -- ./my-prog   # then: labperf report m.lpr\n  labperf record --host alpha1 --profileme -o pm.lpr -- ./my-prog\n  labperf record --host arm1,arm2,x86a -o run.lpr -- ./my-prog   # one file per host, then all merged\n\nThe report printed after recording (and `labperf report FILE` later) is the view the\nrecording's kind names: per function, metrics, TopDown, ProfileMe or mem."
 )]
 pub struct Args {
     /// Run the agent on this machine (the default without --host).
@@ -68,6 +68,9 @@ fn agent_args(r: &RecordOpts) -> Vec<String> {
     }
     for e in &r.events {
         v.extend(["-e".to_string(), e.clone()]);
+    }
+    if r.g || r.call_graph.is_some() {
+        v.extend(["--call-graph".to_string(), "fp".into()]);
     }
     if let Some(p) = r.period {
         v.extend(["-c".to_string(), p.to_string()]);

@@ -18,6 +18,59 @@ pub enum ImportError {
     Parse(#[from] linux_perf_data::Error),
     #[error(transparent)]
     Io(#[from] std::io::Error),
+    #[error("not a perf.data file perf can write ({0})")]
+    Sections(String),
+}
+
+/// Checks that every section perf.data's header names (attrs, data, event types, and each
+/// feature's, listed after the data) lies inside the file, before the parser allocates a
+/// buffer of each section's size: a damaged size would otherwise ask for petabytes.
+pub fn check_sections(f: &mut (impl std::io::Read + std::io::Seek)) -> Result<(), ImportError> {
+    use std::io::SeekFrom;
+    let len = f.seek(SeekFrom::End(0))?;
+    let mut h = [0u8; 104];
+    f.seek(SeekFrom::Start(0))?;
+    if f.read_exact(&mut h).is_err() {
+        return Err(ImportError::Sections("shorter than its header".into()));
+    }
+    let le = match &h[..8] {
+        b"PERFILE2" => true,
+        b"2ELIFREP" => false,
+        _ => return Ok(()), // not perf.data: the parser says so
+    };
+    let u64_at = |b: &[u8], at: usize| {
+        let w: [u8; 8] = b[at..at + 8].try_into().expect("8 bytes");
+        if le {
+            u64::from_le_bytes(w)
+        } else {
+            u64::from_be_bytes(w)
+        }
+    };
+    let inside = |what: &str, off: u64, size: u64| {
+        if off.checked_add(size).is_none_or(|end| end > len) {
+            Err(ImportError::Sections(format!(
+                "its {what} section ({size} bytes at {off}) ends past the file's {len} bytes"
+            )))
+        } else {
+            Ok(())
+        }
+    };
+    inside("attrs", u64_at(&h, 24), u64_at(&h, 32))?;
+    let (data_off, data_size) = (u64_at(&h, 40), u64_at(&h, 48));
+    inside("data", data_off, data_size)?;
+    inside("event types", u64_at(&h, 56), u64_at(&h, 64))?;
+    // The feature bitmap: 256 bits; each set bit has a {offset, size} after the data.
+    let features: u32 = h[72..104].iter().map(|b| b.count_ones()).sum();
+    let table = u64::from(features) * 16;
+    inside("feature table", data_off + data_size, table)?;
+    f.seek(SeekFrom::Start(data_off + data_size))?;
+    let mut t = vec![0u8; table as usize];
+    f.read_exact(&mut t)?;
+    for e in t.chunks_exact(16) {
+        inside("feature", u64_at(e, 0), u64_at(e, 8))?;
+    }
+    f.seek(SeekFrom::Start(0))?;
+    Ok(())
 }
 
 /// What an import found.
@@ -91,9 +144,10 @@ fn vdso_image(perf_file: &linux_perf_data::PerfFile) -> Option<Vec<u8>> {
 
 /// Reads `perf_data` and writes the labperf recording `out` (through `out.part`).
 pub fn import(
-    perf_data: impl std::io::Read + std::io::Seek,
+    mut perf_data: impl std::io::Read + std::io::Seek,
     out: &std::path::Path,
 ) -> Result<Imported, ImportError> {
+    check_sections(&mut perf_data)?;
     let PerfFileReader {
         mut perf_file,
         mut record_iter,

@@ -146,9 +146,29 @@ fn a_cut_or_corrupted_perf_data_is_an_error_or_what_is_intact_never_a_crash() {
         v[at] ^= 0xa5;
         cases.push(v);
     }
+    // Each section's size made enormous (the attrs', the data's, and every feature's, whose
+    // {offset, size} entries follow the data): the parser would allocate that much.
+    let u64_at = |v: &[u8], at: usize| u64::from_le_bytes(v[at..at + 8].try_into().unwrap());
+    let table = (u64_at(&whole, 40) + u64_at(&whole, 48)) as usize;
+    let features: u32 = whole[72..104].iter().map(|b| b.count_ones()).sum();
+    assert!(features > 3, "perf writes its features");
+    let sizes = [32, 48]
+        .into_iter()
+        .chain((0..features as usize).map(|k| table + 16 * k + 8));
+    for at in sizes {
+        let mut v = whole.clone();
+        v[at..at + 8].copy_from_slice(&0x00a5_0000_0000_0000u64.to_le_bytes());
+        cases.push(v);
+    }
+    let huge = cases.len() - features as usize - 2;
     for (n, bytes) in cases.iter().enumerate() {
         std::fs::write(&bad, bytes).unwrap();
         let o = import(&bad, &out);
+        if n >= huge {
+            assert_eq!(o.status.code(), Some(1), "case {n}");
+            let e = String::from_utf8_lossy(&o.stderr);
+            assert!(e.contains("ends past the file's"), "case {n}: {e}");
+        }
         // 0 (what was intact) or 1 (a clear error): never a signal or Rust's 101.
         assert!(
             matches!(o.status.code(), Some(0 | 1)),

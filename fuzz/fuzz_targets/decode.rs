@@ -214,13 +214,17 @@ fuzz_target!(|data: &[u8]| {
         View::Intervals,
     ][pick % 6];
     for (view, fmts) in [(None, &formats[..]), (Some(forced), &formats[(pick >> 3) % 3..][..1])] {
+        // The plain view per function (--by), or with its callees (--children).
+        let children = view == Some(View::Plain) && pick & 4 != 0;
         let o = Options {
             view,
-            by: (view == Some(View::Plain)).then_some(by),
+            by: (view == Some(View::Plain) && !children).then_some(by),
             pc: view == Some(View::Profileme) && mode & 0x80 != 0,
             discard: (view == Some(View::Metrics)).then_some(discard),
             split: (view == Some(View::Metrics)).then_some(split),
             search: Search::nothing(),
+            top: [0, 5][pick & 1],
+            children,
         };
         if let Ok(r) = labperf::view::build(&src, &o) {
             for &f in fmts {

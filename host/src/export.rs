@@ -379,16 +379,21 @@ impl Stacks {
     /// `thread;outer;…;leaf PERIOD` (the sum of the samples' periods, as
     /// `perf script | inferno-collapse-perf` weighs them).
     pub fn folded(&self) -> String {
+        self.folded_by(|s| s.period)
+    }
+
+    /// Folded stacks weighed by `weight` (a stack's period, or its samples).
+    fn folded_by(&self, weight: impl Fn(&Stack) -> u64) -> String {
         let names: Vec<String> = self.frames.iter().map(|f| folded_name(&f.name)).collect();
         // Recordings merged by path, in the order the paths first come.
         let mut line_of: HashMap<&[u32], usize> = HashMap::new();
         let mut lines: Vec<(&[u32], u64)> = Vec::new();
         for s in &self.stacks {
             match line_of.get(&s.frames[..]) {
-                Some(&i) => lines[i].1 = lines[i].1.saturating_add(s.period),
+                Some(&i) => lines[i].1 = lines[i].1.saturating_add(weight(s)),
                 None => {
                     line_of.insert(&s.frames, lines.len());
-                    lines.push((&s.frames, s.period));
+                    lines.push((&s.frames, weight(s)));
                 }
             }
         }
@@ -405,7 +410,15 @@ impl Stacks {
 
     /// An SVG flame graph of the folded stacks, titled with the recorded command.
     pub fn svg(&self, w: impl Write) -> std::io::Result<()> {
-        let folded = self.folded();
+        // inferno adds the weights up in a usize: periods whose sum would overflow it (a
+        // damaged or crafted file) are drawn by samples instead.
+        let total: u128 = self.stacks.iter().map(|s| u128::from(s.period)).sum();
+        let by_period = total <= (usize::MAX / 2) as u128;
+        let folded = if by_period {
+            self.folded()
+        } else {
+            self.folded_by(|s| s.samples)
+        };
         let mut o = inferno::flamegraph::Options::default();
         o.title = match (self.runs.len(), self.header()) {
             (1, Some(h)) => format!(
@@ -419,7 +432,9 @@ impl Stacks {
             }
             _ => format!("labperf ({} samples)", self.total_samples),
         };
-        o.count_name = if self.weights_are_ns() {
+        o.count_name = if !by_period {
+            "samples".into()
+        } else if self.weights_are_ns() {
             "ns".into()
         } else {
             "events".into()
@@ -1005,6 +1020,28 @@ mod tests {
     fn folded_lines_are_outermost_first_with_separators_replaced() {
         // Weighed by period, as inferno-collapse-perf weighs perf script.
         assert_eq!(stacks().folded(), "main;leaf 70\nmain;a_b_c;leaf 30\n");
+    }
+
+    #[test]
+    fn a_flame_graph_of_periods_too_large_to_add_up_is_drawn_by_samples() {
+        // Found by the fuzzer: inferno adds the weights in a usize and overflowed.
+        let mut st = stacks();
+        for s in &mut st.stacks {
+            s.period = u64::MAX - 1;
+        }
+        let mut svg = Vec::new();
+        st.svg(&mut svg).unwrap();
+        let svg = String::from_utf8(svg).unwrap();
+        assert!(
+            svg.contains("<title>leaf (7 samples, 70.00%)</title>"),
+            "{svg}"
+        );
+        // Periods that add up are drawn as periods.
+        let mut svg = Vec::new();
+        stacks().svg(&mut svg).unwrap();
+        assert!(String::from_utf8(svg)
+            .unwrap()
+            .contains("<title>leaf (70 events, 70.00%)</title>"));
     }
 
     #[test]

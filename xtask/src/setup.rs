@@ -107,6 +107,10 @@ pub const CARGO_TOOLS: &[(&str, &str)] = &[
 /// the kernel source.
 pub const FILES: &[(&str, &str)] = &[
     ("/usr/share/doc/libc6-dbg", "libc6-dbg"),
+    // The Alpha C agent's kernel headers (asm/unistd.h, linux/perf_event.h): only a
+    // Recommends of gcc-alpha-linux-gnu, which --no-install-recommends leaves out (a fresh
+    // machine could not build the Alpha agent).
+    ("/usr/alpha-linux-gnu/include/asm/unistd.h", "linux-libc-dev-alpha-cross"),
     // The altperiod lab kernel's source (xtask/src/lab/kernel.rs).
     ("/usr/src/linux-source-6.1.tar.xz", "linux-source-6.1"),
     // The Python venv of PYTHON_PACKAGES is made with Debian's python3 and its venv module.

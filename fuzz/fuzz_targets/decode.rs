@@ -225,6 +225,11 @@ fuzz_target!(|data: &[u8]| {
             search: Search::nothing(),
             top: [0, 5][pick & 1],
             children,
+            // The call graph under each row, both ways, whole or one level deep.
+            graph: (children && mode & 0x20 != 0).then_some(labperf::report::Graph {
+                order: [labperf::report::Order::Caller, labperf::report::Order::Callee][(mode >> 4) as usize & 1],
+                depth: (mode >> 2) as usize & 1,
+            }),
         };
         if let Ok(r) = labperf::view::build(&src, &o) {
             for &f in fmts {

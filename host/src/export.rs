@@ -255,19 +255,30 @@ impl Stacks {
                     .map(|((pid, comm, a), v)| (*pid, *comm, &a[..], *v)),
             );
         for (pid, comm, addrs, (n, period, id)) in all {
-            let mut stack: Vec<u32> = addrs
-                .iter()
-                .enumerate()
-                .map(|(i, &a)| {
-                    let at = if i == 0 { a } else { a.wrapping_sub(1) };
-                    let l = sym.resolve(pid, at);
-                    let f = Frame {
-                        name: label(&l.dso, l.sym.as_deref(), l.vaddr),
+            // Leaf first: the sampled function (the symbol table's, as every flat report
+            // names it, so Self agrees with them), then at each return address the
+            // functions inlined at that call site (innermost first, from DWARF where the
+            // binary has it) and the function that holds them.
+            let mut stack: Vec<u32> = Vec::with_capacity(addrs.len() + 1);
+            for (i, &a) in addrs.iter().enumerate() {
+                let at = if i == 0 { a } else { a.wrapping_sub(1) };
+                let l = sym.resolve(pid, at);
+                let inlined = if i == 0 {
+                    Vec::new()
+                } else {
+                    sym.source(pid, at).inlined
+                };
+                for name in inlined {
+                    stack.push(intern(Frame {
+                        name: name.to_string(),
                         dso: l.dso.to_string(),
-                    };
-                    intern(f)
-                })
-                .collect();
+                    }));
+                }
+                stack.push(intern(Frame {
+                    name: label(&l.dso, l.sym.as_deref(), l.vaddr),
+                    dso: l.dso.to_string(),
+                }));
+            }
             // The outermost frame: the thread's name (perf's flame graphs start there too).
             // A sample read before its process's name (from another CPU's ring) takes the
             // name the process has at the end.

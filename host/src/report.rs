@@ -18,6 +18,10 @@ pub enum By {
     Host,
     /// Per recording (the file's name) and symbol.
     Run,
+    /// Per source line (`file:line`) in the sampled function (for inlined code, the line
+    /// that calls it), from the binary's DWARF or its separate debug file; the function's
+    /// name where there is none.
+    Srcline,
 }
 
 /// One output row.
@@ -102,6 +106,15 @@ pub fn build_many(srcs: &[load::Source], by: By, search: Search) -> Result<Repor
             let (name, dso) = match by {
                 By::Symbol | By::Host | By::Run => (label(&dso, s.as_deref(), vaddr), &*dso),
                 By::Dso => (dso.to_string(), &*dso),
+                By::Srcline => (
+                    match sym.source(pid, ip).line {
+                        Some((file, line)) => {
+                            format!("{}:{line}", crate::table::file_name(&file))
+                        }
+                        None => label(&dso, s.as_deref(), vaddr),
+                    },
+                    &*dso,
+                ),
                 By::Pc => (
                     format!(
                         "{vaddr:#x}{}",
@@ -171,6 +184,7 @@ pub fn children(
     srcs: &[load::Source],
     search: Search,
     top: usize,
+    graph: Option<Graph>,
 ) -> Result<crate::table::Report, LoadError> {
     let st = crate::export::collect_many(srcs, search, false)?;
     // Per frame: (children, self) in samples; the thread's name (each stack's root) is
@@ -228,6 +242,7 @@ pub fn children(
         ],
     );
     t.hidden = vec!["self"];
+    let tree = graph.map(|g| call_graph(&st, &rows, g, total));
     t.rows = rows
         .into_iter()
         .map(|(i, c, s)| {
@@ -261,9 +276,170 @@ pub fn children(
             "# {total} samples, {stacked} with a call stack; Children: the function and its callees"
         )],
         summary,
-        tables: vec![t],
+        tables: std::iter::once(t).chain(tree).collect(),
         ..crate::table::Report::of_file("plain", &info, warnings)
     })
+}
+
+/// Which way `report --call-graph` walks the stacks from each listed function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Order {
+    /// Down: the functions it calls, and theirs (perf's `caller`).
+    Caller,
+    /// Up: the functions that call it, and theirs, to the thread's first function (perf's
+    /// `callee`).
+    Callee,
+}
+
+/// `report --call-graph ORDER --depth N`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Graph {
+    pub order: Order,
+    /// Levels below each listed function (0: all).
+    pub depth: usize,
+}
+
+/// Branches under this share of all samples are left out of a call graph (perf's default
+/// `--call-graph graph,0.5`).
+pub const GRAPH_PERCENT_LIMIT: f64 = 0.5;
+
+/// The `call_graph` table: under each of `rows` (the listed functions, busiest first), the
+/// tree of the paths its samples take, callees (`Caller`) or callers (`Callee`), each node
+/// with the samples that pass through it. A sample counts under a function once, at the
+/// function's outermost frame (recursion does not count it twice); siblings are busiest
+/// first, then by name.
+fn call_graph(
+    st: &crate::export::Stacks,
+    rows: &[(usize, u64, u64)],
+    g: Graph,
+    total: u64,
+) -> Table {
+    struct Node {
+        frame: u32,
+        samples: u64,
+        kids: Vec<usize>,
+    }
+    let pct = |n: u64| Cell::Percent {
+        value: if total > 0 {
+            100.0 * n as f64 / total as f64
+        } else {
+            0.0
+        },
+        places: 2,
+    };
+    let limit = (GRAPH_PERCENT_LIMIT / 100.0 * total as f64).ceil() as u64;
+    let mut t = Table::new(
+        "call_graph",
+        vec![
+            Column::left("function", "Function", 0),
+            Column::right("depth", "Depth", 5),
+            Column::right("percent", "Percent", 8),
+            Column::right("samples", "Samples", 9),
+            Column::left("tree", "Call graph", 40),
+            Column::left("name", "Symbol", 0),
+            Column::left("dso", "DSO", 0),
+        ],
+    );
+    t.ranked = false;
+    t.hidden = vec!["function", "depth", "name"];
+    t.title = Some(match g.order {
+        Order::Caller => "Call graph (caller): the functions each one calls".into(),
+        Order::Callee => "Call graph (callee): the functions that call each one".into(),
+    });
+    for &(top, children, _) in rows {
+        let top = top as u32;
+        // The tree of this function's paths; node 0 is the function itself.
+        let mut nodes = vec![Node {
+            frame: top,
+            samples: children,
+            kids: Vec::new(),
+        }];
+        let mut index: HashMap<(usize, u32), usize> = HashMap::new();
+        for s in &st.stacks {
+            // frames[0] is the thread's name, then outermost to innermost.
+            let fr = &s.frames[1..];
+            let Some(at) = fr.iter().position(|&f| f == top) else {
+                continue;
+            };
+            let path: Box<dyn Iterator<Item = &u32>> = match g.order {
+                Order::Caller => Box::new(fr[at + 1..].iter()),
+                Order::Callee => Box::new(fr[..at].iter().rev()),
+            };
+            let mut parent = 0usize;
+            for (d, &f) in path.enumerate() {
+                if g.depth > 0 && d >= g.depth {
+                    break;
+                }
+                let next = nodes.len();
+                let n = *index.entry((parent, f)).or_insert(next);
+                if n == next {
+                    nodes.push(Node {
+                        frame: f,
+                        samples: 0,
+                        kids: Vec::new(),
+                    });
+                    nodes[parent].kids.push(n);
+                }
+                nodes[n].samples += s.samples;
+                parent = n;
+            }
+        }
+        let name = &st.frames[top as usize].name;
+        // Depth first, busiest child first.
+        let mut todo: Vec<(usize, usize, String)> = vec![(0, 0, String::new())];
+        while let Some((n, depth, indent)) = todo.pop() {
+            let node = &nodes[n];
+            let f = &st.frames[node.frame as usize];
+            let tree = if depth == 0 {
+                f.name.clone()
+            } else {
+                format!("{indent}└─ {}", f.name)
+            };
+            t.rows.push(vec![
+                Cell::text(name.clone()),
+                Cell::Int(depth as u64),
+                pct(node.samples),
+                Cell::Int(node.samples),
+                Cell::text(tree),
+                Cell::text(f.name.clone()),
+                Cell::file(&f.dso),
+            ]);
+            let mut kids: Vec<usize> = node
+                .kids
+                .iter()
+                .copied()
+                .filter(|&k| nodes[k].samples >= limit.max(1))
+                .collect();
+            kids.sort_by(|&a, &b| {
+                nodes[b].samples.cmp(&nodes[a].samples).then_with(|| {
+                    st.frames[nodes[a].frame as usize]
+                        .name
+                        .cmp(&st.frames[nodes[b].frame as usize].name)
+                })
+            });
+            let inner = if depth == 0 {
+                String::new()
+            } else {
+                format!("{indent}   ")
+            };
+            for &k in kids.iter().rev() {
+                todo.push((k, depth + 1, inner.clone()));
+            }
+        }
+    }
+    t.summary.insert(
+        "order".into(),
+        serde_json::json!(match g.order {
+            Order::Caller => "caller",
+            Order::Callee => "callee",
+        }),
+    );
+    t.summary.insert("depth".into(), serde_json::json!(g.depth));
+    t.summary.insert(
+        "percent_limit".into(),
+        serde_json::json!(GRAPH_PERCENT_LIMIT),
+    );
+    t
 }
 
 impl Report {
@@ -281,6 +457,7 @@ impl Report {
         let what = match self.by {
             By::Symbol | By::Host | By::Run => "Symbol",
             By::Dso => "DSO",
+            By::Srcline => "Source line",
             By::Pc => "PC",
         };
         let mut columns = vec![

@@ -28,6 +28,11 @@ pub struct Elf {
     pub has_symtab: bool,
     /// `.gnu_debuglink`: the separate debug file's name and its CRC-32.
     pub debuglink: Option<(String, u32)>,
+    /// Whether the file has DWARF (`.debug_info`).
+    pub has_dwarf: bool,
+    /// The file whose DWARF gives this one's source lines and inlined functions: the file
+    /// itself, or its separate debug file (set when they are found).
+    pub dwarf: Option<PathBuf>,
 }
 
 impl Elf {
@@ -68,12 +73,15 @@ impl Elf {
         ranked.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
         ranked.dedup_by_key(|s| s.0);
         let syms = ranked.into_iter().map(|(a, _, z, n)| (a, z, n)).collect();
+        let has_dwarf = f.section_by_name(".debug_info").is_some();
         Ok(Elf {
             build_id,
             segments,
             syms,
             has_symtab,
             debuglink,
+            has_dwarf,
+            dwarf: None,
         })
     }
 
@@ -91,6 +99,8 @@ impl Elf {
             syms,
             has_symtab: true,
             debuglink: None,
+            has_dwarf: self.has_dwarf || debug.has_dwarf,
+            dwarf: debug.dwarf.clone().or_else(|| self.dwarf.clone()),
         }
     }
 
@@ -273,6 +283,111 @@ pub struct Symbolizer {
     demangled: HashMap<Box<str>, Arc<str>>,
     /// The recording machine's vDSO, from the header extension.
     vdso: Option<Arc<Elf>>,
+    /// DWARF line and inline tables, by file, read when first asked for.
+    lines: HashMap<PathBuf, Option<Arc<Lines>>>,
+}
+
+/// Most bytes a file's DWARF sections take once read (after decompression), together.
+pub const MAX_DWARF_SECTION: u64 = 1 << 30;
+
+type Slice = gimli::EndianArcSlice<gimli::RunTimeEndian>;
+
+/// A file's DWARF, for source lines and inlined functions (the `addr2line` crate).
+pub struct Lines {
+    ctx: addr2line::Context<Slice>,
+}
+
+impl std::fmt::Debug for Lines {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Lines")
+    }
+}
+
+/// The source of one address: the innermost function's file and line, and the functions
+/// inlined there, innermost first (empty when none is inlined).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Source {
+    /// The line in the function the symbol table names (for code inlined into it, the
+    /// line that calls the outermost inlined function): the file as DWARF names it (joined
+    /// to its directory), and the line; `None` where the file has no line for the address.
+    pub line: Option<(Arc<str>, u32)>,
+    /// The inlined functions' names (demangled), innermost first; the function that
+    /// contains them all is the symbol table's.
+    pub inlined: Vec<Arc<str>>,
+}
+
+impl Lines {
+    /// Reads the DWARF of an ELF file's bytes. Compressed sections are inflated only while
+    /// all of them stay within [`MAX_DWARF_SECTION`] and each within 64 times its
+    /// compressed size; a section that does not is read as empty (no lines from it).
+    pub fn parse(data: &[u8]) -> Option<Lines> {
+        use object::{Object, ObjectSection};
+        let f = object::File::parse(data).ok()?;
+        let endian = if f.is_little_endian() {
+            gimli::RunTimeEndian::Little
+        } else {
+            gimli::RunTimeEndian::Big
+        };
+        // What compressed sections may inflate to, together: a crafted file (the binary
+        // cache holds what lab machines send) states any size.
+        let mut budget = MAX_DWARF_SECTION;
+        let load = |id: gimli::SectionId| -> Result<Slice, gimli::Error> {
+            let bytes: Arc<[u8]> = match f.section_by_name(id.name()) {
+                Some(sec) => {
+                    let fits = sec.compressed_data().is_ok_and(|c| {
+                        let n = c.uncompressed_size;
+                        // zlib and zstd reach about 1000:1 on crafted input; debug
+                        // sections compress 3 to 10 times.
+                        let sane = n <= 64u64.saturating_mul(c.data.len() as u64) + (1 << 20);
+                        let ok = n <= budget && sane;
+                        if ok {
+                            budget -= n;
+                        }
+                        ok
+                    });
+                    match (fits, sec.uncompressed_data()) {
+                        (true, Ok(d)) => Arc::from(d.as_ref()),
+                        _ => Arc::from(&[][..]),
+                    }
+                }
+                None => Arc::from(&[][..]),
+            };
+            Ok(gimli::EndianArcSlice::new(bytes, endian))
+        };
+        let dwarf = gimli::Dwarf::load(load).ok()?;
+        let ctx = addr2line::Context::from_dwarf(dwarf).ok()?;
+        Some(Lines { ctx })
+    }
+
+    /// The source of `vaddr` (the file's own address).
+    pub fn source(&self, vaddr: u64) -> Source {
+        let mut out = Source::default();
+        let Ok(mut frames) = self.ctx.find_frames(vaddr).skip_all_loads() else {
+            return out;
+        };
+        let mut names: Vec<Arc<str>> = Vec::new();
+        // Bounded: a crafted file could nest inlined functions without end.
+        for _ in 0..256 {
+            let Ok(Some(f)) = frames.next() else { break };
+            // The last frame's location wins: the line in the function that holds the
+            // inlined ones (the call site of the outermost inlined function).
+            out.line = f
+                .location
+                .as_ref()
+                .and_then(|l| Some((Arc::from(l.file?), l.line?)));
+            let name = f
+                .function
+                .as_ref()
+                .and_then(|n| n.raw_name().ok())
+                .map(|n| Arc::<str>::from(demangle(&n).as_str()))
+                .unwrap_or_else(|| "[inlined]".into());
+            names.push(name);
+        }
+        // The last frame is the function the others are inlined into.
+        names.pop();
+        out.inlined = names;
+        out
+    }
 }
 
 fn hex(b: &[u8]) -> String {
@@ -385,7 +500,12 @@ impl Symbolizer {
         if let Some(e) = self.by_inode.get(&id) {
             return e.clone();
         }
-        let e = Elf::parse((*data).as_ref()).ok().map(Arc::new);
+        let e = Elf::parse((*data).as_ref()).ok().map(|mut e| {
+            if e.has_dwarf {
+                e.dwarf = Some(c.to_path_buf());
+            }
+            Arc::new(e)
+        });
         self.by_inode.insert(id, e.clone());
         e
     }
@@ -458,7 +578,12 @@ impl Symbolizer {
             let debug = match self.by_inode.get(&id) {
                 Some(e) => e.clone(),
                 None => {
-                    let e = Elf::parse((*data).as_ref()).ok().map(Arc::new);
+                    let e = Elf::parse((*data).as_ref()).ok().map(|mut e| {
+                        if e.has_dwarf {
+                            e.dwarf = Some(c.clone());
+                        }
+                        Arc::new(e)
+                    });
                     self.by_inode.insert(id, e.clone());
                     e
                 }
@@ -503,6 +628,36 @@ impl Symbolizer {
         }
         self.elves.insert(key, found.clone());
         found
+    }
+
+    /// The source line of `ip` of process `pid` and the functions inlined there, from the
+    /// DWARF of its file or of the file's separate debug file (none where neither has it).
+    pub fn source(&mut self, pid: u32, ip: u64) -> Source {
+        let Some(m) = self.find_map(pid, ip).cloned() else {
+            return Source::default();
+        };
+        let Some(elf) = self.elf(&m.path, m.build_id.as_ref()) else {
+            return Source::default();
+        };
+        let Some(path) = elf.dwarf.clone() else {
+            return Source::default();
+        };
+        let off = ip.wrapping_sub(m.start).wrapping_add(m.pgoff);
+        let Some(vaddr) = elf.offset_to_vaddr(off) else {
+            return Source::default();
+        };
+        let lines = match self.lines.get(&path) {
+            Some(l) => l.clone(),
+            None => {
+                let l = crate::load::map_regular_id(&path, MAX_ELF)
+                    .ok()
+                    .and_then(|(data, _)| Lines::parse((*data).as_ref()))
+                    .map(Arc::new);
+                self.lines.insert(path, l.clone());
+                l
+            }
+        };
+        lines.map(|l| l.source(vaddr)).unwrap_or_default()
     }
 
     /// Resolves `ip` of process `pid`.

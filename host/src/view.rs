@@ -64,6 +64,9 @@ pub struct Options {
     /// The plain view per function with callees included (`--children`, perf's Children
     /// and Self columns) from the recordings' call stacks.
     pub children: bool,
+    /// `--call-graph ORDER [--depth N]`: the `--children` table and, under each of its
+    /// rows, the tree of callees or callers.
+    pub graph: Option<crate::report::Graph>,
     /// The plain view keeps only the N busiest rows (0 = all), as `--top` prints them: a
     /// file with a million distinct addresses does not build a million rows to print 20.
     pub top: usize,
@@ -108,9 +111,10 @@ pub fn choose(src: &Source, o: &Options) -> Result<(View, &'static str), LoadErr
 }
 
 fn check(src: &Source, o: &Options, view: View, why: &'static str) -> Result<(), ViewError> {
-    let given: [(&'static str, bool, View); 5] = [
+    let given: [(&'static str, bool, View); 6] = [
         ("--by", o.by.is_some(), View::Plain),
         ("--children", o.children, View::Plain),
+        ("--call-graph", o.graph.is_some(), View::Plain),
         ("--pc", o.pc, View::Profileme),
         ("--discard", o.discard.is_some(), View::Metrics),
         ("--split", o.split.is_some(), View::Metrics),
@@ -146,8 +150,8 @@ pub fn build_many(srcs: &[Source], o: &Options) -> Result<Report, ViewError> {
         }
         check(src, o, view, why)?;
     }
-    let mut r = if o.children {
-        crate::report::children(srcs, o.search.clone(), o.top)?
+    let mut r = if o.children || o.graph.is_some() {
+        crate::report::children(srcs, o.search.clone(), o.top, o.graph)?
     } else {
         crate::report::build_many(srcs, o.by.unwrap_or(By::Symbol), o.search.clone())?
             .keep(o.top)
@@ -163,8 +167,8 @@ pub fn build(src: &Source, o: &Options) -> Result<Report, ViewError> {
     check(src, o, view, why)?;
     let search = o.search.clone();
     let mut r = match view {
-        View::Plain if o.children => {
-            crate::report::children(std::slice::from_ref(src), search, o.top)?
+        View::Plain if o.children || o.graph.is_some() => {
+            crate::report::children(std::slice::from_ref(src), search, o.top, o.graph)?
         }
         View::Plain => crate::report::build(src, o.by.unwrap_or(By::Symbol), search)?
             .keep(o.top)

@@ -13,6 +13,8 @@ use std::process::Command;
 const TREE: &[(&str, f64)] = &[
     ("labperf_bench::calls_a", 50.0),
     ("labperf_bench::calls_b", 50.0),
+    // Inlined into calls_b: a frame from the bench's DWARF.
+    ("calls_b_inlined", 50.0),
     ("nops", 50.0),
     ("int_divider_stalls", 25.0),
     ("fp_divider_stalls", 25.0),
@@ -38,7 +40,10 @@ fn record_calls(cmd: &mut Command) -> BTreeMap<String, f64> {
         let s: f64 = w[2].parse().unwrap();
         *spent.entry(format!("labperf_bench::{}", w[0])).or_default() += s;
         *spent.entry(w[1].to_string()).or_default() += s;
+        *spent.entry(format!("{} {}", w[0], w[1])).or_default() += s;
     }
+    // calls_b calls through calls_b_inlined, which DWARF alone names.
+    spent.insert("calls_b_inlined".into(), spent["labperf_bench::calls_b"]);
     let tree = spent["labperf_bench::calls_a"] + spent["labperf_bench::calls_b"];
     spent.values_mut().for_each(|v| *v = 100.0 * *v / tree);
     spent
@@ -234,21 +239,189 @@ fn children_agree_with_perf_report_children_on_the_bench_call_tree() {
     // of the same randomized split: within 2 points).
     let mut top: Vec<(&String, f64)> = ours.iter().map(|(k, v)| (k, v.0)).collect();
     top.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
+    // The first 10 of ours that perf lists too: perf has no entry for an inlined function
+    // (the std helpers inlined into main's callers, calls_b_inlined), we do.
     let mut compared = Vec::new();
-    for (name, pct) in top.into_iter().take(10) {
+    for (name, pct) in top {
         let Some(&p) = theirs.get(name.as_str()) else {
             continue;
         };
+        if compared.len() == 10 {
+            break;
+        }
         assert!(
             (pct - p).abs() <= 2.0,
             "{name}: labperf {pct:.2}%, perf {p:.2}%\nperf: {theirs:?}"
         );
         compared.push(name.clone());
     }
-    for name in TREE.iter().map(|t| t.0).chain(["labperf_bench::main"]) {
+    // perf lists no inlined function as an entry of its own (its callchains show them).
+    let named = TREE.iter().map(|t| t.0).filter(|n| *n != "calls_b_inlined");
+    for name in named.chain(["labperf_bench::main"]) {
         assert!(
             compared.iter().any(|c| c == name),
             "{name} not compared: ours {ours:?}, perf {theirs:?}"
+        );
+    }
+}
+
+/// The line numbers (1-based) in the bench's `classes.rs` of the first line containing
+/// `text` after the line containing `start`.
+fn line_of(start: &str, text: &str) -> u32 {
+    let src = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../agents/labperf-bench/src/classes.rs"),
+    )
+    .unwrap();
+    let lines: Vec<&str> = src.lines().collect();
+    let from = lines.iter().position(|l| l.contains(start)).unwrap();
+    (lines[from..].iter().position(|l| l.contains(text)).unwrap() + from + 1) as u32
+}
+
+/// Rows of one table of a JSON report.
+fn rows<'a>(j: &'a serde_json::Value, table: &str) -> &'a Vec<serde_json::Value> {
+    j["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == table)
+        .unwrap_or_else(|| panic!("no table {table} in {j}"))["rows"]
+        .as_array()
+        .unwrap()
+}
+
+#[test]
+fn source_lines_inlined_frames_and_call_graphs_of_the_bench_call_tree() {
+    let d = scratch("stacks-lines");
+    let f = d.join("calls.lpr");
+    let spent = record_calls(
+        Command::new(bin("labperf-agent"))
+            .args(["record", "-g", "-c", "250000", "-o"])
+            .arg(&f),
+    );
+    let count = |j: &serde_json::Value, key: &str| -> BTreeMap<String, u64> {
+        rows(j, "functions")
+            .iter()
+            .map(|r| {
+                (
+                    r["name"].as_str().unwrap().to_string(),
+                    r[key].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    // --by srcline: each class's samples fall on the lines of its hot loop in classes.rs
+    // (their numbers read from the source): the `for` and the statement it repeats. 95%:
+    // the rest are the function's entry and exit.
+    let by_sym = count(&report_json(&f, 0, |_| {}), "samples");
+    let by_line = count(
+        &report_json(&f, 0, |c| {
+            c.args(["--by", "srcline"]);
+        }),
+        "samples",
+    );
+    for (class, body) in [
+        ("int_divider_stalls", "x = (x / d)"),
+        ("fp_divider_stalls", "x /= d"),
+        ("nops", "asm!("),
+    ] {
+        let f = format!("fn {class}");
+        let lines = [line_of(&f, "for _ in 0.."), line_of(&f, body)];
+        let on: u64 = lines
+            .iter()
+            .map(|l| {
+                by_line
+                    .get(&format!("classes.rs:{l}"))
+                    .copied()
+                    .unwrap_or(0)
+            })
+            .sum();
+        let all = by_sym[class];
+        assert!(
+            on as f64 >= 0.95 * all as f64,
+            "{class}: {on} of {all} samples on classes.rs:{lines:?}\n{by_line:?}"
+        );
+    }
+    // The inlined frame is a frame of the stacks: calls_b's whole share passes through it.
+    let (children, _) = children(&f);
+    let b = children["labperf_bench::calls_b"].0;
+    assert!(b > 40.0, "calls_b {b}");
+    assert_eq!(children.get("calls_b_inlined").map(|c| c.0), Some(b));
+    // --call-graph caller: under calls_b, calls_b_inlined with every sample of calls_b,
+    // then run_slice; under calls_a, run_slice, then its two leaves.
+    let caller = report_json(&f, 0, |c| {
+        c.args(["--call-graph", "caller", "--depth", "2"]);
+    });
+    let tree = |j: &serde_json::Value, top: &str| -> Vec<(u64, String, u64)> {
+        rows(j, "call_graph")
+            .iter()
+            .filter(|r| r["function"] == top)
+            .map(|r| {
+                (
+                    r["depth"].as_u64().unwrap(),
+                    r["name"].as_str().unwrap().to_string(),
+                    r["samples"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let fs = count(&caller, "children");
+    let tb = tree(&caller, "labperf_bench::calls_b");
+    let nb = fs["labperf_bench::calls_b"];
+    assert_eq!(tb[0], (0, "labperf_bench::calls_b".into(), nb), "{tb:?}");
+    assert_eq!(tb[1], (1, "calls_b_inlined".into(), nb), "{tb:?}");
+    assert_eq!(tb[2].0, 2, "{tb:?}");
+    assert_eq!(tb[2].1, "labperf_bench::run_slice", "{tb:?}");
+    assert!(tb.iter().all(|r| r.0 <= 2), "--depth 2: {tb:?}");
+    let ta = tree(&caller, "labperf_bench::calls_a");
+    let leaves: Vec<&str> = ta
+        .iter()
+        .filter(|r| r.0 == 2)
+        .map(|r| r.1.as_str())
+        .collect();
+    let mut sorted = leaves.clone();
+    sorted.sort();
+    assert_eq!(sorted, ["int_divider_stalls", "nops"], "{ta:?}");
+    let leaf_sum: u64 = ta.iter().filter(|r| r.0 == 2).map(|r| r.2).sum();
+    assert!(
+        leaf_sum as f64 >= 0.97 * fs["labperf_bench::calls_a"] as f64,
+        "{ta:?}"
+    );
+    // Siblings busiest first.
+    assert!(ta[2].2 >= ta[3].2, "{ta:?}");
+    // --call-graph callee: nops is reached through run_slice, which calls_a and (inlined)
+    // calls_b call, every sample of it once, split as the bench's clock says (within
+    // 2 points of the tree: cpu-clock samples the same CPU time the bench measures).
+    let callee = report_json(&f, 0, |c| {
+        c.args(["--call-graph", "callee", "--depth", "2"]);
+    });
+    let tn = tree(&callee, "nops");
+    let nn = count(&callee, "children")["nops"];
+    assert_eq!(tn[0], (0, "nops".into(), nn), "{tn:?}");
+    assert_eq!(tn[1].1, "labperf_bench::run_slice", "{tn:?}");
+    // The rest: main's calibration calls each class once, before the tree.
+    let via_slices = tn[1].2;
+    assert!(via_slices as f64 >= 0.99 * nn as f64, "{tn:?}");
+    let callers: BTreeMap<&str, u64> = tn
+        .iter()
+        .filter(|r| r.0 == 2)
+        .map(|r| (r.1.as_str(), r.2))
+        .collect();
+    assert_eq!(
+        callers.keys().copied().collect::<Vec<_>>(),
+        ["calls_b_inlined", "labperf_bench::calls_a"],
+        "{tn:?}"
+    );
+    assert_eq!(callers.values().sum::<u64>(), via_slices, "{tn:?}");
+    let tree_samples = (fs["labperf_bench::calls_a"] + nb) as f64;
+    for (caller, path) in [
+        ("labperf_bench::calls_a", "calls_a nops"),
+        ("calls_b_inlined", "calls_b nops"),
+    ] {
+        let got = 100.0 * callers[caller] as f64 / tree_samples;
+        let want = spent[path];
+        assert!(
+            (got - want).abs() <= 2.0,
+            "nops via {caller}: {got:.2}% of the tree, {want:.2}% by the bench's clock"
         );
     }
 }

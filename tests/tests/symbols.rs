@@ -144,6 +144,38 @@ fn python3_top_functions_match_perf_on_the_same_run() {
         "libc rows {libc_named:?} (debug file {})",
         debug.display()
     );
+    // Source lines come from the same debug file (its DWARF sections are compressed):
+    // libc's busiest addresses are on the lines binutils' addr2line gives for them.
+    let libc_rows = |j: &serde_json::Value| -> Vec<String> {
+        j["tables"][0]["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["dso"].as_str().unwrap().ends_with("libc.so.6"))
+            .map(|r| r["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let lines = libc_rows(&report_json(&lpr, 0, |c| {
+        c.args(["--by", "srcline"]);
+    }));
+    let pcs = libc_rows(&report_json(&lpr, 0, |c| {
+        c.args(["--by", "pc"]);
+    }));
+    for pc in pcs.iter().take(3) {
+        let vaddr = pc.split_whitespace().next().unwrap();
+        let o = Command::new("addr2line")
+            .arg("-e")
+            .arg(&debug)
+            .arg(vaddr)
+            .output()
+            .expect("addr2line (binutils)");
+        let theirs = String::from_utf8_lossy(&o.stdout);
+        let theirs = theirs.trim().rsplit('/').next().unwrap().to_string();
+        assert!(
+            !theirs.starts_with("??") && lines.contains(&theirs),
+            "{pc}: addr2line says {theirs}; labperf's libc lines {lines:?}"
+        );
+    }
 }
 
 /// Records the bench (static, with symbols) copied into `dir` as `name`.

@@ -39,6 +39,7 @@ pub const PROGRAMS: &[(&str, &str)] = &[
     // Headless Chromium loads `labperf report --format html` (tests/tests/views.rs).
     ("chromium", "chromium"),
     ("objcopy", "binutils"),
+    ("addr2line", "binutils"),
     // Building the lab image.
     ("cpio", "cpio"),
     ("dpkg-query", "dpkg"),
@@ -110,7 +111,10 @@ pub const FILES: &[(&str, &str)] = &[
     // The Alpha C agent's kernel headers (asm/unistd.h, linux/perf_event.h): only a
     // Recommends of gcc-alpha-linux-gnu, which --no-install-recommends leaves out (a fresh
     // machine could not build the Alpha agent).
-    ("/usr/alpha-linux-gnu/include/asm/unistd.h", "linux-libc-dev-alpha-cross"),
+    (
+        "/usr/alpha-linux-gnu/include/asm/unistd.h",
+        "linux-libc-dev-alpha-cross",
+    ),
     // The altperiod lab kernel's source (xtask/src/lab/kernel.rs).
     ("/usr/src/linux-source-6.1.tar.xz", "linux-source-6.1"),
     // The Python venv of PYTHON_PACKAGES is made with Debian's python3 and its venv module.

@@ -17,7 +17,8 @@ USAGE: labperf-bench [--duration SECS] [--classes LIST | --calls] [--slice-ms MS
   --calls           a fixed call tree instead of --classes, with known inclusive
                     shares: main -> calls_a -> {int_divider_stalls, nops} and
                     main -> calls_b -> {nops, fp_divider_stalls}, each leaf 1/4 of the time
-                    (calls_a 50%, calls_b 50%, nops 50%); built with frame pointers.
+                    (calls_a 50%, calls_b 50%, nops 50%; calls_b calls through an inlined
+                    function, calls_b_inlined); built with frame pointers and line tables.
                     At exit it prints the CPU time each path took ('spent PATH CLASS S')
   --list            print the classes and their function names
 
@@ -191,11 +192,19 @@ fn calls_a(state: &classes::State, idx: usize, block: u64, slice: Duration) -> u
     black_box(r) ^ 0xa
 }
 
-/// `--calls`: the second inner node of the call tree.
+/// `--calls`: the second inner node of the call tree. It calls through `calls_b_inlined`,
+/// which is inlined into it: a frame only DWARF knows (the known answer for inlined frames).
 #[inline(never)]
 fn calls_b(state: &classes::State, idx: usize, block: u64, slice: Duration) -> u64 {
-    let r = run_slice(state, idx, block, slice);
+    let r = calls_b_inlined(state, idx, block, slice);
     black_box(r) ^ 0xb0
+}
+
+/// `--calls`: inlined into calls_b (never a frame of its own on the stack).
+#[inline(always)]
+fn calls_b_inlined(state: &classes::State, idx: usize, block: u64, slice: Duration) -> u64 {
+    let r = run_slice(state, idx, block, slice);
+    black_box(r).rotate_left(3)
 }
 
 /// Runs class `idx` in blocks until `slice` of CPU time has passed.

@@ -110,8 +110,9 @@ pub struct ReportOpts {
     /// profileme, mem or intervals].
     #[arg(long, value_enum)]
     pub view: Option<View>,
-    /// Plain view: group samples by function, by mapped file, by instruction address, or
-    /// by function per recording machine (host) or per file (run) [default: symbol].
+    /// Plain view: group samples by function, by mapped file, by instruction address, by
+    /// source line (file:line, from the binary's DWARF or its separate debug file), or by
+    /// function per recording machine (host) or per file (run) [default: symbol].
     #[arg(long, value_enum)]
     pub by: Option<By>,
     /// Plain view: each function's samples with its callees' (Children) beside its own
@@ -153,6 +154,7 @@ impl ReportOpts {
             search: self.symbols.search(),
             top: self.top,
             children: self.children,
+            graph: None,
         }
     }
 }

@@ -33,6 +33,8 @@ static const char USAGE[] =
     "  -F, --freq HZ        sample at about HZ per second\n"
     "  -o, --output FILE    record file (default labperf.lpr)\n"
     "      --mmap-pages N   ring buffer data pages per CPU, a power of two up to 65536 (default 16)\n"
+    "  -g, --call-graph fp  each sample's call stack, by frame pointers (x86_64; Linux on Alpha\n"
+    "                       records none, and the agent says so)\n"
     "      --no-inherit     do not follow children\n"
     "      --flush-ms MS    close a frame at least every MS ms (default 1000)\n"
     "      --dump-ring FILE also save the raw ring-buffer records (for replay)\n"
@@ -96,7 +98,7 @@ struct opts {
     u64 sample_type, read_format; /* replay overrides; 0: from the options */
     const char *output, *dump, *replay;
     u64 mmap_pages, flush_ms;
-    int no_inherit, profileme, mem;
+    int no_inherit, profileme, mem, callgraph;
     const char *replay_ring;
     char **command;
     int ncommand;
@@ -233,6 +235,17 @@ static void parse_opts(int argc, char **argv, int i, struct opts *o) {
         } else if (lp_streq(a, "--replay-ring")) {
             NEED();
             o->replay_ring = v;
+        } else if (lp_streq(a, "-g") || lp_streq(a, "--call-graph")) {
+            if (lp_streq(a, "--call-graph")) {
+                NEED();
+                if (!lp_streq(v, "fp")) die("--call-graph: the C agent records frame pointers only (fp), not ", v, 2);
+            }
+#ifdef __alpha__
+            die("-g: Linux on Alpha records no call stacks (arch/alpha implements neither perf_callchain_user "
+                "nor perf_callchain_kernel: every callchain would be empty); record without -g",
+                0, 2);
+#endif
+            o->callgraph = 1;
         } else if (lp_streq(a, "--no-inherit")) {
             o->no_inherit = 1;
         } else if (lp_streq(a, "-p") || lp_streq(a, "--pid")) {
@@ -291,6 +304,11 @@ static void make_attr(const struct opts *o, const struct ev *e, int first, int s
 #endif
     a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_PERIOD | PERF_SAMPLE_CPU;
     if (multi) a->sample_type |= PERF_SAMPLE_IDENTIFIER;
+    if (o->callgraph) {
+        /* The kernel walks the frame pointers; user-only events leave its own part out. */
+        a->sample_type |= PERF_SAMPLE_CALLCHAIN;
+        a->exclude_callchain_kernel = a->exclude_kernel;
+    }
     if (e->profileme) {
         /* Not a precise event (:p samples only retired instructions, and a load or store
          * that misses the DTB is aborted and refetched): the format bit selects ProfileMe. */

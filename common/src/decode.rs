@@ -965,6 +965,15 @@ fn long_record(p: &[u8], pos: &mut usize, t: u8) -> Result<Option<Record>, Decod
         tag::LOST => Record::Lost(postcard::from_bytes(body).map_err(bad)?),
         tag::THROTTLE => Record::Throttle(postcard::from_bytes(body).map_err(bad)?),
         tag::INTERVAL => Record::Interval(postcard::from_bytes(body).map_err(bad)?),
+        tag::KSYMS => {
+            let k: crate::KernelSymbols = postcard::from_bytes(body).map_err(bad)?;
+            if k.syms.len() > crate::MAX_KSYMS {
+                return Err(DecodeError::Malformed(
+                    "more kernel symbols than a record carries",
+                ));
+            }
+            Record::KernelSymbols(k)
+        }
         _ => return Ok(None),
     }))
 }

@@ -126,6 +126,7 @@ impl Encoder {
             Record::Lost(l) => (tag::LOST, postcard::to_allocvec(l)),
             Record::Throttle(t) => (tag::THROTTLE, postcard::to_allocvec(t)),
             Record::Interval(i) => (tag::INTERVAL, postcard::to_allocvec(i)),
+            Record::KernelSymbols(k) => (tag::KSYMS, postcard::to_allocvec(k)),
         };
         let body = body.unwrap_or_else(|_| encoding_failed());
         self.chunk.push(t);

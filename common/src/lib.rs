@@ -97,7 +97,9 @@
 //!   continue the frame.
 //! * `0x10..`: varint body length, then a postcard body: `0x10` [`Mmap2`],
 //!   `0x11` [`Comm`], `0x12` FORK [`Task`], `0x13` EXIT [`Task`], `0x14` [`Lost`],
-//!   `0x15` [`Throttle`], `0x16` [`Interval`]. Readers skip unknown tags from
+//!   `0x15` [`Throttle`], `0x16` [`Interval`], `0x17` KSYMS [`KernelSymbols`] (after
+//!   the last sample: the kernel functions the samples' kernel addresses fall in, at
+//!   most [`MAX_KSYMS`] a record). Readers skip unknown tags from
 //!   `0x10` on by their length, so new long records can be appended.
 //!
 //! # Versioning
@@ -112,10 +114,14 @@
 //! | 1 | the first published layout |
 //! | 2 | the header-extension frame (kind 4) with the RECIPE and REPLAYED items |
 //!
+//! Within version 2, additions that older readers skip by their length (no new version):
+//! the header extension's VDSO item, and the KSYMS long record (`0x17`).
+//!
 //! # Limits a reader enforces
 //!
 //! A frame payload is at most [`MAX_PAYLOAD`] bytes; a sample carries at most
-//! [`MAX_VALUES`] group values and [`MAX_CALLCHAIN`] callchain entries. Larger counts
+//! [`MAX_VALUES`] group values and [`MAX_CALLCHAIN`] callchain entries, a KSYMS record
+//! at most [`MAX_KSYMS`] symbols. Larger counts
 //! are malformed (a writer never produces them), which bounds a decoder's memory by a
 //! small multiple of its input.
 
@@ -170,6 +176,8 @@ pub const FRAME_HEADER_EXT: u8 = 4;
 pub const MAX_VALUES: usize = 256;
 /// Most callchain entries one sample may carry.
 pub const MAX_CALLCHAIN: usize = 4096;
+/// Most kernel symbols one KSYMS record may carry.
+pub const MAX_KSYMS: usize = 4096;
 
 /// Header-extension item tags.
 pub mod ext_item {
@@ -194,6 +202,7 @@ pub mod tag {
     pub const LOST: u8 = 0x14;
     pub const THROTTLE: u8 = 0x15;
     pub const INTERVAL: u8 = 0x16;
+    pub const KSYMS: u8 = 0x17;
 }
 
 /// SAMPLE flag bits.

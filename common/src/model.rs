@@ -207,7 +207,9 @@ pub struct Sample {
     pub cpu: u32,
     /// PERF_SAMPLE_READ group values, in [`Header::events`] group order.
     pub values: Vec<u64>,
-    /// User callchain (return addresses), innermost first, without context markers.
+    /// Callchain (return addresses), innermost first, without context markers: the
+    /// kernel's frames first when the event samples the kernel (top bit set), then the
+    /// user's.
     pub callchain: Vec<u64>,
     /// PERF_SAMPLE_RAW payload.
     pub raw: Option<Vec<u8>>,
@@ -305,6 +307,30 @@ pub struct Interval {
     pub counts: Vec<Count>,
 }
 
+/// One kernel function of the recording machine (a text symbol of `/proc/kallsyms`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KernelSymbol {
+    /// Its address as the running kernel has it (KASLR applied).
+    pub start: u64,
+    /// The next symbol's address: the function holds `start..end`.
+    pub end: u64,
+    pub name: String,
+    /// The module that holds it, `None` for the kernel image.
+    pub module: Option<String>,
+}
+
+/// `KSYMS`: the functions of the recording machine's kernel that hold the kernel addresses
+/// the file's samples name (ips and callchain entries), read from `/proc/kallsyms` when
+/// the recording ends; sorted by address, at most [`crate::MAX_KSYMS`] per record (a file
+/// may hold several). Kernel addresses are those with the top bit set.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KernelSymbols {
+    pub syms: Vec<KernelSymbol>,
+    /// Set when `/proc/kallsyms` showed every address as 0: the value of
+    /// `/proc/sys/kernel/kptr_restrict` (kernel functions cannot be named).
+    pub hidden: Option<u32>,
+}
+
 /// Any record of a file's record frames.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Record {
@@ -316,6 +342,7 @@ pub enum Record {
     Lost(Lost),
     Throttle(Throttle),
     Interval(Interval),
+    KernelSymbols(KernelSymbols),
 }
 
 /// How the workload ended.

@@ -97,6 +97,15 @@ fn records(n: usize, seed: u64) -> Vec<Record> {
                     time_running: 5,
                 }],
             }),
+            5 if i % 7 == 0 => Record::KernelSymbols(KernelSymbols {
+                syms: vec![KernelSymbol {
+                    start: 0xffff_ffff_8100_0000 + rnd() % 0x1000,
+                    end: 0xffff_ffff_8100_2000,
+                    name: "read_zero".into(),
+                    module: (i % 2 == 0).then(|| "kvm".into()),
+                }],
+                hidden: (i % 3 == 0).then_some(1),
+            }),
             _ => {
                 for e in &mut v {
                     *e += rnd() % 5000;

@@ -119,5 +119,25 @@ pub fn line(r: &Record) -> String {
                 .collect::<Vec<_>>()
                 .join(" ")
         ),
+        Record::KernelSymbols(k) => format!(
+            "KSYMS {} symbols{}{}",
+            k.syms.len(),
+            k.hidden
+                .map(|v| format!(" hidden (kptr_restrict={v})"))
+                .unwrap_or_default(),
+            k.syms
+                .iter()
+                .map(|s| format!(
+                    " {:#x}..{:#x} {}{}",
+                    s.start,
+                    s.end,
+                    crate::text::show(&s.name),
+                    s.module
+                        .as_deref()
+                        .map(|m| format!(" [{}]", crate::text::show(m)))
+                        .unwrap_or_default()
+                ))
+                .collect::<String>()
+        ),
     }
 }

@@ -231,9 +231,25 @@ impl Stacks {
         })?;
         let mut sym = Symbolizer::new(search);
         sym.recorded_on(info.header.as_ref(), info.header_ext.as_ref());
-        for r in &side {
+        // The kernel addresses the stacks name: the kernel functions kept are theirs.
+        let mut kernel: Vec<u64> = flat
+            .keys()
+            .map(|k| k.2)
+            .chain(raw.keys().flat_map(|k| k.2.iter().copied()))
+            .filter(|a| a >> 63 == 1)
+            .collect();
+        // A return address is looked up one byte back.
+        let back: Vec<u64> = kernel.iter().map(|a| a.saturating_sub(1)).collect();
+        kernel.extend(back);
+        kernel.sort_unstable();
+        kernel.dedup();
+        for r in &mut side {
+            if let Record::KernelSymbols(k) = r {
+                load::keep_sampled(k, &kernel);
+            }
             sym.observe(r);
         }
+        drop(kernel);
         drop(side);
         let mut merged: HashMap<Vec<u32>, u32> = HashMap::new();
         let mut stack_of = vec![0u32; next_id as usize];
@@ -261,7 +277,7 @@ impl Stacks {
             // binary has it) and the function that holds them.
             let mut stack: Vec<u32> = Vec::with_capacity(addrs.len() + 1);
             for (i, &a) in addrs.iter().enumerate() {
-                let at = if i == 0 { a } else { a.wrapping_sub(1) };
+                let at = if i == 0 { a } else { a.saturating_sub(1) };
                 let l = sym.resolve(pid, at);
                 let inlined = if i == 0 {
                     Vec::new()

@@ -205,6 +205,7 @@ pub struct Counts {
 pub enum Side {
     Map(Mmap2),
     Fork { pid: u32, ppid: u32 },
+    Kernel(labperf_common::KernelSymbols),
 }
 
 impl Side {
@@ -219,6 +220,7 @@ impl Side {
                 ptid: ppid,
                 time: 0,
             }),
+            Side::Kernel(k) => Record::KernelSymbols(k),
         }
     }
 }
@@ -258,6 +260,13 @@ fn side_band(
             v.get(i).is_some_and(|&ip| ip - m.addr < m.len)
         })
     };
+    let mut kernel_ips: Vec<u64> = by_ip
+        .keys()
+        .map(|k| k.1)
+        .filter(|ip| ip >> 63 == 1)
+        .collect();
+    kernel_ips.sort_unstable();
+    kernel_ips.dedup();
     let mut out = Vec::new();
     for &i in side_frames {
         let Some(mut rr) = frames.get(i).and_then(|&f| RecordReader::of_frame(data, f)) else {
@@ -270,11 +279,27 @@ fn side_band(
                     pid: t.pid,
                     ppid: t.ppid,
                 }),
+                // Only the functions some sample lands in, as for mappings.
+                Record::KernelSymbols(mut k) => {
+                    keep_sampled(&mut k, &kernel_ips);
+                    if !k.syms.is_empty() || k.hidden.is_some() {
+                        out.push(Side::Kernel(k));
+                    }
+                }
                 _ => {}
             }
         }
     }
     out
+}
+
+/// Keeps the kernel functions of `k` that hold one of `addrs` (sorted): what a file lists
+/// beyond its samples' functions costs no memory.
+pub fn keep_sampled(k: &mut labperf_common::KernelSymbols, addrs: &[u64]) {
+    k.syms.retain(|s| {
+        let i = addrs.partition_point(|&a| a < s.start);
+        addrs.get(i).is_some_and(|&a| a < s.end || s.end <= s.start)
+    });
 }
 
 /// Reads `path` and counts its samples per (pid, ip), decoding records frames on
@@ -344,7 +369,7 @@ pub fn sample_counts(src: &Source, threads: usize) -> Result<Counts, LoadError> 
                 }
                 Light::Record(r) => match *r {
                     Record::Lost(l) => *lost = lost.saturating_add(l.lost),
-                    Record::Mmap2(_) => side = true,
+                    Record::Mmap2(_) | Record::KernelSymbols(_) => side = true,
                     Record::Fork(t) if t.pid != t.ppid => {
                         side = true;
                         forks.push((t.pid, t.ppid));

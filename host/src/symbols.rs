@@ -285,7 +285,15 @@ pub struct Symbolizer {
     vdso: Option<Arc<Elf>>,
     /// DWARF line and inline tables, by file, read when first asked for.
     lines: HashMap<PathBuf, Option<Arc<Lines>>>,
+    /// The recording machine's kernel functions (KSYMS records), sorted by start once
+    /// the first kernel address is resolved.
+    kernel: Vec<(u64, u64, Arc<str>, Arc<str>)>,
+    kernel_sorted: bool,
+    kernel_hidden: Option<u32>,
 }
+
+/// The file kernel functions are listed under (perf's name for the kernel image).
+pub const KERNEL_DSO: &str = "[kernel.kallsyms]";
 
 /// Most bytes a file's DWARF sections take once read (after decompression), together.
 pub const MAX_DWARF_SECTION: u64 = 1 << 30;
@@ -424,6 +432,20 @@ impl Symbolizer {
             Record::Mmap2(m) => self.add_map(m),
             Record::Fork(t) if t.pid != t.ppid => {
                 self.parent.insert(t.pid, t.ppid);
+            }
+            Record::KernelSymbols(k) => {
+                if let Some(v) = k.hidden {
+                    self.kernel_hidden = Some(v);
+                }
+                for s in &k.syms {
+                    let dso = match &s.module {
+                        Some(m) => self.intern(&format!("[{m}]")),
+                        None => self.intern(KERNEL_DSO),
+                    };
+                    let name = self.intern(&s.name);
+                    self.kernel.push((s.start, s.end, name, dso));
+                }
+                self.kernel_sorted = false;
             }
             _ => {}
         }
@@ -660,9 +682,38 @@ impl Symbolizer {
         lines.map(|l| l.source(vaddr)).unwrap_or_default()
     }
 
+    /// A kernel address's function, from the file's KSYMS records.
+    fn kernel_symbol(&mut self, ip: u64) -> Option<Location> {
+        if !self.kernel_sorted {
+            self.kernel.sort_by_key(|k| (k.0, k.1));
+            self.kernel.dedup_by_key(|k| k.0);
+            self.kernel_sorted = true;
+        }
+        let i = self.kernel.partition_point(|k| k.0 <= ip).checked_sub(1)?;
+        let (start, end, name, dso) = &self.kernel[i];
+        (ip < *end || *end <= *start).then(|| Location {
+            dso: dso.clone(),
+            sym: Some(name.clone()),
+            vaddr: ip,
+        })
+    }
+
     /// Resolves `ip` of process `pid`.
     pub fn resolve(&mut self, pid: u32, ip: u64) -> Location {
         let Some(m) = self.find_map(pid, ip).cloned() else {
+            if ip >> 63 == 1 {
+                if let Some(l) = self.kernel_symbol(ip) {
+                    return l;
+                }
+                if let Some(v) = self.kernel_hidden.take() {
+                    self.warnings.push(format!("note: kernel functions are shown as addresses: the recording machine's /proc/kallsyms hid them (kernel.kptr_restrict = {v}); record as root, or run `sysctl kernel.kptr_restrict=0` there"));
+                }
+                return Location {
+                    dso: self.intern(KERNEL_DSO),
+                    sym: None,
+                    vaddr: ip,
+                };
+            }
             return Location {
                 dso: self.unknown.clone(),
                 sym: None,

@@ -425,3 +425,231 @@ fn source_lines_inlined_frames_and_call_graphs_of_the_bench_call_tree() {
         );
     }
 }
+
+/// Kernel text symbols of this machine's /proc/kallsyms, by name.
+fn kallsyms_names() -> std::collections::BTreeSet<String> {
+    std::fs::read_to_string("/proc/kallsyms")
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            matches!(w.get(1), Some(&("t" | "T" | "w" | "W"))).then(|| w[2].to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn kernel_frames_are_named_from_kallsyms_as_perf_names_them() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        // Kernel samples need root under perf_event_paranoid 2; CI runs as root.
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI runs the tests as root"
+        );
+        eprintln!("skipped: kernel sampling needs root");
+        return;
+    }
+    let d = scratch("stacks-kernel");
+    // dd from /dev/zero to /dev/null: nearly all its time is in the kernel.
+    let dd = |cmd: &mut Command| {
+        let o = cmd
+            .arg("--")
+            .args([
+                "dd",
+                "if=/dev/zero",
+                "of=/dev/null",
+                "bs=64k",
+                "count=150000",
+            ])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    let f = d.join("k.lpr");
+    dd(Command::new(bin("labperf-agent"))
+        .args(["record", "-e", "cpu-clock:k", "-g", "-c", "100000", "-o"])
+        .arg(&f));
+    let data = d.join("perf.data");
+    dd(Command::new("perf")
+        .args([
+            "record",
+            "-q",
+            "-g",
+            "-e",
+            "cpu-clock:k",
+            "-c",
+            "100000",
+            "-o",
+        ])
+        .arg(&data));
+    let (ours, summary) = children(&f);
+    let total = summary["total_samples"].as_u64().unwrap();
+    assert!(total > 1000, "{total} samples");
+    let j = report_json(&f, 0, |c| {
+        c.arg("--children");
+    });
+    let kernel: Vec<(String, f64)> = rows(&j, "functions")
+        .iter()
+        .filter(|r| r["dso"] == "[kernel.kallsyms]")
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap().to_string(),
+                r["children_pct"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    // Every kernel frame is named, with a name this kernel has; the stacks reach the
+    // system call entry from user space.
+    let names = kallsyms_names();
+    let unnamed: Vec<&(String, f64)> = kernel.iter().filter(|k| !names.contains(&k.0)).collect();
+    assert!(
+        kernel.len() >= 5 && unnamed.is_empty(),
+        "unnamed {unnamed:?} of {kernel:?}"
+    );
+    let entry = kernel.iter().map(|k| k.1).fold(0.0, f64::max);
+    assert!(
+        entry >= 95.0,
+        "the busiest kernel frame holds {entry}% of {kernel:?}"
+    );
+    // perf names the same functions with the same Children shares, within 3 points (two
+    // runs of dd: the split between its read and write system calls varies that much).
+    let theirs = perf_children(&data);
+    let mut compared = 0;
+    for (name, pct) in kernel.iter().take(10) {
+        let p = theirs
+            .get(name)
+            .unwrap_or_else(|| panic!("{name} not in perf's report: {theirs:?}"));
+        assert!(
+            (pct - p).abs() <= 3.0,
+            "{name}: labperf {pct:.2}%, perf {p:.2}%"
+        );
+        compared += 1;
+    }
+    assert!(compared >= 5, "{compared} compared; ours {ours:?}");
+}
+
+#[test]
+fn a_files_kernel_symbols_name_its_kernel_addresses_and_hidden_ones_get_a_note() {
+    use labperf_common::*;
+    let d = scratch("stacks-ksyms");
+    let write = |name: &str, ksyms: KernelSymbols| {
+        let mut enc = Encoder::new();
+        let mut file = prelude(WIRE_VERSION).to_vec();
+        let h = Header {
+            agent_version: "test".into(),
+            arch: Arch::X86_64,
+            endian: Endian::Little,
+            kernel_release: "6.1".into(),
+            cpu: CpuId::Unknown {
+                cpuinfo: String::new(),
+            },
+            hostname: "lab".into(),
+            command: vec!["dd".into()],
+            clock_id: 1,
+            start_time_ns: 0,
+            start_realtime_ns: 0,
+            events: vec![EventDesc {
+                name: "cpu-clock".into(),
+                attr: Attr::default(),
+                leader: None,
+            }],
+            mode: "sample".into(),
+            notes: vec![],
+        };
+        file.extend(enc.header_frame(&h));
+        // Leaf, caller, its caller: a kernel stack, then a user frame nothing maps.
+        for (ip, chain) in [
+            (
+                0xffff_ffff_8100_1010u64,
+                vec![0xffff_ffff_8100_3008u64, 0x4010],
+            ),
+            (0xffff_ffff_8100_1020, vec![0xffff_ffff_8100_3008, 0x4010]),
+            (0xffff_ffff_8100_3004, vec![0x4010]),
+        ] {
+            enc.push(&Record::Sample(Sample {
+                pid: 7,
+                tid: 7,
+                ip,
+                period: 1,
+                callchain: std::iter::once(ip).chain(chain).collect(),
+                ..Default::default()
+            }));
+        }
+        enc.push(&Record::KernelSymbols(ksyms));
+        file.extend(enc.flush().unwrap());
+        file.extend(enc.trailer_frame(&Trailer::default()));
+        let f = d.join(name);
+        std::fs::write(&f, file).unwrap();
+        f
+    };
+    let sym = |start: u64, end: u64, name: &str| KernelSymbol {
+        start,
+        end,
+        name: name.into(),
+        module: None,
+    };
+    let f = write(
+        "named.lpr",
+        KernelSymbols {
+            syms: vec![
+                sym(0xffff_ffff_8100_1000, 0xffff_ffff_8100_2000, "read_zero"),
+                sym(0xffff_ffff_8100_3000, 0xffff_ffff_8100_4000, "vfs_read"),
+            ],
+            hidden: None,
+        },
+    );
+    let (rows, _) = children(&f);
+    let got = |n: &str| {
+        rows.get(n)
+            .map(|r| (r.0.round() as u64, r.1.round() as u64))
+    };
+    // read_zero: 2 of 3 samples, all its own; vfs_read: in every stack, 1 sampled in it.
+    assert_eq!(got("read_zero"), Some((67, 67)), "{rows:?}");
+    assert_eq!(got("vfs_read"), Some((100, 33)), "{rows:?}");
+    let flat = report_json(&f, 0, |_| {});
+    let names: Vec<(&str, &str)> = rows_of(&flat)
+        .iter()
+        .map(|r| (r["name"].as_str().unwrap(), r["dso"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("read_zero", "[kernel.kallsyms]"),
+            ("vfs_read", "[kernel.kallsyms]")
+        ]
+    );
+    // kptr_restrict: addresses, and a note that says why and what to do.
+    let f = write(
+        "hidden.lpr",
+        KernelSymbols {
+            syms: vec![],
+            hidden: Some(1),
+        },
+    );
+    let j = report_json(&f, 0, |_| {});
+    let w = j["warnings"].to_string();
+    assert!(
+        w.contains("kptr_restrict = 1") && w.contains("sysctl"),
+        "{w}"
+    );
+    assert!(rows_of(&j).iter().all(|r| r["name"]
+        .as_str()
+        .unwrap()
+        .starts_with("[kernel.kallsyms]+0x")));
+    // `dump` shows the record.
+    let o = Command::new(bin("labperf"))
+        .arg("dump")
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("KSYMS 0 symbols hidden (kptr_restrict=1)"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+}
+
+fn rows_of(j: &serde_json::Value) -> &Vec<serde_json::Value> {
+    j["tables"][0]["rows"].as_array().unwrap()
+}

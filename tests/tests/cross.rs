@@ -645,3 +645,60 @@ fn rust_and_c_agents_convert_the_same_ring_bytes_to_the_same_records() {
     assert!(r.records.len() > 1000);
     assert_eq!(r.records, live.records);
 }
+
+#[test]
+fn c_agent_records_call_stacks_on_x86_64_and_says_alpha_has_none() {
+    let d = scratch("c-stacks");
+    let lpr = d.join("c.lpr");
+    let o = Command::new(agent("x86_64-unknown-linux-none", "labperf-agent"))
+        .args(["record", "-g", "-e", "cpu-clock", "-c", "250000", "-o"])
+        .arg(&lpr)
+        .arg("--")
+        .arg(bin("labperf-bench"))
+        .args(["--calls", "--duration", "1.5"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let j = report_json(&lpr, 0, |c| {
+        c.arg("--children");
+    });
+    let total = j["summary"]["total_samples"].as_u64().unwrap();
+    let stacked = j["summary"]["stacked_samples"].as_u64().unwrap();
+    assert!(
+        stacked as f64 >= 0.99 * total as f64,
+        "{stacked} of {total}"
+    );
+    let share = |name: &str| {
+        j["tables"][0]["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == name)
+            .unwrap_or_else(|| panic!("{name} missing: {j}"))["children_pct"]
+            .as_f64()
+            .unwrap()
+    };
+    // The bench's tree: calls_a and calls_b half each (its slices are random around their
+    // means: 5 points on 1.5 s), every stack from main.
+    assert!(share("labperf_bench::main") >= 99.0);
+    for inner in ["labperf_bench::calls_a", "labperf_bench::calls_b"] {
+        let s = share(inner);
+        assert!((s - 50.0).abs() <= 5.0, "{inner}: {s}");
+    }
+    // Linux on Alpha has no callchains: the Alpha agent refuses -g with the reason,
+    // before it opens anything.
+    let o = Command::new(agent("alpha-unknown-linux-gnu", "labperf-agent"))
+        .args(["record", "-g", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("Linux on Alpha records no call stacks"), "{e}");
+    // Stacks by DWARF are not the C agent's.
+    let o = Command::new(agent("x86_64-unknown-linux-none", "labperf-agent"))
+        .args(["record", "--call-graph", "dwarf", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("frame pointers only"));
+}

@@ -543,7 +543,13 @@ fn html_rows(dom: &str, id: &str) -> Vec<Vec<String>> {
                 .skip(1)
                 .map(|c| {
                     let c = &c[c.find('>').unwrap() + 1..];
-                    c[..c.find("</td>").unwrap()].to_string()
+                    // The DOM's text, as the page shows it (a Rust name can hold `<`).
+                    c[..c.find("</td>").unwrap()]
+                        .replace("&lt;", "<")
+                        .replace("&gt;", ">")
+                        .replace("&quot;", "\"")
+                        .replace("&#39;", "'")
+                        .replace("&amp;", "&")
                 })
                 .collect()
         })

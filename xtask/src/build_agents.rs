@@ -99,10 +99,11 @@ pub fn build_c(cc: &str, arch_file: &str, dir: &str) -> anyhow::Result<String> {
     .with_context(|| {
         format!("{cc} failed on the C agent; `cargo xtask setup` installs the cross compiler")
     })?;
-    // The bench keeps its symbols: it is the workload that reports name by function.
+    // The bench keeps its symbols: it is the workload that reports name by function; and
+    // its frame pointers, so `-g` walks its stacks.
     cmd!(
         sh,
-        "{cc} {flags...} {pie...} -O2 -o {bench} {arch_file} lib.c bench.c -lgcc"
+        "{cc} {flags...} {pie...} -O2 -fno-omit-frame-pointer -o {bench} {arch_file} lib.c bench.c -lgcc"
     )
     .run()
     .with_context(|| format!("{cc} failed on the C bench"))?;

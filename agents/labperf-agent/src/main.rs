@@ -3,6 +3,7 @@
 mod arch;
 mod convert;
 mod events;
+mod kallsyms;
 mod out;
 mod perf;
 mod plan;

@@ -21,6 +21,8 @@ pub struct Out {
     pub bytes: u64,
     /// Samples written (after any decimation): the trailer's `samples`.
     pub samples: u64,
+    /// The kernel addresses samples name, for the KSYMS records written at the end.
+    kernel: crate::kallsyms::Seen,
 }
 
 /// Where a recording for `path` is written until it is complete.
@@ -53,6 +55,7 @@ impl Out {
             every: Duration::from_millis(flush_ms.max(1)),
             bytes: 0,
             samples: 0,
+            kernel: Default::default(),
         };
         o.write(&Encoder::prelude())?;
         let h = o.enc.header_frame(header);
@@ -77,8 +80,15 @@ impl Out {
     }
 
     pub fn push(&mut self, r: &Record) -> Result<(), Fail> {
-        if matches!(r, Record::Sample(_)) {
+        if let Record::Sample(s) = r {
             self.samples += 1;
+            self.kernel.add(s.ip);
+            // A return address is named by the byte before it (the call), which a call
+            // at a function's very end puts in the function before.
+            for &a in &s.callchain {
+                self.kernel.add(a);
+                self.kernel.add(a.saturating_sub(1));
+            }
         }
         self.enc.push(r);
         if self.enc.pending_bytes() >= FRAME_BYTES {
@@ -103,8 +113,21 @@ impl Out {
         Ok(())
     }
 
-    /// Writes the trailer, syncs, and renames the file into place; returns its size.
+    /// Writes the kernel functions the samples name (when there are kernel addresses),
+    /// the trailer, syncs, and renames the file into place; returns its size.
     pub fn finish(mut self, t: &Trailer) -> Result<u64, Fail> {
+        let kernel = std::mem::take(&mut self.kernel);
+        if !kernel.is_empty() {
+            // Unreadable: the kernel addresses stay unnamed (the host shows addresses).
+            if let Ok(text) = std::fs::read("/proc/kallsyms") {
+                let restrict = std::fs::read_to_string("/proc/sys/kernel/kptr_restrict")
+                    .ok()
+                    .and_then(|s| s.trim().parse().ok());
+                for k in kernel.symbols(&text, restrict) {
+                    self.enc.push(&Record::KernelSymbols(k));
+                }
+            }
+        }
         let f = self.enc.trailer_frame(t);
         self.write(&f)?;
         self.file.sync_all().map_err(|e| {

@@ -671,6 +671,12 @@ impl Shape for Whole {
     ) -> Result<Record, DecodeError> {
         let mut s = Sample::default();
         let h = decode_sample_into(p, pos, st, threads, Some(&mut s))?;
+        if p.get(*pos) == Some(&tag::USTACK) {
+            *pos += 1;
+            let body = long_body(p, pos)?;
+            let budget = crate::stack_budget(p.len());
+            s.user_stack = Some(crate::ustack::decode(&mut st.stacks, h.tid, body, budget)?);
+        }
         Ok(Record::Sample(Sample {
             event: h.event,
             pid: h.pid,
@@ -699,7 +705,15 @@ impl Shape for Heads {
         st: &mut DeltaState,
         threads: &[(u32, u32)],
     ) -> Result<Light, DecodeError> {
-        decode_sample_into(p, pos, st, threads, None).map(Light::Sample)
+        let h = decode_sample_into(p, pos, st, threads, None)?;
+        // A head has no user stack, but it is checked as a whole record's is: every
+        // reader of a file counts the same samples and the same damage.
+        if p.get(*pos) == Some(&tag::USTACK) {
+            *pos += 1;
+            let body = long_body(p, pos)?;
+            crate::ustack::decode(&mut st.stacks, h.tid, body, crate::stack_budget(p.len()))?;
+        }
+        Ok(Light::Sample(h))
     }
     #[inline(always)]
     fn record(r: Record) -> Light {
@@ -948,7 +962,8 @@ fn read_one<S: Shape>(
     }
 }
 
-fn long_record(p: &[u8], pos: &mut usize, t: u8) -> Result<Option<Record>, DecodeError> {
+/// The body of the length-prefixed record at `pos` (after its tag).
+fn long_body<'a>(p: &'a [u8], pos: &mut usize) -> Result<&'a [u8], DecodeError> {
     let len = get_u64(p, pos)?;
     let end = usize::try_from(len)
         .ok()
@@ -956,6 +971,11 @@ fn long_record(p: &[u8], pos: &mut usize, t: u8) -> Result<Option<Record>, Decod
         .ok_or(DecodeError::Malformed("record length too large"))?;
     let body = p.get(*pos..end).ok_or(DecodeError::UnexpectedEof)?;
     *pos = end;
+    Ok(body)
+}
+
+fn long_record(p: &[u8], pos: &mut usize, t: u8) -> Result<Option<Record>, DecodeError> {
+    let body = long_body(p, pos)?;
     let bad = |_| DecodeError::Malformed("record body does not decode");
     Ok(Some(match t {
         tag::MMAP2 => Record::Mmap2(postcard::from_bytes(body).map_err(bad)?),
@@ -965,6 +985,11 @@ fn long_record(p: &[u8], pos: &mut usize, t: u8) -> Result<Option<Record>, Decod
         tag::LOST => Record::Lost(postcard::from_bytes(body).map_err(bad)?),
         tag::THROTTLE => Record::Throttle(postcard::from_bytes(body).map_err(bad)?),
         tag::INTERVAL => Record::Interval(postcard::from_bytes(body).map_err(bad)?),
+        tag::USTACK => {
+            return Err(DecodeError::Malformed(
+                "a user stack not right after its sample",
+            ))
+        }
         tag::KSYMS => {
             let k: crate::KernelSymbols = postcard::from_bytes(body).map_err(bad)?;
             if k.syms.len() > crate::MAX_KSYMS {

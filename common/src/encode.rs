@@ -16,6 +16,7 @@ pub(crate) struct DeltaState {
     pub time: u64,
     pub addr: u64,
     pub values: Vec<u64>,
+    pub stacks: crate::ustack::Stacks,
 }
 
 /// Builds a record file frame by frame.
@@ -217,6 +218,16 @@ impl Encoder {
         self.st.period = s.period;
         self.st.ip = s.ip;
         self.st.time = s.time;
+        if let Some(u) = &s.user_stack {
+            crate::ustack::encode(&mut self.st.stacks, s.tid, u, &mut self.chunk);
+        }
+    }
+
+    /// User-stack bytes the open records frame rebuilds: a writer closes the frame once
+    /// they reach [`crate::STACK_FRAME_FLUSH`], or [`crate::STACK_FLUSH_PER_BYTE`] per
+    /// pending byte.
+    pub fn pending_stack_bytes(&self) -> u64 {
+        self.st.stacks.rebuilt
     }
 
     /// Closes the open records frame and returns it, or `None` if it is empty.

@@ -91,6 +91,19 @@
 //!
 //!   `zz` is zigzag of the two's-complement wrapping difference; the first sample
 //!   of a frame must set THREAD.
+//!
+//!   A sample with a user stack (`--call-graph dwarf`) is followed at once by a
+//!   `0x18` USTACK record, `varint length | body`, which belongs to it (it is not
+//!   counted in `nrecords`; an older reader skips it as an unknown long record). Body:
+//!   varint `n` (≤ [`MAX_USER_REGS`]) then `n` × `zz(reg[i] - prev_reg[i])`;
+//!   `zz(sp - prev_sp)`; varint `len` (≤ [`MAX_USER_STACK`]); then the `len / 8` stack
+//!   words as runs, each `varint same | varint literal | literal × 8 bytes`, where `same`
+//!   words repeat the bytes at the same addresses in this thread's previous user stack
+//!   (which must hold them) and `same + literal > 0`; then the `len % 8` tail bytes.
+//!   `prev_*` are those of the thread's previous USTACK in the frame (0 and empty when
+//!   none); a frame remembers [`MAX_STACK_THREADS`] threads, forgetting the one whose
+//!   stack it has held longest when a new one comes. A frame rebuilds at most
+//!   [`stack_budget`] bytes of stack (8 MiB, and 256 per payload byte plus 64 KiB).
 //! * `0x01` THREAD: varint pid, varint tid; appends to the frame's thread table
 //!   (first entry is index 0). Not counted in `nrecords`.
 //! * `0x02..=0x0F`: reserved, fixed-layout; a reader that meets one cannot
@@ -115,7 +128,8 @@
 //! | 2 | the header-extension frame (kind 4) with the RECIPE and REPLAYED items |
 //!
 //! Within version 2, additions that older readers skip by their length (no new version):
-//! the header extension's VDSO item, and the KSYMS long record (`0x17`).
+//! the header extension's VDSO item, the KSYMS long record (`0x17`) and the USTACK record
+//! (`0x18`) after a sample.
 //!
 //! # Limits a reader enforces
 //!
@@ -139,6 +153,7 @@ pub mod frame;
 pub mod model;
 pub mod profileme;
 pub mod topdown;
+mod ustack;
 pub mod varint;
 
 pub use decode::{
@@ -178,6 +193,31 @@ pub const MAX_VALUES: usize = 256;
 pub const MAX_CALLCHAIN: usize = 4096;
 /// Most kernel symbols one KSYMS record may carry.
 pub const MAX_KSYMS: usize = 4096;
+/// Most bytes of user stack one sample may carry (the kernel's limit is 65528).
+pub const MAX_USER_STACK: usize = 65536;
+/// Most user registers one sample may carry.
+pub const MAX_USER_REGS: usize = 64;
+/// Most threads whose previous user stack a records frame remembers (the oldest is
+/// forgotten first).
+pub const MAX_STACK_THREADS: usize = 64;
+/// Most user-stack bytes one records frame may rebuild: 8 MiB, and at most
+/// [`MAX_STACK_PER_BYTE`] per payload byte plus [`MAX_USER_STACK`] (decoding time stays
+/// in proportion to the file).
+pub const MAX_STACK_FRAME: u64 = 8 << 20;
+pub const MAX_STACK_PER_BYTE: u64 = 256;
+/// A writer closes its records frame once it rebuilds this many user-stack bytes, or
+/// [`STACK_FLUSH_PER_BYTE`] per payload byte (each well inside what a reader allows).
+pub const STACK_FRAME_FLUSH: u64 = 4 << 20;
+pub const STACK_FLUSH_PER_BYTE: u64 = 128;
+
+/// The most user-stack bytes a records frame of `payload_len` bytes may rebuild.
+pub fn stack_budget(payload_len: usize) -> u64 {
+    MAX_STACK_FRAME.min(
+        MAX_STACK_PER_BYTE
+            .saturating_mul(payload_len as u64)
+            .saturating_add(MAX_USER_STACK as u64),
+    )
+}
 
 /// Header-extension item tags.
 pub mod ext_item {
@@ -203,6 +243,8 @@ pub mod tag {
     pub const THROTTLE: u8 = 0x15;
     pub const INTERVAL: u8 = 0x16;
     pub const KSYMS: u8 = 0x17;
+    /// A user stack, right after its SAMPLE (part of it: not counted in `nrecords`).
+    pub const USTACK: u8 = 0x18;
 }
 
 /// SAMPLE flag bits.

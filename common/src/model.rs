@@ -215,6 +215,21 @@ pub struct Sample {
     pub raw: Option<Vec<u8>>,
     pub data_src: Option<u64>,
     pub addr: Option<u64>,
+    /// PERF_SAMPLE_REGS_USER and PERF_SAMPLE_STACK_USER (`--call-graph dwarf`): what a
+    /// host needs to unwind the user stack with the binaries' DWARF CFI.
+    pub user_stack: Option<UserStack>,
+}
+
+/// A sample's user registers and a copy of its user stack (`--call-graph dwarf`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UserStack {
+    /// The user registers of the event's `sample_regs_user`, in ascending bit order
+    /// (x86_64: bp, sp, ip; aarch64: x29, x30, sp, pc).
+    pub regs: Vec<u64>,
+    /// The address of `data[0]`: the sampled user stack pointer.
+    pub sp: u64,
+    /// The stack from `sp` up, as the kernel copied it (at most [`crate::MAX_USER_STACK`]).
+    pub data: Vec<u8>,
 }
 
 /// `PERF_RECORD_MMAP2`: a file mapped executable into `pid`.

@@ -132,6 +132,24 @@ fn records(n: usize, seed: u64) -> Vec<Record> {
                     },
                     data_src: if rnd() % 7 == 0 { Some(rnd()) } else { None },
                     addr: if rnd() % 7 == 0 { Some(rnd()) } else { None },
+                    // A stack that moves a few words and changes a few: runs of repeats
+                    // and literals against the thread's previous one, and odd lengths.
+                    user_stack: (rnd() % 3 == 0).then(|| {
+                        let sp = 0x7ffd_0000_1000 - 8 * (rnd() % 6);
+                        let len = 200 + (rnd() % 3) as usize;
+                        let mut data: Vec<u8> = (0..len)
+                            .map(|j| ((sp as usize + j) / 8 % 251) as u8)
+                            .collect();
+                        for _ in 0..rnd() % 4 {
+                            let at = (rnd() as usize) % len;
+                            data[at] = rnd() as u8;
+                        }
+                        UserStack {
+                            regs: vec![sp + 64, sp, 0x5555_0000_1000 + rnd() % 0x100],
+                            sp,
+                            data,
+                        }
+                    }),
                 })
             }
         };

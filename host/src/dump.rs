@@ -54,6 +54,18 @@ pub fn line(r: &Record) -> String {
                         .join(",")
                 );
             }
+            if let Some(u) = &s.user_stack {
+                l += &format!(
+                    " ustack=[sp={:#x} {} bytes regs={}]",
+                    u.sp,
+                    u.data.len(),
+                    u.regs
+                        .iter()
+                        .map(|a| format!("{a:#x}"))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                );
+            }
             if let Some(raw) = &s.raw {
                 l += &format!(
                     " raw={}",

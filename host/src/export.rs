@@ -171,6 +171,15 @@ impl Stacks {
         // thread, a fork passes the parent's name on. Names are numbered in `comms`.
         let mut comms: Vec<String> = Vec::new();
         let mut comm_of: HashMap<u32, u32> = HashMap::new();
+        // `--call-graph dwarf` recordings: every mapping first (a pass of its own), then
+        // each sample's user stack unwound as it is read.
+        let peek = load::peek(src)?;
+        let mut unwind = crate::unwind::Unwind::of(peek.header.as_ref(), peek.header_ext.as_ref());
+        let mut usym = Symbolizer::new(search.clone());
+        if let Some(u) = unwind.as_mut() {
+            usym.recorded_on(peek.header.as_ref(), peek.header_ext.as_ref());
+            load::stream(src, |r| u.observe(r))?;
+        }
         let info = load::stream(src, |r| match r {
             Record::Comm(c) => {
                 let i = match comms.iter().position(|n| *n == c.comm) {
@@ -195,7 +204,11 @@ impl Stacks {
                     .or_else(|| comm_of.get(&s.pid))
                     .copied()
                     .unwrap_or(u32::MAX);
-                let e = if s.callchain.is_empty() || s.callchain == [s.ip] {
+                let unwound = match unwind.as_mut() {
+                    Some(u) if s.user_stack.is_some() => u.unwind(&mut usym, s),
+                    _ => Vec::new(),
+                };
+                let e = if (s.callchain.is_empty() || s.callchain == [s.ip]) && unwound.is_empty() {
                     flat.entry((s.pid, comm, s.ip)).or_insert_with(|| {
                         next_id += 1;
                         (0, 0, next_id - 1)
@@ -208,6 +221,7 @@ impl Stacks {
                         _ => &s.callchain[..],
                     };
                     addrs.extend_from_slice(callers);
+                    addrs.extend_from_slice(&unwound);
                     raw.entry((s.pid, comm, addrs)).or_insert_with(|| {
                         next_id += 1;
                         (0, 0, next_id - 1)

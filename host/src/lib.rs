@@ -25,4 +25,5 @@ pub mod symbols;
 pub mod table;
 pub mod text;
 pub mod topdown;
+pub mod unwind;
 pub mod view;

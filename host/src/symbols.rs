@@ -30,6 +30,8 @@ pub struct Elf {
     pub debuglink: Option<(String, u32)>,
     /// Whether the file has DWARF (`.debug_info`).
     pub has_dwarf: bool,
+    /// The file it was read from (the binary itself, not its debug file).
+    pub file: Option<PathBuf>,
     /// The file whose DWARF gives this one's source lines and inlined functions: the file
     /// itself, or its separate debug file (set when they are found).
     pub dwarf: Option<PathBuf>,
@@ -82,6 +84,7 @@ impl Elf {
             debuglink,
             has_dwarf,
             dwarf: None,
+            file: None,
         })
     }
 
@@ -101,6 +104,7 @@ impl Elf {
             debuglink: None,
             has_dwarf: self.has_dwarf || debug.has_dwarf,
             dwarf: debug.dwarf.clone().or_else(|| self.dwarf.clone()),
+            file: self.file.clone(),
         }
     }
 
@@ -526,6 +530,7 @@ impl Symbolizer {
             if e.has_dwarf {
                 e.dwarf = Some(c.to_path_buf());
             }
+            e.file = Some(c.to_path_buf());
             Arc::new(e)
         });
         self.by_inode.insert(id, e.clone());
@@ -615,6 +620,14 @@ impl Symbolizer {
             }
         }
         elf
+    }
+
+    /// The local file a recording's `path` (with its build-id) is read from, found as for
+    /// symbols (`--symfs`, the binary cache, the path itself), with its segments.
+    pub fn binary(&mut self, path: &str, build_id: Option<&[u8]>) -> Option<Arc<Elf>> {
+        let path = self.intern(path);
+        let id = build_id.map(Arc::<[u8]>::from);
+        self.elf(&path, id.as_ref())
     }
 
     fn elf(&mut self, path: &Arc<str>, build_id: Option<&Arc<[u8]>>) -> Option<Arc<Elf>> {

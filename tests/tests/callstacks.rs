@@ -24,9 +24,13 @@ const TREE: &[(&str, f64)] = &[
 /// tree's shares as the bench measured them: the CPU time of each path's slices
 /// ("spent calls_a nops 0.75"), as `TREE`'s names → percent of the tree.
 fn record_calls(cmd: &mut Command) -> BTreeMap<String, f64> {
+    record_calls_of(cmd, &bin("labperf-bench"))
+}
+
+fn record_calls_of(cmd: &mut Command, bench: &Path) -> BTreeMap<String, f64> {
     let o = cmd
         .arg("--")
-        .arg(bin("labperf-bench"))
+        .arg(bench)
         .args(["--calls", "--duration", "3"])
         .output()
         .unwrap();
@@ -80,6 +84,51 @@ fn fp_stacks_of_the_bench_call_tree_give_its_known_inclusive_shares() {
             .args(["record", "-g", "-c", "250000", "-o"])
             .arg(&f),
     );
+    check_tree(&f, &spent);
+}
+
+/// Runs `labperf-bench-nofp --calls` (the bench built without frame pointers).
+fn record_calls_nofp(cmd: &mut Command) -> BTreeMap<String, f64> {
+    record_calls_of(cmd, &bin("labperf-bench-nofp"))
+}
+
+#[test]
+fn dwarf_stacks_of_the_bench_built_without_frame_pointers_give_its_known_inclusive_shares() {
+    let d = scratch("stacks-dwarf");
+    // Frame pointers cannot unwind this build: its stacks stop in the leaf.
+    let fp = d.join("fp.lpr");
+    record_calls_nofp(
+        Command::new(bin("labperf-agent"))
+            .args(["record", "-g", "-c", "250000", "-o"])
+            .arg(&fp),
+    );
+    let (rows, _) = children(&fp);
+    let main = rows.get("labperf_bench::main").map_or(0.0, |r| r.0);
+    assert!(
+        main < 5.0,
+        "frame pointers reached main in {main}%: the build has them"
+    );
+    // DWARF CFI does.
+    let f = d.join("dwarf.lpr");
+    let spent = record_calls_nofp(
+        Command::new(bin("labperf-agent"))
+            .args(["record", "--call-graph", "dwarf", "-c", "250000", "-o"])
+            .arg(&f),
+    );
+    check_tree(&f, &spent);
+    // Compact: each stack is what changed since the thread's previous one. perf writes
+    // the whole 8192 bytes asked for (and the registers) with every sample: a twentieth
+    // of that is the goal.
+    let (_, summary) = children(&f);
+    let n = summary["total_samples"].as_u64().unwrap();
+    let per = std::fs::metadata(&f).unwrap().len() as f64 / n as f64;
+    assert!(per <= 8192.0 / 20.0, "{per:.1} bytes per sample");
+}
+
+/// The bench tree's checks on a recording: every inclusive share within 2 points of the
+/// bench's clock, ≥ 99 % of samples unwound to main, the leaves holding the time.
+fn check_tree(f: &Path, spent: &BTreeMap<String, f64>) {
+    let f = f.to_path_buf();
     // The bench's own account of its split: the design's, within 2 points (its slices are
     // random around their means).
     for &(name, want) in TREE {
@@ -88,7 +137,7 @@ fn fp_stacks_of_the_bench_call_tree_give_its_known_inclusive_shares() {
     let (rows, summary) = children(&f);
     let total = summary["total_samples"].as_u64().unwrap();
     assert!(total > 8000, "{total} samples in 3 s at 4 kHz");
-    // Every sample has a stack (the kernel walked at least one frame pointer).
+    // Every sample has a stack (at least one frame beyond the sampled function).
     let stacked = summary["stacked_samples"].as_u64().unwrap();
     assert!(
         stacked as f64 >= 0.99 * total as f64,
@@ -134,6 +183,7 @@ fn labperf_record_g_passes_stacks_through_and_a_flat_recording_says_it_has_none(
     for (flag, name) in [
         (&["-g"][..], "g"),
         (&["--call-graph", "fp"][..], "fp"),
+        (&["--call-graph", "dwarf,4096"][..], "dwarf"),
         (&[][..], "flat"),
     ] {
         let f = d.join(format!("{name}.lpr"));
@@ -170,13 +220,28 @@ fn labperf_record_g_passes_stacks_through_and_a_flat_recording_says_it_has_none(
             assert!(!note);
         }
     }
-    // Modes this agent does not have are refused with the reason.
-    let o = Command::new(bin("labperf-agent"))
-        .args(["record", "--call-graph", "dwarf", "--", "true"])
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("frame pointers only"));
+    // Modes this agent does not have, and stack sizes the kernel refuses, are refused
+    // with the reason.
+    for (mode, says) in [
+        ("lbr", "frame pointers (fp) or DWARF"),
+        ("dwarf,70000", "8 to 65528"),
+    ] {
+        let o = Command::new(bin("labperf-agent"))
+            .args(["record", "--call-graph", mode, "--", "true"])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&o.stderr).contains(says), "{mode}");
+        let o = Command::new(bin("labperf"))
+            .args(["record", "--local", "--call-graph", mode, "--", "true"])
+            .output()
+            .unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(2),
+            "labperf record --call-graph {mode}"
+        );
+    }
 }
 
 /// `perf report --children` as symbol → children %.

@@ -378,3 +378,41 @@ fn symbolization_is_linear_in_the_mappings() {
     // would be an hour).
     assert!(t < Duration::from_secs(30), "report took {t:?}");
 }
+
+#[test]
+fn user_stacks_past_a_frames_budget_are_damage_not_work() {
+    // One frame: a 64 KiB user stack, then 20,000 samples that repeat it whole (a few bytes
+    // each, 1.3 GB of stack to rebuild). A reader rebuilds at most 8 MiB per frame (and
+    // 256 bytes per payload byte): the rest of the frame is damage, read in no time.
+    let d = scratch("hostile-ustack");
+    let f = d.join("ustack.lpr");
+    let stack = UserStack {
+        regs: vec![0, 0x7ffd_0000_0000, 0x40_1000],
+        sp: 0x7ffd_0000_0000,
+        data: vec![7; 65536],
+    };
+    let samples = (0..20_000u64).map(|i| {
+        Record::Sample(Sample {
+            pid: 1,
+            tid: 1,
+            ip: 0x40_1000,
+            time: i,
+            period: 1,
+            user_stack: Some(stack.clone()),
+            ..Default::default()
+        })
+    });
+    let size = write(&f, [samples.collect::<Vec<_>>()]);
+    assert!(size < 2 << 20, "{size} bytes");
+    for args in [&["report"][..], &["report", "--children"]] {
+        let (o, rss, t) = measured(&mut labperf(args, &f));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{err}");
+        assert!(
+            err.contains("more user stack than a frame may rebuild"),
+            "{err}"
+        );
+        assert!(t < Duration::from_secs(10), "{args:?}: {t:?}");
+        assert!(rss <= bound_kib(size, 1), "{args:?}: {rss} KiB");
+    }
+}

@@ -60,6 +60,21 @@ pub fn build(triple: &str) -> anyhow::Result<String> {
             b,
         )?;
     }
+    // The same bench without frame pointers, for `--call-graph dwarf` (frame pointers
+    // cannot unwind it): in a target directory of its own, so neither build undoes the
+    // other's.
+    let nofp = target_dir().join("nofp");
+    cmd!(
+        sh,
+        "cargo rustc --release --target {triple} --target-dir {nofp} -p labperf-bench -- -C force-frame-pointers=no"
+    )
+    .run()
+    .with_context(|| format!("the {triple} bench build (no frame pointers) failed"))?;
+    install(
+        &nofp.join(triple).join("release").join("labperf-bench"),
+        &agents_dir(triple),
+        "labperf-bench-nofp",
+    )?;
     Ok(agents_dir(triple).display().to_string())
 }
 

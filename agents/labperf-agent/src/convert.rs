@@ -253,6 +253,29 @@ impl Conv {
             let n = c.u32()? as usize;
             s.raw = Some(c.bytes(n)?.to_vec());
         }
+        let mut regs = Vec::new();
+        if st & perf::SAMPLE_REGS_USER != 0 {
+            // abi 0 (PERF_SAMPLE_REGS_ABI_NONE): a kernel thread, no registers follow.
+            if c.u64()? != 0 {
+                for _ in 0..crate::arch::DWARF_REGS.count_ones() {
+                    regs.push(c.u64()?);
+                }
+            }
+        }
+        if st & perf::SAMPLE_STACK_USER != 0 {
+            let size = c.u64()? as usize;
+            if size > 0 {
+                let data = c.bytes(size)?;
+                let dyn_size = (c.u64()? as usize).min(size);
+                if let Some(&sp) = regs.get(crate::arch::DWARF_SP) {
+                    s.user_stack = Some(labperf_common::UserStack {
+                        regs: std::mem::take(&mut regs),
+                        sp,
+                        data: data[..dyn_size].to_vec(),
+                    });
+                }
+            }
+        }
         if st & perf::SAMPLE_WEIGHT != 0 {
             c.u64()?;
         }

@@ -36,6 +36,11 @@ OPTIONS:
   -F, --freq HZ        sample at about HZ samples per second instead
   -g, --call-graph fp  record each sample's call stack: the kernel walks the frame
                        pointers (user frames; kernel frames too with :k events)
+      --call-graph dwarf[,SIZE]
+                       copy each sample's user registers and SIZE bytes of its stack
+                       (default 8192), unwound on the host with the binaries' DWARF CFI
+                       (workloads built without frame pointers); each stack is written
+                       as what changed since the thread's previous one
   -o, --output FILE    record file to write (default labperf.lpr; stat writes only with -o);
                        written as FILE.part and renamed to FILE once complete
       --status-file F  write how the run ended to F: `ok CODE`, `exec-error MSG`,
@@ -111,6 +116,20 @@ pub struct Opts {
     pub per_thread: bool,
     /// `-g` / `--call-graph fp`: PERF_SAMPLE_CALLCHAIN.
     pub call_graph: bool,
+    /// `--call-graph dwarf[,SIZE]`: the bytes of user stack each sample copies.
+    pub dwarf: Option<u32>,
+}
+
+/// The stack bytes of `--call-graph dwarf,SIZE` (perf's default 8192): a multiple of 8,
+/// at most the kernel's 65528.
+fn dwarf_size(size: Option<&str>) -> Result<u32, String> {
+    let Some(s) = size else { return Ok(8192) };
+    match s.parse::<u32>() {
+        Ok(n) if (8..=65528).contains(&n) => Ok(n & !7),
+        _ => Err(format!(
+            "--call-graph dwarf,SIZE takes 8 to 65528 bytes of stack, not '{s}'"
+        )),
+    }
 }
 
 fn num<T: std::str::FromStr>(flag: &str, v: Option<String>) -> Result<T, String> {
@@ -180,15 +199,20 @@ fn parse_opts(args: Vec<std::ffi::OsString>) -> Result<Opts, String> {
             "-F" | "--freq" => o.freq = Some(num(&flag, val())?),
             "-g" => o.call_graph = true,
             "--call-graph" => {
-                let mode = val().ok_or("--call-graph needs a mode: fp")?;
-                match mode.split(',').next().unwrap_or("") {
-                    "fp" => o.call_graph = true,
-                    "dwarf" | "lbr" => {
-                        return Err(format!(
-                            "--call-graph {mode}: this agent unwinds by frame pointers only; use --call-graph fp (and build the workload with frame pointers)"
-                        ))
+                let mode = val().ok_or("--call-graph needs a mode: fp or dwarf[,SIZE]")?;
+                let mut parts = mode.splitn(2, ',');
+                match (parts.next().unwrap_or(""), parts.next()) {
+                    ("fp", None) => o.call_graph = true,
+                    ("dwarf", size) => {
+                        if crate::arch::DWARF_REGS == 0 {
+                            return Err("--call-graph dwarf: no register layout is known for this architecture; use --call-graph fp".into());
+                        }
+                        o.dwarf = Some(dwarf_size(size)?);
                     }
-                    _ => return Err(format!("--call-graph takes fp, not '{mode}'")),
+                    ("lbr", _) => {
+                        return Err("--call-graph lbr: this agent unwinds by frame pointers (fp) or DWARF (dwarf)".into())
+                    }
+                    _ => return Err(format!("--call-graph takes fp or dwarf[,SIZE], not '{mode}'")),
                 }
             }
             "-o" | "--output" => o.output = Some(val().ok_or("--output needs a file name")?),
@@ -408,11 +432,24 @@ mod tests {
             assert!(parse_opts(a).unwrap().call_graph, "{flags:?}");
         }
         assert!(!parse_opts(s(&["--", "p"])).unwrap().call_graph);
-        let e = parse_opts(s(&["--call-graph", "dwarf,8192", "--", "p"])).unwrap_err();
-        assert!(e.contains("frame pointers only"), "{e}");
+        // dwarf: perf's default stack size, or the one given (a multiple of 8).
+        let d = |f: &[&str]| {
+            let mut a = s(f);
+            a.extend(s(&["--", "p"]));
+            parse_opts(a).map(|o| o.dwarf)
+        };
+        assert_eq!(d(&["--call-graph", "dwarf"]), Ok(Some(8192)));
+        assert_eq!(d(&["--call-graph", "dwarf,4100"]), Ok(Some(4096)));
+        assert_eq!(d(&["--call-graph", "fp"]), Ok(None));
+        for bad in ["dwarf,0", "dwarf,65536", "dwarf,x"] {
+            assert!(d(&["--call-graph", bad])
+                .unwrap_err()
+                .contains("8 to 65528"));
+        }
+        assert!(d(&["--call-graph", "lbr"]).unwrap_err().contains("lbr"));
         assert!(parse_opts(s(&["--call-graph", "x", "--", "p"]))
             .unwrap_err()
-            .contains("takes fp"));
+            .contains("takes fp or dwarf"));
     }
 
     #[test]

@@ -91,7 +91,11 @@ impl Out {
             }
         }
         self.enc.push(r);
-        if self.enc.pending_bytes() >= FRAME_BYTES {
+        let stacks = self.enc.pending_stack_bytes();
+        if self.enc.pending_bytes() >= FRAME_BYTES
+            || stacks >= labperf_common::STACK_FRAME_FLUSH
+            || stacks >= labperf_common::STACK_FLUSH_PER_BYTE * self.enc.pending_bytes() as u64
+        {
             self.flush()?;
         }
         Ok(())

@@ -17,6 +17,8 @@ pub const SAMPLE_CPU: u64 = 1 << 7;
 pub const SAMPLE_PERIOD: u64 = 1 << 8;
 pub const SAMPLE_STREAM_ID: u64 = 1 << 9;
 pub const SAMPLE_RAW: u64 = 1 << 10;
+pub const SAMPLE_REGS_USER: u64 = 1 << 12;
+pub const SAMPLE_STACK_USER: u64 = 1 << 13;
 pub const SAMPLE_WEIGHT: u64 = 1 << 14;
 pub const SAMPLE_DATA_SRC: u64 = 1 << 15;
 pub const SAMPLE_IDENTIFIER: u64 = 1 << 16;
@@ -46,6 +48,10 @@ pub struct AttrPlan {
     pub sideband: bool,
     pub build_id: bool,
     pub watermark: u32,
+    /// `--call-graph dwarf`: the user registers and the bytes of user stack each sample
+    /// copies (PERF_SAMPLE_REGS_USER, PERF_SAMPLE_STACK_USER).
+    pub regs_user: u64,
+    pub stack_user: u32,
     /// Out-of-tree alternating-period ABIs: a value at attr offset 136 (then size 144)
     /// and extra flag bits; see `strobe.rs`.
     pub ext: AttrExt,
@@ -73,6 +79,8 @@ impl AttrPlan {
             sideband: false,
             build_id: false,
             watermark: 0,
+            regs_user: 0,
+            stack_user: 0,
             ext: AttrExt::default(),
         }
     }
@@ -98,6 +106,10 @@ impl AttrPlan {
         if self.sample_type & SAMPLE_CALLCHAIN != 0 && !self.spec.kernel {
             // A user-only event's stacks: the kernel part would only be the interrupt path.
             a.set_exclude_callchain_kernel(1);
+        }
+        if self.sample_type & SAMPLE_STACK_USER != 0 {
+            a.sample_regs_user = self.regs_user;
+            a.sample_stack_user = self.stack_user;
         }
         a.set_use_clockid(1);
         a.clockid = libc::CLOCK_MONOTONIC;

@@ -311,6 +311,9 @@ pub fn base_plans(
     if o.call_graph {
         sample_type |= perf::SAMPLE_CALLCHAIN;
     }
+    if o.dwarf.is_some() {
+        sample_type |= perf::SAMPLE_REGS_USER | perf::SAMPLE_STACK_USER;
+    }
     let plans = specs
         .iter()
         .enumerate()
@@ -343,6 +346,8 @@ pub fn base_plans(
                 } else {
                     0
                 },
+                regs_user: crate::arch::DWARF_REGS,
+                stack_user: o.dwarf.unwrap_or(0),
                 ext: Default::default(),
             }
         })

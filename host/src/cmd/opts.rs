@@ -36,11 +36,43 @@ pub struct RemoteOpts {
     pub hosts_file: Option<PathBuf>,
 }
 
-/// How call stacks are recorded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+/// How call stacks are recorded (perf's spellings).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CallGraph {
     /// The kernel walks the frame pointers.
     Fp,
+    /// Each sample copies the user registers and this many bytes of user stack, unwound
+    /// on the host with the binaries' DWARF CFI.
+    Dwarf(u32),
+}
+
+impl std::str::FromStr for CallGraph {
+    type Err = String;
+    fn from_str(s: &str) -> Result<CallGraph, String> {
+        match s.split_once(',') {
+            None if s == "fp" => Ok(CallGraph::Fp),
+            None if s == "dwarf" => Ok(CallGraph::Dwarf(8192)),
+            Some(("dwarf", n)) => match n.parse::<u32>() {
+                Ok(n) if (8..=65528).contains(&n) => Ok(CallGraph::Dwarf(n & !7)),
+                _ => Err(format!(
+                    "dwarf,SIZE takes 8 to 65528 bytes of stack, not '{n}'"
+                )),
+            },
+            _ => Err(format!(
+                "takes fp or dwarf[,SIZE] (bytes of stack, default 8192), not '{s}'"
+            )),
+        }
+    }
+}
+
+impl CallGraph {
+    /// The agent's spelling.
+    pub fn arg(self) -> String {
+        match self {
+            CallGraph::Fp => "fp".into(),
+            CallGraph::Dwarf(n) => format!("dwarf,{n}"),
+        }
+    }
 }
 
 /// Options that shape a recording, shared with remote recording.
@@ -63,8 +95,10 @@ pub struct RecordOpts {
     #[arg(short = 'g')]
     pub g: bool,
     /// Record each sample's call stack: fp walks the frame pointers (the workload must be
-    /// built with them; user frames, and kernel frames of :k events).
-    #[arg(long, value_enum, value_name = "MODE")]
+    /// built with them; user frames, and kernel frames of :k events); dwarf[,SIZE] copies
+    /// SIZE bytes of user stack (default 8192) and unwinds them here with the binaries'
+    /// DWARF CFI (any build; each stack is sent as what changed since the thread's last).
+    #[arg(long, value_name = "MODE")]
     pub call_graph: Option<CallGraph>,
     /// Per-function metrics (CPI, miss rates) by strobing: a short counting window after
     /// each long period.

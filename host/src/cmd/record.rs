@@ -69,8 +69,10 @@ fn agent_args(r: &RecordOpts) -> Vec<String> {
     for e in &r.events {
         v.extend(["-e".to_string(), e.clone()]);
     }
-    if r.g || r.call_graph.is_some() {
-        v.extend(["--call-graph".to_string(), "fp".into()]);
+    match (r.g, r.call_graph) {
+        (_, Some(c)) => v.extend(["--call-graph".to_string(), c.arg()]),
+        (true, None) => v.extend(["--call-graph".to_string(), "fp".into()]),
+        (false, None) => {}
     }
     if let Some(p) = r.period {
         v.extend(["-c".to_string(), p.to_string()]);

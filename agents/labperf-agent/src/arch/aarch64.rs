@@ -4,6 +4,11 @@ use labperf_common::{Arch, CpuId};
 
 pub const ARCH: Arch = Arch::Aarch64;
 
+/// `--call-graph dwarf`: the user registers sampled (PERF_REG_ARM64_X29, LR, SP, PC: bits
+/// 29 to 32) and the stack pointer's place among them (ascending bit order).
+pub const DWARF_REGS: u64 = 0xf << 29;
+pub const DWARF_SP: usize = 2;
+
 fn field(cpuinfo: &str, key: &str) -> u32 {
     cpuinfo
         .lines()

@@ -4,6 +4,11 @@ use labperf_common::{Arch, CpuId};
 
 pub const ARCH: Arch = Arch::X86_64;
 
+/// `--call-graph dwarf`: the user registers sampled (PERF_REG_X86_BP, SP, IP: bits 6, 7, 8)
+/// and the stack pointer's place among them (ascending bit order).
+pub const DWARF_REGS: u64 = (1 << 6) | (1 << 7) | (1 << 8);
+pub const DWARF_SP: usize = 1;
+
 /// CPUID vendor, display family/model/stepping and brand string.
 #[allow(unused_unsafe)] // __cpuid became safe in Rust 1.87.
 pub fn cpu_id() -> CpuId {

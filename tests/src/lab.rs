@@ -125,6 +125,10 @@ impl Lab {
             .join("aarch64-unknown-linux-musl");
         self.upload(&agents.join("labperf-agent"), "/root/labperf-agent");
         self.upload(&agents.join("labperf-bench"), "/root/labperf-bench");
+        self.upload(
+            &agents.join("labperf-bench-nofp"),
+            "/root/labperf-bench-nofp",
+        );
         agents
     }
 

@@ -277,3 +277,80 @@ fn probe_shows_the_arm_pmu_and_the_strobing_mode() {
         "{p}"
     );
 }
+
+#[test]
+#[ignore = "needs the emulated Arm lab machine: `cargo xtask test` boots it"]
+fn dwarf_stacks_of_the_bench_without_frame_pointers_on_the_real_pmu() {
+    deploy();
+    let d = scratch("lab-dwarf");
+    let out = d.join("dwarf.lpr");
+    // Real PMU cycles (equal to instructions here), user stacks unwound on this x86_64
+    // host with the aarch64 binary's CFI: the bench built without frame pointers, a
+    // static musl binary.
+    let o = lab()
+        .record_host(&d)
+        .args([
+            "--accept-new-host-key",
+            "--no-report",
+            "--call-graph",
+            "dwarf",
+            "-e",
+            "cycles",
+            "-c",
+            "1000000",
+            "-o",
+        ])
+        .arg(&out)
+        .args([
+            "--",
+            "/root/labperf-bench-nofp",
+            "--calls",
+            "--duration",
+            "3",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    // The bench's own clock: each path's CPU time.
+    let mut spent: std::collections::BTreeMap<String, f64> = Default::default();
+    // Each remote line comes prefixed with the machine's name.
+    for l in err.lines() {
+        let Some((_, rest)) = l.split_once("labperf-bench: spent ") else {
+            continue;
+        };
+        let w: Vec<&str> = rest.split_whitespace().collect();
+        let s: f64 = w[2].parse().unwrap();
+        *spent.entry(format!("labperf_bench::{}", w[0])).or_default() += s;
+        *spent.entry(w[1].to_string()).or_default() += s;
+    }
+    let tree = spent["labperf_bench::calls_a"] + spent["labperf_bench::calls_b"];
+    let j = report_json(&out, 0, |c| {
+        c.arg("--children").env("XDG_CACHE_HOME", d.join("cache"));
+    });
+    let rows = j["tables"][0]["rows"].as_array().unwrap();
+    let pct = |f: &str| {
+        rows.iter()
+            .find(|r| r["name"] == f)
+            .map(|r| r["children_pct"].as_f64().unwrap())
+            .unwrap_or(0.0)
+    };
+    let total = j["summary"]["total_samples"].as_u64().unwrap();
+    assert!(total > 1000, "{total} samples");
+    assert!(pct("labperf_bench::main") >= 99.0, "{j}");
+    // The tree's inclusive shares against the bench's clock, within 3 points (cycles, not
+    // a CPU-time clock, are sampled; under -icount they advance with the instructions).
+    let ours_tree = pct("labperf_bench::calls_a") + pct("labperf_bench::calls_b");
+    for name in [
+        "labperf_bench::calls_a",
+        "labperf_bench::calls_b",
+        "nops",
+        "int_divider_stalls",
+        "fp_divider_stalls",
+    ] {
+        let got = 100.0 * pct(name) / ours_tree;
+        let want = 100.0 * spent[name] / tree;
+        eprintln!("{name}: {got:.2}% of the tree, {want:.2}% by the bench's clock");
+        assert!((got - want).abs() <= 3.0, "{name}: {got:.2}% vs {want:.2}%");
+    }
+}

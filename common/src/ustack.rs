@@ -28,22 +28,29 @@ impl Stacks {
         self.prev.iter().find(|p| p.tid == tid)
     }
 
-    /// Keeps `tid`'s newest stack; the thread held longest goes when the table is full.
-    fn remember(&mut self, p: Prev) {
-        if let Some(i) = self.prev.iter().position(|q| q.tid == p.tid) {
-            self.prev.remove(i);
-        } else if self.prev.len() >= MAX_STACK_THREADS {
-            self.prev.remove(0);
-        }
+    /// Keeps `tid`'s newest stack, in the buffers its previous one had (no allocation per
+    /// sample); the thread held longest goes when the table is full.
+    fn remember(&mut self, tid: u32, regs: &[u64], sp: u64, data: &[u8]) {
+        let mut p = if let Some(i) = self.prev.iter().position(|q| q.tid == tid) {
+            self.prev.remove(i)
+        } else {
+            if self.prev.len() >= MAX_STACK_THREADS {
+                self.prev.remove(0);
+            }
+            Prev {
+                tid,
+                regs: Vec::new(),
+                sp,
+                data: Vec::new(),
+            }
+        };
+        p.regs.clear();
+        p.regs.extend_from_slice(regs);
+        p.sp = sp;
+        p.data.clear();
+        p.data.extend_from_slice(data);
         self.prev.push(p);
     }
-}
-
-/// The 8 bytes at address `a` of `p`'s stack, if it holds them.
-fn word_at(p: Option<&Prev>, a: u64) -> Option<&[u8]> {
-    let p = p?;
-    let off = usize::try_from(a.checked_sub(p.sp)?).ok()?;
-    p.data.get(off..off.checked_add(8)?)
 }
 
 fn get_len(b: &[u8], pos: &mut usize, max: usize) -> Result<usize, DecodeError> {
@@ -68,8 +75,20 @@ pub(crate) fn encode(st: &mut Stacks, tid: u32, u: &UserStack, out: &mut Vec<u8>
     put_i64(&mut b, u.sp.wrapping_sub(prev.map_or(0, |p| p.sp)) as i64);
     put_u64(&mut b, data.len() as u64);
     let words = data.len() / 8;
-    let same =
-        |i: usize| word_at(prev, u.sp.wrapping_add(8 * i as u64)) == Some(&data[8 * i..8 * i + 8]);
+    // Word i repeats when the previous stack holds its address (8 bytes at offset
+    // `delta + 8 i`) with the same bytes: plain loads and compares, the agent's hot loop.
+    let load = |b: &[u8], o: usize| u64::from_ne_bytes(b[o..o + 8].try_into().unwrap_or([0; 8]));
+    let (pdata, delta): (&[u8], i64) = match prev {
+        // Stacks farther apart than any stack is long share nothing.
+        Some(p) if u.sp.abs_diff(p.sp) <= MAX_USER_STACK as u64 => {
+            (&p.data[..], u.sp.wrapping_sub(p.sp) as i64)
+        }
+        _ => (&[], 0),
+    };
+    let same = |i: usize| -> bool {
+        let d = delta + 8 * i as i64;
+        d >= 0 && (d as usize) + 8 <= pdata.len() && load(data, 8 * i) == load(pdata, d as usize)
+    };
     let mut i = 0;
     while i < words {
         let s0 = i;
@@ -89,12 +108,7 @@ pub(crate) fn encode(st: &mut Stacks, tid: u32, u: &UserStack, out: &mut Vec<u8>
     put_u64(out, b.len() as u64);
     out.extend_from_slice(&b);
     st.rebuilt += data.len() as u64;
-    st.remember(Prev {
-        tid,
-        regs: regs.to_vec(),
-        sp: u.sp,
-        data: data.to_vec(),
-    });
+    st.remember(tid, regs, u.sp, data);
 }
 
 /// Decodes a USTACK body of thread `tid`; `budget` is the most stack bytes the frame
@@ -157,12 +171,7 @@ pub(crate) fn decode(
         return Err(bad("bytes after a user stack"));
     }
     st.rebuilt += len as u64;
-    st.remember(Prev {
-        tid,
-        regs: regs.clone(),
-        sp,
-        data: data.clone(),
-    });
+    st.remember(tid, &regs, sp, &data);
     Ok(UserStack { regs, sp, data })
 }
 

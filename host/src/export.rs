@@ -161,7 +161,10 @@ impl Stacks {
     ) -> Result<(), LoadError> {
         // Distinct (pid, addresses) first, numbered: the side-band records a name needs
         // may come after the samples that need it.
-        let mut raw: HashMap<RawStack, (u64, u64, u32)> = HashMap::new();
+        let mut raw: HashMap<RawStack, (u64, u64, u32), Fx> = HashMap::default();
+        // The key a stacked sample is looked up by, reused: a stack already seen costs
+        // no allocation.
+        let mut probe: RawStack = (0, 0, Vec::new());
         // Samples without callchains (most recordings): keyed without an allocation.
         let mut flat: HashMap<(u32, u32, u64), (u64, u64, u32), Fx> = HashMap::default();
         let mut next_id = 0u32;
@@ -170,7 +173,7 @@ impl Stacks {
         // Each thread's name as of the sample (perf script's comm): Comm records name a
         // thread, a fork passes the parent's name on. Names are numbered in `comms`.
         let mut comms: Vec<String> = Vec::new();
-        let mut comm_of: HashMap<u32, u32> = HashMap::new();
+        let mut comm_of: HashMap<u32, u32, Fx> = HashMap::default();
         // `--call-graph dwarf` recordings: every mapping first (a pass of its own), then
         // each sample's user stack unwound as it is read.
         let peek = load::peek(src)?;
@@ -208,13 +211,22 @@ impl Stacks {
                     Some(u) if s.user_stack.is_some() => u.unwind(&mut usym, s),
                     _ => Vec::new(),
                 };
-                let e = if (s.callchain.is_empty() || s.callchain == [s.ip]) && unwound.is_empty() {
-                    flat.entry((s.pid, comm, s.ip)).or_insert_with(|| {
+                let bump = |e: &mut (u64, u64, u32)| {
+                    e.0 += 1;
+                    e.1 = e.1.saturating_add(s.period);
+                    e.2
+                };
+                let id = if (s.callchain.is_empty() || s.callchain == [s.ip]) && unwound.is_empty()
+                {
+                    bump(flat.entry((s.pid, comm, s.ip)).or_insert_with(|| {
                         next_id += 1;
                         (0, 0, next_id - 1)
-                    })
+                    }))
                 } else {
-                    let mut addrs = Vec::with_capacity(1 + s.callchain.len());
+                    probe.0 = s.pid;
+                    probe.1 = comm;
+                    let addrs = &mut probe.2;
+                    addrs.clear();
                     addrs.push(s.ip);
                     let callers = match s.callchain.first() {
                         Some(&first) if first == s.ip => &s.callchain[1..],
@@ -222,13 +234,17 @@ impl Stacks {
                     };
                     addrs.extend_from_slice(callers);
                     addrs.extend_from_slice(&unwound);
-                    raw.entry((s.pid, comm, addrs)).or_insert_with(|| {
-                        next_id += 1;
-                        (0, 0, next_id - 1)
-                    })
+                    match raw.get_mut(&probe) {
+                        Some(e) => bump(e),
+                        None => {
+                            next_id += 1;
+                            let mut e = (0, 0, next_id - 1);
+                            let id = bump(&mut e);
+                            raw.insert(probe.clone(), e);
+                            id
+                        }
+                    }
                 };
-                e.0 += 1;
-                e.1 = e.1.saturating_add(s.period);
                 if keep {
                     rows.push(SampleRow {
                         run,
@@ -237,7 +253,7 @@ impl Stacks {
                         tid: s.tid,
                         time: s.time,
                         period: s.period,
-                        stack: e.2,
+                        stack: id,
                     });
                 }
             }

@@ -23,6 +23,10 @@ pub struct Args {
     /// Seconds (guest time) of each strobing recording on the emulated Arm machine (0 skips them).
     #[arg(long, default_value_t = 10)]
     pub strobe_seconds: u64,
+    /// Seconds of each call-stack recording (dwarf bytes and cost; 0 skips them); the
+    /// `--children` report is timed on 1M stacked samples whatever this is.
+    #[arg(long, default_value_t = 5)]
+    pub stacks_seconds: u64,
 }
 
 fn median_secs(reps: usize, mut f: impl FnMut() -> anyhow::Result<()>) -> anyhow::Result<f64> {
@@ -240,6 +244,9 @@ pub fn run(a: &Args, s: &mut Summary) {
             Ok(line)
         });
     }
+    if a.stacks_seconds > 0 {
+        stacks(a, s);
+    }
     if a.strobe_seconds > 0 {
         strobing(a, s);
     }
@@ -257,6 +264,97 @@ pub fn run(a: &Args, s: &mut Summary) {
             },
         );
     }
+}
+
+/// `/usr/bin/time -f '%U %S %M'`'s figures on its last stderr line: CPU seconds, peak KiB.
+fn time_figures(stderr: &str) -> anyhow::Result<(f64, u64)> {
+    let l = stderr
+        .lines()
+        .rev()
+        .find(|l| l.starts_with("TIME "))
+        .context("no /usr/bin/time line")?;
+    let w: Vec<&str> = l.split_whitespace().collect();
+    let cpu = w[1].parse::<f64>()? + w[2].parse::<f64>()?;
+    Ok((cpu, w[3].parse()?))
+}
+
+/// Call stacks: `--call-graph dwarf` bytes per sample and the recorders' own cost against
+/// `perf record --call-graph dwarf` on one run of the bench built without frame pointers
+/// (both attached to it), and `report --children` against `perf report --children` on
+/// 1M frame-pointer stacks.
+fn stacks(a: &Args, s: &mut Summary) {
+    let triple = host_musl();
+    let dir = target_dir().join("bench");
+    let _ = std::fs::create_dir_all(&dir);
+    let agent = agents_dir(&triple).join("labperf-agent");
+    let nofp = agents_dir(&triple).join("labperf-bench-nofp");
+    let bench = agents_dir(&triple).join("labperf-bench");
+    let labperf = target_dir().join("release/labperf");
+    let secs = a.stacks_seconds.to_string();
+    s.step(&format!("call stacks, dwarf: bytes per sample and recorder cost, {secs} s (target <= 1/10 of perf --call-graph dwarf, goal 1/20)"), || {
+        let sh = Shell::new()?;
+        let (ours, theirs) = (dir.join("dwarf.lpr"), dir.join("perf-dwarf.data"));
+        // The bench first; both recorders attach to it, so they see the same run and
+        // /usr/bin/time counts each recorder alone (not the workload).
+        let mut child = std::process::Command::new(&nofp)
+            .args(["--calls", "--duration", &secs])
+            .stderr(std::process::Stdio::null())
+            .spawn()?;
+        let pid = child.id().to_string();
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let perf = {
+            let (theirs, pid) = (theirs.clone(), pid.clone());
+            std::thread::spawn(move || -> anyhow::Result<String> {
+                let sh = Shell::new()?;
+                Ok(cmd!(sh, "/usr/bin/time -f 'TIME %U %S %M' perf record -q --call-graph dwarf -e cpu-clock:u -c 250000 -p {pid} -o {theirs}").ignore_status().output().map(|o| String::from_utf8_lossy(&o.stderr).into_owned())?)
+            })
+        };
+        let mine = cmd!(sh, "/usr/bin/time -f 'TIME %U %S %M' {agent} record --call-graph dwarf -e cpu-clock:u -c 250000 --pid {pid} -o {ours}").ignore_status().output()?;
+        child.wait()?;
+        let perf_err = perf.join().map_err(|_| anyhow::anyhow!("perf thread panicked"))??;
+        let (our_cpu, our_rss) = time_figures(&String::from_utf8_lossy(&mine.stderr))?;
+        let (perf_cpu, perf_rss) = time_figures(&perf_err)?;
+        let info = cmd!(sh, "{labperf} info {ours}").read()?;
+        let on: u64 = info.lines().find(|l| l.starts_with("records:")).and_then(|l| l.split('(').nth(1)).and_then(|l| l.split_whitespace().next()).and_then(|n| n.parse().ok()).context("no sample count in labperf info")?;
+        let dump = cmd!(sh, "perf report -D -i {theirs}").ignore_stderr().read()?;
+        let tn = dump.lines().filter(|l| l.contains("PERF_RECORD_SAMPLE")).count() as u64;
+        let (ob, tb) = (std::fs::metadata(&ours)?.len() as f64, std::fs::metadata(&theirs)?.len() as f64);
+        let (ops, tps) = (ob / on.max(1) as f64, tb / tn.max(1) as f64);
+        let ratio = ops / tps;
+        let line = format!("labperf {on} samples, {ops:.1} B/sample; perf {tn} samples, {tps:.1} B/sample: {ratio:.4}x (1/{:.0}); recorder CPU {our_cpu:.2} s vs perf {perf_cpu:.2} s, peak RSS {our_rss} KiB vs perf {perf_rss} KiB", 1.0 / ratio);
+        println!("BENCH dwarf: {line}");
+        if ratio > 0.1 {
+            bail!("{line}: above 1/10");
+        }
+        Ok(line)
+    });
+    s.step("report --children on 1M stacked samples (target >= 10x perf report --children --stdio)", || {
+        let sh = Shell::new()?;
+        let (ours, theirs) = (dir.join("children.lpr"), dir.join("perf-children.data"));
+        // 12 s at 10 µs: over a million frame-pointer stacks each (the timer loses a few).
+        cmd!(sh, "{agent} record -g -e cpu-clock:u -c 10000 -o {ours} -- {bench} --calls --duration 12").ignore_stderr().run()?;
+        cmd!(sh, "perf record -q -g -e cpu-clock:u -c 10000 -o {theirs} -- {bench} --calls --duration 12").ignore_stderr().run()?;
+        let info = cmd!(sh, "{labperf} info {ours}").read()?;
+        let on: u64 = info.lines().find(|l| l.starts_with("records:")).and_then(|l| l.split('(').nth(1)).and_then(|l| l.split_whitespace().next()).and_then(|n| n.parse().ok()).context("no sample count in labperf info")?;
+        let ours_t = median_secs(a.reps.min(3), || {
+            cmd!(sh, "{labperf} report {ours} --children").quiet().ignore_stdout().ignore_stderr().run()?;
+            Ok(())
+        })?;
+        let theirs_t = median_secs(a.reps.min(3), || {
+            cmd!(sh, "perf report --children --stdio -i {theirs}").quiet().ignore_stdout().ignore_stderr().run()?;
+            Ok(())
+        })?;
+        let ratio = theirs_t / ours_t;
+        let line = format!("{on} samples: labperf report --children {:.0} ms, perf report --children --stdio {:.0} ms (median of {}): {ratio:.1}x faster", ours_t * 1e3, theirs_t * 1e3, a.reps.min(3));
+        println!("BENCH children: {line}");
+        if on < 1_000_000 {
+            bail!("{line}: fewer than 1M samples");
+        }
+        if ratio < 10.0 {
+            bail!("{line}: below the 10x target");
+        }
+        Ok(line)
+    });
 }
 
 /// One strobing recording's figures.

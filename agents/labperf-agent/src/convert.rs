@@ -79,6 +79,9 @@ impl Layout {
 #[derive(Debug, Default)]
 pub struct Conv {
     pub layout: Layout,
+    /// A user stack's buffer, handed back once its sample is written (`recycle`): one
+    /// allocation for the run, not one per sample.
+    spare: Vec<u8>,
     /// Samples converted (before any decimation).
     pub samples: u64,
     /// Records the kernel reports lost.
@@ -91,6 +94,17 @@ impl Conv {
         Conv {
             layout,
             ..Default::default()
+        }
+    }
+
+    /// Takes back a written record's user-stack buffer for the next sample.
+    pub fn recycle(&mut self, r: Record) {
+        if let Record::Sample(Sample {
+            user_stack: Some(u),
+            ..
+        }) = r
+        {
+            self.spare = u.data;
         }
     }
 
@@ -186,7 +200,7 @@ impl Conv {
         })
     }
 
-    fn sample(&self, c: &mut Cur) -> Option<Sample> {
+    fn sample(&mut self, c: &mut Cur) -> Option<Sample> {
         let st = self.layout.sample_type;
         let mut s = Sample::default();
         if st & perf::SAMPLE_IDENTIFIER != 0 {
@@ -268,10 +282,13 @@ impl Conv {
                 let data = c.bytes(size)?;
                 let dyn_size = (c.u64()? as usize).min(size);
                 if let Some(&sp) = regs.get(crate::arch::DWARF_SP) {
+                    let mut buf = std::mem::take(&mut self.spare);
+                    buf.clear();
+                    buf.extend_from_slice(&data[..dyn_size]);
                     s.user_stack = Some(labperf_common::UserStack {
                         regs: std::mem::take(&mut regs),
                         sp,
-                        data: data[..dyn_size].to_vec(),
+                        data: buf,
                     });
                 }
             }

@@ -598,7 +598,9 @@ impl Sink {
                 if let (Record::Throttle(_), Some(d)) = (&r, d) {
                     d.break_windows();
                 }
-                self.out.push(&r)
+                self.out.push(&r)?;
+                self.conv.recycle(r);
+                Ok(())
             }
             (None, _) => Ok(()),
         }

@@ -322,3 +322,120 @@ pub fn encode(kind: Kind, version: u16) -> Vec<u8> {
     file.extend(enc.trailer_frame(&trailer(kind)));
     file
 }
+
+/// The records version 2 gained that older readers skip by length (no new version): user
+/// stacks (USTACK after their samples, each coded against its thread's previous stack in
+/// the frame: literal, repeated, another thread's, and a new frame starting over) and
+/// kernel symbols (KSYMS, named and hidden). Written once to `tests/data/v2-stacks/`.
+pub fn stack_frames() -> Vec<Vec<Record>> {
+    let stack = |sp: u64, len: usize, salt: u8| UserStack {
+        regs: vec![sp + 0x40, sp, 0x40_1200],
+        sp,
+        // Each byte a function of its address: the same address, the same byte.
+        data: (0..len)
+            .map(|j| ((sp as usize + j) as u8).wrapping_mul(7) ^ salt)
+            .collect(),
+    };
+    let sample = |tid: u32, ip: u64, time: u64, callchain: Vec<u64>, u: Option<UserStack>| {
+        Record::Sample(Sample {
+            event: 0,
+            pid: 100,
+            tid,
+            ip,
+            time,
+            period: 100_003,
+            cpu: 0,
+            callchain,
+            user_stack: u,
+            ..Default::default()
+        })
+    };
+    let mut changed = stack(0x7ffd_0000_1000 - 16, 80, 0);
+    changed.data[20] ^= 0xff;
+    vec![
+        vec![
+            Record::Comm(Comm {
+                pid: 100,
+                tid: 100,
+                comm: "labperf-bench-nofp".into(),
+                exec: true,
+            }),
+            sample(
+                100,
+                0x40_1200,
+                1_000,
+                vec![],
+                Some(stack(0x7ffd_0000_1000, 64, 0)),
+            ),
+            // 16 bytes deeper, one byte changed: two new words, one literal, repeats.
+            sample(100, 0x40_1210, 2_000, vec![], Some(changed)),
+            // Another thread: literal again, with an odd length (a 3-byte tail).
+            sample(
+                101,
+                0x40_1220,
+                3_000,
+                vec![],
+                Some(stack(0x7ffc_0000_2000, 67, 9)),
+            ),
+            // A kernel sample and its stack, kernel frames first.
+            sample(
+                100,
+                0xffff_ffff_8100_1010,
+                4_000,
+                vec![0xffff_ffff_8100_1010, 0xffff_ffff_8100_3008, 0x40_1230],
+                None,
+            ),
+            Record::KernelSymbols(KernelSymbols {
+                syms: vec![
+                    KernelSymbol {
+                        start: 0xffff_ffff_8100_1000,
+                        end: 0xffff_ffff_8100_2000,
+                        name: "read_zero".into(),
+                        module: None,
+                    },
+                    KernelSymbol {
+                        start: 0xffff_ffff_c000_0000,
+                        end: 0xffff_ffff_c000_0800,
+                        name: "kvm_vcpu_ioctl".into(),
+                        module: Some("kvm".into()),
+                    },
+                ],
+                hidden: None,
+            }),
+        ],
+        vec![
+            // A new frame remembers nothing: thread 100's stack is literal again.
+            sample(
+                100,
+                0x40_1200,
+                5_000,
+                vec![],
+                Some(stack(0x7ffd_0000_1000, 64, 0)),
+            ),
+            Record::KernelSymbols(KernelSymbols {
+                syms: vec![],
+                hidden: Some(2),
+            }),
+        ],
+    ]
+}
+
+/// The bytes of `tests/data/v2-stacks/record.lpr`.
+pub fn encode_stacks() -> Vec<u8> {
+    let mut enc = Encoder::new();
+    let mut file = prelude(WIRE_VERSION_2).to_vec();
+    file.extend(enc.header_frame(&header(Kind::Sample)));
+    file.extend(enc.header_ext_frame(&HeaderExt {
+        recipe: Some(recipe(Kind::Sample)),
+        replayed: false,
+        ..Default::default()
+    }));
+    for f in stack_frames() {
+        for r in &f {
+            enc.push(r);
+        }
+        file.extend(enc.flush().unwrap());
+    }
+    file.extend(enc.trailer_frame(&trailer(Kind::Sample)));
+    file
+}

@@ -184,6 +184,47 @@ fn write_golden_files() {
     }
 }
 
+/// `tests/data/v2-stacks/`: the user stacks and kernel symbols version 2 gained, written
+/// once like the others (`LABPERF_WRITE_GOLDEN=1 cargo test -p labperf-tests --test golden
+/// -- --ignored`), never rewritten.
+#[test]
+#[ignore = "writes tests/data: run by hand once"]
+fn write_stacks_golden() {
+    let d = root().join("tests/data/v2-stacks");
+    if std::env::var_os("LABPERF_WRITE_GOLDEN").is_none() || d.exists() {
+        return;
+    }
+    std::fs::create_dir_all(&d).unwrap();
+    let f = d.join("record.lpr");
+    std::fs::write(&f, golden::encode_stacks()).unwrap();
+    std::fs::write(d.join("dump.txt"), dump(&f)).unwrap();
+    std::fs::write(
+        d.join("README.md"),
+        "# v2-stacks: wire version 2, synthetic (sample header)\n\nWritten by `tests/src/golden.rs` (`stack_frames`, `encode_stacks`; `LABPERF_WRITE_GOLDEN=1 cargo test -p labperf-tests --test golden -- --ignored`). `record.lpr` holds what version 2 gained that older readers skip by length: samples with user stacks (USTACK records coded against the thread's previous stack: literal, repeated with a changed word, another thread's, a new frame starting over) and kernel symbols (KSYMS, named and hidden). `dump.txt` is `labperf dump` of it. `tests/golden.rs` checks that the file decodes to exactly those records, that today's encoder writes it byte for byte, and that `labperf dump` still prints `dump.txt`. Never regenerate this directory.\n",
+    )
+    .unwrap();
+}
+
+#[test]
+fn stacks_golden_decodes_exactly_and_reencodes_byte_for_byte() {
+    let d = root().join("tests/data/v2-stacks");
+    let bytes = std::fs::read(d.join("record.lpr")).unwrap();
+    assert!(
+        bytes == golden::encode_stacks(),
+        "v2-stacks: the encoder no longer writes the golden bytes"
+    );
+    let dec = decode_all(&bytes);
+    assert!(dec.losses.is_clean(), "{:?}", dec.damage);
+    let want: Vec<Record> = golden::stack_frames().into_iter().flatten().collect();
+    assert_eq!(dec.records, want);
+    assert_eq!(
+        dump(&d.join("record.lpr")),
+        std::fs::read_to_string(d.join("dump.txt")).unwrap()
+    );
+    // USTACK belongs to its sample: not counted as a record of its own.
+    assert_eq!(dec.trailer.unwrap().records, want.len() as u64);
+}
+
 /// The ring the C agent's golden file was replayed from: side band and ProfileMe samples.
 fn c_golden_ring() -> labperf_tests::ring::Ring {
     use labperf_tests::ring::*;

@@ -87,8 +87,11 @@ fn an_imported_perf_recording_reports_perf_s_top_ten() {
             "{name}: perf {pct}%, labperf {got}%"
         );
     }
+    // Each class ran (weights 3:2:1 of what main's setup leaves: its 32 MiB shuffle for
+    // dcache_miss takes ~0.3 s of the 1.5 s, so dcache_miss gets ~13%, less when other tests
+    // share the CPUs; 5% is its floor with margin).
     for f in ["int_divider_stalls", "nops", "dcache_miss"] {
-        assert!(ours[f] > 10.0, "{f}: {ours:?}");
+        assert!(ours[f] > 5.0, "{f}: {ours:?}");
     }
     // The header says where it came from; the sample count is perf's.
     let info = Command::new(bin("labperf"))

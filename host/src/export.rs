@@ -422,12 +422,20 @@ fn short_command(argv: &[String]) -> String {
     v.join(" ")
 }
 
-/// A frame's name as one folded-stack element: `;` separates frames and the last space
-/// separates the count, so neither may appear in a name; control characters are escaped.
-fn folded_name(name: &str) -> String {
+/// A frame's name as one folded-stack element: `;` separates frames, so it may not appear
+/// in a name; control characters are escaped. As `inferno-collapse-perf` writes them, a
+/// function's spaces stay (readers split the count off at the last space: `<A as B>::next`)
+/// and a thread's name (`thread`) has its spaces made `_`.
+fn folded_name(name: &str, thread: bool) -> String {
     crate::text::show_text(name)
         .chars()
-        .map(|c| if c == ';' || c == ' ' { '_' } else { c })
+        .map(|c| {
+            if c == ';' || (thread && c == ' ') {
+                '_'
+            } else {
+                c
+            }
+        })
         .collect()
 }
 
@@ -441,7 +449,11 @@ impl Stacks {
 
     /// Folded stacks weighed by `weight` (a stack's period, or its samples).
     fn folded_by(&self, weight: impl Fn(&Stack) -> u64) -> String {
-        let names: Vec<String> = self.frames.iter().map(|f| folded_name(&f.name)).collect();
+        let names: Vec<String> = self
+            .frames
+            .iter()
+            .map(|f| folded_name(&f.name, f.dso.is_empty()))
+            .collect();
         // Recordings merged by path, in the order the paths first come.
         let mut line_of: HashMap<&[u32], usize> = HashMap::new();
         let mut lines: Vec<(&[u32], u64)> = Vec::new();
@@ -1076,7 +1088,15 @@ mod tests {
     #[test]
     fn folded_lines_are_outermost_first_with_separators_replaced() {
         // Weighed by period, as inferno-collapse-perf weighs perf script.
-        assert_eq!(stacks().folded(), "main;leaf 70\nmain;a_b_c;leaf 30\n");
+        // A function keeps its spaces, as inferno-collapse-perf keeps them.
+        assert_eq!(stacks().folded(), "main;leaf 70\nmain;a_b c;leaf 30\n");
+        // A thread's name (no file) has its spaces made `_`, as inferno makes them.
+        let mut st = stacks();
+        st.frames[0] = Frame {
+            name: "my thread".into(),
+            dso: String::new(),
+        };
+        assert_eq!(st.folded(), "my_thread;leaf 70\nmy_thread;a_b c;leaf 30\n");
     }
 
     #[test]

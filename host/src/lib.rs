@@ -1,6 +1,7 @@
 //! labperf host library: reading record files, symbolization, aggregation and output formats.
 
 pub mod cache;
+pub mod callers;
 #[cfg(feature = "remote")]
 pub mod deploy;
 pub mod diff;

@@ -99,6 +99,9 @@ struct Acc {
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct MetricsRow {
     pub symbol: String,
+    /// The function the windows' end samples return to (the callers table only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub caller: Option<String>,
     pub split: Option<u32>,
     pub samples: u64,
     pub cpi: Option<f64>,
@@ -117,12 +120,17 @@ pub struct MetricsRow {
 #[derive(Debug, Serialize)]
 pub struct Metrics {
     pub rows: Vec<MetricsRow>,
+    /// `--call-graph callee`: each function's windows split by its caller (None: not asked).
+    pub callers: Option<Vec<MetricsRow>>,
     pub windows: u64,
     pub discarded: u64,
     pub dropped_after_throttle: u64,
     pub whole_run_cpi: Option<f64>,
     pub warnings: Vec<String>,
 }
+
+/// A function and the caller path its windows came by (the callers table's key).
+type SymbolCaller = (String, String);
 
 /// The window rules applied to a stream of the sampler's samples and throttle events, one
 /// at a time (nothing but the previous sample of each thread and the sums is kept).
@@ -135,6 +143,8 @@ pub struct Windows {
     prev: HashMap<u32, Sample>,
     acc: HashMap<(String, Option<u32>), Acc>,
     order: Vec<(String, Option<u32>)>,
+    /// `--call-graph callee`: (function, caller) → sums, in first-seen order.
+    callers: Option<(HashMap<SymbolCaller, Acc>, Vec<SymbolCaller>)>,
     skip_next: bool,
     windows: u64,
     discarded: u64,
@@ -155,6 +165,7 @@ impl Windows {
             prev: HashMap::new(),
             acc: HashMap::new(),
             order: Vec::new(),
+            callers: None,
             skip_next: false,
             windows: 0,
             discarded: 0,
@@ -163,6 +174,12 @@ impl Windows {
             last_values: None,
             throttled: false,
         }
+    }
+
+    /// Also splits each function's windows by the function its end sample returns to.
+    pub fn by_caller(mut self) -> Windows {
+        self.callers = Some(Default::default());
+        self
     }
 
     fn idx(&self) -> [Option<usize>; 5] {
@@ -177,8 +194,14 @@ impl Windows {
     }
 
     /// Takes the next event: a sample of the sampler, or `None` for a throttle or
-    /// unthrottle. `sym` names the function of an (pid, ip).
-    pub fn push(&mut self, e: Option<&Sample>, sym: &mut dyn FnMut(u32, u64) -> String) {
+    /// unthrottle. `sym` names the function of an (pid, ip), `caller` the function a
+    /// sample returns to (asked only with `by_caller`, of windows' end samples).
+    pub fn push(
+        &mut self,
+        e: Option<&Sample>,
+        sym: &mut dyn FnMut(u32, u64) -> String,
+        caller: &mut dyn FnMut(&Sample) -> String,
+    ) {
         let s = self.s;
         let Some(x) = e else {
             if s.decimated {
@@ -222,13 +245,8 @@ impl Windows {
             order.push(key.clone());
             Acc::default()
         });
-        a.windows += 1;
         self.windows += 1;
-        if self.discard == DiscardMode::Discard && sym(start.pid, start.ip) != end_sym {
-            a.discarded += 1;
-            self.discarded += 1;
-            return;
-        }
+        let discard = self.discard == DiscardMode::Discard && sym(start.pid, start.ip) != end_sym;
         let mut d = [0u64; 5];
         for (k, i) in idx.iter().enumerate() {
             if let Some(i) = *i {
@@ -238,8 +256,30 @@ impl Windows {
                     .copied()
                     .unwrap_or(0)
                     .wrapping_sub(start.values.get(i).copied().unwrap_or(0));
-                a.sums[k] = a.sums[k].saturating_add(d[k]);
             }
+        }
+        let by_caller = self.callers.as_mut().map(|(acc, order)| {
+            let key = (end_sym.clone(), caller(x));
+            acc.entry(key.clone()).or_insert_with(|| {
+                order.push(key);
+                Acc::default()
+            })
+        });
+        for a in std::iter::once(a).chain(by_caller) {
+            a.windows += 1;
+            if discard {
+                a.discarded += 1;
+                continue;
+            }
+            for (k, i) in idx.iter().enumerate() {
+                if i.is_some() {
+                    a.sums[k] = a.sums[k].saturating_add(d[k]);
+                }
+            }
+        }
+        if discard {
+            self.discarded += 1;
+            return;
         }
         if d[1] > 0 && self.cols.cycles.is_some() {
             self.window_cpis.push(d[0] as f64 / d[1] as f64);
@@ -259,7 +299,7 @@ pub fn compute(
 ) -> Metrics {
     let mut w = Windows::new(s, cols, discard, split);
     for e in events {
-        w.push(e.as_ref(), &mut sym);
+        w.push(e.as_ref(), &mut sym, &mut |_| String::new());
     }
     w.finish()
 }
@@ -278,6 +318,7 @@ impl Windows {
             window_cpis,
             last_values,
             throttled,
+            callers,
             ..
         } = self;
         let idx = [
@@ -299,36 +340,57 @@ impl Windows {
             (present && i > 0).then(|| 1000.0 * v as f64 / i as f64)
         };
         let have = idx.map(|i| i.is_some());
+        let row = |symbol: &str, split: Option<u32>, caller: Option<&str>, a: &Acc| {
+            let [cy, ins, bm, cr, cm] = a.sums;
+            MetricsRow {
+                symbol: symbol.to_string(),
+                caller: caller.map(str::to_string),
+                split,
+                samples: a.windows,
+                cpi: (have[0] && have[1] && ins > 0).then(|| cy as f64 / ins as f64),
+                bm_per_ki: per_ki(bm, ins, have[2] && have[1]),
+                cm_per_ki: per_ki(cm, ins, have[4] && have[1]),
+                cm_pct: pct(cm, cr, have[3] && have[4]),
+                cycles_pct: pct(cy, totals[0], have[0]),
+                instr_pct: pct(ins, totals[1], have[1]),
+                bm_pct: pct(bm, totals[2], have[2]),
+                l1da_pct: pct(cr, totals[3], have[3]),
+                l1dm_pct: pct(cm, totals[4], have[4]),
+                discarded_pct: if a.windows > 0 {
+                    100.0 * a.discarded as f64 / a.windows as f64
+                } else {
+                    0.0
+                },
+            }
+        };
         let mut rows: Vec<MetricsRow> = order
             .iter()
-            .map(|k| {
-                let a = &acc[k];
-                let [cy, ins, bm, cr, cm] = a.sums;
-                MetricsRow {
-                    symbol: k.0.clone(),
-                    split: k.1,
-                    samples: a.windows,
-                    cpi: (have[0] && have[1] && ins > 0).then(|| cy as f64 / ins as f64),
-                    bm_per_ki: per_ki(bm, ins, have[2] && have[1]),
-                    cm_per_ki: per_ki(cm, ins, have[4] && have[1]),
-                    cm_pct: pct(cm, cr, have[3] && have[4]),
-                    cycles_pct: pct(cy, totals[0], have[0]),
-                    instr_pct: pct(ins, totals[1], have[1]),
-                    bm_pct: pct(bm, totals[2], have[2]),
-                    l1da_pct: pct(cr, totals[3], have[3]),
-                    l1dm_pct: pct(cm, totals[4], have[4]),
-                    discarded_pct: if a.windows > 0 {
-                        100.0 * a.discarded as f64 / a.windows as f64
-                    } else {
-                        0.0
-                    },
-                }
-            })
+            .map(|k| row(&k.0, k.1, None, &acc[k]))
             .collect();
         rows.sort_by(|a, b| {
             b.samples
                 .cmp(&a.samples)
                 .then_with(|| a.symbol.cmp(&b.symbol))
+        });
+        // Under each function (in the table's order), its callers by windows.
+        let callers = callers.map(|(cacc, corder)| {
+            let rank: HashMap<&str, usize> = rows
+                .iter()
+                .enumerate()
+                .rev()
+                .map(|(i, r)| (r.symbol.as_str(), i))
+                .collect();
+            let mut v: Vec<MetricsRow> = corder
+                .iter()
+                .map(|k| row(&k.0, None, Some(&k.1), &cacc[k]))
+                .collect();
+            v.sort_by(|a, b| {
+                let r = |x: &MetricsRow| rank.get(x.symbol.as_str()).copied().unwrap_or(usize::MAX);
+                r(a).cmp(&r(b))
+                    .then(b.samples.cmp(&a.samples))
+                    .then_with(|| a.caller.cmp(&b.caller))
+            });
+            v
         });
         // Whole-run CPI: the sampler's own running totals when they count the whole run (kernel
         // alternating periods, never throttled); a throttled sampler stops counting while its
@@ -355,6 +417,7 @@ impl Windows {
         }
         Metrics {
             rows,
+            callers,
             windows,
             discarded,
             dropped_after_throttle: dropped,
@@ -393,23 +456,46 @@ pub fn strobe_of(h: &Header, ext: Option<&labperf_common::HeaderExt>) -> Option<
 
 /// Reads a recording and computes its metrics table, one record at a time: symbols are
 /// resolved as samples come, from the mappings recorded before them.
+/// `by_caller` (`report --call-graph callee [--depth N]`) adds the table of each function's
+/// callers, N frames up.
 pub fn build(
     src: &load::Source,
     search: Search,
     discard: DiscardMode,
     split: Split,
+    by_caller: Option<usize>,
 ) -> Result<(Metrics, load::FileInfo), MetricsError> {
     let path = src.name.as_path();
-    let mut sym = Symbolizer::new(search);
+    let mut callers = match by_caller {
+        Some(depth) => Some(crate::callers::Callers::of(src, &search, depth)?),
+        None => None,
+    };
+    // Every side-band record first (a pass of its own): a sample can come before the
+    // mapping it is in (another CPU's ring), and a name is held once made. Shared by the
+    // namers of sampled functions and of callers.
+    let mut first = Symbolizer::new(search);
+    load::stream(src, |r| {
+        if !matches!(r, Record::Sample(_)) {
+            first.observe(r)
+        }
+    })?;
+    let sym = std::cell::RefCell::new(first);
     let mut windows: Option<Windows> = None;
     let mut started = false;
     let mut names: HashMap<(u32, u64), String> = HashMap::new();
     let info = load::stream_with_header(src, |h, ext, r| {
         if !started {
             started = true;
-            sym.recorded_on(h, ext);
+            sym.borrow_mut().recorded_on(h, ext);
             windows = h.and_then(|h| {
-                strobe_of(h, ext).map(|s| Windows::new(s, &Columns::from_header(h), discard, split))
+                strobe_of(h, ext).map(|s| {
+                    let w = Windows::new(s, &Columns::from_header(h), discard, split);
+                    if by_caller.is_some() {
+                        w.by_caller()
+                    } else {
+                        w
+                    }
+                })
             });
         }
         let Some(w) = windows.as_mut() else {
@@ -419,17 +505,22 @@ pub fn build(
             names
                 .entry((pid, ip))
                 .or_insert_with(|| {
-                    let l = sym.resolve(pid, ip);
+                    let l = sym.borrow_mut().resolve(pid, ip);
                     label(&l.dso, l.sym.as_deref(), l.vaddr)
                 })
                 .clone()
         };
+        let mut caller = |s: &Sample| match callers.as_mut() {
+            Some(c) => c.caller(&mut sym.borrow_mut(), s),
+            None => String::new(),
+        };
         match r {
-            Record::Sample(s) if s.event == 0 => w.push(Some(s), &mut name),
-            Record::Throttle(t) if t.event == 0 => w.push(None, &mut name),
-            other => sym.observe(other),
+            Record::Sample(s) if s.event == 0 => w.push(Some(s), &mut name, &mut caller),
+            Record::Throttle(t) if t.event == 0 => w.push(None, &mut name, &mut caller),
+            _ => {}
         }
     })?;
+    let mut sym = sym.into_inner();
     let Some(w) = windows else {
         let mode = info
             .header
@@ -440,62 +531,18 @@ pub fn build(
     };
     let mut m = w.finish();
     m.warnings.extend(std::mem::take(&mut sym.warnings));
+    m.warnings.extend(callers.and_then(|c| c.note()));
     Ok((m, info))
 }
 
 impl Metrics {
     /// The report in the table model.
     pub fn table(self, info: &load::FileInfo) -> crate::table::Report {
-        let split = self.rows.iter().any(|r| r.split.is_some());
-        let mut columns = vec![Column::left("symbol", "Symbol", 32)];
-        if split {
-            columns.push(Column::right("split", "Split", 5));
-        }
-        for (k, t) in [
-            ("samples", "#"),
-            ("cpi", "CPI"),
-            ("bm_per_ki", "BM/KI"),
-            ("cm_per_ki", "CM/KI"),
-            ("cm_pct", "%CM"),
-            ("cycles_pct", "%CY"),
-            ("instr_pct", "%I"),
-            ("bm_pct", "%BM"),
-            ("l1da_pct", "%L1DA"),
-            ("l1dm_pct", "%L1DM"),
-            ("discarded_pct", "DIS"),
-        ] {
-            columns.push(Column::right(k, t, 6).tight_gap());
-        }
-        let mut t = Table::new("functions", columns);
-        t.rows = self
-            .rows
-            .iter()
-            .map(|r| {
-                let mut row = vec![Cell::text(r.symbol.clone())];
-                if split {
-                    row.push(r.split.map_or(Cell::Empty, |x| Cell::Int(u64::from(x))));
-                }
-                row.push(Cell::Int(r.samples));
-                row.push(Cell::opt_float(r.cpi, 2));
-                for v in [
-                    r.bm_per_ki,
-                    r.cm_per_ki,
-                    r.cm_pct,
-                    r.cycles_pct,
-                    r.instr_pct,
-                    r.bm_pct,
-                    r.l1da_pct,
-                    r.l1dm_pct,
-                ] {
-                    row.push(Cell::opt_float(v, 1));
-                }
-                row.push(Cell::Float {
-                    value: r.discarded_pct,
-                    places: 1,
-                });
-                row
-            })
-            .collect();
+        let t = rows_table("functions", &self.rows, false);
+        let callers = self
+            .callers
+            .as_ref()
+            .map(|c| rows_table("callers", c, true));
         let mut summary = serde_json::Map::new();
         summary.insert("windows".into(), serde_json::json!(self.windows));
         summary.insert("discarded".into(), serde_json::json!(self.discarded));
@@ -516,10 +563,71 @@ impl Metrics {
                     .map_or("-".to_string(), |c| format!("{c:.2}"))
             )],
             summary,
-            tables: vec![t],
+            tables: std::iter::once(t).chain(callers).collect(),
             ..crate::table::Report::of_file("metrics", info, self.warnings)
         }
     }
+}
+
+/// The metrics columns of `rows`: with a Split column when any row is split, a Caller
+/// column for the callers table.
+fn rows_table(name: &'static str, rows: &[MetricsRow], caller: bool) -> Table {
+    let split = rows.iter().any(|r| r.split.is_some());
+    let mut columns = vec![Column::left("symbol", "Symbol", 32)];
+    if caller {
+        columns.push(Column::left("caller", "Caller", 32));
+    }
+    if split {
+        columns.push(Column::right("split", "Split", 5));
+    }
+    for (k, t) in [
+        ("samples", "#"),
+        ("cpi", "CPI"),
+        ("bm_per_ki", "BM/KI"),
+        ("cm_per_ki", "CM/KI"),
+        ("cm_pct", "%CM"),
+        ("cycles_pct", "%CY"),
+        ("instr_pct", "%I"),
+        ("bm_pct", "%BM"),
+        ("l1da_pct", "%L1DA"),
+        ("l1dm_pct", "%L1DM"),
+        ("discarded_pct", "DIS"),
+    ] {
+        columns.push(Column::right(k, t, 6).tight_gap());
+    }
+    let mut t = Table::new(name, columns);
+    t.rows = rows
+        .iter()
+        .map(|r| {
+            let mut row = vec![Cell::text(r.symbol.clone())];
+            if caller {
+                row.push(Cell::text(r.caller.clone().unwrap_or_default()));
+            }
+            if split {
+                row.push(r.split.map_or(Cell::Empty, |x| Cell::Int(u64::from(x))));
+            }
+            row.push(Cell::Int(r.samples));
+            row.push(Cell::opt_float(r.cpi, 2));
+            for v in [
+                r.bm_per_ki,
+                r.cm_per_ki,
+                r.cm_pct,
+                r.cycles_pct,
+                r.instr_pct,
+                r.bm_pct,
+                r.l1da_pct,
+                r.l1dm_pct,
+            ] {
+                row.push(Cell::opt_float(v, 1));
+            }
+            row.push(Cell::Float {
+                value: r.discarded_pct,
+                places: 1,
+            });
+            row
+        })
+        .collect();
+    t
 }
 
 #[cfg(test)]

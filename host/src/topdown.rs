@@ -71,6 +71,9 @@ pub struct Line {
     pub tid: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub symbol: Option<String>,
+    /// The function the samples return to (the callers table only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub caller: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dso: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -89,6 +92,8 @@ pub struct Report {
     pub layout: Layout,
     pub by_symbol: bool,
     pub lines: Vec<Line>,
+    /// `--call-graph callee`: each function's lines split by its caller (None: not asked).
+    pub callers: Option<Vec<Line>>,
     pub total: Option<Line>,
     pub info: FileInfo,
     pub warnings: Vec<String>,
@@ -98,15 +103,30 @@ fn not_topdown(path: &Path) -> LoadError {
     LoadError::NotTopDown { path: path.into() }
 }
 
-/// Reads a `stat --topdown` or `record --topdown` recording.
-pub fn build(src: &load::Source, search: Search) -> Result<Report, LoadError> {
+/// Reads a `stat --topdown` or `record --topdown` recording; `by_caller` (`report
+/// --call-graph callee [--depth N]`) adds the table of each function's callers, N frames up.
+pub fn build(
+    src: &load::Source,
+    search: Search,
+    by_caller: Option<usize>,
+) -> Result<Report, LoadError> {
     let path = src.name.as_path();
+    let mut callers = match by_caller {
+        Some(depth) => Some(crate::callers::Callers::of(src, &search, depth)?),
+        None => None,
+    };
     let mut sym = Symbolizer::new(search);
     let mut intervals = Vec::new();
     let mut samples = Vec::new();
     let info = load::stream(src, |r| match r {
         Record::Interval(i) => intervals.push(i.clone()),
-        Record::Sample(s) => samples.push((s.pid, s.tid, s.ip, s.values.clone())),
+        Record::Sample(s) => {
+            let ret = callers
+                .as_mut()
+                .map(|c| c.return_addresses(s))
+                .unwrap_or_default();
+            samples.push((s.pid, s.tid, s.ip, s.values.clone(), ret))
+        }
         other => sym.observe(other),
     })?;
     sym.recorded_on(info.header.as_ref(), info.header_ext.as_ref());
@@ -115,6 +135,7 @@ pub fn build(src: &load::Source, search: Search) -> Result<Report, LoadError> {
     let slots_at = h.events.iter().position(|e| e.name == td::SLOTS.0);
     let n = h.events.len();
     let mut lines = Vec::new();
+    let mut caller_lines: Option<Vec<Line>> = None;
     let mut total = None;
     let by_symbol = h.mode.starts_with("sample") || !samples.is_empty();
     if !by_symbol {
@@ -131,6 +152,7 @@ pub fn build(src: &load::Source, search: Search) -> Result<Report, LoadError> {
                 parts: layout.parts(&v),
                 tid: i.tid,
                 symbol: None,
+                caller: None,
                 dso: None,
                 samples: None,
                 slots: slots_at.map(|s| v[s]),
@@ -147,8 +169,9 @@ pub fn build(src: &load::Source, search: Search) -> Result<Report, LoadError> {
         // thread's previous sample belong to the sample's function.
         let mut prev: HashMap<(u32, u32), Vec<u64>> = HashMap::new();
         let mut acc: HashMap<(String, String), (u64, Vec<u64>)> = HashMap::new();
+        let mut by_caller: HashMap<(String, String, String), (u64, Vec<u64>)> = HashMap::new();
         let mut all = vec![0u64; n];
-        for (pid, tid, ip, values) in samples {
+        for (pid, tid, ip, values, ret) in samples {
             if values.len() != n {
                 continue;
             }
@@ -164,10 +187,18 @@ pub fn build(src: &load::Source, search: Search) -> Result<Report, LoadError> {
                 label(&loc.dso, loc.sym.as_deref(), loc.vaddr),
                 loc.dso.to_string(),
             );
-            let e = acc.entry(key).or_insert_with(|| (0, vec![0; n]));
-            e.0 += 1;
+            let add = |e: &mut (u64, Vec<u64>)| {
+                e.0 += 1;
+                for (i, x) in d.iter().enumerate() {
+                    e.1[i] = e.1[i].saturating_add(*x);
+                }
+            };
+            if let Some(c) = callers.as_mut() {
+                let k = (key.0.clone(), key.1.clone(), c.name(&mut sym, pid, &ret));
+                add(by_caller.entry(k).or_insert_with(|| (0, vec![0; n])));
+            }
+            add(acc.entry(key).or_insert_with(|| (0, vec![0; n])));
             for (i, x) in d.iter().enumerate() {
-                e.1[i] = e.1[i].saturating_add(*x);
                 all[i] = all[i].saturating_add(*x);
             }
         }
@@ -178,18 +209,43 @@ pub fn build(src: &load::Source, search: Search) -> Result<Report, LoadError> {
                 .cmp(&weight(&a.1 .1))
                 .then_with(|| a.0.cmp(&b.0))
         });
-        for ((symbol, dso), (count, x)) in v {
-            lines.push(Line {
+        let line =
+            |symbol: String, dso: String, caller: Option<String>, count: u64, x: &[u64]| Line {
                 time_s: None,
                 time_ns: None,
-                parts: layout.parts(&x),
+                parts: layout.parts(x),
                 tid: None,
                 symbol: Some(symbol),
+                caller,
                 dso: Some(dso),
                 samples: Some(count),
                 slots: slots_at.map(|s| x[s]),
-                ratios: layout.fractions(&x),
+                ratios: layout.fractions(x),
+            };
+        // Under each function (in the table's order), its callers by slots.
+        if callers.is_some() {
+            let rank: HashMap<&(String, String), usize> =
+                v.iter().enumerate().map(|(i, (k, _))| (k, i)).collect();
+            let mut c: Vec<_> = by_caller.into_iter().collect();
+            c.sort_by(|a, b| {
+                let r = |k: &(String, String, String)| {
+                    rank.get(&(k.0.clone(), k.1.clone()))
+                        .copied()
+                        .unwrap_or(usize::MAX)
+                };
+                r(&a.0)
+                    .cmp(&r(&b.0))
+                    .then_with(|| weight(&b.1 .1).cmp(&weight(&a.1 .1)))
+                    .then_with(|| a.0.cmp(&b.0))
             });
+            caller_lines = Some(
+                c.into_iter()
+                    .map(|((s, d, c), (count, x))| line(s, d, Some(c), count, &x))
+                    .collect(),
+            );
+        }
+        for ((symbol, dso), (count, x)) in v {
+            lines.push(line(symbol, dso, None, count, &x));
         }
         total = Some(Line {
             time_s: None,
@@ -197,6 +253,7 @@ pub fn build(src: &load::Source, search: Search) -> Result<Report, LoadError> {
             parts: layout.parts(&all),
             tid: None,
             symbol: Some("[total]".into()),
+            caller: None,
             dso: None,
             samples: Some(lines.iter().filter_map(|l| l.samples).sum()),
             slots: slots_at.map(|s| all[s]),
@@ -209,10 +266,15 @@ pub fn build(src: &load::Source, search: Search) -> Result<Report, LoadError> {
         .map(|w| format!("warning: {w}"))
         .collect();
     warnings.extend(h.notes.iter().map(|n| format!("note: {n}")));
+    warnings.extend(callers.and_then(|c| c.note()));
+    if by_caller.is_some() && !by_symbol {
+        warnings.push("note: a `stat --topdown` recording has intervals, not samples: there are no callers to expand by (record --topdown -g)".into());
+    }
     Ok(Report {
         layout,
         by_symbol,
         lines,
+        callers: caller_lines,
         total,
         info,
         warnings,
@@ -226,29 +288,35 @@ impl Report {
         let titles = self.layout.titles();
         let keys = keys(&self.layout);
         let has_tid = self.lines.iter().any(|l| l.tid.is_some());
-        let mut columns = vec![if self.by_symbol {
-            Column::right("slots", "slots", 16).tight()
-        } else {
-            Column::right("time_s", "time", 16).tight()
-        }];
-        if has_tid {
-            columns.push(Column::right("tid", "thread", 12).tight());
-        }
-        if !self.by_symbol {
-            // The weight of each line's shares: in CSV and JSON (the agent's live lines,
-            // which the text table matches, leave it out).
-            columns.push(Column::right("slots", "slots", 0).tight());
-        }
-        for (k, t) in keys.iter().zip(&titles) {
-            columns.push(Column::right(*k, t, 21).tight());
-        }
-        if self.by_symbol {
-            columns.push(Column::left("symbol", "symbol", 0));
-            columns.push(Column::left("dso", "dso", 0));
-            columns.push(Column::right("samples", "samples", 0));
-        }
+        let columns = |with_caller: bool| {
+            let mut columns = vec![if self.by_symbol {
+                Column::right("slots", "slots", 16).tight()
+            } else {
+                Column::right("time_s", "time", 16).tight()
+            }];
+            if has_tid {
+                columns.push(Column::right("tid", "thread", 12).tight());
+            }
+            if !self.by_symbol {
+                // The weight of each line's shares: in CSV and JSON (the agent's live lines,
+                // which the text table matches, leave it out).
+                columns.push(Column::right("slots", "slots", 0).tight());
+            }
+            for (k, t) in keys.iter().zip(&titles) {
+                columns.push(Column::right(*k, t, 21).tight());
+            }
+            if self.by_symbol {
+                columns.push(Column::left("symbol", "symbol", 0));
+                if with_caller {
+                    columns.push(Column::left("caller", "caller", 0));
+                }
+                columns.push(Column::left("dso", "dso", 0));
+                columns.push(Column::right("samples", "samples", 0));
+            }
+            columns
+        };
         let by_symbol = self.by_symbol;
-        let row = |l: &Line, total: bool| -> Vec<Cell> {
+        let row = |l: &Line, total: bool, with_caller: bool| -> Vec<Cell> {
             let mut r = Vec::new();
             r.push(if by_symbol {
                 l.slots.map_or(Cell::Empty, Cell::Int)
@@ -288,21 +356,34 @@ impl Report {
             }
             if by_symbol {
                 r.push(Cell::text(l.symbol.clone().unwrap_or_default()));
+                if with_caller {
+                    r.push(Cell::text(l.caller.clone().unwrap_or_default()));
+                }
                 r.push(l.dso.as_deref().map_or(Cell::Empty, Cell::file));
                 r.push(l.samples.map_or(Cell::Empty, Cell::Int));
             }
             r
         };
-        let mut t = Table::new(if by_symbol { "functions" } else { "intervals" }, columns);
+        let mut t = Table::new(
+            if by_symbol { "functions" } else { "intervals" },
+            columns(false),
+        );
         t.hash_header = true;
         if !by_symbol {
             t.hidden = vec!["slots"];
         }
         t.ranked = by_symbol;
-        t.rows = self.lines.iter().map(|l| row(l, false)).collect();
+        t.rows = self.lines.iter().map(|l| row(l, false, false)).collect();
         if let Some(total) = &self.total {
-            t.footer.push(row(total, true));
+            t.footer.push(row(total, true, false));
         }
+        // Each function's lines split by its caller, under the same columns.
+        let callers = self.callers.as_ref().filter(|_| by_symbol).map(|c| {
+            let mut t = Table::new("callers", columns(true));
+            t.hash_header = true;
+            t.rows = c.iter().map(|l| row(l, false, true)).collect();
+            t
+        });
         let mut summary = serde_json::Map::new();
         summary.insert(
             "kind".into(),
@@ -314,7 +395,7 @@ impl Report {
         summary.insert("level".into(), json!(self.layout.level));
         crate::table::Report {
             summary,
-            tables: vec![t],
+            tables: std::iter::once(t).chain(callers).collect(),
             ..crate::table::Report::of_file("topdown", &self.info, self.warnings)
         }
     }

@@ -74,6 +74,8 @@ pub struct Options {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ViewError {
+    #[error("the {view} view expands its rows by their callers only: pass --call-graph callee")]
+    CallersOnly { view: &'static str },
     #[error(transparent)]
     Load(#[from] LoadError),
     #[error(transparent)]
@@ -119,6 +121,23 @@ fn check(src: &Source, o: &Options, view: View, why: &'static str) -> Result<(),
         ("--discard", o.discard.is_some(), View::Metrics),
         ("--split", o.split.is_some(), View::Metrics),
     ];
+    // The metrics and TopDown views expand their rows by caller (one level up).
+    if let Some(g) = o.graph {
+        if matches!(view, View::Metrics | View::Topdown) {
+            if g.order != crate::report::Order::Callee {
+                return Err(ViewError::CallersOnly { view: view.name() });
+            }
+            return check(
+                src,
+                &Options {
+                    graph: None,
+                    ..o.clone()
+                },
+                view,
+                why,
+            );
+        }
+    }
     for (option, set, applies) in given {
         if set && view != applies {
             return Err(ViewError::NotApplicable {
@@ -179,10 +198,11 @@ pub fn build(src: &Source, o: &Options) -> Result<Report, ViewError> {
                 search,
                 o.discard.unwrap_or(DiscardMode::Discard),
                 o.split.unwrap_or(Split::None),
+                o.graph.map(|g| g.depth),
             )?;
             m.table(&info)
         }
-        View::Topdown => crate::topdown::build(src, search)?.table(),
+        View::Topdown => crate::topdown::build(src, search, o.graph.map(|g| g.depth))?.table(),
         View::Profileme => {
             let r = crate::profileme::build(src, o.pc, search)?;
             let none = r.total == 0;

@@ -787,3 +787,148 @@ fn dwarf_stacks_of_processes_a_shell_forks_and_execs_unwind_each_in_its_own_mapp
         assert!((s - 50.0).abs() <= 3.0, "{inner}: {s:.2}%");
     }
 }
+
+/// `report --call-graph callee --depth 2 --format json` of a metrics recording: (symbol,
+/// caller path) → windows, from its callers table.
+fn metrics_callers(f: &Path) -> BTreeMap<(String, String), u64> {
+    let j = report_json(f, 0, |c| {
+        c.args(["--call-graph", "callee", "--depth", "2"]);
+    });
+    rows(&j, "callers")
+        .iter()
+        .map(|r| {
+            (
+                (
+                    r["symbol"].as_str().unwrap().to_string(),
+                    r["caller"].as_str().unwrap().to_string(),
+                ),
+                r["samples"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// The bench tree's leaves with the caller path (2 frames, the inlined one counted) that
+/// reaches each, and the path's name in the bench's "spent" lines.
+const LEAF_PATHS: &[(&str, &str, &str)] = &[
+    (
+        "nops",
+        "labperf_bench::run_slice <- labperf_bench::calls_a",
+        "calls_a nops",
+    ),
+    (
+        "nops",
+        "labperf_bench::run_slice <- calls_b_inlined",
+        "calls_b nops",
+    ),
+    (
+        "int_divider_stalls",
+        "labperf_bench::run_slice <- labperf_bench::calls_a",
+        "calls_a int_divider_stalls",
+    ),
+    (
+        "fp_divider_stalls",
+        "labperf_bench::run_slice <- calls_b_inlined",
+        "calls_b fp_divider_stalls",
+    ),
+];
+
+/// A strobed metrics recording's rows split by caller: each leaf of the bench's tree by the
+/// path that reached it, each path's share of the tree's windows within 2 points of the
+/// bench's clock, and no tree window under another path.
+fn check_metrics_callers(f: &Path, spent: &BTreeMap<String, f64>) {
+    let by = metrics_callers(f);
+    let of = |sym: &str, path: &str| by.get(&(sym.into(), path.into())).copied().unwrap_or(0);
+    let tree: u64 = LEAF_PATHS.iter().map(|&(s, p, _)| of(s, p)).sum();
+    // 3 s of windows every 300 µs of CPU: ~9000 for the tree's 2.5 s.
+    assert!(tree > 4000, "{tree} windows in the tree: {by:?}");
+    for &(sym, path, bench) in LEAF_PATHS {
+        let got = 100.0 * of(sym, path) as f64 / tree as f64;
+        let want = spent[bench];
+        assert!(
+            (got - want).abs() <= 2.0,
+            "{sym} by {path}: {got:.2}% of the tree's windows, {want:.2}% by the bench's clock"
+        );
+    }
+    // Each leaf's windows through run_slice came by the tree's paths only (its calibration
+    // calls it directly, and a window ending in the call itself is one frame up).
+    for leaf in ["nops", "int_divider_stalls", "fp_divider_stalls"] {
+        let other: u64 = by
+            .iter()
+            .filter(|((s, p), _)| s == leaf && p.starts_with("labperf_bench::run_slice <- "))
+            .filter(|((s, p), _)| !LEAF_PATHS.iter().any(|&(ls, lp, _)| ls == s && lp == p))
+            .map(|(_, n)| n)
+            .sum();
+        assert_eq!(other, 0, "{leaf} by another path: {by:?}");
+    }
+}
+
+#[test]
+fn metrics_rows_split_by_caller_give_the_bench_trees_paths_with_fp_and_dwarf_stacks() {
+    let d = scratch("stacks-metrics");
+    // Strobed windows of cpu-clock (the counters this machine has), each window's end
+    // sample with its stack: by frame pointers, then from the bench built without them.
+    let f = d.join("fp.lpr");
+    let spent = record_calls(
+        Command::new(bin("labperf-agent"))
+            .args(["record", "--metrics", "--strobe", "fixed", "-g"])
+            .args(["-c", "300000", "--window", "30000", "-o"])
+            .arg(&f),
+    );
+    check_metrics_callers(&f, &spent);
+    let f = d.join("dwarf.lpr");
+    let spent = record_calls_nofp(
+        Command::new(bin("labperf-agent"))
+            .args([
+                "record",
+                "--metrics",
+                "--strobe",
+                "fixed",
+                "--call-graph",
+                "dwarf",
+            ])
+            .args(["-c", "300000", "--window", "30000", "-o"])
+            .arg(&f),
+    );
+    check_metrics_callers(&f, &spent);
+    // Depth 1 names the immediate caller; a recording without stacks says it has none.
+    let j = report_json(&f, 0, |c| {
+        c.args(["--call-graph", "callee"]);
+    });
+    let callers: std::collections::BTreeSet<&str> = rows(&j, "callers")
+        .iter()
+        .filter(|r| r["symbol"] == "nops")
+        .map(|r| r["caller"].as_str().unwrap())
+        .collect();
+    assert!(callers.contains("labperf_bench::run_slice"), "{callers:?}");
+    assert!(callers.iter().all(|c| !c.contains(" <- ")), "{callers:?}");
+    let flat = d.join("flat.lpr");
+    record_calls(
+        Command::new(bin("labperf-agent"))
+            .args(["record", "--metrics", "--strobe", "fixed"])
+            .args(["-c", "300000", "--window", "30000", "-o"])
+            .arg(&flat),
+    );
+    let j = report_json(&flat, 0, |c| {
+        c.args(["--call-graph", "callee"]);
+    });
+    assert!(
+        j["warnings"]
+            .to_string()
+            .contains("no sample has a call stack"),
+        "{}",
+        j["warnings"]
+    );
+    // Callers of a metrics row come from below it: --call-graph caller is refused, with why.
+    let o = Command::new(bin("labperf"))
+        .args(["report", "--call-graph", "caller"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("pass --call-graph callee"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

@@ -648,3 +648,141 @@ fn record_topdown_attributes_slot_deltas_to_functions() {
         "{t}"
     );
 }
+
+#[test]
+fn record_topdown_rows_split_by_caller_from_the_samples_callchains() {
+    // Synthetic (no PERF_METRICS here): the bench's functions as the sampled ones and as
+    // their callers. Slot deltas: 1000 in branch_mispredicts called from nops (bad spec
+    // 400), 2000 in int_divider_stalls called from dcache_miss (backend 1700), 1000 in
+    // branch_mispredicts called from dcache_miss (bad spec 500), which nops called.
+    let bench = bin("labperf-bench");
+    let data = std::fs::read(&bench).unwrap();
+    use object::{Object, ObjectSegment, ObjectSymbol};
+    let elf = object::File::parse(&*data).unwrap();
+    let sym = |n: &str| elf.symbols().find(|s| s.name() == Ok(n)).unwrap().address();
+    let (bm, idiv) = (sym("branch_mispredicts"), sym("int_divider_stalls"));
+    // Return addresses one byte into the callers (looked up one byte back: each function's
+    // first instruction, where nothing is inlined).
+    let (nops, dmiss) = (sym("nops") + 1, sym("dcache_miss") + 1);
+    let seg = elf
+        .segments()
+        .find(|s| (s.address()..s.address() + s.size()).contains(&bm))
+        .unwrap();
+    let (off, _) = seg.file_range();
+    let mut recs = vec![Record::Mmap2(Mmap2 {
+        pid: 5,
+        tid: 5,
+        addr: seg.address(),
+        len: seg.size(),
+        pgoff: off,
+        prot: 5,
+        flags: 2,
+        build_id: None,
+        path: bench.to_str().unwrap().into(),
+    })];
+    let samples: [(u64, &[u64], [u64; 6]); 4] = [
+        (bm, &[nops], [0, 0, 0, 0, 0, 0]),
+        (bm, &[nops], [1000, 10, 300, 400, 100, 200]),
+        (idiv, &[dmiss], [3000, 30, 500, 400, 200, 1900]),
+        (bm, &[dmiss, nops], [4000, 40, 600, 900, 300, 2200]),
+    ];
+    for (i, (ip, chain, v)) in samples.iter().enumerate() {
+        // The kernel's callchain: the sampled ip, then the return addresses.
+        let mut callchain = vec![*ip];
+        callchain.extend_from_slice(chain);
+        recs.push(Record::Sample(Sample {
+            event: 1,
+            pid: 5,
+            tid: 5,
+            ip: *ip,
+            time: i as u64,
+            values: v.to_vec(),
+            callchain,
+            ..Default::default()
+        }));
+    }
+    let mut events = vec![
+        event("slots", 4, 0x400, None),
+        event("cycles", 0, 0, Some(0)),
+    ];
+    events.extend(metrics_events(false).into_iter().skip(1));
+    let f = write("td-callers", &header(events, "sample"), &recs);
+    let callers = |depth: &str| -> Vec<(String, String, u64, u64, Vec<f64>)> {
+        let j: Value = serde_json::from_str(&report(
+            &f,
+            &[
+                "--format",
+                "json",
+                "--call-graph",
+                "callee",
+                "--depth",
+                depth,
+            ],
+        ))
+        .unwrap();
+        let t = j["tables"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == "callers")
+            .unwrap_or_else(|| panic!("no callers table: {j}"));
+        t["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                (
+                    r["symbol"].as_str().unwrap().to_string(),
+                    r["caller"].as_str().unwrap().to_string(),
+                    r["samples"].as_u64().unwrap(),
+                    r["slots"].as_u64().unwrap(),
+                    l1(r),
+                )
+            })
+            .collect()
+    };
+    let s = |x: &str| x.to_string();
+    // In the functions' order (by slots: int_divider_stalls' 2000 ties branch_mispredicts'
+    // 2000, then by name), each function's callers by slots.
+    assert_eq!(
+        callers("1"),
+        [
+            (
+                s("branch_mispredicts"),
+                s("dcache_miss"),
+                1,
+                1000,
+                vec![0.1, 0.5, 0.1, 0.3]
+            ),
+            (
+                s("branch_mispredicts"),
+                s("nops"),
+                1,
+                1000,
+                vec![0.3, 0.4, 0.1, 0.2]
+            ),
+            (
+                s("int_divider_stalls"),
+                s("dcache_miss"),
+                1,
+                2000,
+                vec![0.1, 0.0, 0.05, 0.85]
+            ),
+        ]
+    );
+    // Two frames up: the path through dcache_miss goes on to nops.
+    assert_eq!(
+        callers("2")
+            .into_iter()
+            .map(|r| (r.0, r.1))
+            .collect::<Vec<_>>(),
+        [
+            (s("branch_mispredicts"), s("dcache_miss <- nops")),
+            (s("branch_mispredicts"), s("nops")),
+            (s("int_divider_stalls"), s("dcache_miss")),
+        ]
+    );
+    // The functions table is the one without callers.
+    let j: Value = serde_json::from_str(&report(&f, &["--format", "json"])).unwrap();
+    assert_eq!(j["tables"].as_array().unwrap().len(), 1, "{j}");
+}

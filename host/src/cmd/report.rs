@@ -17,6 +17,8 @@ EXAMPLES:
   labperf report bench.lpr --by dso --format csv
   labperf report bench.lpr --top 5 --format json
   labperf report m.lpr --split thread
+  labperf report m.lpr --call-graph callee      # metrics per function and per caller
+  labperf report m.lpr --call-graph callee --depth 3     # ... per caller path, 3 frames
   labperf report alpha.lpr --pc --top 10
   labperf report td.lpr --format csv
   labperf report m.lpr --view plain
@@ -36,9 +38,13 @@ pub struct Args {
     /// Plain view: the --children table and, under each of its rows, the tree of the
     /// functions it calls (caller) or of those that call it (callee), from the call stacks
     /// of `record -g`; branches under 0.5% of the samples are left out, as perf does.
+    /// Metrics and TopDown views (callee only): a second table of each function's rows split
+    /// by its caller path, --depth frames up (default 1; inlined frames count), from the
+    /// stack of each window's end sample: `run_slice <- calls_a`.
     #[arg(long, value_enum, value_name = "ORDER", conflicts_with = "by")]
     pub call_graph: Option<labperf::report::Order>,
-    /// Levels of the call graph under each function (0: all).
+    /// Levels of the call graph under each function (0: all); metrics and TopDown: frames
+    /// of each caller path (0: 1).
     #[arg(long, value_name = "N", default_value_t = 0, requires = "call_graph")]
     pub depth: usize,
     /// Write the report to this file instead of standard output.

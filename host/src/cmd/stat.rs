@@ -69,8 +69,12 @@ fn agent_args(a: &Args) -> Vec<String> {
 /// With --topdown, the table (or CSV, JSON) of the recorded intervals.
 fn print_topdown(a: &Args, file: &Path) -> Result<()> {
     if a.topdown {
-        let r = labperf::topdown::build(&file.into(), labperf::symbols::Search::new(Vec::new()))
-            .with_context(|| format!("cannot read the TopDown counts in {}", file.display()))?;
+        let r = labperf::topdown::build(
+            &file.into(),
+            labperf::symbols::Search::new(Vec::new()),
+            None,
+        )
+        .with_context(|| format!("cannot read the TopDown counts in {}", file.display()))?;
         for w in &r.info.warnings() {
             eprintln!("{}", labperf::text::show_text(w));
         }

@@ -8,7 +8,8 @@ mod classes;
 
 const USAGE: &str = "labperf-bench: rotates through behaviour classes, one named function each
 
-USAGE: labperf-bench [--duration SECS] [--classes LIST | --calls] [--slice-ms MS] [--list]
+USAGE: labperf-bench [--duration SECS] [--classes LIST | --calls] [--slice-ms MS]
+                     [--threads N] [--list]
 
   --duration SECS   how long to run in total (default 2; fractions allowed)
   --classes LIST    comma-separated classes with optional weights, e.g.
@@ -20,6 +21,8 @@ USAGE: labperf-bench [--duration SECS] [--classes LIST | --calls] [--slice-ms MS
                     (calls_a 50%, calls_b 50%, nops 50%; calls_b calls through an inlined
                     function, calls_b_inlined); built with frame pointers and line tables.
                     At exit it prints the CPU time each path took ('spent PATH CLASS S')
+  --threads N       run the rotation in N threads (main and N-1 more, named bench-1...),
+                    each with its own random slices; the split holds in each (default 1)
   --list            print the classes and their function names
 
 The split of the bench's CPU time is weight / sum(weights) per class (CPU
@@ -34,6 +37,7 @@ fn main() {
     let mut slice_ms = 5.0f64;
     let mut sel: Vec<(usize, u32)> = Vec::new();
     let mut calls = false;
+    let mut threads = 1usize;
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
     let fail = |m: String| -> ! {
@@ -56,6 +60,13 @@ fn main() {
                 duration = val(i)
                     .parse()
                     .unwrap_or_else(|_| fail("--duration expects seconds".into()))
+            }
+            "--threads" => {
+                threads = val(i)
+                    .parse()
+                    .ok()
+                    .filter(|&n: &usize| (1..=64).contains(&n))
+                    .unwrap_or_else(|| fail("--threads expects 1 to 64".into()))
             }
             "--slice-ms" => {
                 slice_ms = val(i)
@@ -128,36 +139,36 @@ fn main() {
     // Calibrate: work units per ~BLOCK_US block for each class, so the clock is read rarely.
     let blocks: Vec<u64> = sel.iter().map(|&(i, _)| calibrate(&state, i)).collect();
     let end = Instant::now() + Duration::from_secs_f64(duration);
-    let mut round = 0usize;
-    let mut sink = 0u64;
-    // Each slice lasts weight × slice-ms × a random factor in [0.5, 1.5): the split holds
-    // on average, and no timer or sampling period can stay in step with the slices.
-    let mut rng = 0x2545_F491_4F6C_DD1Du64;
-    // CPU time each entry's slices took: what `--calls` reports, the profile's known answer.
-    let mut spent = vec![Duration::ZERO; sel.len()];
-    while Instant::now() < end {
-        for k in 0..sel.len() {
-            let j = (k + round) % sel.len();
-            let (idx, w) = sel[j];
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            let factor = 0.5 + (rng >> 11) as f64 / (1u64 << 53) as f64;
-            let slice = Duration::from_secs_f64(slice_ms * w as f64 * factor / 1000.0);
-            let t0 = thread_cpu_time();
-            sink = sink.wrapping_add(match path[j] {
-                1 => calls_a(&state, idx, blocks[j], slice),
-                2 => calls_b(&state, idx, blocks[j], slice),
-                _ => run_slice(&state, idx, blocks[j], slice),
-            });
-            spent[j] += thread_cpu_time().saturating_sub(t0);
-            if Instant::now() >= end {
-                break;
+    let plan = Plan {
+        state: &state,
+        sel: &sel,
+        path: &path,
+        blocks: &blocks,
+        slice_ms,
+        end,
+    };
+    // The main thread rotates too; each other thread runs the same rotation with its own
+    // random slices. CPU time each entry's slices took, all threads together: what
+    // `--calls` reports, the profile's known answer.
+    let spent = std::thread::scope(|sc| {
+        let others: Vec<_> = (1..threads)
+            .map(|t| {
+                let plan = &plan;
+                std::thread::Builder::new()
+                    .name(format!("bench-{t}"))
+                    .spawn_scoped(sc, move || rotate(plan, t))
+                    .unwrap_or_else(|e| fail(format!("cannot start a thread: {e}")))
+            })
+            .collect();
+        let mut spent = rotate(&plan, 0);
+        for h in others {
+            let theirs = h.join().expect("a bench thread panicked");
+            for (a, b) in spent.iter_mut().zip(theirs) {
+                *a += b;
             }
         }
-        round += 1;
-    }
-    black_box(sink);
+        spent
+    });
     if calls {
         // The tree's split as it happened (the slices are random around their means).
         for (j, &(idx, _)) in sel.iter().enumerate() {
@@ -169,6 +180,55 @@ fn main() {
             );
         }
     }
+}
+
+/// What each thread rotates through, until `end`.
+struct Plan<'a> {
+    state: &'a classes::State,
+    sel: &'a [(usize, u32)],
+    /// Each entry's caller: 0 main itself, 1 calls_a, 2 calls_b.
+    path: &'a [u8],
+    blocks: &'a [u64],
+    slice_ms: f64,
+    end: Instant,
+}
+
+/// One thread's rotation through the plan's classes (thread `t` starts at entry `t` with
+/// its own random slices); the CPU time each entry's slices took. Every thread's stack
+/// goes through here (the frame `--threads` stacks share below the tree).
+#[inline(never)]
+fn rotate(p: &Plan, t: usize) -> Vec<Duration> {
+    let n = p.sel.len();
+    let mut round = t;
+    let mut sink = 0u64;
+    // Each slice lasts weight × slice-ms × a random factor in [0.5, 1.5): the split holds
+    // on average, and no timer or sampling period can stay in step with the slices.
+    let mut rng = 0x2545_F491_4F6C_DD1Du64 ^ (t as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let mut spent = vec![Duration::ZERO; n];
+    while Instant::now() < p.end {
+        for k in 0..n {
+            let j = (k + round) % n;
+            let (idx, w) = p.sel[j];
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            let factor = 0.5 + (rng >> 11) as f64 / (1u64 << 53) as f64;
+            let slice = Duration::from_secs_f64(p.slice_ms * w as f64 * factor / 1000.0);
+            let t0 = thread_cpu_time();
+            sink = sink.wrapping_add(match p.path[j] {
+                1 => calls_a(p.state, idx, p.blocks[j], slice),
+                2 => calls_b(p.state, idx, p.blocks[j], slice),
+                _ => run_slice(p.state, idx, p.blocks[j], slice),
+            });
+            spent[j] += thread_cpu_time().saturating_sub(t0);
+            if Instant::now() >= p.end {
+                break;
+            }
+        }
+        round += 1;
+    }
+    black_box(sink);
+    spent
 }
 
 /// CPU time consumed by this thread. Slices are measured in CPU time, so the

@@ -354,3 +354,92 @@ fn dwarf_stacks_of_the_bench_without_frame_pointers_on_the_real_pmu() {
         assert!((got - want).abs() <= 3.0, "{name}: {got:.2}% vs {want:.2}%");
     }
 }
+
+#[test]
+#[ignore = "needs the emulated Arm lab machine: `cargo xtask test` boots it"]
+fn metrics_rows_by_caller_on_the_real_pmu() {
+    // Strobed windows of the real PMU (cycles and instructions), each window's end sample
+    // with the kernel's frame-pointer callchain: the bench's call tree, each leaf split by
+    // the path that reached it.
+    deploy();
+    let d = scratch("lab-metrics-callers");
+    let out = d.join("m.lpr");
+    let o = lab()
+        .record_host(&d)
+        .args(["--accept-new-host-key", "--metrics", "--no-report", "-g"])
+        .args(["--strobe", "auto", "-c", "20000", "-o"])
+        .arg(&out)
+        .args(["--", "/root/labperf-bench", "--calls", "--duration", "8"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let mut spent: std::collections::BTreeMap<String, f64> = Default::default();
+    for l in err.lines() {
+        let Some((_, rest)) = l.split_once("labperf-bench: spent ") else {
+            continue;
+        };
+        let w: Vec<&str> = rest.split_whitespace().collect();
+        spent.insert(format!("{} {}", w[0], w[1]), w[2].parse().unwrap());
+    }
+    let tree: f64 = spent.values().sum();
+    let j = report_json(&out, 0, |c| {
+        c.args(["--call-graph", "callee", "--depth", "2"])
+            .env("XDG_CACHE_HOME", d.join("cache"));
+    });
+    let rows = j["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "callers")
+        .unwrap_or_else(|| panic!("no callers table: {j}"))["rows"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let row = |sym: &str, path: &str| {
+        rows.iter()
+            .find(|r| r["symbol"] == sym && r["caller"] == path)
+            .unwrap_or_else(|| panic!("no {sym} by {path}: {rows:?}"))
+            .clone()
+    };
+    let paths = [
+        (
+            "nops",
+            "labperf_bench::run_slice <- labperf_bench::calls_a",
+            "calls_a nops",
+        ),
+        (
+            "nops",
+            "labperf_bench::run_slice <- calls_b_inlined",
+            "calls_b nops",
+        ),
+        (
+            "int_divider_stalls",
+            "labperf_bench::run_slice <- labperf_bench::calls_a",
+            "calls_a int_divider_stalls",
+        ),
+        (
+            "fp_divider_stalls",
+            "labperf_bench::run_slice <- calls_b_inlined",
+            "calls_b fp_divider_stalls",
+        ),
+    ];
+    let windows = |r: &serde_json::Value| r["samples"].as_u64().unwrap() as f64;
+    let all: f64 = paths.iter().map(|&(s, p, _)| windows(&row(s, p))).sum();
+    assert!(all > 1000.0, "{all} windows in the tree: {rows:?}");
+    for (sym, path, bench) in paths {
+        let r = row(sym, path);
+        // Windows are throttled to the start of each 4 ms tick (see the metrics test): ~2000
+        // ticks give a 25% share a standard deviation near 1 point; 3 points allowed.
+        let got = 100.0 * windows(&r) / all;
+        let want = 100.0 * spent[bench] / tree;
+        eprintln!("{sym} by {path}: {got:.2}% of the tree's windows, {want:.2}% by the clock");
+        assert!(
+            (got - want).abs() <= 3.0,
+            "{sym} by {path}: {got:.2}% vs {want:.2}%"
+        );
+        // Under -icount a cycle is an instruction: every path's CPI is 1.
+        let cpi = r["cpi"].as_f64().unwrap();
+        assert!((cpi - 1.0).abs() <= 0.01, "{sym} by {path}: CPI {cpi}");
+    }
+}

@@ -58,12 +58,19 @@ fn sha256_hex(data: &[u8]) -> String {
         .collect()
 }
 
-/// Whether the remote file `path` holds exactly `data`: by the lab machine's SHA-256, or,
-/// without a SHA-256 tool there, by reading it back. `None`: no such file.
-fn remote_matches(r: &Remote, path: &str, data: &[u8]) -> Result<Option<bool>, RemoteError> {
+/// Whether the remote file `path` holds exactly `data` (and, with `exec`, may be run): by
+/// the lab machine's SHA-256, or, without a SHA-256 tool there, by reading it back.
+/// `None`: no such file.
+fn remote_matches(
+    r: &Remote,
+    path: &str,
+    data: &[u8],
+    exec: bool,
+) -> Result<Option<bool>, RemoteError> {
     let probe = format!(
-        "f={}; [ -f \"$f\" ] && [ -x \"$f\" ] || {{ echo missing; exit 0; }}; {}",
+        "f={}; [ -f \"$f\" ] {} || {{ echo missing; exit 0; }}; {}",
         shell_quote(path),
+        if exec { "&& [ -x \"$f\" ]" } else { "" },
         crate::remote::SHA256_OF_F
     );
     let out = r.check(&format!("checking {path}"), &probe)?;
@@ -101,38 +108,67 @@ pub fn ensure_agent(
         })?;
     let hash = sha256_hex(&data);
     let dir = format!("{remote_dir}/agents/{}", &hash[..32]);
-    let path = format!("{dir}/labperf-agent");
-    match remote_matches(r, &path, &data)? {
-        Some(true) => return Ok((path, false)),
+    let placed = ensure_file(r, &data, &dir, "labperf-agent", true)?;
+    Ok((placed.path, placed.uploaded))
+}
+
+/// A file put on a lab machine by [`ensure_file`].
+pub struct Placed {
+    pub path: String,
+    pub uploaded: bool,
+}
+
+/// Makes sure `<dir>/<rel>` on the target holds exactly `data` (mode 755 with `exec`, else
+/// 644), uploading it (temporary name, then rename) when it is missing or differs, and
+/// checking it after. `rel` may name subdirectories; they are made.
+pub fn ensure_file(
+    r: &Remote,
+    data: &[u8],
+    dir: &str,
+    rel: &str,
+    exec: bool,
+) -> Result<Placed, RemoteError> {
+    let path = format!("{dir}/{rel}");
+    match remote_matches(r, &path, data, exec)? {
+        Some(true) => {
+            return Ok(Placed {
+                path,
+                uploaded: false,
+            })
+        }
         Some(false) => eprintln!(
-            "[{}] warning: the agent at {} is not the one labperf put there: uploading it again",
+            "[{}] warning: {} is not the one labperf put there: uploading it again",
             r.name(),
             show(&path)
         ),
         None => {}
     }
+    let parent = path.rsplit_once('/').map_or(dir, |(p, _)| p);
     let o = r.run(
-        &format!("mkdir -p {}", shell_quote(&dir)),
+        &format!("mkdir -p {}", shell_quote(parent)),
         None,
         SMALL_OUTPUT,
     )?;
     if o.status != 0 {
         return Err(RemoteError::NotWritable {
             host: r.name(),
-            path: show(&dir).into_owned(),
+            path: show(parent).into_owned(),
             stderr: show(String::from_utf8_lossy(&o.stderr).trim()).into_owned(),
         });
     }
-    r.upload(&data, &path, "755")?;
-    if remote_matches(r, &path, &data)? != Some(true) {
+    r.upload(data, &path, if exec { "755" } else { "644" })?;
+    if remote_matches(r, &path, data, exec)? != Some(true) {
         return Err(RemoteError::Checksum {
             host: r.name(),
             path: show(&path).into_owned(),
             remote: "a different file".into(),
-            local: hash,
+            local: sha256_hex(data),
         });
     }
-    Ok((path, true))
+    Ok(Placed {
+        path,
+        uploaded: true,
+    })
 }
 
 /// The files of one run on the lab machine.

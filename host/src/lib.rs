@@ -20,6 +20,8 @@ pub mod metrics;
 pub mod profileme;
 pub mod progress;
 #[cfg(feature = "remote")]
+pub mod push;
+#[cfg(feature = "remote")]
 pub mod remote;
 pub mod report;
 pub mod symbols;

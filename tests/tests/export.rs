@@ -70,13 +70,17 @@ fn folded_stacks_weigh_what_report_weighs() {
         .iter()
         .map(|r| {
             (
-                r["name"].as_str().unwrap().replace([' ', ';'], "_"),
+                // A function's spaces stay (as inferno-collapse-perf keeps them); `;` cannot.
+                r["name"].as_str().unwrap().replace(';', "_"),
                 r["period"].as_u64().unwrap(),
             )
         })
         .collect();
     assert_eq!(got, want);
-    assert!(got["int_divider_stalls"] > 250_000_000, "{got:?}");
+    // The bench's 3:2:1 split shows (its CPU time, not a fixed amount: other tests share
+    // the CPUs): int_divider_stalls about half of the three, 40% at least.
+    let (i, n, m) = (got["int_divider_stalls"], got["nops"], got["dcache_miss"]);
+    assert!(i > n && n > m && 10 * i > 4 * (i + n + m), "{got:?}");
 }
 
 #[test]

@@ -443,3 +443,50 @@ fn metrics_rows_by_caller_on_the_real_pmu() {
         assert!((cpi - 1.0).abs() <= 0.01, "{sym} by {path}: CPI {cpi}");
     }
 }
+
+#[test]
+#[ignore = "needs the emulated Arm lab machine: `cargo xtask test` boots it"]
+fn record_host_pushes_the_aarch64_bench_and_names_its_functions() {
+    // The workstation's aarch64 build of the bench, pushed by content hash (not the copy
+    // the other tests scp to /root), run by its name.
+    let d = scratch("lab-push");
+    let bench = std::env::var_os("LABPERF_AGENTS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| labperf_tests::root().join("target/agents"))
+        .join("aarch64-unknown-linux-musl/labperf-bench");
+    let out = d.join("push.lpr");
+    let rec = || {
+        lab()
+            .record_host(&d)
+            .args(["--accept-new-host-key", "-e", "cycles", "-c", "1000000"])
+            .args(["--format", "json", "--top", "0", "-o"])
+            .arg(&out)
+            .arg("--push")
+            .arg(&bench)
+            .args(["--", "labperf-bench", "--duration", "2"])
+            .args(["--classes", "int_divider_stalls=1,nops=1"])
+            .output()
+            .unwrap()
+    };
+    let o = rec();
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("aarch64: agent") && err.contains("labperf-bench (uploaded)"),
+        "{err}"
+    );
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    for f in ["int_divider_stalls", "nops"] {
+        let n = j["tables"][0]["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == f)
+            .map_or(0, |r| r["samples"].as_u64().unwrap());
+        assert!(n > 100, "{f}: {n} samples: {j}");
+    }
+    let o = rec();
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("labperf-bench (already there)"), "{err}");
+}

@@ -455,6 +455,35 @@ fn probe_deploy_and_stat_through_a_hosts_file() {
         "{}",
         stderr(&o)
     );
+    // --bench pushes this machine's labperf-bench too, by content hash, runnable.
+    let o = labperf(&["deploy", "lab-a", "--bench"]);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        o.status.success() && out.contains("(uploaded)"),
+        "{out}{}",
+        stderr(&o)
+    );
+    let path = out
+        .split("; bench ")
+        .nth(1)
+        .and_then(|r| r.split(" (").next())
+        .unwrap_or_else(|| panic!("no bench path in {out}"));
+    assert!(
+        path.starts_with(s.dir.join("remote/push/").to_str().unwrap()),
+        "{path}"
+    );
+    assert_eq!(
+        std::fs::read(path).unwrap(),
+        std::fs::read(bin("labperf-bench")).unwrap()
+    );
+    let st = Command::new(path)
+        .args(["--duration", "0.05"])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let o = labperf(&["deploy", "lab-a", "--bench"]);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(out.contains("labperf-bench (already there)"), "{out}");
     let o = labperf(&["probe", "lab-a"]);
     let p = String::from_utf8_lossy(&o.stdout);
     assert!(
@@ -1308,4 +1337,108 @@ fn a_remote_dir_under_the_login_directory_and_local_errors_said_as_such() {
             && !e.contains("ssh config"),
         "{e}"
     );
+}
+
+#[test]
+fn a_pushed_program_runs_from_the_cache_by_hash_and_a_wrong_architecture_is_refused() {
+    let s = Sshd::start("ssh-push");
+    let kh = s.dir.join("known_hosts");
+    // A program built now (not on the lab machine), with a function of its own to find.
+    let src = s.dir.join("pushed.c");
+    std::fs::write(
+        &src,
+        "#include <stdlib.h>\n\
+         __attribute__((noinline)) unsigned long pushed_spin(unsigned long n) {\n\
+           volatile unsigned long x = 0; for (unsigned long i = 0; i < n; i++) x += i; return x; }\n\
+         int main(int argc, char **argv) { unsigned long s = 0;\n\
+           for (int r = 0; r < atoi(argv[1]); r++) s += pushed_spin(1000000); return s == 1; }\n",
+    )
+    .unwrap();
+    let build = s.dir.join("build");
+    std::fs::create_dir_all(&build).unwrap();
+    let prog = build.join("my-prog");
+    let st = Command::new("gcc")
+        .args(["-O1", "-g", "-o"])
+        .arg(&prog)
+        .arg(&src)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let out = s.dir.join("push.lpr");
+    let run = |extra: &[&str], cmd: &[&str]| {
+        let mut c = record_cmd(&s, &kh, &s.dir.join("remote"));
+        c.args(["--accept-new-host-key", "-e", "cpu-clock", "-c", "250000"])
+            .args(["--format", "json", "--top", "0", "-o"])
+            .arg(&out)
+            .args(extra)
+            .arg("--")
+            .args(cmd)
+            .output()
+            .unwrap()
+    };
+    let push = ["--push", prog.to_str().unwrap()];
+    let o = run(&push, &["my-prog", "400"]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("pushed ") && err.contains("my-prog (uploaded)"),
+        "{err}"
+    );
+    // It ran from the push directory (by content hash), executable.
+    let pushed: Vec<_> = std::fs::read_dir(s.dir.join("remote/push"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().join("my-prog"))
+        .collect();
+    assert_eq!(pushed.len(), 1, "{pushed:?}");
+    assert_eq!(
+        std::fs::read(&pushed[0]).unwrap(),
+        std::fs::read(&prog).unwrap()
+    );
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&pushed[0]).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o755);
+    // The report names its function, from the local copy (stored by its build-id).
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let spin = j["tables"][0]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "pushed_spin")
+        .unwrap_or_else(|| panic!("pushed_spin not in {j}"))
+        .clone();
+    assert!(spin["samples"].as_u64().unwrap() > 100, "{spin}");
+    assert!(spin["dso"].as_str().unwrap().ends_with("my-prog"), "{spin}");
+    // The second run finds it by its hash: nothing uploaded.
+    let o = run(&push, &["my-prog", "10"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("my-prog (already there)"),
+        "{}",
+        stderr(&o)
+    );
+    // An aarch64 program for this x86_64 host: refused, with why, before anything is put
+    // there or run (not even the agent, in a fresh remote directory).
+    let arm = std::env::var_os("LABPERF_AGENTS_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| labperf_tests::root().join("target/agents"))
+        .join("aarch64-unknown-linux-musl/labperf-bench");
+    let fresh = s.dir.join("remote-fresh");
+    let o = record_cmd(&s, &kh, &fresh)
+        .args(["--no-report", "-o"])
+        .arg(s.dir.join("arm.lpr"))
+        .arg("--push")
+        .arg(&arm)
+        .args(["--", "labperf-bench"])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(
+        err.contains("it is an ELF file for aarch64") && err.contains("is x86_64"),
+        "{err}"
+    );
+    assert!(err.contains("nothing was uploaded or run"), "{err}");
+    assert!(!fresh.exists(), "something was put in {}", fresh.display());
+    assert!(!s.dir.join("arm.lpr").exists());
 }

@@ -42,6 +42,25 @@ pub fn agent_for(arch: &str) -> Result<PathBuf> {
     p.with_context(|| format!("cannot find the {triple} agent under lib/labperf/agents or target/agents: build it with `cargo xtask build-agents --target {arch}`, or set LABPERF_AGENT=/path/to/labperf-agent"))
 }
 
+/// The known-answer workload `labperf-bench` for architecture `arch`: $LABPERF_BENCH (for
+/// this machine's), or from [`agents_dir`] beside the agent.
+pub fn bench_for(arch: &str) -> Result<PathBuf> {
+    if arch == std::env::consts::ARCH {
+        if let Some(p) = std::env::var_os("LABPERF_BENCH") {
+            return Ok(p.into());
+        }
+    }
+    let triple = triple_for(arch).with_context(|| {
+        format!(
+            "labperf has no bench for the {arch} architecture (it has x86_64, aarch64 and alpha)"
+        )
+    })?;
+    agents_dir()
+        .map(|d| d.join(triple).join("labperf-bench"))
+        .filter(|p| p.is_file())
+        .with_context(|| format!("cannot find the {triple} labperf-bench under lib/labperf/agents or target/agents: build it with `cargo xtask build-agents --target {arch}`, or set LABPERF_BENCH"))
+}
+
 /// The agent for this machine.
 pub fn find_agent() -> Result<PathBuf> {
     agent_for(std::env::consts::ARCH)

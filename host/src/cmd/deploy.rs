@@ -9,7 +9,7 @@ use labperf::deploy;
 /// Upload the matching agent to lab machines.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "EXAMPLES:\n  labperf deploy lab1,lab2\n  labperf deploy root@127.0.0.1:10022 --identity target/lab/aarch64/id_ed25519"
+    after_help = "EXAMPLES:\n  labperf deploy lab1,lab2\n  labperf deploy root@127.0.0.1:10022 --identity target/lab/aarch64/id_ed25519\n  labperf deploy arm1 --bench    # and the machine's labperf-bench: its path is printed"
 )]
 pub struct Args {
     /// Hosts ([user@]host[:port], ssh config or hosts-file names), comma-separated.
@@ -17,6 +17,10 @@ pub struct Args {
     pub hosts: Vec<String>,
     #[command(flatten)]
     pub ssh: RemoteOpts,
+    /// Also push the known-answer workload, labperf-bench, of each machine's architecture
+    /// (as `record --push` does: by content hash under the remote directory).
+    #[arg(long)]
+    pub bench: bool,
 }
 
 pub fn run(a: &Args) -> Result<()> {
@@ -26,14 +30,16 @@ pub fn run(a: &Args) -> Result<()> {
             let Connected { remote, remote_dir } = connect(h, &a.ssh)?;
             let arch = super::lab::target_arch(&remote, &a.ssh)?;
             let (path, uploaded) = deploy::ensure_agent(&remote, &agent_for(&arch)?, &remote_dir)?;
-            Ok(format!(
-                "{arch}, {path} ({})",
-                if uploaded {
-                    "uploaded"
-                } else {
-                    "already there"
+            let said = |u: bool| if u { "uploaded" } else { "already there" };
+            let mut m = format!("{arch}, {path} ({})", said(uploaded));
+            if a.bench {
+                let pushes = labperf::push::read(&[super::agents::bench_for(&arch)?])?;
+                labperf::push::check_arch(&pushes, h, &arch)?;
+                for (path, uploaded) in labperf::push::upload(&remote, &pushes, &remote_dir)? {
+                    m.push_str(&format!("; bench {path} ({})", said(uploaded)));
                 }
-            ))
+            }
+            Ok(m)
         })();
         match r {
             Ok(m) => println!("{}: {m}", labperf::text::show(h)),

@@ -93,6 +93,8 @@ pub struct Job<'a> {
     pub output: &'a Path,
     /// Fetch the binaries the samples need (recordings).
     pub binaries: bool,
+    /// `--push`: files put on each host before the run (read once, here).
+    pub push: &'a [labperf::push::Push],
 }
 
 /// One host's recording.
@@ -196,6 +198,9 @@ fn one(spec: &str, o: &RemoteOpts, job: &Job, hosts: usize) -> Result<Done> {
         remote_dir,
     } = connect(spec, o)?;
     let arch = target_arch(&r, o)?;
+    // A pushed program that cannot run there stops the host before anything is put on it.
+    labperf::push::check_arch(job.push, spec, &arch)
+        .map_err(|e| anyhow::anyhow!("{e}: nothing was uploaded or run"))?;
     let local_agent = super::agents::agent_for(&arch)?;
     let (agent, uploaded) = deploy::ensure_agent(&r, &local_agent, &remote_dir)?;
     io.say(&format!(
@@ -207,6 +212,26 @@ fn one(spec: &str, o: &RemoteOpts, job: &Job, hosts: usize) -> Result<Done> {
             "already there"
         }
     ));
+    let mut command = job.command.to_vec();
+    if !job.push.is_empty() {
+        for (p, (path, uploaded)) in
+            job.push
+                .iter()
+                .zip(labperf::push::upload(&r, job.push, &remote_dir)?)
+        {
+            io.say(&format!(
+                "pushed {} to {} ({})",
+                p.given.display(),
+                show(&path),
+                if uploaded {
+                    "uploaded"
+                } else {
+                    "already there"
+                }
+            ));
+        }
+        command = labperf::push::rewrite(job.command, job.push, &remote_dir);
+    }
     let files = RunFiles::new(&remote_dir);
     let file = output_for(job.output, spec, hosts);
     let ran = deploy::run_agent(
@@ -215,7 +240,7 @@ fn one(spec: &str, o: &RemoteOpts, job: &Job, hosts: usize) -> Result<Done> {
         &files,
         job.verb,
         &job.agent_args,
-        job.command,
+        &command,
         &mut io,
     );
     io.finish();
@@ -236,6 +261,10 @@ fn one(spec: &str, o: &RemoteOpts, job: &Job, hosts: usize) -> Result<Done> {
         io.say("warning: this machine has no SHA-256 tool (sha256sum, busybox, shasum, openssl): the record file was checked by its size only");
     }
     if job.binaries {
+        let cache = labperf::cache::binaries();
+        for w in labperf::push::seed_cache(job.push, &cache) {
+            io.say(&format!("warning: a pushed file's symbols: {w}"));
+        }
         for w in deploy::fetch_binaries(&r, &file, &labperf::cache::binaries()) {
             io.say(&format!("warning: {w}"));
         }

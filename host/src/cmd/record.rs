@@ -11,7 +11,7 @@ use std::path::PathBuf;
 /// Record a workload with the agent, then print its profile.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "EXAMPLES:\n  labperf record --local -- ./target/release/labperf-bench --duration 2\n  labperf record --local -e cpu-clock -c 100000 -o run.lpr -- make -j2\n  labperf record --local --no-report -- ./my-prog --flag 'an argument'\n  labperf record --local -g -- ./labperf-bench --calls   # call stacks; then: labperf report --children\n  labperf record --host arm1 --metrics --no-report -o m.lpr -- ./my-prog   # then: labperf report m.lpr\n  labperf record --host alpha1 --profileme -o pm.lpr -- ./my-prog\n  labperf record --host arm1,arm2,x86a -o run.lpr -- ./my-prog   # one file per host, then all merged\n\nThe report printed after recording (and `labperf report FILE` later) is the view the\nrecording's kind names: per function, metrics, TopDown, ProfileMe or mem."
+    after_help = "EXAMPLES:\n  labperf record --local -- ./target/release/labperf-bench --duration 2\n  labperf record --local -e cpu-clock -c 100000 -o run.lpr -- make -j2\n  labperf record --local --no-report -- ./my-prog --flag 'an argument'\n  labperf record --local -g -- ./labperf-bench --calls   # call stacks; then: labperf report --children\n  labperf record --host arm1 --metrics --no-report -o m.lpr -- ./my-prog   # then: labperf report m.lpr\n  labperf record --host alpha1 --profileme -o pm.lpr -- ./my-prog\n  labperf record --host arm1,arm2,x86a -o run.lpr -- ./my-prog   # one file per host, then all merged\n  labperf record --host arm1 --push target/aarch64-unknown-linux-musl/release/my-prog -- my-prog --flag\n\nThe report printed after recording (and `labperf report FILE` later) is the view the\nrecording's kind names: per function, metrics, TopDown, ProfileMe or mem."
 )]
 pub struct Args {
     /// Run the agent on this machine (the default without --host).
@@ -22,6 +22,13 @@ pub struct Args {
     pub host: Vec<String>,
     #[command(flatten)]
     pub ssh: RemoteOpts,
+    /// Put FILE (or DIR and everything under it) on each lab machine first, by content hash
+    /// under the remote directory (skipped when already there); a command naming it (its
+    /// name or the path given) runs the pushed copy, and the report reads the local copy's
+    /// symbols. An ELF file for another architecture than the host's is refused before
+    /// anything runs. Repeatable.
+    #[arg(long, value_name = "FILE|DIR", requires = "host")]
+    pub push: Vec<PathBuf>,
     #[command(flatten)]
     pub rec: RecordOpts,
     /// Only record; do not print the report.
@@ -94,12 +101,15 @@ pub fn pass_on(status: i32) {
 pub fn run(a: &Args) -> Result<()> {
     let agent_args = agent_args(&a.rec);
     if !a.host.is_empty() {
+        let pushes =
+            labperf::push::read(&a.push).map_err(|e| anyhow::anyhow!("{e}: nothing was run"))?;
         let job = lab::Job {
             verb: "record",
             agent_args,
             command: &a.command,
             output: &a.rec.output,
             binaries: true,
+            push: &pushes,
         };
         let results = lab::run(&a.host, &a.ssh, &job);
         let mut failed = lab::summary(&results);

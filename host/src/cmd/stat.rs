@@ -151,6 +151,7 @@ pub fn run(a: &Args) -> Result<()> {
         command: &a.command,
         output: &out.path,
         binaries: false,
+        push: &[],
     };
     let results = lab::run(&a.host, &a.ssh, &job);
     let mut failed = lab::summary(&results);

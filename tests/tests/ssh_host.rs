@@ -1417,6 +1417,36 @@ fn a_pushed_program_runs_from_the_cache_by_hash_and_a_wrong_architecture_is_refu
         "{}",
         stderr(&o)
     );
+    // A directory pushed whole (a program and the data it reads beside it), run by its
+    // path under the directory's name: the layout arrives, the data file not executable.
+    let tools = s.dir.join("tools");
+    std::fs::create_dir_all(tools.join("bin")).unwrap();
+    std::fs::write(tools.join("data.txt"), "42\n").unwrap();
+    std::fs::write(
+        tools.join("bin/run"),
+        "#!/bin/sh\nread n < \"$(dirname \"$0\")/../data.txt\"; echo \"answer $n\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        tools.join("bin/run"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    let o = run(
+        &["--push", tools.to_str().unwrap(), "--no-report"],
+        &["tools/bin/run"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "answer 42\n");
+    let data: Vec<_> = std::fs::read_dir(s.dir.join("remote/push"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().join("tools/data.txt"))
+        .filter(|p| p.is_file())
+        .collect();
+    assert_eq!(data.len(), 1, "{data:?}");
+    let mode = std::fs::metadata(&data[0]).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o644);
     // An aarch64 program for this x86_64 host: refused, with why, before anything is put
     // there or run (not even the agent, in a fresh remote directory).
     let arm = std::env::var_os("LABPERF_AGENTS_DIR")

@@ -97,3 +97,28 @@ pub fn record_bench_local(out: &Path, period: &str, duration: &str, classes: &st
         .unwrap();
     assert!(st.success(), "labperf-agent record of the bench");
 }
+
+/// `labperf-bench --calls`: the tree's leaves with the caller path (2 frames, the inlined
+/// one counted) that reaches each, and the path's name in the bench's "spent" lines.
+pub const BENCH_LEAF_PATHS: &[(&str, &str, &str)] = &[
+    (
+        "nops",
+        "labperf_bench::run_slice <- labperf_bench::calls_a",
+        "calls_a nops",
+    ),
+    (
+        "nops",
+        "labperf_bench::run_slice <- calls_b_inlined",
+        "calls_b nops",
+    ),
+    (
+        "int_divider_stalls",
+        "labperf_bench::run_slice <- labperf_bench::calls_a",
+        "calls_a int_divider_stalls",
+    ),
+    (
+        "fp_divider_stalls",
+        "labperf_bench::run_slice <- calls_b_inlined",
+        "calls_b fp_divider_stalls",
+    ),
+];

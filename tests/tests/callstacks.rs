@@ -3,7 +3,7 @@
 //! `labperf record`, reported with `--children`, and checked against `perf report
 //! --children` on a perf recording of the same workload.
 
-use labperf_tests::{bin, report_json, scratch};
+use labperf_tests::{bin, report_json, scratch, BENCH_LEAF_PATHS};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
@@ -837,41 +837,16 @@ fn metrics_callers(f: &Path) -> BTreeMap<(String, String), u64> {
         .collect()
 }
 
-/// The bench tree's leaves with the caller path (2 frames, the inlined one counted) that
-/// reaches each, and the path's name in the bench's "spent" lines.
-const LEAF_PATHS: &[(&str, &str, &str)] = &[
-    (
-        "nops",
-        "labperf_bench::run_slice <- labperf_bench::calls_a",
-        "calls_a nops",
-    ),
-    (
-        "nops",
-        "labperf_bench::run_slice <- calls_b_inlined",
-        "calls_b nops",
-    ),
-    (
-        "int_divider_stalls",
-        "labperf_bench::run_slice <- labperf_bench::calls_a",
-        "calls_a int_divider_stalls",
-    ),
-    (
-        "fp_divider_stalls",
-        "labperf_bench::run_slice <- calls_b_inlined",
-        "calls_b fp_divider_stalls",
-    ),
-];
-
 /// A strobed metrics recording's rows split by caller: each leaf of the bench's tree by the
 /// path that reached it, each path's share of the tree's windows within 2 points of the
 /// bench's clock, and no tree window under another path.
 fn check_metrics_callers(f: &Path, spent: &BTreeMap<String, f64>) {
     let by = metrics_callers(f);
     let of = |sym: &str, path: &str| by.get(&(sym.into(), path.into())).copied().unwrap_or(0);
-    let tree: u64 = LEAF_PATHS.iter().map(|&(s, p, _)| of(s, p)).sum();
+    let tree: u64 = BENCH_LEAF_PATHS.iter().map(|&(s, p, _)| of(s, p)).sum();
     // 3 s of windows every 300 µs of CPU: ~9000 for the tree's 2.5 s.
     assert!(tree > 4000, "{tree} windows in the tree: {by:?}");
-    for &(sym, path, bench) in LEAF_PATHS {
+    for &(sym, path, bench) in BENCH_LEAF_PATHS {
         let got = 100.0 * of(sym, path) as f64 / tree as f64;
         let want = spent[bench];
         assert!(
@@ -885,7 +860,11 @@ fn check_metrics_callers(f: &Path, spent: &BTreeMap<String, f64>) {
         let other: u64 = by
             .iter()
             .filter(|((s, p), _)| s == leaf && p.starts_with("labperf_bench::run_slice <- "))
-            .filter(|((s, p), _)| !LEAF_PATHS.iter().any(|&(ls, lp, _)| ls == s && lp == p))
+            .filter(|((s, p), _)| {
+                !BENCH_LEAF_PATHS
+                    .iter()
+                    .any(|&(ls, lp, _)| ls == s && lp == p)
+            })
             .map(|(_, n)| n)
             .sum();
         assert_eq!(other, 0, "{leaf} by another path: {by:?}");

@@ -6,7 +6,7 @@
 
 use labperf_common::{decode_all, Arch, CpuId, Record};
 use labperf_tests::lab::{instr_pct, metrics_run, Lab};
-use labperf_tests::{report_json, scratch};
+use labperf_tests::{report_json, scratch, BENCH_LEAF_PATHS};
 use std::path::{Path, PathBuf};
 
 fn lab() -> Lab {
@@ -402,32 +402,13 @@ fn metrics_rows_by_caller_on_the_real_pmu() {
             .unwrap_or_else(|| panic!("no {sym} by {path}: {rows:?}"))
             .clone()
     };
-    let paths = [
-        (
-            "nops",
-            "labperf_bench::run_slice <- labperf_bench::calls_a",
-            "calls_a nops",
-        ),
-        (
-            "nops",
-            "labperf_bench::run_slice <- calls_b_inlined",
-            "calls_b nops",
-        ),
-        (
-            "int_divider_stalls",
-            "labperf_bench::run_slice <- labperf_bench::calls_a",
-            "calls_a int_divider_stalls",
-        ),
-        (
-            "fp_divider_stalls",
-            "labperf_bench::run_slice <- calls_b_inlined",
-            "calls_b fp_divider_stalls",
-        ),
-    ];
     let windows = |r: &serde_json::Value| r["samples"].as_u64().unwrap() as f64;
-    let all: f64 = paths.iter().map(|&(s, p, _)| windows(&row(s, p))).sum();
+    let all: f64 = BENCH_LEAF_PATHS
+        .iter()
+        .map(|&(s, p, _)| windows(&row(s, p)))
+        .sum();
     assert!(all > 1000.0, "{all} windows in the tree: {rows:?}");
-    for (sym, path, bench) in paths {
+    for &(sym, path, bench) in BENCH_LEAF_PATHS {
         let r = row(sym, path);
         // Windows are throttled to the start of each 4 ms tick (see the metrics test): ~2000
         // ticks give a 25% share a standard deviation near 1 point; 3 points allowed.

@@ -569,23 +569,31 @@ fn pre_ice_lake_formulas_in_the_report() {
     assert_eq!(j["summary"]["kind"], "legacy");
 }
 
-#[test]
-fn record_topdown_attributes_slot_deltas_to_functions() {
-    // Group values {slots, cycles, retiring, bad-spec, fe-bound, be-bound}, cumulative per
-    // thread. Between samples: 1000 slots in branch_mispredicts (bad spec 400 of them),
-    // then 2000 in int_divider_stalls (backend 1700), then 1000 more in branch_mispredicts.
+/// The addresses of the bench's functions (its symbol table; the bench is not PIE).
+fn bench_symbols() -> impl Fn(&str) -> u64 {
+    use object::{Object, ObjectSymbol};
+    let data = std::fs::read(bin("labperf-bench")).unwrap();
+    let elf = object::File::parse(&*data).unwrap();
+    let syms: std::collections::HashMap<String, u64> = elf
+        .symbols()
+        .filter_map(|s| Some((s.name().ok()?.to_string(), s.address())))
+        .collect();
+    move |n| syms[n]
+}
+
+/// A synthetic `record --topdown` file of the bench (pid 5): its executable segment mapped
+/// at its own address, then one sample per (ip, return addresses, cumulative group values
+/// {slots, cycles, retiring, bad-spec, fe-bound, be-bound}).
+fn bench_td_recording(name: &str, samples: &[(u64, &[u64], [u64; 6])]) -> PathBuf {
+    use object::{Object, ObjectSegment};
     let bench = bin("labperf-bench");
     let data = std::fs::read(&bench).unwrap();
-    use object::{Object, ObjectSegment, ObjectSymbol};
     let elf = object::File::parse(&*data).unwrap();
-    let sym = |n: &str| elf.symbols().find(|s| s.name() == Ok(n)).unwrap().address();
-    let (bm, idiv) = (sym("branch_mispredicts"), sym("int_divider_stalls"));
     let seg = elf
         .segments()
-        .find(|s| (s.address()..s.address() + s.size()).contains(&bm))
+        .find(|s| (s.address()..s.address() + s.size()).contains(&samples[0].0))
         .unwrap();
     let (off, _) = seg.file_range();
-    // The bench's executable segment, mapped at its own address (a non-PIE executable).
     let mut recs = vec![Record::Mmap2(Mmap2 {
         pid: 5,
         tid: 5,
@@ -597,13 +605,13 @@ fn record_topdown_attributes_slot_deltas_to_functions() {
         build_id: None,
         path: bench.to_str().unwrap().into(),
     })];
-    let samples: [(u64, [u64; 6]); 4] = [
-        (bm, [0, 0, 0, 0, 0, 0]),
-        (bm, [1000, 10, 300, 400, 100, 200]),
-        (idiv, [3000, 30, 500, 400, 200, 1900]),
-        (bm, [4000, 40, 800, 800, 300, 2100]),
-    ];
-    for (i, (ip, v)) in samples.iter().enumerate() {
+    for (i, (ip, rets, v)) in samples.iter().enumerate() {
+        // The kernel's callchain: the sampled ip, then the return addresses (none: no -g).
+        let callchain = if rets.is_empty() {
+            Vec::new()
+        } else {
+            std::iter::once(*ip).chain(rets.iter().copied()).collect()
+        };
         recs.push(Record::Sample(Sample {
             event: 1,
             pid: 5,
@@ -611,6 +619,7 @@ fn record_topdown_attributes_slot_deltas_to_functions() {
             ip: *ip,
             time: i as u64,
             values: v.to_vec(),
+            callchain,
             ..Default::default()
         }));
     }
@@ -619,7 +628,25 @@ fn record_topdown_attributes_slot_deltas_to_functions() {
         event("cycles", 0, 0, Some(0)),
     ];
     events.extend(metrics_events(false).into_iter().skip(1));
-    let f = write("td-record", &header(events, "sample"), &recs);
+    write(name, &header(events, "sample"), &recs)
+}
+
+#[test]
+fn record_topdown_attributes_slot_deltas_to_functions() {
+    // Group values {slots, cycles, retiring, bad-spec, fe-bound, be-bound}, cumulative per
+    // thread. Between samples: 1000 slots in branch_mispredicts (bad spec 400 of them),
+    // then 2000 in int_divider_stalls (backend 1700), then 1000 more in branch_mispredicts.
+    let sym = bench_symbols();
+    let (bm, idiv) = (sym("branch_mispredicts"), sym("int_divider_stalls"));
+    let f = bench_td_recording(
+        "td-record",
+        &[
+            (bm, &[], [0, 0, 0, 0, 0, 0]),
+            (bm, &[], [1000, 10, 300, 400, 100, 200]),
+            (idiv, &[], [3000, 30, 500, 400, 200, 1900]),
+            (bm, &[], [4000, 40, 800, 800, 300, 2100]),
+        ],
+    );
     let j: Value = serde_json::from_str(&report(&f, &["--format", "json"])).unwrap();
     let row = |n: &str| {
         j["tables"][0]["rows"]
@@ -655,58 +682,20 @@ fn record_topdown_rows_split_by_caller_from_the_samples_callchains() {
     // their callers. Slot deltas: 1000 in branch_mispredicts called from nops (bad spec
     // 400), 2000 in int_divider_stalls called from dcache_miss (backend 1700), 1000 in
     // branch_mispredicts called from dcache_miss (bad spec 500), which nops called.
-    let bench = bin("labperf-bench");
-    let data = std::fs::read(&bench).unwrap();
-    use object::{Object, ObjectSegment, ObjectSymbol};
-    let elf = object::File::parse(&*data).unwrap();
-    let sym = |n: &str| elf.symbols().find(|s| s.name() == Ok(n)).unwrap().address();
+    let sym = bench_symbols();
     let (bm, idiv) = (sym("branch_mispredicts"), sym("int_divider_stalls"));
     // Return addresses one byte into the callers (looked up one byte back: each function's
     // first instruction, where nothing is inlined).
     let (nops, dmiss) = (sym("nops") + 1, sym("dcache_miss") + 1);
-    let seg = elf
-        .segments()
-        .find(|s| (s.address()..s.address() + s.size()).contains(&bm))
-        .unwrap();
-    let (off, _) = seg.file_range();
-    let mut recs = vec![Record::Mmap2(Mmap2 {
-        pid: 5,
-        tid: 5,
-        addr: seg.address(),
-        len: seg.size(),
-        pgoff: off,
-        prot: 5,
-        flags: 2,
-        build_id: None,
-        path: bench.to_str().unwrap().into(),
-    })];
-    let samples: [(u64, &[u64], [u64; 6]); 4] = [
-        (bm, &[nops], [0, 0, 0, 0, 0, 0]),
-        (bm, &[nops], [1000, 10, 300, 400, 100, 200]),
-        (idiv, &[dmiss], [3000, 30, 500, 400, 200, 1900]),
-        (bm, &[dmiss, nops], [4000, 40, 600, 900, 300, 2200]),
-    ];
-    for (i, (ip, chain, v)) in samples.iter().enumerate() {
-        // The kernel's callchain: the sampled ip, then the return addresses.
-        let mut callchain = vec![*ip];
-        callchain.extend_from_slice(chain);
-        recs.push(Record::Sample(Sample {
-            event: 1,
-            pid: 5,
-            tid: 5,
-            ip: *ip,
-            time: i as u64,
-            values: v.to_vec(),
-            callchain,
-            ..Default::default()
-        }));
-    }
-    let mut events = vec![
-        event("slots", 4, 0x400, None),
-        event("cycles", 0, 0, Some(0)),
-    ];
-    events.extend(metrics_events(false).into_iter().skip(1));
-    let f = write("td-callers", &header(events, "sample"), &recs);
+    let f = bench_td_recording(
+        "td-callers",
+        &[
+            (bm, &[nops], [0, 0, 0, 0, 0, 0]),
+            (bm, &[nops], [1000, 10, 300, 400, 100, 200]),
+            (idiv, &[dmiss], [3000, 30, 500, 400, 200, 1900]),
+            (bm, &[dmiss, nops], [4000, 40, 600, 900, 300, 2200]),
+        ],
+    );
     let callers = |depth: &str| -> Vec<(String, String, u64, u64, Vec<f64>)> {
         let j: Value = serde_json::from_str(&report(
             &f,

@@ -26,39 +26,32 @@ pub fn agents_dir() -> Option<PathBuf> {
 
 /// The agent for architecture `arch`: $LABPERF_AGENT (for this machine's), or from [`agents_dir`].
 pub fn agent_for(arch: &str) -> Result<PathBuf> {
-    if arch == std::env::consts::ARCH {
-        if let Some(p) = std::env::var_os("LABPERF_AGENT") {
-            return Ok(p.into());
-        }
-    }
-    let triple = triple_for(arch).with_context(|| {
-        format!(
-            "labperf has no agent for the {arch} architecture (it has x86_64, aarch64 and alpha)"
-        )
-    })?;
-    let p = agents_dir()
-        .map(|d| d.join(triple).join("labperf-agent"))
-        .filter(|p| p.is_file());
-    p.with_context(|| format!("cannot find the {triple} agent under lib/labperf/agents or target/agents: build it with `cargo xtask build-agents --target {arch}`, or set LABPERF_AGENT=/path/to/labperf-agent"))
+    shipped_for(arch, "labperf-agent", "LABPERF_AGENT")
 }
 
 /// The known-answer workload `labperf-bench` for architecture `arch`: $LABPERF_BENCH (for
 /// this machine's), or from [`agents_dir`] beside the agent.
 pub fn bench_for(arch: &str) -> Result<PathBuf> {
+    shipped_for(arch, "labperf-bench", "LABPERF_BENCH")
+}
+
+/// The program `name` built for architecture `arch`: $`env` (for this machine's), or
+/// `<triple>/<name>` under [`agents_dir`].
+fn shipped_for(arch: &str, name: &str, env: &str) -> Result<PathBuf> {
     if arch == std::env::consts::ARCH {
-        if let Some(p) = std::env::var_os("LABPERF_BENCH") {
+        if let Some(p) = std::env::var_os(env) {
             return Ok(p.into());
         }
     }
     let triple = triple_for(arch).with_context(|| {
         format!(
-            "labperf has no bench for the {arch} architecture (it has x86_64, aarch64 and alpha)"
+            "labperf has no {name} for the {arch} architecture (it has x86_64, aarch64 and alpha)"
         )
     })?;
-    agents_dir()
-        .map(|d| d.join(triple).join("labperf-bench"))
-        .filter(|p| p.is_file())
-        .with_context(|| format!("cannot find the {triple} labperf-bench under lib/labperf/agents or target/agents: build it with `cargo xtask build-agents --target {arch}`, or set LABPERF_BENCH"))
+    let p = agents_dir()
+        .map(|d| d.join(triple).join(name))
+        .filter(|p| p.is_file());
+    p.with_context(|| format!("cannot find the {triple} {name} under lib/labperf/agents or target/agents: build it with `cargo xtask build-agents --target {arch}`, or set {env}=/path/to/{name}"))
 }
 
 /// The agent for this machine.

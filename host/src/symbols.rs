@@ -7,7 +7,7 @@
 //! O((mappings + distinct addresses) log mappings).
 
 use labperf_common::{Mmap2, Record};
-use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind};
+use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SymbolKind};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -67,7 +67,19 @@ impl Elf {
                 if s.kind() == SymbolKind::Text && s.address() != 0 {
                     if let Ok(name) = s.name() {
                         let rank = Rank::of(s.size(), s.is_weak(), s.is_global(), name);
-                        ranked.push((s.address(), rank, s.size(), name.into()));
+                        // A symbol without a size (`_init`, hand-written assembly) reaches
+                        // the next symbol, but never past its own section: `_init` does not
+                        // swallow the PLT stubs after .init.
+                        let size = match (s.size(), s.section_index()) {
+                            (0, Some(i)) => f
+                                .section_by_index(i)
+                                .ok()
+                                .map(|sec| (sec.address() + sec.size()).saturating_sub(s.address()))
+                                .filter(|&z| z > 0)
+                                .unwrap_or(0),
+                            (z, _) => z,
+                        };
+                        ranked.push((s.address(), rank, size, name.into()));
                     }
                 }
             }
@@ -763,6 +775,34 @@ impl Symbolizer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_symbol_without_a_size_ends_with_its_section() {
+        // A dynamic C program: `_init` (no size) in .init, then the PLT's stubs, which
+        // belong to no function (perf shows them apart); they were all named `_init`.
+        let d = std::env::temp_dir().join(format!("labperf-plt-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(
+            d.join("p.c"),
+            "#include <stdio.h>\nint main(void) { puts(\"x\"); return 0; }\n",
+        )
+        .unwrap();
+        let st = std::process::Command::new("gcc")
+            .args(["-O1", "-fno-pie", "-no-pie", "-o"])
+            .arg(d.join("p"))
+            .arg(d.join("p.c"))
+            .status()
+            .expect("gcc (cargo xtask setup installs it)");
+        assert!(st.success());
+        let data = std::fs::read(d.join("p")).unwrap();
+        let _ = std::fs::remove_dir_all(&d);
+        let f = object::File::parse(&*data).unwrap();
+        let sec = |n: &str| f.section_by_name(n).unwrap_or_else(|| panic!("no {n}"));
+        let (init, plt) = (sec(".init"), sec(".plt"));
+        let e = Elf::parse(&data).unwrap();
+        assert_eq!(e.symbol(init.address()), Some("_init"));
+        assert_eq!(e.symbol(plt.address() + plt.size() - 1), None);
+    }
 
     #[test]
     fn demangles_rust_and_cpp() {

@@ -1424,7 +1424,7 @@ fn a_pushed_program_runs_from_the_cache_by_hash_and_a_wrong_architecture_is_refu
     std::fs::write(tools.join("data.txt"), "42\n").unwrap();
     std::fs::write(
         tools.join("bin/run"),
-        "#!/bin/sh\nread n < \"$(dirname \"$0\")/../data.txt\"; echo \"answer $n\"\n",
+        "#!/bin/sh\nread n < \"${0%/*}/../data.txt\"; echo \"answer $n\"\n",
     )
     .unwrap();
     std::fs::set_permissions(

@@ -23,6 +23,7 @@ static const char USAGE[] =
     "labperf-agent (C core): records perf events into labperf record files\n\n"
     "USAGE:\n"
     "  labperf-agent record [OPTIONS] -- CMD [ARGS...]\n"
+    "  labperf-agent record -a|-C LIST [OPTIONS] (--duration SECS | -- CMD [ARGS...])\n"
     "  labperf-agent replay RINGFILE [OPTIONS]   re-encode saved ring-buffer bytes (tests, no perf fd)\n"
     "  labperf-agent plan [OPTIONS]              print every perf_event_attr record would open\n"
     "  labperf-agent --version\n\n"
@@ -36,6 +37,10 @@ static const char USAGE[] =
     "  -g, --call-graph fp  each sample's call stack, by frame pointers (x86_64; Linux on Alpha\n"
     "                       records none, and the agent says so)\n"
     "      --no-inherit     do not follow children\n"
+    "  -a, --all-cpus       every task on every CPU (one ring per CPU, kernel mode too); needs root,\n"
+    "                       CAP_PERFMON or kernel.perf_event_paranoid <= 0\n"
+    "  -C, --cpu LIST       as -a on these CPUs only (0,2-3)\n"
+    "      --duration SECS  with -a/-C: record SECS seconds (or until CMD ends)\n"
     "      --flush-ms MS    close a frame at least every MS ms (default 1000)\n"
     "      --dump-ring FILE also save the raw ring-buffer records (for replay)\n"
     "      --profileme      Alpha EV67+: ProfileMe instruction samples, cpu/instructions,profileme/\n"
@@ -102,6 +107,10 @@ struct opts {
     const char *replay_ring;
     char **command;
     int ncommand;
+    /* -a / -C LIST: every task on these CPUs (ncpus 0: every online one), for --duration. */
+    int system, ncpus;
+    int cpus[MAX_CPUS];
+    u64 duration_ms;
 };
 
 /* --status-file: how the run ended, out of band (see the Rust agent's status.rs). */
@@ -179,6 +188,84 @@ static int parse_event(const char *s, struct ev *out) {
     return 0;
 }
 
+/* -C LIST: "0,2-3" into cpus (sorted, each once); 0 when malformed. */
+static int cpu_list(const char *s, int *cpus) {
+    u8 on[MAX_CPUS];
+    int n = 0;
+    memset(on, 0, sizeof on);
+    while (*s) {
+        int a = 0, b, digits = 0;
+        while (*s >= '0' && *s <= '9' && a < MAX_CPUS) a = a * 10 + (*s++ - '0'), digits++;
+        b = a;
+        if (*s == '-') {
+            s++, b = 0;
+            while (*s >= '0' && *s <= '9' && b < MAX_CPUS) b = b * 10 + (*s++ - '0'), digits++;
+        }
+        if (!digits || b < a || b >= MAX_CPUS || (*s && *s != ',')) return 0;
+        while (a <= b) on[a++] = 1;
+        if (*s == ',') s++;
+    }
+    for (int c = 0; c < MAX_CPUS; c++)
+        if (on[c]) cpus[n++] = c;
+    return n;
+}
+
+/* --duration SECS ("2", "0.5", at most ms) in ms; 0 when malformed. */
+static u64 millis(const char *s) {
+    u64 ms = 0;
+    int frac = -1, digits = 0;
+    for (; *s; s++) {
+        if (*s == '.' && frac < 0) {
+            frac = 0;
+        } else if (*s >= '0' && *s <= '9' && frac < 3 && ms < (1ull << 50)) {
+            ms = ms * 10 + (u64)(*s - '0'), digits++;
+            if (frac >= 0) frac++;
+        } else {
+            return 0;
+        }
+    }
+    for (frac = frac < 0 ? 0 : frac; frac < 3; frac++) ms *= 10;
+    return digits ? ms : 0;
+}
+
+/* -a/-C open every task's events: root, CAP_PERFMON (38) or CAP_SYS_ADMIN (21) in the
+ * effective set, or kernel.perf_event_paranoid <= 0; else say which. */
+static void may_record_cpus(void) {
+    static char st[4096];
+    char par[32];
+    u64 caps = 0;
+    int paranoid = 2, neg = 0;
+    if (lp_read_file("/proc/sys/kernel/perf_event_paranoid", par, sizeof par) > 0) {
+        char *p = par;
+        if (*p == '-') neg = 1, p++;
+        for (paranoid = 0; *p >= '0' && *p <= '9'; p++) paranoid = paranoid * 10 + (*p - '0');
+        if (neg) paranoid = -paranoid;
+    }
+    if (lp_read_file("/proc/self/status", st, sizeof st) > 0) {
+        for (char *p = st; *p; p++) {
+            if (lp_startswith(p, "CapEff:")) {
+                for (p += 7; *p == ' ' || *p == '\t'; p++) {}
+                for (; (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'); p++)
+                    caps = caps << 4 | (u64)(*p <= '9' ? *p - '0' : *p - 'a' + 10);
+                break;
+            }
+        }
+    }
+    if (caps & (1ull << 38 | 1ull << 21) || paranoid <= 0) return;
+    /* "... it is N here. Run as ...": the value read, without its newline. */
+    static char msg[400];
+    const char *parts[3] = {"-a/-C record every task on the CPUs: that needs CAP_PERFMON (or root), or "
+                            "kernel.perf_event_paranoid at 0 or below, and it is ",
+                            par,
+                            " here. Run as root, give the agent the capability (setcap cap_perfmon+ep "
+                            "labperf-agent), or run `sysctl -w kernel.perf_event_paranoid=0`; nothing was recorded"};
+    size_t n = 0;
+    for (int i = 0; i < 3; i++)
+        for (const char *q = parts[i]; *q && *q != '\n' && n + 1 < sizeof msg; q++) msg[n++] = *q;
+    msg[n] = 0;
+    die(msg, 0, 125);
+}
+
 static void parse_opts(int argc, char **argv, int i, struct opts *o) {
     memset(o, 0, sizeof *o);
     o->output = "labperf.lpr";
@@ -248,6 +335,17 @@ static void parse_opts(int argc, char **argv, int i, struct opts *o) {
             o->callgraph = 1;
         } else if (lp_streq(a, "--no-inherit")) {
             o->no_inherit = 1;
+        } else if (lp_streq(a, "-a") || lp_streq(a, "--all-cpus")) {
+            o->system = 1;
+        } else if (lp_streq(a, "-C") || lp_streq(a, "--cpu")) {
+            NEED();
+            o->system = 1;
+            o->ncpus = cpu_list(v, o->cpus);
+            if (o->ncpus <= 0) die("-C takes CPU numbers and ranges such as 0,2-3, not ", v, 2);
+        } else if (lp_streq(a, "--duration")) {
+            NEED();
+            o->duration_ms = millis(v);
+            if (!o->duration_ms) die("--duration takes seconds greater than 0 (2, 0.5), not ", v, 2);
         } else if (lp_streq(a, "-p") || lp_streq(a, "--pid")) {
             die("--pid is not supported by the C agent yet: start the workload with -- CMD", 0, 2);
         } else if (a[0] == '-') {
@@ -260,6 +358,8 @@ static void parse_opts(int argc, char **argv, int i, struct opts *o) {
 #undef NEED
     }
     if (o->period && o->freq) die("--period and --freq exclude each other: give one", 0, 2);
+    if (o->system && !o->ncommand && !o->duration_ms) die("-a/-C need --duration SECS or a command after --", 0, 2);
+    if (o->duration_ms && !o->system) die("--duration goes with -a or -C (a command ends the recording itself)", 0, 2);
     if (o->profileme && o->mem) die("--profileme and --mem exclude each other: give one", 0, 2);
     if ((o->profileme || o->mem) && o->nevents) die("--profileme and --mem choose the event themselves: drop -e", 0, 2);
     if (o->profileme || o->mem) {
@@ -299,7 +399,7 @@ static void make_attr(const struct opts *o, const struct ev *e, int first, int s
 #ifdef __alpha__
     if (!a->freq && a->sample_period > (1u << 20) - 1) a->sample_period = (1u << 20) - 1; /* the Alpha PMU's cap */
 #else
-    a->exclude_kernel = 1; /* Alpha's PMU rejects every exclude_* bit with EPERM */
+    a->exclude_kernel = !o->system; /* Alpha's PMU rejects every exclude_* bit with EPERM */
     a->exclude_hv = 1;
 #endif
     a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_PERIOD | PERF_SAMPLE_CPU;
@@ -320,7 +420,7 @@ static void make_attr(const struct opts *o, const struct ev *e, int first, int s
     }
     a->disabled = spawned;
     a->enable_on_exec = spawned;
-    a->inherit = !o->no_inherit;
+    a->inherit = !o->no_inherit && !o->system; /* CPU-wide events see every task already */
     a->use_clockid = 1;
     a->clockid = LP_CLOCK_MONOTONIC;
     if (first) {
@@ -473,6 +573,29 @@ static u32 rd32(const u8 *p) {
     return v;
 }
 
+/* The body of one record being built: one buffer reused (the allocator never frees). */
+static struct buf scratch_buf;
+static void scratch(struct buf *b, size_t cap) {
+    if (scratch_buf.cap < cap) buf_init(&scratch_buf, cap < 4096 ? 4096 : cap);
+    *b = scratch_buf;
+    b->len = 0;
+}
+
+/* The distinct kernel addresses samples name (top bit set on x86_64 and Alpha), for the
+ * KSYMS records written at the end: an open-addressing set, at most 3/4 full. */
+#define KSEEN_SLOTS (1u << 16)
+static u64 *kseen;
+static u32 nkseen;
+static void kernel_addr(u64 a) {
+    if (!(a >> 63) || nkseen >= KSEEN_SLOTS / 4 * 3) return;
+    if (!kseen) kseen = lp_alloc(KSEEN_SLOTS * 8); /* anonymous memory: zeroed */
+    u32 h = (u32)((a * 0x9E3779B97F4A7C15ull) >> 48);
+    for (; kseen[h]; h = (h + 1) & (KSEEN_SLOTS - 1))
+        if (kseen[h] == a) return;
+    kseen[h] = a;
+    nkseen++;
+}
+
 static void convert(struct conv *c, const u8 *rec, u32 size) {
     if (c->dump_fd > 0) lp_write_all(c->dump_fd, rec, size);
     u32 type = rd32(rec);
@@ -535,13 +658,15 @@ static void convert(struct conv *c, const u8 *rec, u32 size) {
         if (st & PERF_SAMPLE_WEIGHT) { NEED_BYTES(8); p += 8; }
         if (st & PERF_SAMPLE_DATA_SRC) { NEED_BYTES(8); s.data_src = rd64(p), s.has_data_src = 1, p += 8; }
 #undef NEED_BYTES
+        kernel_addr(s.ip);
+        for (u32 i = 0; i < s.ncallchain; i++) kernel_addr(s.callchain[i]);
         w_sample(c->w, &s);
         c->samples++;
         return;
     }
     case PERF_RECORD_MMAP2: {
         if (p + 64 > end) return;
-        buf_init(&b, 256 + size);
+        scratch(&b, 256 + size);
         buf_varint(&b, rd32(p));
         buf_varint(&b, rd32(p + 4));
         buf_varint(&b, rd64(p + 8));
@@ -563,7 +688,7 @@ static void convert(struct conv *c, const u8 *rec, u32 size) {
         return;
     }
     case PERF_RECORD_COMM:
-        buf_init(&b, 64);
+        scratch(&b, 64);
         buf_varint(&b, rd32(p));
         buf_varint(&b, rd32(p + 4));
         buf_str(&b, (const char *)p + 8);
@@ -572,13 +697,13 @@ static void convert(struct conv *c, const u8 *rec, u32 size) {
         return;
     case PERF_RECORD_FORK:
     case PERF_RECORD_EXIT:
-        buf_init(&b, 48);
+        scratch(&b, 48);
         for (int i = 0; i < 4; i++) buf_varint(&b, rd32(p + 4 * i));
         buf_varint(&b, rd64(p + 16));
         w_long(c->w, type == PERF_RECORD_FORK ? TAG_FORK : TAG_EXIT, &b);
         return;
     case PERF_RECORD_LOST:
-        buf_init(&b, 24);
+        scratch(&b, 24);
         buf_varint(&b, event_of(c, rd64(p)));
         buf_varint(&b, rd64(p + 8));
         c->lost += rd64(p + 8);
@@ -586,7 +711,7 @@ static void convert(struct conv *c, const u8 *rec, u32 size) {
         return;
     case PERF_RECORD_LOST_SAMPLES:
         if (p + 8 > end) return;
-        buf_init(&b, 24);
+        scratch(&b, 24);
         buf_varint(&b, 0);
         buf_varint(&b, rd64(p));
         c->lost += rd64(p);
@@ -594,7 +719,7 @@ static void convert(struct conv *c, const u8 *rec, u32 size) {
         return;
     case PERF_RECORD_THROTTLE:
     case PERF_RECORD_UNTHROTTLE:
-        buf_init(&b, 24);
+        scratch(&b, 24);
         buf_varint(&b, rd64(p));
         buf_varint(&b, event_of(c, rd64(p + 8)));
         buf_u8(&b, type == PERF_RECORD_THROTTLE);
@@ -801,15 +926,254 @@ static int plan(struct opts *o) {
     return 0;
 }
 
+/* ---- the whole machine: the tasks running before, the kernel's functions ---- */
+
+/* "0x..." or decimal text to u32 (a /proc name). */
+static int pid_of(const char *s, u32 *out) {
+    u32 v = 0;
+    if (!*s) return 0;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9' || v > 400000000u) return 0;
+        v = v * 10 + (u32)(*s - '0');
+    }
+    *out = v;
+    return 1;
+}
+
+static u64 hex_prefix(const char **p) {
+    u64 v = 0;
+    for (;; (*p)++) {
+        char ch = **p;
+        if (ch >= '0' && ch <= '9') v = v << 4 | (u64)(ch - '0');
+        else if (ch >= 'a' && ch <= 'f') v = v << 4 | (u64)(ch - 'a' + 10);
+        else return v;
+    }
+}
+
+static void put_comm(struct writer *w, u32 pid, const char *comm, size_t n) {
+    struct buf b;
+    scratch(&b, 64 + n);
+    buf_varint(&b, pid);
+    buf_varint(&b, pid);
+    buf_strn(&b, comm, n);
+    buf_u8(&b, 0);
+    w_long(w, TAG_COMM, &b);
+}
+
+/* COMM and MMAP2 records of every process running now, from /proc (what perf record -a
+ * synthesizes): kernel threads have no mappings, a process that ends meanwhile is skipped;
+ * pid 0 is the idle task, "swapper" as perf names it. */
+static void synthesize(struct writer *w) {
+    static char dents[8192], path[64], comm[64];
+    static char *maps;
+    const size_t maps_cap = 4u << 20;
+    if (!maps) maps = lp_alloc(maps_cap);
+    put_comm(w, 0, "swapper", 7);
+    long dir = SYS4(__NR_openat, LP_AT_FDCWD, "/proc", LP_O_RDONLY, 0);
+    if (dir < 0) return;
+    for (;;) {
+        long n = SYS3(__NR_getdents64, dir, dents, sizeof dents);
+        if (n <= 0) break;
+        for (long off = 0; off < n;) {
+            u16 reclen;
+            memcpy(&reclen, dents + off + 16, 2); /* linux_dirent64: ino, off, reclen, type, name */
+            const char *name = dents + off + 19;
+            off += reclen;
+            u32 pid;
+            size_t nl = lp_strlen(name);
+            if (!pid_of(name, &pid) || nl > 20) continue;
+            memcpy(path, "/proc/", 6);
+            memcpy(path + 6, name, nl);
+            memcpy(path + 6 + nl, "/comm", 6);
+            long cn = lp_read_file(path, comm, sizeof comm);
+            if (cn <= 0) continue;
+            put_comm(w, pid, comm, comm[cn - 1] == '\n' ? (size_t)cn - 1 : (size_t)cn);
+            memcpy(path + 6 + nl, "/maps", 6);
+            long mn = lp_read_file(path, maps, maps_cap);
+            /* "start-end perms offset dev inode   path": executable mappings only. */
+            for (const char *l = maps; mn > 0 && *l;) {
+                const char *e = l;
+                while (*e && *e != '\n') e++;
+                const char *q = l;
+                u64 start = hex_prefix(&q);
+                q++;
+                u64 end = hex_prefix(&q);
+                int exec = q + 6 <= e && q[3] == 'x'; /* " r-xp " */
+                q += 6;
+                u64 pgoff = hex_prefix(&q);
+                for (int field = 0; field < 2 && q < e; field++) { /* dev, inode */
+                    while (q < e && *q == ' ') q++;
+                    while (q < e && *q != ' ') q++;
+                }
+                while (q < e && *q == ' ') q++;
+                if (exec && end > start) {
+                    struct buf b;
+                    scratch(&b, 96 + (size_t)(e - q));
+                    buf_varint(&b, pid);
+                    buf_varint(&b, pid);
+                    buf_varint(&b, start);
+                    buf_varint(&b, end - start);
+                    buf_varint(&b, pgoff);
+                    buf_varint(&b, 5); /* PROT_READ | PROT_EXEC */
+                    buf_varint(&b, 2); /* MAP_PRIVATE */
+                    buf_u8(&b, 0);     /* no build-id: the host matches the file by path */
+                    buf_strn(&b, q, (size_t)(e - q));
+                    w_long(w, TAG_MMAP2, &b);
+                }
+                l = *e ? e + 1 : e;
+            }
+        }
+    }
+    SYS1(__NR_close, dir);
+}
+
+struct ksym {
+    u64 addr;
+    u64 line; /* offset of its kallsyms line: ties keep kallsyms' order */
+};
+
+static int ksym_less(const struct ksym *a, const struct ksym *b) {
+    return a->addr < b->addr || (a->addr == b->addr && a->line < b->line);
+}
+
+static void ksym_sift(struct ksym *v, u64 i, u64 n) {
+    for (;;) {
+        u64 c = 2 * i + 1;
+        if (c >= n) return;
+        if (c + 1 < n && ksym_less(&v[c], &v[c + 1])) c++;
+        if (!ksym_less(&v[i], &v[c])) return;
+        struct ksym t = v[i];
+        v[i] = v[c], v[c] = t, i = c;
+    }
+}
+
+static void ksym_sort(struct ksym *v, u64 n) { /* heap sort: no recursion, no allocation */
+    for (u64 k = n / 2; k > 0; k--) ksym_sift(v, k - 1, n);
+    for (u64 end = n; end > 1; end--) {
+        struct ksym t = v[0];
+        v[0] = v[end - 1], v[end - 1] = t;
+        ksym_sift(v, 0, end - 1);
+    }
+}
+
+/* First index in sorted v[0..n) whose address is above a (or at least a, when `at_least`). */
+static u64 ksym_bound(const struct ksym *v, u64 n, u64 a, int at_least) {
+    u64 lo = 0, hi = n;
+    while (lo < hi) {
+        u64 mid = lo + (hi - lo) / 2;
+        if (at_least ? v[mid].addr < a : v[mid].addr <= a) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+static void put_ksyms(struct writer *w, const struct buf *syms, u32 count) {
+    struct buf b;
+    buf_init(&b, syms->len + 16);
+    buf_varint(&b, count);
+    buf_bytes(&b, syms->p, syms->len);
+    buf_u8(&b, 0); /* hidden: None */
+    w_long(w, 0x17, &b); /* KSYMS */
+}
+
+/* KSYMS records (labperf_common::KernelSymbols): the kallsyms text functions that hold the
+ * kernel addresses seen, as the Rust agent's kallsyms.rs chooses them; one empty record
+ * with `hidden` when kptr_restrict shows every address as 0. */
+static void write_ksyms(struct writer *w) {
+    const u64 cap = 64u << 20;
+    if (!nkseen) return;
+    char *text = lp_alloc(cap);
+    long len = lp_read_file("/proc/kallsyms", text, cap);
+    if (len <= 0) return;
+    u64 lines = 1;
+    for (long i = 0; i < len; i++) lines += text[i] == '\n';
+    struct ksym *sy = lp_alloc(lines * sizeof *sy);
+    u64 ns = 0, nonzero = 0, any = 0;
+    for (const char *p = text; *p;) {
+        const char *l = p;
+        u64 a = hex_prefix(&p);
+        if (*p == ' ' && p[1] && p[2] == ' ') {
+            char kind = p[1];
+            any = 1;
+            nonzero |= a;
+            if (kind == 't' || kind == 'T' || kind == 'w' || kind == 'W') sy[ns].addr = a, sy[ns++].line = (u64)(l - text);
+        }
+        while (*p && *p != '\n') p++;
+        if (*p) p++;
+    }
+    if (any && !nonzero) {
+        char kr[16] = "0";
+        u64 v = 0;
+        lp_read_file("/proc/sys/kernel/kptr_restrict", kr, sizeof kr);
+        for (const char *q = kr; *q >= '0' && *q <= '9'; q++) v = v * 10 + (u64)(*q - '0');
+        struct buf b;
+        buf_init(&b, 16);
+        buf_varint(&b, 0);
+        buf_u8(&b, 1);
+        buf_varint(&b, v);
+        w_long(w, 0x17, &b);
+        return;
+    }
+    ksym_sort(sy, ns);
+    struct ksym *seen = lp_alloc((u64)nkseen * sizeof *seen);
+    u64 nseen = 0;
+    for (u32 i = 0; i < KSEEN_SLOTS; i++)
+        if (kseen[i]) seen[nseen].addr = kseen[i], seen[nseen++].line = 0;
+    ksym_sort(seen, nseen);
+    struct buf out;
+    buf_init(&out, 65536);
+    u32 count = 0;
+    u64 last = 0;
+    int have_last = 0;
+    for (u64 k = 0; k < nseen; k++) {
+        u64 i = ksym_bound(sy, ns, seen[k].addr, 0);
+        if (!i) continue;
+        u64 start = sy[i - 1].addr;
+        if (have_last && last == start) continue;
+        have_last = 1, last = start;
+        u64 end = ~0ull;
+        for (u64 j = i; j < ns; j++)
+            if (sy[j].addr > start) { end = sy[j].addr; break; }
+        /* Of aliases at one address, the first kallsyms lists. */
+        const char *q = text + sy[ksym_bound(sy, ns, start, 1)].line;
+        while (*q && *q != ' ') q++;
+        q += 3; /* " T " */
+        const char *name = q;
+        while (*q && *q != ' ' && *q != '\t' && *q != '\n') q++;
+        size_t nlen = (size_t)(q - name);
+        while (*q == ' ' || *q == '\t') q++;
+        const char *mod = 0;
+        size_t mlen = 0;
+        if (*q == '[') {
+            mod = ++q;
+            while (*q && *q != ']' && *q != '\n') q++;
+            mlen = (size_t)(q - mod);
+        }
+        buf_varint(&out, start);
+        buf_varint(&out, end);
+        buf_strn(&out, name, nlen);
+        buf_u8(&out, mod != 0);
+        if (mod) buf_strn(&out, mod, mlen);
+        if (++count == 4096) { /* labperf_common::MAX_KSYMS a record */
+            put_ksyms(w, &out, count);
+            out.len = 0, count = 0;
+        }
+    }
+    if (count) put_ksyms(w, &out, count);
+}
+
 static int record(struct opts *o, char **envp) {
-    if (!o->ncommand) die("no workload: give a command after --", 0, 2);
+    if (!o->ncommand && !o->system) die("no workload: give a command after --", 0, 2);
+    if (o->system) may_record_cpus();
     require_profileme(o, !o->replay_ring);
     int gate[2], status[2];
+    long pid = -1;
+    if (o->ncommand) {
     /* Close-on-exec: the exec closes the child's end of `status`, which is how the agent
      * learns the workload started (end of file), and the workload inherits neither pipe. */
     if (SYS2(__NR_pipe2, gate, LP_O_CLOEXEC) < 0 || SYS2(__NR_pipe2, status, LP_O_CLOEXEC) < 0)
         die("cannot create a pipe", 0, 125);
-    long pid = SYS0(__NR_fork);
+    pid = SYS0(__NR_fork);
     if (pid < 0) die("cannot fork the workload", 0, 125);
     if (pid == 0) {
         char b;
@@ -826,17 +1190,20 @@ static int record(struct opts *o, char **envp) {
     }
     SYS1(__NR_close, gate[0]);
     SYS1(__NR_close, status[1]);
+    }
     {
         /* Ctrl-C reaches the workload from the terminal; the agent ignores it, sees the
          * workload exit and finishes the file. (Set after fork: exec keeps ignored signals.)
          * SIG_IGN with zero flags and mask reads the same in x86_64's and Alpha's sigaction;
-         * Alpha's extra restorer argument is 0. */
+         * Alpha's extra restorer argument is 0. A whole-machine recording without a command
+         * keeps the default: Ctrl-C ends it, as --duration would not yet. */
         long act[4] = {1 /* SIG_IGN */, 0, 0, 0};
-        SYS5(__NR_rt_sigaction, LP_SIGINT, act, 0, 8, 0);
+        if (o->ncommand) SYS5(__NR_rt_sigaction, LP_SIGINT, act, 0, 8, 0);
     }
 
     int cpus[MAX_CPUS];
-    int ncpus = online_cpus(cpus);
+    int ncpus = o->ncpus ? o->ncpus : online_cpus(cpus);
+    if (o->ncpus) memcpy(cpus, o->cpus, sizeof cpus);
     const char *note = 0;
     struct perf_event_attr attrs[MAX_EVENTS];
     int rings[MAX_CPUS];
@@ -855,11 +1222,11 @@ static int record(struct opts *o, char **envp) {
     for (int attempt = 0; attempt < 2 && !o->replay_ring; attempt++) {
         int failed = 0;
         c->nids = 0;
-        for (int i = 0; i < o->nevents; i++) make_attr(o, &o->events[i], i == 0, 1, o->nevents > 1, &attrs[i]);
+        for (int i = 0; i < o->nevents; i++) make_attr(o, &o->events[i], i == 0, !o->system, o->nevents > 1, &attrs[i]);
         for (int k = 0; k < ncpus && !failed; k++) {
             rings[k] = -1;
             for (int i = 0; i < o->nevents; i++) {
-                long fd = SYS5(__NR_perf_event_open, &attrs[i], pid, cpus[k], -1, 8 /* CLOEXEC */);
+                long fd = SYS5(__NR_perf_event_open, &attrs[i], o->system ? -1 : pid, cpus[k], -1, 8 /* CLOEXEC */);
                 if (fd < 0) {
                     if (attempt == 0 && attrs[i].type == 0 && (fd == -LP_ENOENT || fd == -LP_EOPNOTSUPP || fd == -LP_ENODEV)) {
                         failed = 1;
@@ -907,17 +1274,21 @@ static int record(struct opts *o, char **envp) {
     c->sample_type = attrs[0].sample_type;
     c->read_format = attrs[0].read_format;
 
-    char go = 'g';
-    SYS3(__NR_write, gate[1], &go, 1);
-    SYS1(__NR_close, gate[1]);
-    int err = 0;
-    if (SYS3(__NR_read, status[0], &err, 4) == 4) {
-        w_abandon(w);
-        die("cannot run the workload: ",
-            err == LP_ENOENT ? "no such file (the C agent does not search PATH)" : "exec failed", 127);
+    if (o->system) synthesize(w);
+    if (o->ncommand) {
+        char go = 'g';
+        SYS3(__NR_write, gate[1], &go, 1);
+        SYS1(__NR_close, gate[1]);
+        int err = 0;
+        if (SYS3(__NR_read, status[0], &err, 4) == 4) {
+            w_abandon(w);
+            die("cannot run the workload: ",
+                err == LP_ENOENT ? "no such file (the C agent does not search PATH)" : "exec failed", 127);
+        }
     }
-    int wstatus = 0;
+    int wstatus = 0, ended = 0;
     for (;;) {
+        if (o->duration_ms && lp_clock_ns(LP_CLOCK_MONOTONIC) - start >= o->duration_ms * 1000000u) break;
         struct lp_pollfd pfd[MAX_CPUS];
         for (int k = 0; k < ncpus; k++) pfd[k].fd = rings[k], pfd[k].events = LP_POLLIN, pfd[k].revents = 0;
         if (!ncpus) { /* --replay-ring: nothing to drain meanwhile */
@@ -927,10 +1298,17 @@ static int record(struct opts *o, char **envp) {
         SYS3(__NR_poll, pfd, ncpus, 100);
         for (int k = 0; k < ncpus; k++) drain(c, maps[k], data_size);
         w_tick(w);
-        long r = SYS4(__NR_wait4, pid, &wstatus, LP_WNOHANG, 0);
-        if (r == pid) break;
+        if (o->ncommand && SYS4(__NR_wait4, pid, &wstatus, LP_WNOHANG, 0) == pid) {
+            ended = 1;
+            break;
+        }
+    }
+    if (o->ncommand && !ended) { /* --duration ended first: the command stops with the recording */
+        SYS2(__NR_kill, pid, 15 /* SIGTERM */);
+        SYS4(__NR_wait4, pid, &wstatus, 0, 0);
     }
     for (int k = 0; k < ncpus; k++) drain(c, maps[k], data_size);
+    write_ksyms(w);
     if (o->replay_ring) feed_ring_file(c, o->replay_ring);
     struct lp_rusage ru;
     memset(&ru, 0, sizeof ru);
@@ -939,6 +1317,8 @@ static int record(struct opts *o, char **envp) {
     int sig = wstatus & 0x7f, code = (wstatus >> 8) & 0xff;
     w_trailer(w, 0, c->samples, c->lost, c->throttled, cpu_ns, (u64)ru.ru_maxrss, code, sig, lp_clock_ns(LP_CLOCK_MONOTONIC) - start);
     if (w_finish(w) < 0) die_write(w, o->output);
+    /* A command --duration stopped: the recording is what was asked, so 0; the trailer keeps the signal. */
+    if (o->ncommand && !ended) sig = code = 0;
     write_status("ok", 0, 0, sig ? 128 + sig : code);
     lp_puts(2, "labperf-agent: wrote ");
     lp_putu(2, c->samples);

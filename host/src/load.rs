@@ -197,7 +197,28 @@ pub struct Counts {
     pub by_ip: IpCounts,
     /// The side band symbols need, in file order: forks, and the mappings samples land in.
     pub others: Vec<Side>,
+    /// Each process's name (its main thread's last `COMM`, in file order); a process
+    /// without one has its parent's (see [`Counts::comm`]).
+    pub comms: HashMap<u32, String>,
     pub info: FileInfo,
+}
+
+impl Counts {
+    /// The name of process `pid`: its own `COMM`, else the nearest forking ancestor's
+    /// (a child keeps its parent's name until it execs), else `:PID` as perf shows it.
+    pub fn comm(&self, pid: u32, parents: &HashMap<u32, u32>) -> String {
+        let mut p = pid;
+        for _ in 0..64 {
+            if let Some(c) = self.comms.get(&p) {
+                return c.clone();
+            }
+            match parents.get(&p) {
+                Some(&pp) if pp != p => p = pp,
+                _ => break,
+            }
+        }
+        format!(":{pid}")
+    }
 }
 
 /// A side-band record kept by [`sample_counts`] (smaller than a [`Record`]).
@@ -333,6 +354,8 @@ pub fn sample_counts(src: &Source, threads: usize) -> Result<Counts, LoadError> 
         side_frames: Vec<usize>,
         /// (pid, ppid) of each fork.
         forks: Vec<(u32, u32)>,
+        /// (frame, pid, name) of each process's COMM.
+        comms: Vec<(usize, u32, String)>,
         samples: u64,
         lost: u64,
         damage: Vec<Damage>,
@@ -347,6 +370,7 @@ pub fn sample_counts(src: &Source, threads: usize) -> Result<Counts, LoadError> 
             by_ip: IpCounter::new(),
             side_frames: Vec::new(),
             forks: Vec::new(),
+            comms: Vec::new(),
             samples: 0,
             lost: 0,
             damage: Vec::new(),
@@ -360,7 +384,7 @@ pub fn sample_counts(src: &Source, threads: usize) -> Result<Counts, LoadError> 
                 continue;
             };
             let mut side = false;
-            let (by_ip, forks) = (&mut p.by_ip, &mut p.forks);
+            let (by_ip, forks, comms) = (&mut p.by_ip, &mut p.forks, &mut p.comms);
             let (samples, lost) = (&mut p.samples, &mut p.lost);
             let err = rr.for_each_light(|r| match r {
                 Light::Sample(s) => {
@@ -374,6 +398,7 @@ pub fn sample_counts(src: &Source, threads: usize) -> Result<Counts, LoadError> 
                         side = true;
                         forks.push((t.pid, t.ppid));
                     }
+                    Record::Comm(c) if c.pid == c.tid => comms.push((i, c.pid, c.comm)),
                     _ => {}
                 },
             });
@@ -405,8 +430,9 @@ pub fn sample_counts(src: &Source, threads: usize) -> Result<Counts, LoadError> 
         parts
     });
     let mut by_ip = IpCounts::default();
-    let (mut side_frames, mut forks) = (Vec::new(), Vec::new());
+    let (mut side_frames, mut forks, mut comms) = (Vec::new(), Vec::new(), Vec::new());
     for p in parts {
+        comms.extend(p.comms);
         let part = p.by_ip.finish();
         if by_ip.is_empty() {
             by_ip = part;
@@ -432,9 +458,13 @@ pub fn sample_counts(src: &Source, threads: usize) -> Result<Counts, LoadError> 
     side_frames.sort_unstable();
     let others = side_band(&data, &frames, &side_frames, &forks, &by_ip);
     check_labperf(path, &info)?;
+    // Frames in file order (a frame's own records are in order already): the last name wins.
+    comms.sort_by_key(|c| c.0);
+    let comms = comms.into_iter().map(|(_, p, c)| (p, c)).collect();
     Ok(Counts {
         by_ip,
         others,
+        comms,
         info,
     })
 }

@@ -18,7 +18,7 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Cmd {
-    Record(cmd::record::Args),
+    Record(Box<cmd::record::Args>),
     Report(cmd::report::Args),
     Dump(cmd::dump::Args),
     Export(cmd::export::Args),

@@ -1,5 +1,6 @@
-//! The plain view: samples aggregated per symbol, per mapped file or per address, of one
-//! recording or of several merged (`--by host|run` keeps them apart).
+//! The plain view: samples aggregated by perf's sort keys (symbol, mapped file, process
+//! name, pid, address, source line; combinable), of one recording or of several merged
+//! (`--by host|run` keeps them apart).
 
 use crate::load::{self, FileInfo, LoadError};
 use crate::symbols::{label, Location, Search, Symbolizer};
@@ -22,14 +23,39 @@ pub enum By {
     /// that calls it), from the binary's DWARF or its separate debug file; the function's
     /// name where there is none.
     Srcline,
+    /// Per process name (the main thread's `comm`: its program's name after exec).
+    Comm,
+    /// Per process id.
+    Pid,
+}
+
+impl By {
+    /// The keys of `--by A,B,...` in order, each once: symbol when none is given, and
+    /// after `host`/`run` alone (they group the functions).
+    pub fn keys(given: &[By]) -> Vec<By> {
+        let mut v: Vec<By> = Vec::new();
+        for &b in given {
+            if !v.contains(&b) {
+                v.push(b);
+            }
+        }
+        if v.iter().all(|b| matches!(b, By::Host | By::Run)) {
+            v.push(By::Symbol);
+        }
+        v
+    }
+
+    /// Whether this key names code within a file (the row then shows the file too).
+    fn in_file(self) -> bool {
+        matches!(self, By::Symbol | By::Srcline | By::Pc)
+    }
 }
 
 /// One output row.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Row {
-    /// The host or run of `--by host|run`.
-    pub group: Option<String>,
-    pub name: String,
+    /// The values of the report's keys, in order.
+    pub keys: Vec<String>,
     pub dso: String,
     pub samples: u64,
     pub period: u64,
@@ -45,13 +71,14 @@ pub struct Report {
     pub rows: Vec<Row>,
     pub info: FileInfo,
     pub warnings: Vec<String>,
-    pub by: By,
+    /// The keys rows are grouped by ([`By::keys`]).
+    pub by: Vec<By>,
     /// More recordings merged into this one: their names and what they say of themselves.
     pub others: Vec<(String, FileInfo)>,
 }
 
 /// Reads `src` and aggregates its samples.
-pub fn build(src: &load::Source, by: By, search: Search) -> Result<Report, LoadError> {
+pub fn build(src: &load::Source, by: &[By], search: Search) -> Result<Report, LoadError> {
     build_many(std::slice::from_ref(src), by, search)
 }
 
@@ -65,63 +92,67 @@ pub fn run_name(src: &load::Source) -> String {
 
 /// Reads each of `srcs` and aggregates their samples together; each file's addresses are
 /// named with its own side-band records and recording machine.
-pub fn build_many(srcs: &[load::Source], by: By, search: Search) -> Result<Report, LoadError> {
+pub fn build_many(srcs: &[load::Source], by: &[By], search: Search) -> Result<Report, LoadError> {
+    let by = By::keys(by);
     // LABPERF_THREADS caps the decoding threads (default: one per CPU).
     let threads = std::env::var("LABPERF_THREADS")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    // (group, name, dso) → (samples, period): each key held once (a file can name a new
+    // (keys, dso) → (samples, period): each file name held once (a file can name a new
     // address in a few bytes, so what is kept per address is what memory is).
-    type Key = (Option<std::rc::Rc<str>>, String, std::rc::Rc<str>);
+    type Key = (Vec<String>, std::rc::Rc<str>);
     let mut acc: HashMap<Key, (u64, u64)> = HashMap::new();
     let mut dsos: std::collections::HashSet<std::rc::Rc<str>> = Default::default();
     let (mut total, mut total_period) = (0u64, 0u64);
     let mut infos: Vec<(String, FileInfo)> = Vec::new();
     let mut warnings = Vec::new();
     for src in srcs {
-        let load::Counts {
-            by_ip,
-            others,
-            info,
-        } = load::sample_counts(src, threads)?;
+        let counts = load::sample_counts(src, threads)?;
         // Addresses are resolved once every side-band record (mmap2, fork) is known.
         let mut sym = Symbolizer::new(search.clone());
+        let info = &counts.info;
         sym.recorded_on(info.header.as_ref(), info.header_ext.as_ref());
-        for r in others.into_iter().map(load::Side::record) {
-            sym.observe(&r);
+        let mut parents = HashMap::new();
+        for r in counts.others.iter().cloned() {
+            if let load::Side::Fork { pid, ppid } = r {
+                parents.insert(pid, ppid);
+            }
+            sym.observe(&r.record());
         }
-        let group = match by {
-            By::Host => Some(
-                info.header
-                    .as_ref()
-                    .map_or_else(|| "unknown".to_string(), |h| h.hostname.clone()),
-            ),
-            By::Run => Some(run_name(src)),
-            _ => None,
-        }
-        .map(std::rc::Rc::<str>::from);
-        for (&(pid, ip), &(n, period)) in &by_ip {
+        let host = info
+            .header
+            .as_ref()
+            .map_or_else(|| "unknown".to_string(), |h| h.hostname.clone());
+        let run = run_name(src);
+        for (&(pid, ip), &(n, period)) in &counts.by_ip {
             let Location { dso, sym: s, vaddr } = sym.resolve(pid, ip);
-            let (name, dso) = match by {
-                By::Symbol | By::Host | By::Run => (label(&dso, s.as_deref(), vaddr), &*dso),
-                By::Dso => (dso.to_string(), &*dso),
-                By::Srcline => (
-                    match sym.source(pid, ip).line {
+            let keys = by
+                .iter()
+                .map(|k| match k {
+                    By::Host => host.clone(),
+                    By::Run => run.clone(),
+                    By::Comm => counts.comm(pid, &parents),
+                    By::Pid => pid.to_string(),
+                    By::Symbol => label(&dso, s.as_deref(), vaddr),
+                    By::Dso => dso.to_string(),
+                    By::Srcline => match sym.source(pid, ip).line {
                         Some((file, line)) => {
                             format!("{}:{line}", crate::table::file_name(&file))
                         }
                         None => label(&dso, s.as_deref(), vaddr),
                     },
-                    &*dso,
-                ),
-                By::Pc => (
-                    format!(
+                    By::Pc => format!(
                         "{vaddr:#x}{}",
-                        s.map(|n| format!(" <{n}>")).unwrap_or_default()
+                        s.as_ref().map(|n| format!(" <{n}>")).unwrap_or_default()
                     ),
-                    &*dso,
-                ),
+                })
+                .collect();
+            // The file is a column only beside code within it.
+            let dso: &str = if by.iter().any(|k| k.in_file()) {
+                &dso
+            } else {
+                ""
             };
             let dso = match dsos.get(dso) {
                 Some(d) => d.clone(),
@@ -131,21 +162,20 @@ pub fn build_many(srcs: &[load::Source], by: By, search: Search) -> Result<Repor
                     d
                 }
             };
-            let e = acc.entry((group.clone(), name, dso)).or_default();
+            let e = acc.entry((keys, dso)).or_default();
             e.0 += n;
             e.1 = e.1.saturating_add(period);
             total += n;
             total_period = total_period.saturating_add(period);
         }
         warnings.append(&mut sym.warnings);
-        infos.push((src.name.display().to_string(), info));
+        infos.push((src.name.display().to_string(), counts.info));
     }
     drop(dsos);
     let mut rows: Vec<Row> = acc
         .into_iter()
-        .map(|((group, name, dso), (samples, period))| Row {
-            group: group.map(|g| g.to_string()),
-            name,
+        .map(|((keys, dso), (samples, period))| Row {
+            keys,
             dso: dso.to_string(),
             samples,
             period,
@@ -159,8 +189,8 @@ pub fn build_many(srcs: &[load::Source], by: By, search: Search) -> Result<Repor
     rows.sort_by(|a, b| {
         b.samples
             .cmp(&a.samples)
-            .then_with(|| a.group.cmp(&b.group))
-            .then_with(|| a.name.cmp(&b.name))
+            .then_with(|| a.keys.cmp(&b.keys))
+            .then_with(|| a.dso.cmp(&b.dso))
     });
     warnings.sort();
     warnings.dedup();
@@ -452,30 +482,35 @@ impl Report {
         self
     }
 
-    /// The report in the table model.
+    /// The report in the table model: a column per key (`name` for the code key, or for
+    /// the file when it is the only key, as before keys combined), then the file beside
+    /// code keys.
     pub fn table(self) -> crate::table::Report {
-        let what = match self.by {
-            By::Symbol | By::Host | By::Run => "Symbol",
-            By::Dso => "DSO",
-            By::Srcline => "Source line",
-            By::Pc => "PC",
-        };
+        let only_dso = self.by == [By::Dso];
         let mut columns = vec![
             Column::right("percent", "Overhead", 8),
             Column::right("samples", "Samples", 9),
             Column::right("period", "Period", 12),
         ];
-        match self.by {
-            By::Host => columns.push(Column::left("host", "Host", 12)),
-            By::Run => columns.push(Column::left("run", "Run", 12)),
-            _ => {}
+        for k in &self.by {
+            columns.push(match k {
+                By::Host => Column::left("host", "Host", 12),
+                By::Run => Column::left("run", "Run", 12),
+                By::Comm => Column::left("comm", "Command", 16),
+                By::Pid => Column::right("pid", "Pid", 7),
+                By::Dso if only_dso => Column::left("name", "DSO", 40),
+                By::Dso => Column::left("dso", "DSO", 24),
+                By::Symbol => Column::left("name", "Symbol", 40),
+                By::Srcline => Column::left("name", "Source line", 40),
+                By::Pc => Column::left("name", "PC", 40),
+            });
         }
-        columns.push(Column::left("name", what, 40));
-        if self.by != By::Dso {
+        let file_column = self.by.iter().any(|k| k.in_file()) && !self.by.contains(&By::Dso);
+        if file_column {
             columns.push(Column::left("dso", "DSO", 0));
         }
         let mut t = Table::new("functions", columns);
-        let by = self.by;
+        let by = self.by.clone();
         t.rows = self
             .rows
             .into_iter()
@@ -488,11 +523,14 @@ impl Report {
                     Cell::Int(r.samples),
                     Cell::Int(r.period),
                 ];
-                if let Some(g) = r.group {
-                    row.push(Cell::Text(g));
+                for (k, v) in by.iter().zip(r.keys) {
+                    row.push(match k {
+                        By::Pid => v.parse().map_or(Cell::Text(v), Cell::Int),
+                        By::Dso => Cell::file(&v),
+                        _ => Cell::Text(v),
+                    });
                 }
-                row.push(Cell::Text(r.name));
-                if by != By::Dso {
+                if file_column {
                     row.push(Cell::file(&r.dso));
                 }
                 row

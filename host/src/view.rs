@@ -56,7 +56,8 @@ impl View {
 pub struct Options {
     /// Overrides the view the file's header names.
     pub view: Option<View>,
-    pub by: Option<By>,
+    /// `--by` keys (empty: by symbol).
+    pub by: Vec<By>,
     pub pc: bool,
     pub discard: Option<DiscardMode>,
     pub split: Option<Split>,
@@ -114,7 +115,7 @@ pub fn choose(src: &Source, o: &Options) -> Result<(View, &'static str), LoadErr
 
 fn check(src: &Source, o: &Options, view: View, why: &'static str) -> Result<(), ViewError> {
     let given: [(&'static str, bool, View); 6] = [
-        ("--by", o.by.is_some(), View::Plain),
+        ("--by", !o.by.is_empty(), View::Plain),
         ("--children", o.children, View::Plain),
         ("--call-graph", o.graph.is_some(), View::Plain),
         ("--pc", o.pc, View::Profileme),
@@ -172,7 +173,7 @@ pub fn build_many(srcs: &[Source], o: &Options) -> Result<Report, ViewError> {
     let mut r = if o.children || o.graph.is_some() {
         crate::report::children(srcs, o.search.clone(), o.top, o.graph)?
     } else {
-        crate::report::build_many(srcs, o.by.unwrap_or(By::Symbol), o.search.clone())?
+        crate::report::build_many(srcs, &o.by, o.search.clone())?
             .keep(o.top)
             .table()
     };
@@ -189,7 +190,7 @@ pub fn build(src: &Source, o: &Options) -> Result<Report, ViewError> {
         View::Plain if o.children || o.graph.is_some() => {
             crate::report::children(std::slice::from_ref(src), search, o.top, o.graph)?
         }
-        View::Plain => crate::report::build(src, o.by.unwrap_or(By::Symbol), search)?
+        View::Plain => crate::report::build(src, &o.by, search)?
             .keep(o.top)
             .table(),
         View::Metrics => {

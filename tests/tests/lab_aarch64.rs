@@ -471,3 +471,110 @@ fn record_host_pushes_the_aarch64_bench_and_names_its_functions() {
     assert!(o.status.success(), "{err}");
     assert!(err.contains("labperf-bench (already there)"), "{err}");
 }
+
+/// Busy processes started on the lab machine, killed when dropped (later lab tests need
+/// its one CPU).
+struct RemoteBusy(Vec<u32>);
+
+impl Drop for RemoteBusy {
+    fn drop(&mut self) {
+        let pids: Vec<String> = self.0.iter().map(u32::to_string).collect();
+        let _ = lab().output(&format!("kill {}", pids.join(" ")));
+    }
+}
+
+/// utime + stime of each of `pids` there, in clock ticks.
+fn remote_ticks(pids: &[u32]) -> Vec<u64> {
+    let cmd: Vec<String> = pids.iter().map(|p| format!("cat /proc/{p}/stat")).collect();
+    let (ok, out, err) = lab().output(&cmd.join(" && "));
+    assert!(ok, "{err}");
+    out.lines()
+        .map(|s| {
+            let f: Vec<&str> = s[s.rfind(')').unwrap() + 2..].split(' ').collect();
+            f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()
+        })
+        .collect()
+}
+
+#[test]
+#[ignore = "needs the emulated Arm lab machine: `cargo xtask test` boots it"]
+fn whole_machine_by_comm_on_the_real_pmu() {
+    // Two copies of the bench named busy-a (two threads) and busy-b (one) share the lab
+    // machine's one CPU; `record --host -a --duration 3 -e cycles` (no command) records
+    // every task; --by comm gives each its share of their CPU time within 5 points.
+    deploy();
+    let (ok, out, err) = lab().output(
+        "cd /root && cp labperf-bench busy-a && cp labperf-bench busy-b && \
+         (./busy-a --duration 300 --classes nops --threads 2 </dev/null >/dev/null 2>&1 & echo $!) && \
+         (./busy-b --duration 300 --classes nops </dev/null >/dev/null 2>&1 & echo $!)",
+    );
+    assert!(ok, "{err}");
+    let busy = RemoteBusy(out.lines().map(|l| l.trim().parse().unwrap()).collect());
+    assert_eq!(busy.0.len(), 2, "{out}");
+    let d = scratch("lab-whole");
+    let out = d.join("box.lpr");
+    let before = remote_ticks(&busy.0);
+    let o = lab()
+        .record_host(&d)
+        .args([
+            "--accept-new-host-key",
+            "-a",
+            "--duration",
+            "3",
+            "-e",
+            "cycles",
+        ])
+        .args(["--no-report", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let after = remote_ticks(&busy.0);
+    drop(busy);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let cpu: Vec<f64> = before
+        .iter()
+        .zip(&after)
+        .map(|(a, b)| (b - a) as f64)
+        .collect();
+    let j = report_json(&out, 0, |c| {
+        c.args(["--by", "comm"]);
+    });
+    let n = |comm: &str| {
+        j["tables"][0]["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["comm"] == comm)
+            .map_or(0, |r| r["samples"].as_u64().unwrap())
+    };
+    let (a, b) = (n("busy-a"), n("busy-b"));
+    assert!(a > 100 && b > 100, "both busy processes: {j}");
+    let sa = 100.0 * a as f64 / (a + b) as f64;
+    let ca = 100.0 * cpu[0] / (cpu[0] + cpu[1]);
+    eprintln!("lab: busy-a {sa:.2}% of their cycles samples ({a} of {}), {ca:.2}% of their CPU time ({} of {} ticks)", a + b, cpu[0], cpu[0] + cpu[1]);
+    // 5 points: the acceptance's tolerance; the ticks are read over ssh around the whole
+    // `record --host` (connection and upload included), while both ran throughout.
+    assert!(
+        (sa - ca).abs() <= 5.0,
+        "busy-a {sa:.2}% of samples vs {ca:.2}% of CPU time"
+    );
+    // The events counted kernel mode too: its functions named from the machine's kallsyms.
+    let j = report_json(&out, 0, |_| {});
+    let (_, kallsyms, _) = lab().output("cat /proc/kallsyms");
+    let kernel: Vec<&str> = j["tables"][0]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["dso"] == "[kernel.kallsyms]")
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert!(!kernel.is_empty(), "no kernel samples: {j}");
+    for name in &kernel {
+        assert!(
+            kallsyms
+                .lines()
+                .any(|l| l.split_whitespace().nth(2) == Some(name)),
+            "kernel row '{name}' is not a kallsyms function there"
+        );
+    }
+}

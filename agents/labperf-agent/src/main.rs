@@ -21,6 +21,7 @@ const USAGE: &str = "labperf-agent: records perf events into labperf record file
 
 USAGE:
   labperf-agent record [OPTIONS] (--pid PID | -- CMD [ARGS...])
+  labperf-agent record -a|-C LIST [OPTIONS] (--duration SECS | -- CMD [ARGS...])
   labperf-agent stat   [OPTIONS] [-I MS] (--pid PID | -- CMD [ARGS...])
   labperf-agent list   [PMU]
   labperf-agent plan   (record|stat) [OPTIONS] [-- CMD]   print every perf_event_attr it would open
@@ -46,6 +47,11 @@ OPTIONS:
       --status-file F  write how the run ended to F: `ok CODE`, `exec-error MSG`,
                        `disk-full MSG` or `agent-error MSG` (for labperf over SSH)
   -p, --pid PID        attach to a running process instead of starting CMD
+  -a, --all-cpus       record: every task on every CPU (one ring per CPU; events without
+                       :u/:k count kernel mode too); needs root, CAP_PERFMON or
+                       kernel.perf_event_paranoid <= 0
+  -C, --cpu LIST       record: as -a on these CPUs only (0,2-3)
+      --duration SECS  with -a/-C: record SECS seconds (or until CMD ends, when given)
   -I, --interval MS    stat: print and record counts every MS milliseconds
       --mmap-pages N   ring buffer data pages per CPU, a power of two up to 65536 (default 128)
       --no-inherit     do not follow the workload's children and threads
@@ -73,6 +79,7 @@ EXAMPLES:
   labperf-agent record -e cpu-clock -c 100000 -- sleep 1
   labperf-agent record -e '{cpu-clock,page-faults}' -- ./my-prog
   labperf-agent record -g -c 250000 -- ./labperf-bench --calls
+  labperf-agent record -a --duration 2 -o box.lpr
   labperf-agent stat -I 500 -- ./my-prog arg1 arg2
   labperf-agent stat --topdown -I 1000 -- ./labperf-bench
   labperf-agent record --metrics -c 1000000 --window 300 -- ./labperf-bench
@@ -93,6 +100,10 @@ pub struct Opts {
     pub freq: Option<u64>,
     pub output: Option<String>,
     pub pid: Option<i32>,
+    /// `-a` (every online CPU: empty) or `-C LIST`: record every task on these CPUs.
+    pub cpus: Option<Vec<i32>>,
+    /// `--duration SECS` of a whole-machine recording, in ms.
+    pub duration_ms: Option<u64>,
     /// `--status-file`: where to say how the run ended.
     pub status_file: Option<String>,
     /// `replay --sample-type/--read-format`: the ring's layout.
@@ -217,6 +228,9 @@ fn parse_opts(args: Vec<std::ffi::OsString>) -> Result<Opts, String> {
             }
             "-o" | "--output" => o.output = Some(val().ok_or("--output needs a file name")?),
             "-p" | "--pid" => o.pid = Some(num(&flag, val())?),
+            "-a" | "--all-cpus" => o.cpus = Some(o.cpus.take().unwrap_or_default()),
+            "-C" | "--cpu" => o.cpus = Some(cpu_list(&val().unwrap_or_default())?),
+            "--duration" => o.duration_ms = Some(millis(&val().unwrap_or_default())?),
             "-I" | "--interval" => o.interval_ms = Some(num(&flag, val())?),
             "--mmap-pages" => o.mmap_pages = num(&flag, val())?,
             "--flush-ms" => o.flush_ms = num(&flag, val())?,
@@ -270,12 +284,59 @@ fn parse_opts(args: Vec<std::ffi::OsString>) -> Result<Opts, String> {
     if o.interval_ms == Some(0) {
         return Err("--interval must be at least 1 ms".into());
     }
+    if o.cpus.is_some() {
+        if o.pid.is_some() {
+            return Err("-a/-C record every task on the CPUs: --pid does not go with them".into());
+        }
+        if o.command.is_empty() && o.duration_ms.is_none() {
+            return Err("-a/-C need --duration SECS or a command after --".into());
+        }
+        return Ok(o);
+    }
+    if o.duration_ms.is_some() {
+        return Err("--duration goes with -a or -C (a command ends the recording itself)".into());
+    }
     match (o.pid.is_some(), o.command.is_empty()) {
         (true, false) => return Err("give either --pid or a command after --, not both".into()),
         (false, true) => return Err("no workload: give a command after -- or --pid PID".into()),
         _ => {}
     }
     Ok(o)
+}
+
+/// `--duration SECS` (`2`, `0.5`) in ms, without the float code (the agent's size budget).
+fn millis(v: &str) -> Result<u64, String> {
+    let (int, frac) = v.split_once('.').unwrap_or((v, ""));
+    let mut ms = match int.parse::<u64>() {
+        Ok(s) if s < 1 << 40 && frac.len() <= 3 => Some(s * 1000),
+        _ => None,
+    };
+    for (b, unit) in frac.bytes().zip([100, 10, 1]) {
+        ms = ms
+            .filter(|_| b.is_ascii_digit())
+            .map(|m| m + u64::from(b - b'0') * unit);
+    }
+    match ms {
+        Some(ms) if ms > 0 => Ok(ms),
+        _ => Err(format!(
+            "--duration takes seconds greater than 0 (2, 0.5), not '{v}'"
+        )),
+    }
+}
+
+/// `-C LIST`: CPU numbers and ranges, `0,2-3`.
+fn cpu_list(s: &str) -> Result<Vec<i32>, String> {
+    let bad = || format!("-C takes CPU numbers and ranges such as 0,2-3, not '{s}'");
+    let mut on = [false; 4096];
+    for part in s.split(',') {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        let (a, b): (usize, usize) = (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+        if b < a || b >= on.len() {
+            return Err(bad());
+        }
+        on[a..=b].fill(true);
+    }
+    Ok((0..on.len() as i32).filter(|&c| on[c as usize]).collect())
 }
 
 fn main() {
@@ -481,5 +542,28 @@ mod tests {
                     .contains("from 1 to 65536")
         );
         assert!(parse_opts(s(&["--mmap-pages", "65536", "--", "p"])).is_ok());
+    }
+
+    #[test]
+    fn whole_machine_options() {
+        let o = parse_opts(s(&["-a", "--duration", "1.5"])).unwrap();
+        assert_eq!(millis("0.025"), Ok(25));
+        assert_eq!(millis("3"), Ok(3000));
+        for bad in ["0", "0.0001", "-1", "x", "1.x", "1.x5", ""] {
+            assert!(millis(bad).is_err(), "{bad}");
+        }
+        assert_eq!((o.cpus, o.duration_ms), (Some(vec![]), Some(1500)));
+        let o = parse_opts(s(&["-C", "3,0-1,1", "--", "p"])).unwrap();
+        assert_eq!(o.cpus, Some(vec![0, 1, 3]));
+        for (args, why) in [
+            (&["-a"][..], "need --duration"),
+            (&["-a", "--pid", "1"], "--pid does not go"),
+            (&["--duration", "1", "--", "p"], "goes with -a"),
+            (&["-a", "--duration", "0"], "greater than 0"),
+            (&["-C", "2-1", "--duration", "1"], "ranges"),
+            (&["-C", "x", "--duration", "1"], "ranges"),
+        ] {
+            assert!(parse_opts(s(args)).unwrap_err().contains(why), "{args:?}");
+        }
     }
 }

@@ -27,9 +27,23 @@ pub fn header(
         kernel_release: u.release,
         cpu: crate::arch::cpu_id(),
         hostname: u.nodename,
-        command: match o.pid {
-            Some(p) => vec!["--pid".into(), p.to_string()],
-            None => o.command_text(),
+        command: match (o.pid, &o.cpus) {
+            (Some(p), _) => vec!["--pid".into(), p.to_string()],
+            (None, Some(c)) => {
+                let mut v = match c.is_empty() {
+                    true => vec!["-a".to_string()],
+                    false => vec!["-C".into(), sys::cpu_list_text(c)],
+                };
+                if let Some(ms) = o.duration_ms {
+                    v.extend([
+                        "--duration".into(),
+                        format!("{}.{:03}", ms / 1000, ms % 1000),
+                    ]);
+                }
+                v.extend(o.command_text());
+                v
+            }
+            (None, None) => o.command_text(),
         },
         clock_id: libc::CLOCK_MONOTONIC,
         start_time_ns: start,
@@ -40,14 +54,23 @@ pub fn header(
     }
 }
 
-/// The workload: spawned by us, or attached.
+/// The workload: spawned by us, or attached; or every task on some CPUs (`-a`/`-C`), for
+/// `--duration` or while a command we spawned runs.
 pub enum Target {
     Spawned(Workload),
     Attached(i32),
+    System(Option<Workload>),
 }
 
 impl Target {
     pub fn new(o: &Opts) -> Result<Target, String> {
+        if o.cpus.is_some() {
+            sys::may_record_cpus()?;
+            return Ok(Target::System(match o.command.is_empty() {
+                true => None,
+                false => Some(Workload::spawn(&o.command)?),
+            }));
+        }
         match o.pid {
             Some(p) => {
                 // SAFETY: signal 0 only checks existence.
@@ -61,14 +84,16 @@ impl Target {
     }
     pub fn pid(&self) -> i32 {
         match self {
-            Target::Spawned(w) => w.pid,
+            Target::Spawned(w) | Target::System(Some(w)) => w.pid,
             Target::Attached(p) => *p,
+            Target::System(None) => 0,
         }
     }
     /// Threads to open events on: the child (followed by inherit), or every thread of the attached process.
     pub fn tids(&self) -> Vec<i32> {
         match self {
             Target::Spawned(w) => vec![w.pid],
+            Target::System(_) => vec![-1],
             Target::Attached(p) => {
                 let mut v: Vec<i32> = std::fs::read_dir(format!("/proc/{p}/task"))
                     .map(|d| {
@@ -85,7 +110,7 @@ impl Target {
         }
     }
     pub fn abort(self) {
-        if let Target::Spawned(w) = self {
+        if let Target::Spawned(w) | Target::System(Some(w)) = self {
             w.abort();
         }
     }
@@ -270,7 +295,9 @@ pub fn asked_specs(o: &Opts) -> Result<Vec<(EventSpec, Option<usize>)>, String> 
     for a in &asked {
         let (list, g) = events::parse_list(a)?;
         let leader = specs.len();
-        for (i, s) in list.into_iter().enumerate() {
+        for (i, mut s) in list.into_iter().enumerate() {
+            // The whole machine: kernel mode too unless the event says :u or :k (as perf).
+            s.kernel |= o.cpus.is_some() && !a.contains(':');
             specs.push((s, if g && i > 0 { Some(leader) } else { None }));
         }
     }
@@ -360,9 +387,13 @@ fn open_all(o: &Opts, target: &Target) -> Result<Opened, String> {
     let mut specs = asked_specs(o)?;
     let grouped = specs.iter().any(|(_, l)| l.is_some()) || o.metrics;
     let spawned = matches!(target, Target::Spawned(_));
-    let cpus = sys::online_cpus();
+    let cpus = match &o.cpus {
+        Some(c) if !c.is_empty() => c.clone(),
+        _ => sys::online_cpus(),
+    };
     let tids = target.tids();
-    let mut inherit = !o.no_inherit;
+    // CPU-wide events see every task already: nothing to inherit.
+    let mut inherit = !o.no_inherit && o.cpus.is_none();
     let mut build_id = true;
     let mut strobe_mode: Option<(strobe::Mode, strobe::Strobe)> = None;
     loop {
@@ -529,8 +560,32 @@ fn open_plans(
     })
 }
 
-/// Synthesizes mmap2 and comm records for an attached process from /proc.
-fn synthesize(pid: i32, out: &mut Out) -> Result<(), Fail> {
+/// Synthesizes comm and mmap2 records of the tasks running before the recording from
+/// /proc: the attached process, or with `-a`/`-C` every process (kernel threads and
+/// processes that end meanwhile have no maps: their comm is enough; pid 0 is `swapper`,
+/// as perf names the idle task).
+fn synthesize_all(target: &Target, out: &mut Out) -> Result<(), Fail> {
+    let pids: Vec<i32> = match target {
+        Target::Attached(p) => return synthesize(*p, out, true),
+        _ => std::fs::read_dir("/proc")
+            .map(|d| {
+                d.flatten()
+                    .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                    .collect()
+            })
+            .unwrap_or_default(),
+    };
+    out.push(&Record::Comm(Comm {
+        comm: "swapper".into(),
+        ..Default::default()
+    }))?;
+    for p in pids {
+        synthesize(p, out, false)?;
+    }
+    Ok(())
+}
+
+fn synthesize(pid: i32, out: &mut Out, need_maps: bool) -> Result<(), Fail> {
     let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
     out.push(&Record::Comm(Comm {
         pid: pid as u32,
@@ -538,8 +593,11 @@ fn synthesize(pid: i32, out: &mut Out) -> Result<(), Fail> {
         comm: comm.trim().into(),
         exec: false,
     }))?;
-    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps"))
-        .map_err(|e| format!("cannot read /proc/{pid}/maps: {e}"))?;
+    let maps = match std::fs::read_to_string(format!("/proc/{pid}/maps")) {
+        Ok(m) => m,
+        Err(_) if !need_maps => return Ok(()),
+        Err(e) => return Err(format!("cannot read /proc/{pid}/maps: {e}").into()),
+    };
     for line in maps.lines() {
         let f: Vec<&str> = line.split_whitespace().collect();
         if f.len() < 6 || !f[1].contains('x') {
@@ -730,18 +788,16 @@ pub fn run(o: &Opts) -> Result<i32, Fail> {
     };
     let mut sink = Sink::new(layout, opened.strobe, out);
     let mut target = target;
-    match &mut target {
-        Target::Spawned(w) => {
-            if let Err(e) = w.go() {
-                sink.out.abandon();
-                return Err(Fail::exec(e));
-            }
+    if !matches!(target, Target::Spawned(_)) {
+        synthesize_all(&target, &mut sink.out)?;
+        for fd in opened.rings.iter().map(|(f, _)| f).chain(&opened.fds) {
+            fd.enable();
         }
-        Target::Attached(pid) => {
-            synthesize(*pid, &mut sink.out)?;
-            for fd in opened.rings.iter().map(|(f, _)| f).chain(&opened.fds) {
-                fd.enable();
-            }
+    }
+    if let Target::Spawned(w) | Target::System(Some(w)) = &mut target {
+        if let Err(e) = w.go() {
+            sink.out.abandon();
+            return Err(Fail::exec(e));
         }
     }
     let pid = target.pid();
@@ -790,8 +846,15 @@ pub fn run(o: &Opts) -> Result<i32, Fail> {
             );
         }
         let sig = SIGNALLED.load(Ordering::SeqCst);
+        if o.duration_ms
+            .is_some_and(|ms| t0.elapsed() >= Duration::from_millis(ms))
+        {
+            break;
+        }
         match &target {
-            Target::Spawned(_) => {
+            Target::System(None) if sig != 0 => break,
+            Target::System(None) => {}
+            Target::Spawned(_) | Target::System(Some(_)) => {
                 if let Some(st) = workload::wait(pid, false) {
                     exit = st;
                     break;
@@ -824,8 +887,16 @@ pub fn run(o: &Opts) -> Result<i32, Fail> {
     if let Err(e) = drain_all(&mut rings, &mut sink) {
         pending_err.get_or_insert(e);
     }
+    // --duration ended first: the command is stopped with the recording, which is what
+    // was asked (exit 0; the trailer keeps how the command ended).
+    let stopped = matches!(target, Target::System(Some(_))) && exit == ExitStatus::default();
+    if stopped {
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+        exit = workload::wait(pid, true).unwrap_or_default();
+    }
     if let Some(e) = pending_err {
-        if let Target::Spawned(_) = target {
+        if let Target::Spawned(_) | Target::System(Some(_)) = target {
             // The file cannot be written: stop the workload rather than run it unobserved.
             // SAFETY: signalling our own child.
             unsafe { libc::kill(pid, libc::SIGTERM) };
@@ -835,7 +906,11 @@ pub fn run(o: &Opts) -> Result<i32, Fail> {
     }
     let (bytes, trailer) = sink.finish(&exit, start)?;
     wrote(&trailer, bytes, &path);
-    Ok(workload::exit_code(&exit))
+    Ok(if stopped {
+        0
+    } else {
+        workload::exit_code(&exit)
+    })
 }
 
 /// `replay RINGFILE`: the kernel records saved in a ring dump (as the C agent's

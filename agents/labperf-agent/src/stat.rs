@@ -86,7 +86,9 @@ fn run_loop(
             Duration::from_millis(10).min(every.unwrap_or(Duration::from_millis(10))),
         );
         let done = match target {
-            Target::Spawned(_) => workload::wait(pid, false).map(|s| exit = s).is_some(),
+            Target::Spawned(_) | Target::System(_) => {
+                workload::wait(pid, false).map(|s| exit = s).is_some()
+            }
             Target::Attached(p) => !workload::attached_alive(*p),
         };
         let sig = SIGNALLED.load(Ordering::SeqCst);
@@ -94,7 +96,7 @@ fn run_loop(
             forwarded = true;
             match target {
                 // SAFETY: signalling our own child.
-                Target::Spawned(_) => unsafe {
+                Target::Spawned(_) | Target::System(_) => unsafe {
                     libc::kill(pid, sig);
                 },
                 Target::Attached(_) => {
@@ -117,6 +119,9 @@ fn run_loop(
 }
 
 pub fn run(o: &Opts) -> Result<i32, Fail> {
+    if o.cpus.is_some() {
+        return Err("-a/-C are for record (stat --topdown counts per core system-wide by itself where it must)".into());
+    }
     if o.topdown {
         return run_topdown(o);
     }
@@ -195,8 +200,8 @@ pub fn run(o: &Opts) -> Result<i32, Fail> {
         None => None,
     };
     match &mut target {
-        Target::Spawned(w) => w.go().map_err(Fail::exec)?,
-        Target::Attached(_) => counters.iter().flat_map(|c| &c.fds).for_each(Fd::enable),
+        Target::Spawned(w) | Target::System(Some(w)) => w.go().map_err(Fail::exec)?,
+        _ => counters.iter().flat_map(|c| &c.fds).for_each(Fd::enable),
     }
     let every = o.interval_ms.map(Duration::from_millis);
     let t0 = Instant::now();
@@ -335,8 +340,8 @@ fn run_topdown(o: &Opts) -> Result<i32, Fail> {
     let per_thread = o.per_thread && r.kind == Kind::Metrics;
     eprintln!("{}", topdown::header_line(&r, "time", per_thread));
     match &mut target {
-        Target::Spawned(w) => w.go().map_err(Fail::exec)?,
-        Target::Attached(_) => c.enable(k.as_mut()),
+        Target::Spawned(w) | Target::System(Some(w)) => w.go().map_err(Fail::exec)?,
+        _ => c.enable(k.as_mut()),
     }
     let every = o.interval_ms.map(Duration::from_millis);
     let t0 = Instant::now();

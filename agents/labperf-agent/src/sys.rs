@@ -93,6 +93,31 @@ pub fn online_cpus() -> Vec<i32> {
     v
 }
 
+/// `0,2-3`: the CPUs of `-C` as text.
+pub fn cpu_list_text(c: &[i32]) -> String {
+    let v: Vec<String> = c.iter().map(i32::to_string).collect();
+    v.join(",")
+}
+
+/// Whether CPU-wide events may be opened here: with CAP_PERFMON or CAP_SYS_ADMIN (root),
+/// or `kernel.perf_event_paranoid` at 0 or below; else what to change.
+pub fn may_record_cpus() -> Result<(), String> {
+    let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
+    let paranoid: i32 = read("/proc/sys/kernel/perf_event_paranoid")
+        .trim()
+        .parse()
+        .unwrap_or(2);
+    let caps = read("/proc/self/status")
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .unwrap_or(0);
+    if caps & (1 << 38 | 1 << 21) != 0 || paranoid <= 0 {
+        return Ok(());
+    }
+    Err(format!("-a/-C record every task on the CPUs: that needs CAP_PERFMON (or root), or kernel.perf_event_paranoid at 0 or below, and it is {paranoid} here. Run as root, give the agent the capability (setcap cap_perfmon+ep labperf-agent), or run `sysctl -w kernel.perf_event_paranoid=0`; nothing was recorded"))
+}
+
 pub fn errno() -> i32 {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
 }

@@ -91,6 +91,23 @@ pub struct RecordOpts {
     /// Where to write the record file.
     #[arg(short, long, default_value = "labperf.lpr")]
     pub output: PathBuf,
+    /// Record the whole machine: every task on every CPU (one ring buffer per CPU), for
+    /// --duration SECS or while CMD runs; events without :u/:k sample kernel mode too,
+    /// named from the machine's kallsyms. Needs root, CAP_PERFMON or
+    /// kernel.perf_event_paranoid at 0 or below there.
+    #[arg(short = 'a', long)]
+    pub all_cpus: bool,
+    /// As -a, on these CPUs only: 0,2-3.
+    #[arg(
+        short = 'C',
+        long = "cpu",
+        value_name = "LIST",
+        conflicts_with = "all_cpus"
+    )]
+    pub cpus: Option<String>,
+    /// With -a/-C: record SECS seconds (a CMD still running then is stopped).
+    #[arg(long, value_name = "SECS")]
+    pub duration: Option<f64>,
     /// Record each sample's call stack (as --call-graph fp).
     #[arg(short = 'g')]
     pub g: bool,
@@ -144,11 +161,13 @@ pub struct ReportOpts {
     /// profileme, mem or intervals].
     #[arg(long, value_enum)]
     pub view: Option<View>,
-    /// Plain view: group samples by function, by mapped file, by instruction address, by
-    /// source line (file:line, from the binary's DWARF or its separate debug file), or by
-    /// function per recording machine (host) or per file (run) [default: symbol].
-    #[arg(long, value_enum)]
-    pub by: Option<By>,
+    /// Plain view: group samples by function (symbol), mapped file (dso), process name
+    /// (comm), process id (pid), instruction address (pc), source line (srcline: file:line
+    /// from the binary's DWARF or its separate debug file), or by function per recording
+    /// machine (host) or per file (run); keys combine as perf's --sort does:
+    /// `--by comm,dso` [default: symbol].
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub by: Vec<By>,
     /// Plain view: each function's samples with its callees' (Children) beside its own
     /// (Self), from the call stacks of `record -g`, as `perf report --children`.
     #[arg(long, conflicts_with = "by")]
@@ -181,7 +200,7 @@ impl ReportOpts {
     pub fn view_options(&self) -> labperf::view::Options {
         labperf::view::Options {
             view: self.view,
-            by: self.by,
+            by: self.by.clone(),
             pc: self.pc,
             discard: self.discard,
             split: self.split,

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 /// Record a workload with the agent, then print its profile.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "EXAMPLES:\n  labperf record --local -- ./target/release/labperf-bench --duration 2\n  labperf record --local -e cpu-clock -c 100000 -o run.lpr -- make -j2\n  labperf record --local --no-report -- ./my-prog --flag 'an argument'\n  labperf record --local -g -- ./labperf-bench --calls   # call stacks; then: labperf report --children\n  labperf record --host arm1 --metrics --no-report -o m.lpr -- ./my-prog   # then: labperf report m.lpr\n  labperf record --host alpha1 --profileme -o pm.lpr -- ./my-prog\n  labperf record --host arm1,arm2,x86a -o run.lpr -- ./my-prog   # one file per host, then all merged\n  labperf record --host arm1 --push target/aarch64-unknown-linux-musl/release/my-prog -- my-prog --flag\n\nThe report printed after recording (and `labperf report FILE` later) is the view the\nrecording's kind names: per function, metrics, TopDown, ProfileMe or mem."
+    after_help = "EXAMPLES:\n  labperf record --local -- ./target/release/labperf-bench --duration 2\n  labperf record --local -e cpu-clock -c 100000 -o run.lpr -- make -j2\n  labperf record --local --no-report -- ./my-prog --flag 'an argument'\n  labperf record --local -g -- ./labperf-bench --calls   # call stacks; then: labperf report --children\n  labperf record -a --duration 5 -o box.lpr   # the whole machine (root); then: labperf report box.lpr --by comm\n  labperf record --host arm1 -C 0-1 -e cycles --duration 10\n  labperf record --host arm1 --metrics --no-report -o m.lpr -- ./my-prog   # then: labperf report m.lpr\n  labperf record --host alpha1 --profileme -o pm.lpr -- ./my-prog\n  labperf record --host arm1,arm2,x86a -o run.lpr -- ./my-prog   # one file per host, then all merged\n  labperf record --host arm1 --push target/aarch64-unknown-linux-musl/release/my-prog -- my-prog --flag\n\nThe report printed after recording (and `labperf report FILE` later) is the view the\nrecording's kind names: per function, metrics, TopDown, ProfileMe or mem."
 )]
 pub struct Args {
     /// Run the agent on this machine (the default without --host).
@@ -37,7 +37,7 @@ pub struct Args {
     #[command(flatten)]
     pub report: ReportOpts,
     /// The workload and its arguments, passed on exactly as given (byte for byte).
-    #[arg(last = true, required = true, value_name = "CMD")]
+    #[arg(last = true, required_unless_present = "duration", value_name = "CMD")]
     pub command: Vec<OsString>,
 }
 
@@ -84,6 +84,15 @@ fn agent_args(r: &RecordOpts) -> Vec<String> {
     if let Some(p) = r.period {
         v.extend(["-c".to_string(), p.to_string()]);
     }
+    if r.all_cpus {
+        v.push("-a".into());
+    }
+    if let Some(c) = &r.cpus {
+        v.extend(["-C".to_string(), c.clone()]);
+    }
+    if let Some(d) = r.duration {
+        v.extend(["--duration".to_string(), d.to_string()]);
+    }
     if let Some(f) = r.freq {
         v.extend(["-F".to_string(), f.to_string()]);
     }
@@ -99,6 +108,9 @@ pub fn pass_on(status: i32) {
 }
 
 pub fn run(a: &Args) -> Result<()> {
+    if a.rec.duration.is_some() && !a.rec.all_cpus && a.rec.cpus.is_none() {
+        bail!("--duration goes with -a or -C (the whole machine); a command's recording ends with the command");
+    }
     let agent_args = agent_args(&a.rec);
     if !a.host.is_empty() {
         let pushes =

@@ -51,6 +51,133 @@ pub fn arch(r: &Remote) -> Result<String, RemoteError> {
     Ok(a)
 }
 
+/// What one round trip learns before a run ([`prepare`]).
+#[derive(Debug)]
+pub struct Prepared {
+    /// `uname -m`.
+    pub arch: String,
+    /// For each candidate agent: `Some(path)` when the lab machine has it byte for byte.
+    pub agents: Vec<Option<String>>,
+    /// The run directory is there and writable (else [`make_runs_dir`] before the run).
+    pub runs_ready: bool,
+}
+
+/// A local agent that may go to a lab machine: its architecture and bytes.
+pub struct Candidate {
+    pub arch: String,
+    pub data: Vec<u8>,
+}
+
+impl Candidate {
+    /// Reads an agent (bounded).
+    pub fn read(arch: &str, local: &Path) -> Result<Candidate, RemoteError> {
+        use std::io::Read;
+        let mut data = Vec::new();
+        std::fs::File::open(local)
+            .and_then(|f| f.take(MAX_AGENT + 1).read_to_end(&mut data))
+            .map_err(|e| RemoteError::Local {
+                path: local.into(),
+                why: format!("cannot read the agent: {e}"),
+            })?;
+        Ok(Candidate {
+            arch: arch.into(),
+            data,
+        })
+    }
+
+    /// Where it goes under `remote_dir`: `agents/<sha256, 32 digits>/labperf-agent`.
+    pub fn remote_path(&self, remote_dir: &str) -> String {
+        format!(
+            "{remote_dir}/agents/{}/labperf-agent",
+            &sha256_hex(&self.data)[..32]
+        )
+    }
+}
+
+/// [`prepare`]'s questions (`$r`: the run directory): the architecture and whether the
+/// run directory is ready.
+const PREPARE: &str =
+    "uname -m; if [ -d \"$r\" ] && [ -w \"$r\" ]; then echo runs-ok; else echo runs-missing; fi";
+/// Whether the agent `$f` is there (then its SHA-256 follows).
+const AGENT_THERE: &str = "[ -f \"$f\" ] && [ -x \"$f\" ] || { echo missing; exit 0; }";
+
+/// One command before a run, instead of one per question: the machine's architecture,
+/// whether the run directory is there and writable, and which of the `agents` is already
+/// there (by its SHA-256; without a SHA-256 tool there, none is taken as there and
+/// [`ensure_agent`] checks by reading back). It changes nothing there.
+pub fn prepare(
+    r: &Remote,
+    files: &RunFiles,
+    agents: &[Candidate],
+    remote_dir: &str,
+) -> Result<Prepared, RemoteError> {
+    let mut cmd = format!("r={}; {PREPARE}", shell_quote(files.runs_dir()));
+    for a in agents {
+        cmd.push_str(&format!(
+            "; (f={}; {AGENT_THERE}; {})",
+            shell_quote(&a.remote_path(remote_dir)),
+            crate::remote::SHA256_OF_F
+        ));
+    }
+    let o = r.run(&cmd, None, SMALL_OUTPUT)?;
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    let mut lines = out.lines();
+    let arch = lines.next().unwrap_or("").trim().to_string();
+    if arch.is_empty()
+        || arch.len() > 32
+        || !arch.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    {
+        return Err(RemoteError::Remote {
+            host: r.name(),
+            what: "uname -m".into(),
+            status: o.status,
+            stderr: format!(
+                "it answered {:?}, not an architecture{}",
+                show(&arch),
+                match String::from_utf8_lossy(&o.stderr).trim() {
+                    "" => String::new(),
+                    e => format!(" ({})", show(e)),
+                }
+            ),
+        });
+    }
+    let runs_ready = lines.next() == Some("runs-ok");
+    let agents = agents
+        .iter()
+        .map(|a| {
+            let h = lines.next().unwrap_or("").trim();
+            (h == sha256_hex(&a.data)).then(|| a.remote_path(remote_dir))
+        })
+        .collect();
+    Ok(Prepared {
+        arch,
+        agents,
+        runs_ready,
+    })
+}
+
+/// Makes the run directory (the first run there) and checks it is writable.
+pub fn make_runs_dir(r: &Remote, files: &RunFiles) -> Result<(), RemoteError> {
+    let runs = files.runs_dir();
+    let o = r.run(
+        &format!(
+            "mkdir -p {} && test -w {}",
+            shell_quote(runs),
+            shell_quote(runs)
+        ),
+        None,
+        SMALL_OUTPUT,
+    )?;
+    if o.status != 0 {
+        return Err(RemoteError::NotWritable {
+            host: r.name(),
+            path: show(runs).into_owned(),
+            stderr: show(String::from_utf8_lossy(&o.stderr).trim()).into_owned(),
+        });
+    }
+    Ok(())
+}
+
 fn sha256_hex(data: &[u8]) -> String {
     Sha256::digest(data)
         .iter()
@@ -182,15 +309,7 @@ pub struct RunFiles {
 impl RunFiles {
     /// Fresh names under `<remote_dir>/runs/`.
     pub fn new(remote_dir: &str) -> RunFiles {
-        let id = format!(
-            "{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos())
-                .unwrap_or(0)
-        );
-        let base = format!("{remote_dir}/runs/{id}");
+        let base = format!("{remote_dir}/runs/{}", crate::remote::unique_id());
         RunFiles {
             file: format!("{base}.lpr"),
             status: format!("{base}.status"),
@@ -234,25 +353,7 @@ pub fn run_agent(
     agent_args: &[String],
     command: &[OsString],
     io: &mut dyn RunIo,
-) -> Result<Finished, RunError> {
-    let runs = files.runs_dir();
-    let o = r.run(
-        &format!(
-            "mkdir -p {} && test -w {}",
-            shell_quote(runs),
-            shell_quote(runs)
-        ),
-        None,
-        SMALL_OUTPUT,
-    )?;
-    if o.status != 0 {
-        return Err(RemoteError::NotWritable {
-            host: r.name(),
-            path: show(runs).into_owned(),
-            stderr: show(String::from_utf8_lossy(&o.stderr).trim()).into_owned(),
-        }
-        .into());
-    }
+) -> Result<bool, RunError> {
     let (prelude, words) = shell_words(command);
     let mut cmd = format!(
         "{prelude}echo $$ > {}; exec {} {verb} -o {} --status-file {}",
@@ -302,12 +403,38 @@ pub fn run_agent(
         return Err(RunError::Aborted { host: r.name() });
     }
     ran?;
-    let st = r.run(
-        &format!("cat {} 2>/dev/null", shell_quote(&files.status)),
-        None,
-        64 << 10,
-    )?;
-    let line = String::from_utf8_lossy(&st.stdout).trim().to_string();
+    Ok(sent_int)
+}
+
+/// After [`run_agent`], in one command: how the agent says the run ended (its status
+/// file), and when it recorded, its record file fetched to `local` and the run's files
+/// removed there. A run that did not record gives its error; the caller then saves a
+/// killed agent's partial file ([`fetch_partial`]) or cleans up ([`cleanup`]).
+pub fn finish(
+    r: &Remote,
+    files: &RunFiles,
+    interrupted: bool,
+    local: &Path,
+) -> Result<(Finished, crate::remote::Fetched), RunError> {
+    let then = format!(
+        "rm -f {} {} {} {}",
+        shell_quote(&files.file),
+        shell_quote(&format!("{}.part", files.file)),
+        shell_quote(&files.status),
+        shell_quote(&files.pid)
+    );
+    let mut line = String::new();
+    let got = fetch_file_with(local, |dest| {
+        r.fetch_after_status(
+            &files.status,
+            &files.file,
+            MAX_RECORD,
+            dest,
+            &then,
+            &mut line,
+        )
+    });
+    let line = line.trim().to_string();
     let (kind, rest) = line.split_once(' ').unwrap_or((line.as_str(), ""));
     let host = r.name();
     let why = show(rest).into_owned();
@@ -317,10 +444,17 @@ pub fn run_agent(
                 host: host.clone(),
                 why: format!("its status file says {:?}", show(&line)),
             })?;
-            Ok(Finished {
-                status,
-                interrupted: sent_int,
-            })
+            let fetched = got?.ok_or_else(|| RunError::AgentKilled {
+                host: host.clone(),
+                partial: false,
+            })?;
+            Ok((
+                Finished {
+                    status,
+                    interrupted,
+                },
+                fetched,
+            ))
         }
         "exec-error" => Err(RunError::WorkloadNotStarted { host, why }),
         "disk-full" => Err(RemoteError::DiskFull {
@@ -359,6 +493,21 @@ pub fn fetch_file(
     local: &Path,
     limit: u64,
 ) -> Result<crate::remote::Fetched, RemoteError> {
+    fetch_file_with(local, |dest| r.fetch(remote, limit, dest).map(Some))?.ok_or_else(|| {
+        RemoteError::NotRegular {
+            host: r.name(),
+            path: show(remote).into_owned(),
+        }
+    })
+}
+
+/// Streams what `fetch` writes into a new temporary file beside `local`, then renames it
+/// to `local` once `fetch` says it is complete and checked (`Some`); `None` or an error
+/// leaves `local` as it was.
+fn fetch_file_with(
+    local: &Path,
+    fetch: impl FnOnce(&mut dyn std::io::Write) -> Result<Option<crate::remote::Fetched>, RemoteError>,
+) -> Result<Option<crate::remote::Fetched>, RemoteError> {
     use std::os::unix::fs::OpenOptionsExt;
     let lerr = |why: String| RemoteError::Local {
         path: local.into(),
@@ -368,7 +517,7 @@ pub fn fetch_file(
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "labperf.lpr".into());
-    let tmp = local.with_file_name(format!(".{name}.fetch.{}", std::process::id()));
+    let tmp = local.with_file_name(format!(".{name}.fetch.{}", crate::remote::unique_id()));
     let mut f = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -377,31 +526,20 @@ pub fn fetch_file(
         .map_err(|e| lerr(format!("cannot create {}: {e}", tmp.display())))?;
     let fetched = {
         let mut w = std::io::BufWriter::new(&mut f);
-        r.fetch(remote, limit, &mut w).and_then(|x| {
+        fetch(&mut w).and_then(|x| {
             std::io::Write::flush(&mut w).map_err(|e| lerr(e.to_string()))?;
             Ok(x)
         })
     };
     let res = fetched.and_then(|x| {
-        f.sync_all().map_err(|e| lerr(e.to_string()))?;
-        std::fs::rename(&tmp, local).map_err(|e| lerr(e.to_string()))?;
+        if x.is_some() {
+            f.sync_all().map_err(|e| lerr(e.to_string()))?;
+            std::fs::rename(&tmp, local).map_err(|e| lerr(e.to_string()))?;
+        }
         Ok(x)
     });
-    if res.is_err() {
+    if !matches!(res, Ok(Some(_))) {
         let _ = std::fs::remove_file(&tmp);
-    }
-    res
-}
-
-/// After a run: fetches its record file to `local` and removes the run's files there.
-pub fn fetch_record(
-    r: &Remote,
-    files: &RunFiles,
-    local: &Path,
-) -> Result<crate::remote::Fetched, RemoteError> {
-    let res = fetch_file(r, &files.file, local, MAX_RECORD);
-    if res.is_ok() {
-        cleanup(r, files);
     }
     res
 }

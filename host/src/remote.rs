@@ -198,6 +198,20 @@ pub fn parse_target(spec: &str, config: Option<&Path>) -> Result<Target, RemoteE
     Ok(t)
 }
 
+/// A name part no other call in this machine's processes gives: the pid, a per-process
+/// counter and the time, for temporary and run files (several hosts run at once).
+pub fn unique_id() -> String {
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    format!(
+        "{}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    )
+}
+
 /// Single-quotes `s` for a POSIX shell: every byte stays literal (spaces, quotes, `;$()`, newlines).
 pub fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
@@ -306,6 +320,8 @@ pub const SHORT_TIMEOUT: Duration = Duration::from_secs(60);
 
 pub struct Remote {
     sess: Session,
+    /// The session's socket, waited on when a command has nothing to read.
+    fd: std::os::unix::io::RawFd,
     pub target: Target,
 }
 
@@ -372,6 +388,10 @@ fn keepalive(tcp: &TcpStream) {
     set(libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT, 60_000);
 }
 
+/// The end of a run (`$st` the agent's status file, `$f` its record file): the status
+/// line, then, only when it says `ok`, the file's size in `$n` (exit 5: no file to send).
+const STATUS_THEN_SIZE: &str = "head -c 4096 \"$st\" 2>/dev/null | head -n 1 | tr -d '\\n'; echo; case \"$(head -c 2 \"$st\" 2>/dev/null)\" in ok) ;; *) exit 5;; esac; [ -f \"$f\" ] || exit 3; n=$(wc -c < \"$f\") || exit 4";
+
 /// The SHA-256 of a remote file with the first tool the lab machine has, or nothing; one
 /// shell fragment (`$f` names the file), for [`Remote::fetch`] and the agent check.
 pub const SHA256_OF_F: &str = "{ sha256sum \"$f\" || busybox sha256sum \"$f\" || shasum -a 256 \"$f\" || openssl dgst -sha256 -r \"$f\"; } 2>/dev/null | { read -r h _; echo \"$h\"; }";
@@ -402,6 +422,7 @@ impl Remote {
             })?;
         let tcp = TcpStream::connect_timeout(&addr, timeout).map_err(unreachable)?;
         keepalive(&tcp);
+        let fd = std::os::unix::io::AsRawFd::as_raw_fd(&tcp);
         let mut sess = Session::new().map_err(|cause| RemoteError::Handshake {
             host: t.host.clone(),
             cause,
@@ -435,6 +456,7 @@ impl Remote {
                         sess.set_keepalive(true, 15);
                         return Ok(Remote {
                             sess,
+                            fd,
                             target: t.clone(),
                         });
                     }
@@ -461,6 +483,7 @@ impl Remote {
                 sess.set_keepalive(true, 15);
                 return Ok(Remote {
                     sess,
+                    fd,
                     target: t.clone(),
                 });
             }
@@ -582,7 +605,7 @@ impl Remote {
                 break Err(e);
             }
             self.sess.set_blocking(false);
-            std::thread::sleep(Duration::from_millis(20));
+            self.wait_readable(Duration::from_millis(50));
         };
         self.sess.set_blocking(true);
         let status = r.and_then(|_| {
@@ -597,6 +620,28 @@ impl Remote {
         });
         self.sess.set_blocking(was_blocking);
         status
+    }
+
+    /// Waits until the socket has something to read (or can take what libssh2 is blocked
+    /// writing), at most `limit`: a command's output is handled as soon as it arrives,
+    /// with no sleep in between.
+    fn wait_readable(&self, limit: Duration) {
+        let mut events = libc::POLLIN;
+        if self
+            .sess
+            .block_directions()
+            .eq(&ssh2::BlockDirections::Outbound)
+            || self.sess.block_directions() == ssh2::BlockDirections::Both
+        {
+            events |= libc::POLLOUT;
+        }
+        let mut p = libc::pollfd {
+            fd: self.fd,
+            events,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd for the session's own socket.
+        unsafe { libc::poll(&mut p, 1, limit.as_millis() as libc::c_int) };
     }
 
     /// Runs `cmd` and keeps its output, at most `limit` bytes of each stream.
@@ -651,7 +696,9 @@ impl Remote {
     /// Writes `data` to `path` through a temporary name and a rename, so a partial
     /// upload never sits where a complete one would be.
     pub fn upload(&self, data: &[u8], path: &str, mode: &str) -> Result<(), RemoteError> {
-        let tmp = format!("{path}.tmp.{}", std::process::id());
+        // Unique per upload: several workers of one labperf may put the same file at once
+        // (host aliases of one machine).
+        let tmp = format!("{path}.tmp.{}", unique_id());
         let (q, qt) = (shell_quote(path), shell_quote(&tmp));
         let cmd = format!(
             "cat > {qt} && chmod {mode} {qt} && mv -f {qt} {q} || {{ s=$?; rm -f {qt}; exit $s; }}"
@@ -707,6 +754,45 @@ impl Remote {
             "f={}; [ -f \"$f\" ] || exit 3; n=$(wc -c < \"$f\") || exit 4; s=$({SHA256_OF_F}); echo \"$n $s\"; exec head -c \"$n\" \"$f\"",
             shell_quote(path)
         );
+        let got = self.fetch_framed(&cmd, path, limit, dest, None)?;
+        got.ok_or_else(|| RemoteError::NotRegular {
+            host: self.name(),
+            path: show(path).into_owned(),
+        })
+    }
+
+    /// As [`Remote::fetch`], after the first line of the file `status` (put in `line`): the
+    /// file is sent only when that line starts with `ok` (else `None`), and the shell
+    /// command `then` runs once it was sent. One command for what the end of a run needs.
+    pub fn fetch_after_status(
+        &self,
+        status: &str,
+        path: &str,
+        limit: u64,
+        dest: &mut dyn Write,
+        then: &str,
+        line: &mut String,
+    ) -> Result<Option<Fetched>, RemoteError> {
+        let cmd = format!(
+            "st={}; f={}; {STATUS_THEN_SIZE}; s=$({SHA256_OF_F}); echo \"$n $s\"; head -c \"$n\" \"$f\" || exit 4; {then}",
+            shell_quote(status),
+            shell_quote(path)
+        );
+        self.fetch_framed(&cmd, path, limit, dest, Some(line))
+    }
+
+    /// Runs a fetch command: [a status line,] `SIZE SHA256` then the file's bytes; checks
+    /// them. Exit 5 (no file sent: the status said so) gives `None`.
+    fn fetch_framed(
+        &self,
+        cmd: &str,
+        path: &str,
+        limit: u64,
+        dest: &mut dyn Write,
+        mut status_line: Option<&mut String>,
+    ) -> Result<Option<Fetched>, RemoteError> {
+        let mut status_done = status_line.is_none();
+        let mut status_buf: Vec<u8> = Vec::new();
         let mut head = Vec::new();
         let mut want: Option<(u64, String)> = None;
         let mut got = 0u64;
@@ -714,11 +800,34 @@ impl Remote {
         let name = self.name();
         let shown = show(path).into_owned();
         let mut write_err = None;
-        let status = self.run_stream(&cmd, None, Some(SHORT_TIMEOUT), &mut |c| {
+        let status = self.run_stream(cmd, None, Some(SHORT_TIMEOUT), &mut |c| {
             let Chunk::Stdout(mut b) = c else {
                 return Ok(());
             };
+            if !status_done {
+                let i = b.iter().position(|&x| x == b'\n');
+                let take = i.map_or(b.len(), |i| i + 1);
+                status_buf.extend_from_slice(&b[..take]);
+                if status_buf.len() > 4200 {
+                    return Err(RemoteError::TooMuchOutput {
+                        host: name.clone(),
+                        during: format!("reading the status of {shown}"),
+                        limit: 4200,
+                    });
+                }
+                if i.is_none() {
+                    return Ok(());
+                }
+                status_done = true;
+                if let Some(l) = status_line.as_mut() {
+                    **l = String::from_utf8_lossy(&status_buf).into_owned();
+                }
+                b = &b[take..];
+            }
             if want.is_none() {
+                if b.is_empty() {
+                    return Ok(());
+                }
                 let i = b.iter().position(|&x| x == b'\n');
                 let take = i.map_or(b.len(), |i| i + 1);
                 head.extend_from_slice(&b[..take]);
@@ -761,6 +870,9 @@ impl Remote {
             }
             Ok(())
         })?;
+        if status == 5 && !status_buf.is_empty() {
+            return Ok(None);
+        }
         if status == 3 {
             return Err(RemoteError::NotRegular {
                 host: self.name(),
@@ -796,11 +908,11 @@ impl Remote {
                 local: format!("{got} bytes {local}"),
             });
         }
-        Ok(Fetched {
+        Ok(Some(Fetched {
             size,
             sha256: local,
             checksummed,
-        })
+        }))
     }
 }
 

@@ -89,7 +89,7 @@ impl Sshd {
         std::fs::write(
             &cfg,
             format!(
-                "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nPidFile {d}/sshd.pid\nAuthorizedKeysFile {d}/authorized_keys\nPermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n{extra}",
+                "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nPidFile {d}/sshd.pid\nAuthorizedKeysFile {d}/authorized_keys\nPermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n# The login shell skips root's .bashrc (bash reads it for ssh commands only at SHLVL 0):\n# this machine's own set-up (pyenv, say) is not the lab machine's.\nSetEnv SHLVL=1\n{extra}",
                 d = dir.display()
             ),
         )

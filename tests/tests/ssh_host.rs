@@ -410,6 +410,15 @@ fn a_killed_agent_and_a_dropped_connection_leave_no_file() {
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("was killed"), "{}", stderr(&o));
     assert!(!out.exists());
+    // Killed after it made its file, what it had written is saved as .part, and said so.
+    let part = s.dir.join("kill.lpr.part");
+    assert_eq!(
+        part.exists(),
+        stderr(&o).contains("saved with a .part name"),
+        "{}",
+        stderr(&o)
+    );
+    let _ = std::fs::remove_file(&part);
     // The connection drops (sshd's session process dies) while the agent runs.
     let child = spawn(&s);
     let _ = wait_for_agent();
@@ -538,7 +547,7 @@ fn probe_deploy_and_stat_through_a_hosts_file() {
 /// (its pid is in @DIR@/sshd.pid), never the test's sshd itself nor the machine's.
 const CUT_FETCH: &str = r#"#!/bin/sh
 case "$SSH_ORIGINAL_COMMAND" in
-  "f='"*".lpr'; "*)
+  "st='"*".lpr'; "*"exit 5;;"*)
     /bin/sh -c "$SSH_ORIGINAL_COMMAND" | head -c 2000
     main=$(cat '@DIR@/sshd.pid')
     p=$$
@@ -728,6 +737,9 @@ fn alpha_agent_deploys_runs_under_binfmt_qemu_alpha_and_reports_profileme() {
 /// file it is asked for comes back as a few bytes of its choosing. Everything else runs.
 const HOSTILE: &str = r#"#!/bin/sh
 case "$SSH_ORIGINAL_COMMAND" in
+  # The end of a run: the agent's status line, then the record file.
+  "st='"*".lpr'; "*"exit 5;;"*)
+    printf 'ok 0\n'; n=$(wc -c < '@CRAFTED@'); echo "$n"; cat '@CRAFTED@' ;;
   *".lpr'; "*"exec head -c"*)
     n=$(wc -c < '@CRAFTED@'); echo "$n"; cat '@CRAFTED@' ;;
   *"ld-linux.so.2'; "*"exec head -c"*)

@@ -77,6 +77,7 @@ pub const PROGRAMS: &[(&str, &str)] = &[
     // as it would on a lab machine.
     ("sh", "dash"),
     ("id", "coreutils"),
+    ("date", "coreutils"),
     ("cat", "coreutils"),
     ("head", "coreutils"),
     ("chmod", "coreutils"),

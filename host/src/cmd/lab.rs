@@ -4,7 +4,7 @@
 //! each host on its own thread; a failing host never stops the others.
 
 use super::opts::RemoteOpts;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use labperf::deploy::{self, RunFiles, RunIo};
 use labperf::remote::{parse_target, remote_dir, HostKeys, Remote};
 use labperf::text::{show, show_text};
@@ -192,17 +192,44 @@ impl RunIo for HostIo {
 
 /// Runs `job` on one host.
 fn one(spec: &str, o: &RemoteOpts, job: &Job, hosts: usize) -> Result<Done> {
+    let interrupts = labperf::interrupt::count();
     let mut io = HostIo::new(spec, hosts > 1);
     let Connected {
         remote: r,
         remote_dir,
     } = connect(spec, o)?;
-    let arch = target_arch(&r, o)?;
+    let files = RunFiles::new(&remote_dir);
+    // One round trip: the architecture, the run directory, and which agent is there.
+    let candidates: Vec<deploy::Candidate> = match &o.arch {
+        Some(a) => vec![a.as_str()],
+        None => vec!["x86_64", "aarch64", "alpha"],
+    }
+    .into_iter()
+    .filter_map(|a| {
+        let local = super::agents::agent_for(a).ok()?;
+        deploy::Candidate::read(a, &local).ok()
+    })
+    .collect();
+    let ready = deploy::prepare(&r, &files, &candidates, &remote_dir)?;
+    let arch = o.arch.clone().unwrap_or(ready.arch);
     // A pushed program that cannot run there stops the host before anything is put on it.
     labperf::push::check_arch(job.push, spec, &arch)
         .map_err(|e| anyhow::anyhow!("{e}: nothing was uploaded or run"))?;
-    let local_agent = super::agents::agent_for(&arch)?;
-    let (agent, uploaded) = deploy::ensure_agent(&r, &local_agent, &remote_dir)?;
+    if !ready.runs_ready {
+        deploy::make_runs_dir(&r, &files)?;
+    }
+    let there = candidates
+        .iter()
+        .zip(&ready.agents)
+        .find(|(c, _)| super::agents::triple_for(&c.arch) == super::agents::triple_for(&arch))
+        .and_then(|(_, p)| p.clone());
+    let (agent, uploaded) = match there {
+        Some(path) => (path, false),
+        None => {
+            let local_agent = super::agents::agent_for(&arch)?;
+            deploy::ensure_agent(&r, &local_agent, &remote_dir)?
+        }
+    };
     io.say(&format!(
         "{arch}: agent {} ({})",
         show(&agent),
@@ -232,7 +259,6 @@ fn one(spec: &str, o: &RemoteOpts, job: &Job, hosts: usize) -> Result<Done> {
         }
         command = labperf::push::rewrite(job.command, job.push, &remote_dir);
     }
-    let files = RunFiles::new(&remote_dir);
     let file = output_for(job.output, spec, hosts);
     let ran = deploy::run_agent(
         &r,
@@ -244,19 +270,41 @@ fn one(spec: &str, o: &RemoteOpts, job: &Job, hosts: usize) -> Result<Done> {
         &mut io,
     );
     io.finish();
-    let finished = match ran {
+    let done = match ran {
+        Ok(interrupted) => deploy::finish(&r, &files, interrupted, &file).map_err(|e| match e {
+            deploy::RunError::Remote(e) => anyhow::Error::from(e)
+                .context(format!("fetching the record file from {}", show(spec))),
+            e => e.into(),
+        }),
+        Err(e) => Err(e.into()),
+    };
+    let (finished, got) = match done {
         Ok(f) => f,
-        Err(deploy::RunError::AgentKilled { host, .. }) => {
-            let partial = deploy::fetch_partial(&r, &files, &file);
-            return Err(deploy::RunError::AgentKilled { host, partial }.into());
-        }
         Err(e) => {
-            deploy::cleanup(&r, &files);
-            return Err(e.into());
+            return Err(match e.downcast::<deploy::RunError>() {
+                Ok(deploy::RunError::AgentKilled { host, .. }) => {
+                    let partial = deploy::fetch_partial(&r, &files, &file);
+                    deploy::RunError::AgentKilled { host, partial }.into()
+                }
+                Ok(e) => {
+                    deploy::cleanup(&r, &files);
+                    e.into()
+                }
+                Err(e) => {
+                    deploy::cleanup(&r, &files);
+                    e
+                }
+            });
         }
     };
-    let got = deploy::fetch_record(&r, &files, &file)
-        .with_context(|| format!("fetching the record file from {}", show(spec)))?;
+    // A second interrupt that came as the run ended still aborts: nothing is kept.
+    if labperf::interrupt::count().wrapping_sub(interrupts) >= 2 {
+        let _ = std::fs::remove_file(&file);
+        return Err(deploy::RunError::Aborted {
+            host: show(spec).into_owned(),
+        }
+        .into());
+    }
     if !got.checksummed {
         io.say("warning: this machine has no SHA-256 tool (sha256sum, busybox, shasum, openssl): the record file was checked by its size only");
     }
@@ -278,26 +326,39 @@ fn one(spec: &str, o: &RemoteOpts, job: &Job, hosts: usize) -> Result<Done> {
     })
 }
 
-/// Runs `job` on every host at once; results in the order of `hosts`.
+/// Runs `job` on every host, at most `--jobs` at once (a worker takes the next host as it
+/// finishes one, so a slow or dead host holds up one worker for its own timeouts only);
+/// results in the order of `hosts`.
 pub fn run(hosts: &[String], o: &RemoteOpts, job: &Job) -> Vec<(String, Result<Done>)> {
     labperf::interrupt::install();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Vec<std::sync::Mutex<Option<Result<Done>>>> =
+        hosts.iter().map(|_| std::sync::Mutex::new(None)).collect();
     std::thread::scope(|sc| {
-        let handles: Vec<_> = hosts
-            .iter()
-            .map(|h| (h.clone(), sc.spawn(move || one(h, o, job, hosts.len()))))
-            .collect();
-        handles
-            .into_iter()
-            .map(|(h, j)| {
-                (
-                    h,
-                    j.join().unwrap_or_else(|_| {
-                        Err(anyhow::anyhow!("the worker for this host panicked"))
-                    }),
-                )
-            })
-            .collect()
-    })
+        for _ in 0..o.jobs().min(hosts.len()) {
+            sc.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(h) = hosts.get(i) else { break };
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    one(h, o, job, hosts.len())
+                }))
+                .unwrap_or_else(|_| Err(anyhow::anyhow!("the worker for this host panicked")));
+                *results[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+            });
+        }
+    });
+    hosts
+        .iter()
+        .cloned()
+        .zip(results)
+        .map(|(h, r)| {
+            let r = r.into_inner().unwrap_or_else(|e| e.into_inner());
+            (
+                h,
+                r.unwrap_or_else(|| Err(anyhow::anyhow!("this host was not run"))),
+            )
+        })
+        .collect()
 }
 
 /// Prints the per-host summary (several hosts) and returns how many failed.

@@ -34,6 +34,17 @@ pub struct RemoteOpts {
     /// Hosts file naming lab machines [default: ~/.config/labperf/hosts.toml].
     #[arg(long, value_name = "FILE")]
     pub hosts_file: Option<PathBuf>,
+    /// At most N hosts at once (each host's connection, upload, run and fetch are its
+    /// own; the others start as one finishes) [default: 16].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub jobs: Option<u16>,
+}
+
+impl RemoteOpts {
+    /// How many hosts run at once.
+    pub fn jobs(&self) -> usize {
+        usize::from(self.jobs.unwrap_or(16))
+    }
 }
 
 /// How call stacks are recorded (perf's spellings).

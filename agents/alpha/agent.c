@@ -37,6 +37,7 @@ static const char USAGE[] =
     "  -g, --call-graph fp  each sample's call stack, by frame pointers (x86_64; Linux on Alpha\n"
     "                       records none, and the agent says so)\n"
     "      --no-inherit     do not follow children\n"
+    "      --progress       print progress every second on stderr\n"
     "  -a, --all-cpus       every task on every CPU (one ring per CPU, kernel mode too); needs root,\n"
     "                       CAP_PERFMON or kernel.perf_event_paranoid <= 0\n"
     "  -C, --cpu LIST       as -a on these CPUs only (0,2-3)\n"
@@ -103,7 +104,7 @@ struct opts {
     u64 sample_type, read_format; /* replay overrides; 0: from the options */
     const char *output, *dump, *replay;
     u64 mmap_pages, flush_ms;
-    int no_inherit, profileme, mem, callgraph;
+    int no_inherit, profileme, mem, callgraph, progress;
     const char *replay_ring;
     char **command;
     int ncommand;
@@ -335,6 +336,8 @@ static void parse_opts(int argc, char **argv, int i, struct opts *o) {
             o->callgraph = 1;
         } else if (lp_streq(a, "--no-inherit")) {
             o->no_inherit = 1;
+        } else if (lp_streq(a, "--progress")) {
+            o->progress = 1;
         } else if (lp_streq(a, "-a") || lp_streq(a, "--all-cpus")) {
             o->system = 1;
         } else if (lp_streq(a, "-C") || lp_streq(a, "--cpu")) {
@@ -1287,7 +1290,21 @@ static int record(struct opts *o, char **envp) {
         }
     }
     int wstatus = 0, ended = 0;
+    u64 said = start, secs = 0; /* counted, not divided: Alpha has no divide instruction */
     for (;;) {
+        u64 now = lp_clock_ns(LP_CLOCK_MONOTONIC);
+        if (o->progress && now - said >= 1000000000u) { /* the Rust agent's line, for labperf's board */
+            while (now - said >= 1000000000u) said += 1000000000u, secs++;
+            lp_puts(2, "labperf-agent: ");
+            lp_putu(2, secs);
+            lp_puts(2, " s, ");
+            lp_putu(2, c->samples);
+            lp_puts(2, " samples, ");
+            lp_putu(2, w->bytes >> 10);
+            lp_puts(2, " KiB written, ");
+            lp_putu(2, c->lost);
+            lp_puts(2, " lost\n");
+        }
         if (o->duration_ms && lp_clock_ns(LP_CLOCK_MONOTONIC) - start >= o->duration_ms * 1000000u) break;
         struct lp_pollfd pfd[MAX_CPUS];
         for (int k = 0; k < ncpus; k++) pfd[k].fd = rings[k], pfd[k].events = LP_POLLIN, pfd[k].revents = 0;

@@ -1,5 +1,6 @@
 //! labperf host library: reading record files, symbolization, aggregation and output formats.
 
+pub mod board;
 pub mod cache;
 pub mod callers;
 #[cfg(feature = "remote")]

@@ -114,3 +114,246 @@ fn thirty_two_host_names_over_four_sshds_run_eight_at_a_time() {
     assert!(out.contains("== 32 hosts merged =="), "{out}");
     assert!(err.contains("summary: 32 of 32 hosts recorded"), "{err}");
 }
+
+/// Three hosts from a hosts file: two test sshd, one port where nothing listens.
+fn three_hosts(name: &str) -> (Vec<Sshd>, std::path::PathBuf, std::path::PathBuf) {
+    let dir = Sshd::keys(name);
+    let up: Vec<Sshd> = (0..2)
+        .map(|_| Sshd::start_in(dir.clone(), labperf_tests::sshd::free_port()))
+        .collect();
+    let down = labperf_tests::sshd::free_port();
+    let mut known = String::new();
+    for s in &up {
+        known.push_str(&format!(
+            "[127.0.0.1]:{} {}\n",
+            s.port,
+            s.host_key("host_key")
+        ));
+    }
+    std::fs::write(dir.join("known_hosts"), known).unwrap();
+    let mut hosts = String::new();
+    for (n, port) in [
+        ("lab-a", up[0].port),
+        ("lab-b", up[1].port),
+        ("lab-down", down),
+    ] {
+        hosts.push_str(&format!(
+            "[hosts.{n}]\naddress = \"root@127.0.0.1:{port}\"\nidentity = \"client_key\"\nknown_hosts = \"known_hosts\"\nremote_dir = \"{}\"\n",
+            dir.join("remote").display()
+        ));
+    }
+    let file = dir.join("hosts.toml");
+    std::fs::write(&file, hosts).unwrap();
+    (up, dir, file)
+}
+
+/// The summary table's row of `host`: its cells split on runs of spaces.
+fn table_row<'a>(text: &'a str, host: &str) -> Vec<&'a str> {
+    let line = text
+        .lines()
+        .rev()
+        .find(|l| l.starts_with(&format!("{host} ")))
+        .unwrap_or_else(|| panic!("no table row for {host} in:\n{text}"));
+    line.split("  ")
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .collect()
+}
+
+#[test]
+fn a_terminal_shows_one_live_line_per_host_then_the_table_and_plain_mode_the_same_facts() {
+    let (_up, dir, hosts) = three_hosts("fleet-live");
+    let bench = bin("labperf-bench");
+    let args = |out: &str| -> Vec<String> {
+        vec![
+            "record".into(),
+            "--hosts-file".into(),
+            hosts.display().to_string(),
+            "--host".into(),
+            "lab-a,lab-b,lab-down".into(),
+            "--connect-timeout".into(),
+            "3".into(),
+            "-e".into(),
+            "cpu-clock".into(),
+            "--no-report".into(),
+            "-o".into(),
+            dir.join(out).display().to_string(),
+            "--".into(),
+            bench.display().to_string(),
+            "--duration".into(),
+            "2.5".into(),
+        ]
+    };
+    // On a pseudo-terminal (script(1) gives the command one; its output is the terminal's).
+    let labperf = labperf_in(&dir);
+    let mut line = format!("cd {} && exec", dir.display());
+    for (k, v) in labperf.get_envs() {
+        match v {
+            Some(v) => {
+                line = format!(
+                    "{}={} {line}",
+                    k.to_str().unwrap(),
+                    shell(v.to_str().unwrap())
+                )
+            }
+            None => line = format!("unset {}; {line}", k.to_str().unwrap()),
+        }
+    }
+    let mut cmd = format!("{line} {}", shell(bin("labperf").to_str().unwrap()));
+    for a in args("live.lpr") {
+        cmd.push(' ');
+        cmd.push_str(&shell(&a));
+    }
+    let o = std::process::Command::new("script")
+        .args(["-qfec", &cmd, "/dev/null"])
+        .output()
+        .expect("script (bsdutils) gives the command a terminal");
+    let tty = String::from_utf8_lossy(&o.stdout).replace("\r\n", "\n");
+    // The board is drawn, then drawn again over itself (three lines up, cleared).
+    let redraws = tty.matches("\x1b[3A\x1b[J").count();
+    assert!(redraws >= 3, "{redraws} redraws:\n{tty}");
+    // While the bench ran, its host's line said so with the agent's samples so far.
+    assert!(
+        tty.lines().any(|l| l.starts_with("lab-a ")
+            && l.contains("running ")
+            && l.contains(" samples, 0 lost")),
+        "{tty}"
+    );
+    // The last drawing: one line per host, in order, each with its outcome.
+    let last = tty.rsplit("\x1b[3A\x1b[J").next().unwrap();
+    let board: Vec<&str> = last.lines().take(3).collect();
+    assert!(
+        board[0].starts_with("lab-a ")
+            && board[0].contains(" done ")
+            && board[0].contains("live-lab-a.lpr"),
+        "{board:?}"
+    );
+    assert!(
+        board[1].starts_with("lab-b ") && board[1].contains(" done "),
+        "{board:?}"
+    );
+    assert!(
+        board[2].starts_with("lab-down ")
+            && board[2].contains(" failed ")
+            && board[2].contains("cannot reach"),
+        "{board:?}"
+    );
+    // Then the table: host, arch, samples and lost of each file, the file, the status.
+    assert!(tty.contains("summary: 2 of 3 hosts recorded"), "{tty}");
+    for (h, f) in [("lab-a", "live-lab-a.lpr"), ("lab-b", "live-lab-b.lpr")] {
+        let row = table_row(&tty, h);
+        let d = labperf_common::decode_all(&std::fs::read(dir.join(f)).unwrap());
+        let t = d.trailer.unwrap();
+        let path = dir.join(f).display().to_string();
+        assert_eq!(
+            row,
+            [
+                h,
+                "x86_64",
+                &t.samples.to_string(),
+                &t.lost.to_string(),
+                &path,
+                "ok"
+            ],
+            "{tty}"
+        );
+    }
+    let row = table_row(&tty, "lab-down");
+    assert!(
+        row.len() == 6 && row[5].starts_with("FAILED: cannot reach"),
+        "{row:?}"
+    );
+
+    // Not a terminal: the same facts as lines, and the same table.
+    let o = labperf_in(&dir).args(args("plain.lpr")).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        !err.contains("\x1b["),
+        "no terminal codes when not a terminal: {err}"
+    );
+    for h in ["lab-a", "lab-b"] {
+        for phase in ["connecting", "running", "fetching", "done"] {
+            assert!(
+                err.lines()
+                    .any(|l| l.starts_with(&format!("[{h}] {phase}"))),
+                "[{h}] {phase} in:\n{err}"
+            );
+        }
+        let row = table_row(&err, h);
+        assert_eq!((row[1], row[5]), ("x86_64", "ok"), "{err}");
+    }
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("[lab-down] failed") && l.contains("cannot reach")),
+        "{err}"
+    );
+    assert!(table_row(&err, "lab-down")[5].starts_with("FAILED: cannot reach"));
+}
+
+fn shell(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+#[test]
+fn probe_without_hosts_probes_every_host_of_the_hosts_file_into_one_table() {
+    let (_up, dir, hosts) = three_hosts("fleet-probe");
+    let o = labperf_in(&dir)
+        .args(["probe", "--connect-timeout", "3", "--hosts-file"])
+        .arg(&hosts)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid").unwrap();
+    let header: Vec<&str> = out.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        header,
+        [
+            "Host",
+            "Arch",
+            "Kernel",
+            "Paranoid",
+            "PMUs",
+            "TopDown",
+            "Strobing",
+            "ProfileMe",
+            "Status"
+        ]
+    );
+    for h in ["lab-a", "lab-b"] {
+        let row = table_row(&out, h);
+        assert_eq!(
+            (row[1], row[3], row[8]),
+            ("x86_64", paranoid.trim(), "ok"),
+            "{out}"
+        );
+    }
+    assert!(
+        table_row(&out, "lab-down")
+            .last()
+            .unwrap()
+            .starts_with("FAILED: cannot reach"),
+        "{out}"
+    );
+    assert!(err.contains("1 of 3 host(s) could not be probed"), "{err}");
+    // JSON: the same rows.
+    let o = labperf_in(&dir)
+        .args([
+            "probe",
+            "--connect-timeout",
+            "3",
+            "--format",
+            "json",
+            "--hosts-file",
+        ])
+        .arg(&hosts)
+        .output()
+        .unwrap();
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = j["tables"][0]["rows"].as_array().unwrap();
+    let names: Vec<&str> = rows.iter().map(|r| r["host"].as_str().unwrap()).collect();
+    assert_eq!(names, ["lab-a", "lab-b", "lab-down"]);
+    assert_eq!(rows[0]["arch"], "x86_64");
+}

@@ -351,7 +351,10 @@ fn fan_out_to_three_hosts_with_one_down() {
     assert_eq!(nops[2], nops[0] + nops[1], "{stdout}");
     assert!(
         err.contains("summary: 2 of 3 hosts recorded")
-            && err.contains(&format!("127.0.0.1:{down}: FAILED: cannot reach")),
+            && err
+                .lines()
+                .any(|l| l.starts_with(&format!("root@127.0.0.1:{down} "))
+                    && l.contains(&format!("FAILED: cannot reach 127.0.0.1:{down}"))),
         "{err}"
     );
     for s in [&a, &b] {

@@ -1,5 +1,7 @@
 //! `cargo xtask bench`: bytes per sample and report time against perf in the same run, then a fuzz run.
 
+mod remote;
+
 use crate::util::{agents_dir, host_musl, target_dir, Summary};
 use anyhow::{bail, Context};
 use std::time::Instant;
@@ -27,6 +29,13 @@ pub struct Args {
     /// `--children` report is timed on 1M stacked samples whatever this is.
     #[arg(long, default_value_t = 5)]
     pub stacks_seconds: u64,
+    /// Timed repetitions of the lab figures through private sshd instances (`record
+    /// --host` against ssh + perf; wall time against host count); 0 skips them.
+    #[arg(long, default_value_t = 5)]
+    pub remote_reps: usize,
+    /// Only the lab figures (after building the release agents and labperf).
+    #[arg(long)]
+    pub only_remote: bool,
 }
 
 fn median_secs(reps: usize, mut f: impl FnMut() -> anyhow::Result<()>) -> anyhow::Result<f64> {
@@ -52,6 +61,13 @@ pub fn run(a: &Args, s: &mut Summary) {
         },
         s,
     );
+    if a.remote_reps > 0 {
+        remote::overhead(a.remote_reps, s);
+        remote::scale(s);
+    }
+    if a.only_remote {
+        return;
+    }
     s.step("agent sizes vs budgets and the distro's perf", || {
         let mut lines = Vec::new();
         for (dir, budget) in [("x86_64-unknown-linux-musl", 512), ("aarch64-unknown-linux-musl", 512), (crate::build_agents::ALPHA, 64)] {

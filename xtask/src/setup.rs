@@ -28,7 +28,9 @@ pub const PROGRAMS: &[(&str, &str)] = &[
     // SSH: the tests start their own sshd and talk to the lab machine with ssh.
     ("sshd", "openssh-server"),
     ("ssh", "openssh-client"),
+    ("scp", "openssh-client"),
     ("ssh-keygen", "openssh-client"),
+    ("script", "bsdutils"),
     ("ssh-agent", "openssh-client"),
     ("ssh-add", "openssh-client"),
     // The reference profiler of the benchmarks, and the symbol tests' workloads and tools.

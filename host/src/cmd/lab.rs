@@ -5,6 +5,7 @@
 
 use super::opts::RemoteOpts;
 use anyhow::Result;
+use labperf::board::{Board, Phase};
 use labperf::deploy::{self, RunFiles, RunIo};
 use labperf::remote::{parse_target, remote_dir, HostKeys, Remote};
 use labperf::text::{show, show_text};
@@ -100,24 +101,28 @@ pub struct Job<'a> {
 /// One host's recording.
 pub struct Done {
     pub name: String,
+    pub arch: String,
     pub file: PathBuf,
     pub status: i32,
     pub interrupted: bool,
 }
 
-/// The output of one host's run: the workload's stdout as it comes (each line prefixed with
-/// the host when there are several), stderr by lines with the host in front; control
+/// The output of one host's run, through the board: the workload's stdout as it comes
+/// (each line prefixed with the host when there are several), stderr by lines with the
+/// host in front, the agent's progress lines onto the host's board line; control
 /// characters escaped wherever a terminal would obey them.
-struct HostIo {
+struct HostIo<'a> {
     name: String,
     multi: bool,
     out_line: Vec<u8>,
     err_line: Vec<u8>,
     raw_stdout: bool,
+    board: &'a Board,
+    index: usize,
 }
 
-impl HostIo {
-    fn new(name: &str, multi: bool) -> HostIo {
+impl<'a> HostIo<'a> {
+    fn new(name: &str, multi: bool, board: &'a Board, index: usize) -> HostIo<'a> {
         HostIo {
             name: show(name).into_owned(),
             multi,
@@ -125,6 +130,8 @@ impl HostIo {
             err_line: Vec::new(),
             // Piped elsewhere, one host's stdout passes byte for byte, as ssh passes it.
             raw_stdout: !multi && !std::io::stdout().is_terminal(),
+            board,
+            index,
         }
     }
 
@@ -139,32 +146,39 @@ impl HostIo {
         }
     }
 
+    fn err_line(&self, l: &[u8]) {
+        let text = labperf::text::show_bytes(l);
+        match labperf::board::agent_progress(&text) {
+            Some(p) => self.board.progress(self.index, &p),
+            None => self
+                .board
+                .println(&format!("[{}] {text}", self.name), false),
+        }
+    }
+
+    fn out_line(&self, l: &[u8]) {
+        if self.multi {
+            let text = format!("[{}] {}", self.name, labperf::text::show_bytes(l));
+            self.board.println(&text, true);
+        } else if self.raw_stdout {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(l);
+            let _ = out.write_all(b"\n");
+        } else {
+            self.board.println(&labperf::text::show_bytes(l), true);
+        }
+    }
+
     fn finish(&mut self) {
-        let name = self.name.clone();
-        Self::flush_lines(&mut self.err_line, true, |l| {
-            eprintln!("[{name}] {}", labperf::text::show_bytes(l));
-        });
-        let (multi, raw) = (self.multi, self.raw_stdout);
-        Self::flush_lines(&mut self.out_line, true, |l| {
-            print_stdout_line(&name, multi, raw, l);
-        });
+        let err = std::mem::take(&mut self.err_line);
+        let out = std::mem::take(&mut self.out_line);
+        Self::flush_lines(&mut err.clone(), true, |l| self.err_line(l));
+        Self::flush_lines(&mut out.clone(), true, |l| self.out_line(l));
         let _ = std::io::stdout().flush();
     }
 }
 
-fn print_stdout_line(name: &str, multi: bool, raw: bool, l: &[u8]) {
-    let mut out = std::io::stdout().lock();
-    if multi {
-        let _ = writeln!(out, "[{name}] {}", labperf::text::show_bytes(l));
-    } else if raw {
-        let _ = out.write_all(l);
-        let _ = out.write_all(b"\n");
-    } else {
-        let _ = writeln!(out, "{}", labperf::text::show_bytes(l));
-    }
-}
-
-impl RunIo for HostIo {
+impl RunIo for HostIo<'_> {
     fn stdout(&mut self, b: &[u8]) {
         if self.raw_stdout {
             let mut out = std::io::stdout().lock();
@@ -172,28 +186,35 @@ impl RunIo for HostIo {
             let _ = out.flush();
             return;
         }
-        self.out_line.extend_from_slice(b);
-        let (name, multi) = (self.name.clone(), self.multi);
-        Self::flush_lines(&mut self.out_line, false, |l| {
-            print_stdout_line(&name, multi, false, l);
-        });
+        let mut buf = std::mem::take(&mut self.out_line);
+        buf.extend_from_slice(b);
+        Self::flush_lines(&mut buf, false, |l| self.out_line(l));
+        self.out_line = buf;
     }
     fn stderr(&mut self, b: &[u8]) {
-        self.err_line.extend_from_slice(b);
-        let name = self.name.clone();
-        Self::flush_lines(&mut self.err_line, false, |l| {
-            eprintln!("[{name}] {}", labperf::text::show_bytes(l));
-        });
+        let mut buf = std::mem::take(&mut self.err_line);
+        buf.extend_from_slice(b);
+        Self::flush_lines(&mut buf, false, |l| self.err_line(l));
+        self.err_line = buf;
     }
     fn say(&mut self, m: &str) {
-        eprintln!("[{}] {}", self.name, show_text(m));
+        self.board
+            .println(&format!("[{}] {}", self.name, show_text(m)), false);
     }
 }
 
-/// Runs `job` on one host.
-fn one(spec: &str, o: &RemoteOpts, job: &Job, hosts: usize) -> Result<Done> {
+/// Runs `job` on host number `index`, telling the board where it is.
+fn one(
+    spec: &str,
+    o: &RemoteOpts,
+    job: &Job,
+    hosts: usize,
+    board: &Board,
+    index: usize,
+) -> Result<Done> {
     let interrupts = labperf::interrupt::count();
-    let mut io = HostIo::new(spec, hosts > 1);
+    let mut io = HostIo::new(spec, hosts > 1, board, index);
+    board.set(index, Phase::Connecting, "");
     let Connected {
         remote: r,
         remote_dir,
@@ -226,6 +247,7 @@ fn one(spec: &str, o: &RemoteOpts, job: &Job, hosts: usize) -> Result<Done> {
     let (agent, uploaded) = match there {
         Some(path) => (path, false),
         None => {
+            board.set(index, Phase::Uploading, format!("{arch} agent"));
             let local_agent = super::agents::agent_for(&arch)?;
             deploy::ensure_agent(&r, &local_agent, &remote_dir)?
         }
@@ -241,6 +263,11 @@ fn one(spec: &str, o: &RemoteOpts, job: &Job, hosts: usize) -> Result<Done> {
     ));
     let mut command = job.command.to_vec();
     if !job.push.is_empty() {
+        board.set(
+            index,
+            Phase::Uploading,
+            format!("{} pushed", job.push.len()),
+        );
         for (p, (path, uploaded)) in
             job.push
                 .iter()
@@ -260,16 +287,15 @@ fn one(spec: &str, o: &RemoteOpts, job: &Job, hosts: usize) -> Result<Done> {
         command = labperf::push::rewrite(job.command, job.push, &remote_dir);
     }
     let file = output_for(job.output, spec, hosts);
-    let ran = deploy::run_agent(
-        &r,
-        &agent,
-        &files,
-        job.verb,
-        &job.agent_args,
-        &command,
-        &mut io,
-    );
+    board.set(index, Phase::Running, "");
+    // The agent's progress lines feed the host's board line.
+    let mut agent_args = job.agent_args.clone();
+    agent_args.push("--progress".into());
+    let ran = deploy::run_agent(&r, &agent, &files, job.verb, &agent_args, &command, &mut io);
     io.finish();
+    if ran.is_ok() {
+        board.set(index, Phase::Fetching, "");
+    }
     let done = match ran {
         Ok(interrupted) => deploy::finish(&r, &files, interrupted, &file).map_err(|e| match e {
             deploy::RunError::Remote(e) => anyhow::Error::from(e)
@@ -320,6 +346,7 @@ fn one(spec: &str, o: &RemoteOpts, job: &Job, hosts: usize) -> Result<Done> {
     io.say(&format!("fetched {}", file.display()));
     Ok(Done {
         name: spec.to_string(),
+        arch,
         file,
         status: finished.status,
         interrupted: finished.interrupted,
@@ -328,40 +355,70 @@ fn one(spec: &str, o: &RemoteOpts, job: &Job, hosts: usize) -> Result<Done> {
 
 /// Runs `job` on every host, at most `--jobs` at once (a worker takes the next host as it
 /// finishes one, so a slow or dead host holds up one worker for its own timeouts only);
-/// results in the order of `hosts`.
+/// each host's phase on the board (`--progress`); results in the order of `hosts`.
 pub fn run(hosts: &[String], o: &RemoteOpts, job: &Job) -> Vec<(String, Result<Done>)> {
     labperf::interrupt::install();
+    let board = Board::new(hosts, o.progress, std::io::stderr().is_terminal());
+    let left = std::sync::atomic::AtomicUsize::new(hosts.len());
+    let results = std::thread::scope(|sc| {
+        // The running times move on a live board.
+        sc.spawn(|| {
+            while left.load(std::sync::atomic::Ordering::Relaxed) > 0 {
+                std::thread::sleep(std::time::Duration::from_millis(250));
+                board.tick();
+            }
+        });
+        each_host(hosts, o.jobs(), |i, h| {
+            let r = one(h, o, job, hosts.len(), &board, i);
+            match &r {
+                Ok(d) => board.set(i, Phase::Done, d.file.display().to_string()),
+                Err(e) => board.set(i, Phase::Failed, first_line(e)),
+            }
+            left.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+            r
+        })
+    });
+    board.finish();
+    hosts.iter().cloned().zip(results).collect()
+}
+
+/// `f` on every host, at most `jobs` at once: a worker takes the next host as it finishes
+/// one, so a slow or dead host holds up one worker for its own timeouts only. Results in
+/// the order of `hosts`.
+pub fn each_host<T: Send>(
+    hosts: &[String],
+    jobs: usize,
+    f: impl Fn(usize, &str) -> Result<T> + Sync,
+) -> Vec<Result<T>> {
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let results: Vec<std::sync::Mutex<Option<Result<Done>>>> =
+    let slots: Vec<std::sync::Mutex<Option<Result<T>>>> =
         hosts.iter().map(|_| std::sync::Mutex::new(None)).collect();
     std::thread::scope(|sc| {
-        for _ in 0..o.jobs().min(hosts.len()) {
+        for _ in 0..jobs.clamp(1, hosts.len().max(1)) {
             sc.spawn(|| loop {
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let Some(h) = hosts.get(i) else { break };
-                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    one(h, o, job, hosts.len())
-                }))
-                .unwrap_or_else(|_| Err(anyhow::anyhow!("the worker for this host panicked")));
-                *results[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+                let r = f(i, h);
+                *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
             });
         }
     });
-    hosts
-        .iter()
-        .cloned()
-        .zip(results)
-        .map(|(h, r)| {
-            let r = r.into_inner().unwrap_or_else(|e| e.into_inner());
-            (
-                h,
-                r.unwrap_or_else(|| Err(anyhow::anyhow!("this host was not run"))),
-            )
+    slots
+        .into_iter()
+        .map(|m| {
+            m.into_inner()
+                .unwrap_or_else(|e| e.into_inner())
+                .unwrap_or_else(|| Err(anyhow::anyhow!("this host was not run")))
         })
         .collect()
 }
 
-/// Prints the per-host summary (several hosts) and returns how many failed.
+fn first_line(e: &anyhow::Error) -> String {
+    format!("{e:#}").lines().next().unwrap_or("").to_string()
+}
+
+/// Prints each failure, then (several hosts) the summary table: host, architecture,
+/// samples and lost samples of the fetched file, the file, the status. Returns how many failed.
 pub fn summary(results: &[(String, Result<Done>)]) -> usize {
     let failed = results.iter().filter(|(_, r)| r.is_err()).count();
     for (host, r) in results {
@@ -375,16 +432,63 @@ pub fn summary(results: &[(String, Result<Done>)]) -> usize {
             results.len() - failed,
             results.len()
         );
-        for (host, r) in results {
-            eprintln!(
-                "  {}: {}",
-                show(host),
-                match r {
-                    Ok(d) => format!("ok, {}", d.file.display()),
-                    Err(e) => format!("FAILED: {}", format!("{e:#}").lines().next().unwrap_or("")),
-                }
-            );
-        }
+        eprint!(
+            "{}",
+            summary_table(results).render(labperf::table::Format::Table, 0, false)
+        );
     }
     failed
+}
+
+/// The hosts' table (the table model, rendered as every table is).
+fn summary_table(results: &[(String, Result<Done>)]) -> labperf::table::Report {
+    use labperf::table::{Cell, Column, Table};
+    let mut t = Table::new(
+        "hosts",
+        vec![
+            Column::left("host", "Host", 12),
+            Column::left("arch", "Arch", 7),
+            Column::right("samples", "Samples", 9),
+            Column::right("lost", "Lost", 6),
+            Column::left("file", "File", 20),
+            Column::left("status", "Status", 0),
+        ],
+    );
+    t.ranked = false;
+    for (host, r) in results {
+        t.rows.push(match r {
+            Ok(d) => {
+                let trailer = labperf::load::stream(&d.file.as_path().into(), |_| {})
+                    .ok()
+                    .and_then(|i| i.trailer);
+                vec![
+                    Cell::text(show(host)),
+                    Cell::text(show(&d.arch)),
+                    trailer
+                        .as_ref()
+                        .map_or(Cell::Empty, |t| Cell::Int(t.samples)),
+                    trailer.as_ref().map_or(Cell::Empty, |t| Cell::Int(t.lost)),
+                    Cell::text(d.file.display().to_string()),
+                    Cell::text(match (d.interrupted, d.status) {
+                        (true, _) => "ok (interrupted)".to_string(),
+                        (false, 0) => "ok".to_string(),
+                        (false, n) => format!("ok (workload exit {n})"),
+                    }),
+                ]
+            }
+            Err(e) => vec![
+                Cell::text(show(host)),
+                Cell::Empty,
+                Cell::Empty,
+                Cell::Empty,
+                Cell::Empty,
+                Cell::text(format!("FAILED: {}", show(&first_line(e)))),
+            ],
+        });
+    }
+    labperf::table::Report {
+        view: "hosts",
+        tables: vec![t],
+        ..Default::default()
+    }
 }

@@ -38,6 +38,11 @@ pub struct RemoteOpts {
     /// own; the others start as one finishes) [default: 16].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub jobs: Option<u16>,
+    /// Each host's progress: one live line per host on a terminal (connecting, uploading,
+    /// running N s with the agent's samples so far, fetching, done or failed), or the same
+    /// facts as plain lines (not a terminal, or `plain`).
+    #[arg(long, value_enum, default_value = "auto")]
+    pub progress: labperf::board::Progress,
 }
 
 impl RemoteOpts {

@@ -1,4 +1,6 @@
-//! `labperf probe HOST`: what a lab machine can measure (architecture, CPU, PMUs, paranoid, features).
+//! `labperf probe [HOST,...]`: what lab machines can measure (architecture, CPU, PMUs,
+//! paranoid, features): one host in detail, several (or every host of the hosts file) at
+//! once as one table.
 
 use super::lab::{connect, Connected};
 use super::opts::RemoteOpts;
@@ -7,14 +9,18 @@ use anyhow::{bail, Result};
 /// Show what lab machines can measure.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "EXAMPLES:\n  labperf probe lab1\n  labperf probe root@127.0.0.1:10022 --identity target/lab/aarch64/id_ed25519"
+    after_help = "EXAMPLES:\n  labperf probe lab1\n  labperf probe root@127.0.0.1:10022 --identity target/lab/aarch64/id_ed25519\n  labperf probe                     # every host of the hosts file, at once: one table\n  labperf probe arm1,arm2 --format csv"
 )]
 pub struct Args {
-    /// Hosts to probe ([user@]host[:port], ssh config or hosts-file names), comma-separated.
-    #[arg(value_delimiter = ',', required = true)]
+    /// Hosts to probe ([user@]host[:port], ssh config or hosts-file names), comma-separated
+    /// [default: every host of the hosts file]. One host is shown in detail, several as a table.
+    #[arg(value_delimiter = ',')]
     pub hosts: Vec<String>,
     #[command(flatten)]
     pub ssh: RemoteOpts,
+    /// The table of several hosts as a table, CSV or JSON.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: labperf::table::Format,
 }
 
 /// Runs on the target with any POSIX sh (busybox included): one fact per line.
@@ -105,10 +111,31 @@ impl Facts {
                 shown.join(" ")
             );
         }
+        s += &format!("  TopDown: {}\n", self.topdown());
+        let strobe = self.strobe_term();
+        s += &format!(
+            "  strobe_period driver term: {}\n",
+            strobe
+                .map(|p| format!("yes, on {p}"))
+                .unwrap_or_else(|| "no".into())
+        );
+        s += &format!(
+            "  ProfileMe format bit: {}\n",
+            if self.has_format("cpu", "profileme") {
+                "yes"
+            } else {
+                "no (needs an EV67 or later and a kernel with the ProfileMe series)"
+            }
+        );
+        s
+    }
+
+    /// Whether TopDown is there: on which PMU, with how many metrics.
+    fn topdown(&self) -> String {
         let core = ["cpu_core", "cpu"]
             .into_iter()
             .find(|p| self.has_event(p, "slots"));
-        let td = match core {
+        match core {
             Some(p) => {
                 let l1 = [
                     "topdown-retiring",
@@ -134,77 +161,158 @@ impl Facts {
                 "pre-Ice Lake events only (topdown-total-slots ...)".into()
             }
             None => "no".into(),
-        };
-        s += &format!("  TopDown: {td}\n");
-        let strobe = self
-            .pmus
+        }
+    }
+
+    /// The PMU with a strobing driver term, if any.
+    fn strobe_term(&self) -> Option<String> {
+        self.pmus
             .iter()
             .find(|p| {
                 p.3.iter()
                     .any(|t| t == "strobe_period" || t == "alt_period")
             })
-            .map(|p| p.0.clone());
-        s += &format!(
-            "  strobe_period driver term: {}\n",
-            strobe
-                .map(|p| format!("yes, on {p}"))
-                .unwrap_or_else(|| "no".into())
-        );
-        s += &format!(
-            "  ProfileMe format bit: {}\n",
-            if self.has_format("cpu", "profileme") {
-                "yes"
-            } else {
-                "no (needs an EV67 or later and a kernel with the ProfileMe series)"
-            }
-        );
-        s
+            .map(|p| p.0.clone())
     }
 }
 
+/// Probes one host: its facts and the first line of what the agent says of strobing.
+fn probe(h: &str, o: &RemoteOpts) -> Result<(Facts, String)> {
+    let Connected { remote, remote_dir } = connect(h, o)?;
+    let facts = parse(&String::from_utf8_lossy(&remote.check("probing", SCRIPT)?));
+    // The strobing mode `record --metrics` would use, verified by the agent itself.
+    let strobing = match super::agents::agent_for(&facts.arch)
+        .and_then(|local| Ok(labperf::deploy::ensure_agent(&remote, &local, &remote_dir)?))
+    {
+        Ok((agent, _)) => {
+            let o = remote.run(
+                &format!("{} strobe-probe", labperf::remote::shell_quote(&agent)),
+                None,
+                labperf::remote::SMALL_OUTPUT,
+            )?;
+            let text = String::from_utf8_lossy(&o.stdout).trim().to_string();
+            if text.starts_with("strobing:") {
+                text
+            } else {
+                "strobing: not checked (this agent has no strobe-probe)".into()
+            }
+        }
+        Err(e) => format!("strobing: not checked ({e:#})"),
+    };
+    Ok((facts, strobing))
+}
+
 pub fn run(a: &Args) -> Result<()> {
-    let mut failed = 0;
-    for h in &a.hosts {
-        let r = connect(h, &a.ssh).and_then(|Connected { remote, remote_dir }| {
-            let facts = parse(&String::from_utf8_lossy(&remote.check("probing", SCRIPT)?));
-            // The strobing mode `record --metrics` would use, verified by the agent itself.
-            let strobing = match super::agents::agent_for(&facts.arch)
-                .and_then(|local| Ok(labperf::deploy::ensure_agent(&remote, &local, &remote_dir)?))
-            {
-                Ok((agent, _)) => {
-                    let o = remote.run(
-                        &format!("{} strobe-probe", labperf::remote::shell_quote(&agent)),
-                        None,
-                        labperf::remote::SMALL_OUTPUT,
-                    )?;
-                    let text = String::from_utf8_lossy(&o.stdout).trim().to_string();
-                    if text.starts_with("strobing:") {
-                        text
-                    } else {
-                        "strobing: not checked (this agent has no strobe-probe)".into()
-                    }
-                }
-                Err(e) => format!("strobing: not checked ({e:#})"),
-            };
-            Ok((facts, strobing))
-        });
-        match r {
+    let hosts: Vec<String> = if a.hosts.is_empty() {
+        let file = labperf::hosts::load(a.ssh.hosts_file.as_deref())?;
+        if file.hosts.is_empty() {
+            bail!("no hosts to probe: name them (labperf probe HOST,...) or list them in the hosts file (--hosts-file, default ~/.config/labperf/hosts.toml)");
+        }
+        file.hosts.keys().cloned().collect()
+    } else {
+        a.hosts.clone()
+    };
+    // Every host at once (at most --jobs), each on its own connection and timeouts.
+    let results = super::lab::each_host(&hosts, a.ssh.jobs(), |_, h| probe(h, &a.ssh));
+    let failed = results.iter().filter(|r| r.is_err()).count();
+    if let [one] = &results[..] {
+        match one {
             Ok((facts, strobing)) => {
-                print!("{}", facts.render(h));
+                print!("{}", facts.render(&hosts[0]));
                 for (i, l) in strobing.lines().enumerate() {
                     println!("  {}{}", if i == 0 { "" } else { "  " }, l.trim());
                 }
             }
-            Err(e) => {
-                eprintln!("[{h}] error: {e:#}");
-                failed += 1;
+            Err(e) => eprintln!("[{}] error: {e:#}", labperf::text::show(&hosts[0])),
+        }
+    } else {
+        for (h, r) in hosts.iter().zip(&results) {
+            if let Err(e) = r {
+                eprintln!("[{}] error: {e:#}", labperf::text::show(h));
             }
         }
+        print!("{}", table(&hosts, &results).render(a.format, 0, false));
     }
     if failed > 0 {
-        bail!("{failed} of {} host(s) could not be probed", a.hosts.len());
+        bail!("{failed} of {} host(s) could not be probed", hosts.len());
     }
     Ok(())
+}
+
+/// Several hosts' facts, a row each.
+fn table(hosts: &[String], results: &[Result<(Facts, String)>]) -> labperf::table::Report {
+    use labperf::table::{Cell, Column, Table};
+    let mut t = Table::new(
+        "hosts",
+        vec![
+            Column::left("host", "Host", 12),
+            Column::left("arch", "Arch", 7),
+            Column::left("kernel", "Kernel", 10),
+            Column::right("paranoid", "Paranoid", 8),
+            Column::left("pmus", "PMUs", 16),
+            Column::left("topdown", "TopDown", 8),
+            Column::left("strobing", "Strobing", 10),
+            Column::left("profileme", "ProfileMe", 9),
+            Column::left("status", "Status", 0),
+        ],
+    );
+    t.ranked = false;
+    for (h, r) in hosts.iter().zip(results) {
+        let host = Cell::text(labperf::text::show(h));
+        t.rows.push(match r {
+            Ok((f, strobing)) => {
+                let pmus: Vec<&str> = f
+                    .pmus
+                    .iter()
+                    .map(|p| p.0.as_str())
+                    .filter(|n| {
+                        !matches!(
+                            *n,
+                            "software" | "tracepoint" | "breakpoint" | "kprobe" | "uprobe"
+                        )
+                    })
+                    .collect();
+                let strobe = strobing.lines().next().unwrap_or("");
+                let strobe = strobe.strip_prefix("strobing: ").unwrap_or(strobe);
+                vec![
+                    host,
+                    Cell::text(labperf::text::show(&f.arch)),
+                    Cell::text(labperf::text::show(&f.kernel)),
+                    f.paranoid
+                        .map_or(Cell::Empty, |p| Cell::text(p.to_string())),
+                    Cell::text(labperf::text::show(&pmus.join(","))),
+                    Cell::text(f.topdown().split(" (").next().unwrap_or("").to_string()),
+                    Cell::text(labperf::text::show(
+                        strobe
+                            .split_whitespace()
+                            .next()
+                            .unwrap_or("")
+                            .trim_end_matches(':'),
+                    )),
+                    Cell::text(if f.has_format("cpu", "profileme") {
+                        "yes"
+                    } else {
+                        "no"
+                    }),
+                    Cell::text("ok"),
+                ]
+            }
+            Err(e) => {
+                let mut row = vec![host];
+                row.extend(std::iter::repeat_n(Cell::Empty, 7));
+                row.push(Cell::text(format!(
+                    "FAILED: {}",
+                    labperf::text::show(format!("{e:#}").lines().next().unwrap_or(""))
+                )));
+                row
+            }
+        });
+    }
+    labperf::table::Report {
+        view: "hosts",
+        tables: vec![t],
+        ..Default::default()
+    }
 }
 
 #[cfg(test)]

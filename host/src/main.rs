@@ -29,6 +29,7 @@ enum Cmd {
     Probe(cmd::probe::Args),
     Deploy(cmd::deploy::Args),
     Stat(cmd::stat::Args),
+    Hosts(cmd::hosts::Args),
 }
 
 /// With LABPERF_PEAK_MEMORY set, says at exit how much memory labperf's own process
@@ -59,6 +60,7 @@ fn main() {
         Cmd::Probe(a) => cmd::probe::run(a),
         Cmd::Deploy(a) => cmd::deploy::run(a),
         Cmd::Stat(a) => cmd::stat::run(a),
+        Cmd::Hosts(a) => cmd::hosts::run(a),
     };
     if let Err(e) = r {
         eprintln!("labperf: error: {e:#}");

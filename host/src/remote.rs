@@ -309,6 +309,9 @@ pub const LAB_PROGRAMS: &[&str] = &[
     "grep",
     "ls",
     "tr",
+    "id",
+    "df",
+    "tail",
 ];
 /// Tried, when present, where `sha256sum` is missing.
 pub const LAB_FALLBACKS: &[&str] = &["busybox", "shasum", "openssl"];

@@ -357,3 +357,116 @@ fn probe_without_hosts_probes_every_host_of_the_hosts_file_into_one_table() {
     assert_eq!(names, ["lab-a", "lab-b", "lab-down"]);
     assert_eq!(rows[0]["arch"], "x86_64");
 }
+
+#[test]
+fn hosts_check_of_an_ansible_inventory_gives_each_host_its_verdict_and_groups_select_hosts() {
+    let dir = Sshd::keys("fleet-check");
+    let good = Sshd::start_in(dir.clone(), labperf_tests::sshd::free_port());
+    let changed = Sshd::start_in(dir.clone(), labperf_tests::sshd::free_port());
+    let down = labperf_tests::sshd::free_port();
+    // The changed machine's recorded key is another one than it has now.
+    labperf_tests::sshd::keygen(&dir.join("old_key"));
+    let old = std::fs::read_to_string(dir.join("old_key.pub")).unwrap();
+    let old: Vec<&str> = old.split_whitespace().take(2).collect();
+    std::fs::write(
+        dir.join("known_hosts"),
+        format!(
+            "[127.0.0.1]:{} {}\n[127.0.0.1]:{} {}\n",
+            good.port,
+            good.host_key("host_key"),
+            changed.port,
+            old.join(" ")
+        ),
+    )
+    .unwrap();
+    let vars = format!(
+        "ansible_user=root\nansible_ssh_private_key_file=client_key\nlabperf_known_hosts=known_hosts\nlabperf_remote_dir={}\n",
+        dir.join("remote").display()
+    );
+    let ini = dir.join("inventory");
+    std::fs::write(
+        &ini,
+        format!(
+            "[lab]\ngood ansible_host=127.0.0.1 ansible_port={}\nchanged ansible_host=127.0.0.1 ansible_port={}\ndown ansible_host=127.0.0.1 ansible_port={down}\n\n[lab:vars]\n{vars}",
+            good.port, changed.port
+        ),
+    )
+    .unwrap();
+    let o = labperf_in(&dir)
+        .args([
+            "hosts",
+            "check",
+            "@lab",
+            "--connect-timeout",
+            "3",
+            "--hosts-file",
+        ])
+        .arg(&ini)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{out}{err}");
+    let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid").unwrap();
+    let row = table_row(&out, "good");
+    assert_eq!((row[1], row[2]), ("x86_64", paranoid.trim()), "{out}");
+    assert!(row[5].starts_with("ready"), "{out}");
+    let row = table_row(&out, "changed");
+    assert!(row.contains(&"HOST KEY CHANGED"), "{out}");
+    assert!(row.last().unwrap().contains("ssh-keygen -R"), "{out}");
+    let row = table_row(&out, "down");
+    assert!(row.contains(&"unreachable"), "{out}");
+    assert!(err.contains("2 of 3 host(s) cannot record"), "{err}");
+    // The same lab as a YAML inventory: `--host @up` records on its one host.
+    let yaml = dir.join("lab.yml");
+    let yaml_vars: String = vars
+        .lines()
+        .map(|l| {
+            let (k, v) = l.split_once('=').unwrap();
+            format!("        {k}: \"{v}\"\n")
+        })
+        .collect();
+    std::fs::write(
+        &yaml,
+        format!(
+            "all:\n  children:\n    up:\n      hosts:\n        good:\n          ansible_host: 127.0.0.1\n          ansible_port: {}\n      vars:\n{yaml_vars}    gone:\n      hosts:\n        down:\n          ansible_port: {down}\n",
+            good.port
+        ),
+    )
+    .unwrap();
+    let o = labperf_in(&dir)
+        .args([
+            "record",
+            "--host",
+            "@up",
+            "-e",
+            "cpu-clock",
+            "--no-report",
+            "--hosts-file",
+        ])
+        .arg(&yaml)
+        .arg("-o")
+        .arg(dir.join("up.lpr"))
+        .arg("--")
+        .arg(bin("labperf-bench"))
+        .args(["--duration", "0.3"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let t = labperf_common::decode_all(&std::fs::read(dir.join("up.lpr")).unwrap())
+        .trailer
+        .unwrap();
+    assert!(t.samples > 100, "{} samples", t.samples);
+    // An unknown group is refused with the groups there are.
+    let o = labperf_in(&dir)
+        .args(["record", "--host", "@nope", "--hosts-file"])
+        .arg(&yaml)
+        .args(["--", "/bin/true"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("no group 'nope'") && err.contains("up"),
+        "{err}"
+    );
+}

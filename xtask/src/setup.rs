@@ -79,6 +79,8 @@ pub const PROGRAMS: &[(&str, &str)] = &[
     // as it would on a lab machine.
     ("sh", "dash"),
     ("id", "coreutils"),
+    ("df", "coreutils"),
+    ("tail", "coreutils"),
     ("date", "coreutils"),
     ("cat", "coreutils"),
     ("head", "coreutils"),

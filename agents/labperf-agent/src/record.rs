@@ -820,9 +820,14 @@ pub fn run(o: &Opts) -> Result<i32, Fail> {
     let mut forwarded: Option<Instant> = None;
     let mut exit = ExitStatus::default();
     let mut pending_err: Option<Fail> = None;
+    let exited = match &target {
+        Target::Spawned(_) | Target::System(Some(_)) => sys::pidfd(pid),
+        _ => None,
+    };
     loop {
         let mut pfds: Vec<libc::pollfd> = ring_fds
             .iter()
+            .chain(&exited)
             .map(|&fd| libc::pollfd {
                 fd,
                 events: libc::POLLIN,

@@ -93,6 +93,14 @@ pub fn online_cpus() -> Vec<i32> {
     v
 }
 
+/// A pidfd of our child `pid` (Linux 5.3+): readable once it exits, so the drain loop's
+/// poll wakes at once instead of at its next timeout.
+pub fn pidfd(pid: i32) -> Option<i32> {
+    // SAFETY: pidfd_open takes a pid and flags; the result is an fd or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    (fd >= 0).then_some(fd as i32)
+}
+
 /// `0,2-3`: the CPUs of `-C` as text.
 pub fn cpu_list_text(c: &[i32]) -> String {
     let v: Vec<String> = c.iter().map(i32::to_string).collect();

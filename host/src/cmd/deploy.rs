@@ -25,7 +25,8 @@ pub struct Args {
 
 pub fn run(a: &Args) -> Result<()> {
     let mut failed = 0;
-    for h in &a.hosts {
+    let hosts = super::lab::expand(&a.hosts, &a.ssh, false)?;
+    for h in &hosts {
         let r = (|| -> Result<String> {
             let Connected { remote, remote_dir } = connect(h, &a.ssh)?;
             let arch = super::lab::target_arch(&remote, &a.ssh)?;
@@ -50,7 +51,7 @@ pub fn run(a: &Args) -> Result<()> {
         }
     }
     if failed > 0 {
-        bail!("{failed} of {} host(s) failed", a.hosts.len());
+        bail!("{failed} of {} host(s) failed", hosts.len());
     }
     Ok(())
 }

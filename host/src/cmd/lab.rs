@@ -20,6 +20,48 @@ pub struct Connected {
     pub remote_dir: String,
 }
 
+/// The hosts named on the command line, each `@group` replaced by the group's hosts from
+/// the hosts file (an inventory's groups; `@all` is every host); none given: every host
+/// of the hosts file when `all_by_default`.
+pub fn expand(given: &[String], o: &RemoteOpts, all_by_default: bool) -> Result<Vec<String>> {
+    let needs_file =
+        given.iter().any(|h| h.starts_with('@')) || (given.is_empty() && all_by_default);
+    if !needs_file {
+        return Ok(given.to_vec());
+    }
+    let file = labperf::hosts::load(o.hosts_file.as_deref())?;
+    if given.is_empty() {
+        if file.hosts.is_empty() {
+            anyhow::bail!("no hosts: name them (HOST,... or @group) or list them in the hosts file (--hosts-file, default ~/.config/labperf/hosts.toml)");
+        }
+        return Ok(file.hosts.keys().cloned().collect());
+    }
+    let mut out: Vec<String> = Vec::new();
+    for h in given {
+        match h.strip_prefix('@') {
+            Some(g) => {
+                let members = file.group(g).ok_or_else(|| {
+                    let known: Vec<&str> = file.groups.keys().map(String::as_str).collect();
+                    anyhow::anyhow!(
+                        "no group '{}' in the hosts file (it has: {})",
+                        show(g),
+                        if known.is_empty() {
+                            "no groups".into()
+                        } else {
+                            known.join(", ")
+                        }
+                    )
+                })?;
+                out.extend(members);
+            }
+            None => out.push(h.clone()),
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|h| seen.insert(h.clone()));
+    Ok(out)
+}
+
 /// Connects to `spec`: a name from the hosts file, or `[user@]host[:port]` / an ssh config name.
 pub fn connect(spec: &str, o: &RemoteOpts) -> Result<Connected> {
     let hosts = labperf::hosts::load(o.hosts_file.as_deref())?;
@@ -359,24 +401,27 @@ fn one(
 pub fn run(hosts: &[String], o: &RemoteOpts, job: &Job) -> Vec<(String, Result<Done>)> {
     labperf::interrupt::install();
     let board = Board::new(hosts, o.progress, std::io::stderr().is_terminal());
-    let left = std::sync::atomic::AtomicUsize::new(hosts.len());
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
     let results = std::thread::scope(|sc| {
-        // The running times move on a live board.
-        sc.spawn(|| {
-            while left.load(std::sync::atomic::Ordering::Relaxed) > 0 {
-                std::thread::sleep(std::time::Duration::from_millis(250));
-                board.tick();
+        // The running times move on a live board; it stops the moment every host is done.
+        let b = &board;
+        sc.spawn(move || {
+            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                done_rx.recv_timeout(std::time::Duration::from_millis(250))
+            {
+                b.tick();
             }
         });
-        each_host(hosts, o.jobs(), |i, h| {
+        let r = each_host(hosts, o.jobs(), |i, h| {
             let r = one(h, o, job, hosts.len(), &board, i);
             match &r {
                 Ok(d) => board.set(i, Phase::Done, d.file.display().to_string()),
                 Err(e) => board.set(i, Phase::Failed, first_line(e)),
             }
-            left.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
             r
-        })
+        });
+        drop(done_tx);
+        r
     });
     board.finish();
     hosts.iter().cloned().zip(results).collect()

@@ -6,6 +6,7 @@ pub mod deploy;
 pub mod diff;
 pub mod dump;
 pub mod export;
+pub mod hosts;
 pub mod import;
 pub mod info;
 pub mod lab;

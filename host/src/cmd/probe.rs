@@ -203,15 +203,7 @@ fn probe(h: &str, o: &RemoteOpts) -> Result<(Facts, String)> {
 }
 
 pub fn run(a: &Args) -> Result<()> {
-    let hosts: Vec<String> = if a.hosts.is_empty() {
-        let file = labperf::hosts::load(a.ssh.hosts_file.as_deref())?;
-        if file.hosts.is_empty() {
-            bail!("no hosts to probe: name them (labperf probe HOST,...) or list them in the hosts file (--hosts-file, default ~/.config/labperf/hosts.toml)");
-        }
-        file.hosts.keys().cloned().collect()
-    } else {
-        a.hosts.clone()
-    };
+    let hosts = super::lab::expand(&a.hosts, &a.ssh, true)?;
     // Every host at once (at most --jobs), each on its own connection and timeouts.
     let results = super::lab::each_host(&hosts, a.ssh.jobs(), |_, h| probe(h, &a.ssh));
     let failed = results.iter().filter(|r| r.is_err()).count();

@@ -17,7 +17,8 @@ pub struct Args {
     /// Run the agent on this machine (the default without --host).
     #[arg(long, conflicts_with = "host")]
     pub local: bool,
-    /// Lab machines to record on: [user@]host[:port] or ~/.ssh/config names, comma-separated.
+    /// Lab machines to record on: [user@]host[:port], ~/.ssh/config or hosts-file names, or
+    /// @group of the hosts file (an Ansible inventory's groups), comma-separated.
     #[arg(long, value_delimiter = ',')]
     pub host: Vec<String>,
     #[command(flatten)]
@@ -113,6 +114,7 @@ pub fn run(a: &Args) -> Result<()> {
     }
     let agent_args = agent_args(&a.rec);
     if !a.host.is_empty() {
+        let hosts = lab::expand(&a.host, &a.ssh, false)?;
         let pushes =
             labperf::push::read(&a.push).map_err(|e| anyhow::anyhow!("{e}: nothing was run"))?;
         let job = lab::Job {
@@ -123,13 +125,13 @@ pub fn run(a: &Args) -> Result<()> {
             binaries: true,
             push: &pushes,
         };
-        let results = lab::run(&a.host, &a.ssh, &job);
+        let results = lab::run(&hosts, &a.ssh, &job);
         let mut failed = lab::summary(&results);
         let mut worst = 0;
         for (_, r) in &results {
             let Ok(d) = r else { continue };
             if !a.no_report {
-                if a.host.len() > 1 {
+                if hosts.len() > 1 {
                     println!("== {} ==", show(&d.name));
                 }
                 if let Err(e) = super::report::print(&d.file, &a.report) {
@@ -161,7 +163,7 @@ pub fn run(a: &Args) -> Result<()> {
                 Ok((labperf::view::View::Plain, _))
             )
         });
-        if !a.no_report && a.host.len() > 1 && files.len() > 1 && plain {
+        if !a.no_report && hosts.len() > 1 && files.len() > 1 && plain {
             println!("== {} hosts merged ==", files.len());
             if let Err(e) = super::report::print_many(&files, &a.report) {
                 eprintln!("error: the merged report: {e:#}");

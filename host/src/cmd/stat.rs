@@ -153,7 +153,8 @@ pub fn run(a: &Args) -> Result<()> {
         binaries: false,
         push: &[],
     };
-    let results = lab::run(&a.host, &a.ssh, &job);
+    let hosts = lab::expand(&a.host, &a.ssh, false)?;
+    let results = lab::run(&hosts, &a.ssh, &job);
     let mut failed = lab::summary(&results);
     let mut worst = 0;
     for (_, r) in &results {
@@ -183,7 +184,7 @@ pub fn run(a: &Args) -> Result<()> {
         }
     }
     if failed > 0 {
-        bail!("{failed} of {} host(s) failed", a.host.len());
+        bail!("{failed} of {} host(s) failed", hosts.len());
     }
     drop(out);
     super::record::pass_on(worst);

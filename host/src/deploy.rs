@@ -158,20 +158,17 @@ pub fn prepare(
 
 /// Makes the run directory (the first run there) and checks it is writable.
 pub fn make_runs_dir(r: &Remote, files: &RunFiles) -> Result<(), RemoteError> {
-    let runs = files.runs_dir();
-    let o = r.run(
-        &format!(
-            "mkdir -p {} && test -w {}",
-            shell_quote(runs),
-            shell_quote(runs)
-        ),
-        None,
-        SMALL_OUTPUT,
-    )?;
+    make_dir(r, files.runs_dir())
+}
+
+/// `mkdir -p DIR` there, and DIR writable.
+fn make_dir(r: &Remote, dir: &str) -> Result<(), RemoteError> {
+    let q = shell_quote(dir);
+    let o = r.run(&format!("mkdir -p {q} && test -w {q}"), None, SMALL_OUTPUT)?;
     if o.status != 0 {
         return Err(RemoteError::NotWritable {
             host: r.name(),
-            path: show(runs).into_owned(),
+            path: show(dir).into_owned(),
             stderr: show(String::from_utf8_lossy(&o.stderr).trim()).into_owned(),
         });
     }
@@ -270,19 +267,7 @@ pub fn ensure_file(
         ),
         None => {}
     }
-    let parent = path.rsplit_once('/').map_or(dir, |(p, _)| p);
-    let o = r.run(
-        &format!("mkdir -p {}", shell_quote(parent)),
-        None,
-        SMALL_OUTPUT,
-    )?;
-    if o.status != 0 {
-        return Err(RemoteError::NotWritable {
-            host: r.name(),
-            path: show(parent).into_owned(),
-            stderr: show(String::from_utf8_lossy(&o.stderr).trim()).into_owned(),
-        });
-    }
+    make_dir(r, path.rsplit_once('/').map_or(dir, |(p, _)| p))?;
     r.upload(data, &path, if exec { "755" } else { "644" })?;
     if remote_matches(r, &path, data, exec)? != Some(true) {
         return Err(RemoteError::Checksum {

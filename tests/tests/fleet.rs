@@ -18,6 +18,14 @@ case "$SSH_ORIGINAL_COMMAND" in
 esac
 "#;
 
+/// known_hosts lines naming each sshd's key at its port.
+fn known_hosts(sshds: &[Sshd]) -> String {
+    sshds
+        .iter()
+        .map(|s| format!("[127.0.0.1]:{} {}\n", s.port, s.host_key("host_key")))
+        .collect()
+}
+
 /// The most runs the log shows at once, and how many started.
 fn most_at_once(log: &Path) -> (usize, usize) {
     let mut ev: Vec<(u64, i32)> = std::fs::read_to_string(log)
@@ -48,15 +56,7 @@ fn thirty_two_host_names_over_four_sshds_run_eight_at_a_time() {
         .collect();
     // The 4 machines' keys known beforehand; 32 names, 8 for each machine, two remote
     // directories on each (names of one machine share an agent upload).
-    let mut known = String::new();
-    for s in &sshds {
-        known.push_str(&format!(
-            "[127.0.0.1]:{} {}\n",
-            s.port,
-            s.host_key("host_key")
-        ));
-    }
-    std::fs::write(dir.join("known_hosts"), known).unwrap();
+    std::fs::write(dir.join("known_hosts"), known_hosts(&sshds)).unwrap();
     let mut hosts = String::new();
     let names: Vec<String> = (0..32).map(|i| format!("h{i:02}")).collect();
     for (i, n) in names.iter().enumerate() {
@@ -122,15 +122,7 @@ fn three_hosts(name: &str) -> (Vec<Sshd>, std::path::PathBuf, std::path::PathBuf
         .map(|_| Sshd::start_in(dir.clone(), labperf_tests::sshd::free_port()))
         .collect();
     let down = labperf_tests::sshd::free_port();
-    let mut known = String::new();
-    for s in &up {
-        known.push_str(&format!(
-            "[127.0.0.1]:{} {}\n",
-            s.port,
-            s.host_key("host_key")
-        ));
-    }
-    std::fs::write(dir.join("known_hosts"), known).unwrap();
+    std::fs::write(dir.join("known_hosts"), known_hosts(&up)).unwrap();
     let mut hosts = String::new();
     for (n, port) in [
         ("lab-a", up[0].port),

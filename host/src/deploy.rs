@@ -222,17 +222,12 @@ pub fn ensure_agent(
     local: &Path,
     remote_dir: &str,
 ) -> Result<(String, bool), RemoteError> {
-    use std::io::Read;
-    let mut data = Vec::new();
-    std::fs::File::open(local)
-        .and_then(|f| f.take(MAX_AGENT + 1).read_to_end(&mut data))
-        .map_err(|e| RemoteError::Local {
-            path: local.into(),
-            why: format!("cannot read the agent: {e}"),
-        })?;
-    let hash = sha256_hex(&data);
-    let dir = format!("{remote_dir}/agents/{}", &hash[..32]);
-    let placed = ensure_file(r, &data, &dir, "labperf-agent", true)?;
+    let agent = Candidate::read("", local)?;
+    let path = agent.remote_path(remote_dir);
+    let (dir, name) = path
+        .rsplit_once('/')
+        .unwrap_or((remote_dir, "labperf-agent"));
+    let placed = ensure_file(r, &agent.data, dir, name, true)?;
     Ok((placed.path, placed.uploaded))
 }
 

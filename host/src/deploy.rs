@@ -415,6 +415,11 @@ pub fn finish(
         )
     });
     let line = line.trim().to_string();
+    // The connection failed before the status line came: that is the error, not the agent.
+    let got = match got {
+        Err(e) if line.is_empty() => return Err(e.into()),
+        got => got,
+    };
     let (kind, rest) = line.split_once(' ').unwrap_or((line.as_str(), ""));
     let host = r.name();
     let why = show(rest).into_owned();

@@ -120,7 +120,14 @@ fn diff_shows_each_function_s_share_and_its_change() {
     };
     let row = |f: &str| rows(&diff).iter().find(|r| r["name"] == f).unwrap().clone();
     // Baseline and change are the two reports' shares, exactly.
+    // main is sampled in a fraction of a percent of the time: some 2 s runs have none of
+    // it in either file, and then the diff rightly has no row for it.
+    let sampled = |f: &str| rows(&diff).iter().any(|r| r["name"] == f);
     for f in ["int_divider_stalls", "nops", "labperf_bench::main"] {
+        if f == "labperf_bench::main" && !sampled(f) {
+            assert_eq!((pct(&ja, f), pct(&jb, f)), (0.0, 0.0));
+            continue;
+        }
         let r = row(f);
         assert!((r["percent_base"].as_f64().unwrap() - pct(&ja, f)).abs() < 1e-9);
         let delta = r["percent_delta"].as_f64().unwrap();

@@ -86,7 +86,29 @@ pub struct Imported {
 const CONTEXT_MAX: u64 = u64::MAX - 4095;
 const PERF_CONTEXT_USER: u64 = u64::MAX - 511;
 
-fn attr_of(a: &linux_perf_data::linux_perf_event_reader::PerfEventAttr) -> Attr {
+/// PERF_SAMPLE_STACK_USER.
+const SAMPLE_STACK_USER: u64 = 1 << 13;
+
+/// The user registers the host's unwinder reads (`unwind.rs`), as perf numbers them:
+/// x86_64 bp, sp, ip; aarch64 x29, x30, sp, pc. An imported user stack keeps these alone.
+fn unwind_regs(arch: &Arch) -> u64 {
+    match arch {
+        Arch::X86_64 => 1 << 6 | 1 << 7 | 1 << 8,
+        Arch::Aarch64 => 0xf << 29,
+        _ => 0,
+    }
+}
+
+/// The stack pointer's number among perf's user registers.
+fn sp_reg(arch: &Arch) -> Option<u64> {
+    match arch {
+        Arch::X86_64 => Some(7),
+        Arch::Aarch64 => Some(31),
+        _ => None,
+    }
+}
+
+fn attr_of(a: &linux_perf_data::linux_perf_event_reader::PerfEventAttr, arch: &Arch) -> Attr {
     let (type_, config) = match a.type_ {
         PerfEventType::Hardware(id, _) => (
             0,
@@ -112,14 +134,34 @@ fn attr_of(a: &linux_perf_data::linux_perf_event_reader::PerfEventAttr) -> Attr 
         SamplingPolicy::Period(p) => (p.get(), 0),
         SamplingPolicy::Frequency(f) => (f, 1 << 10),
     };
+    // `--call-graph dwarf`: the registers kept (those perf took of the unwinder's) and
+    // the stack size asked.
+    let sample_type = a.sample_format.bits();
+    let (regs, stack) = if sample_type & SAMPLE_STACK_USER != 0 {
+        let want = unwind_regs(arch);
+        if want != 0 && a.sample_regs_user & want == want {
+            (want, a.sample_stack_user)
+        } else {
+            (0, 0)
+        }
+    } else {
+        (0, 0)
+    };
     Attr {
         type_,
         size: 0,
         config,
         sample_period_or_freq: period,
-        sample_type: a.sample_format.bits(),
+        sample_type: if regs == 0 {
+            sample_type & !SAMPLE_STACK_USER
+        } else {
+            sample_type
+        },
         read_format: a.read_format.bits(),
         flags: a.flags.bits() | freq,
+        sample_regs_user: regs,
+        sample_stack_user: stack,
+        sample_max_stack: a.sample_max_stack,
         ..Default::default()
     }
 }
@@ -163,7 +205,7 @@ pub fn import(
         .iter()
         .map(|d| EventDesc {
             name: d.name().unwrap_or("event").to_string(),
-            attr: attr_of(&d.attr),
+            attr: attr_of(&d.attr, &arch),
             leader: None,
         })
         .collect();
@@ -251,6 +293,36 @@ fn write_records<R: std::io::Read + std::io::Seek>(
                         .map_or(&all[..], |i| &all[i + 1..]);
                     callchain = user.iter().copied().filter(|&a| a < CONTEXT_MAX).collect();
                 }
+                // The user stack perf copied (`--call-graph dwarf`), with the registers
+                // the unwinder reads.
+                let user_stack = match (&s.user_regs, &s.user_stack) {
+                    (Some(regs), Some((data, dyn_size))) => {
+                        let mask = header
+                            .events
+                            .get(attr_index)
+                            .map_or(0, |e| e.attr.sample_regs_user);
+                        let values: Option<Vec<u64>> = (0..64u64)
+                            .filter(|b| mask >> b & 1 == 1)
+                            .map(|b| regs.get(b))
+                            .collect();
+                        let sp = sp_reg(&header.arch).and_then(|r| regs.get(r));
+                        match (values, sp) {
+                            (Some(regs), Some(sp)) if mask != 0 => {
+                                let bytes = data.as_slice();
+                                let n = (*dyn_size as usize)
+                                    .min(bytes.len())
+                                    .min(labperf_common::MAX_USER_STACK);
+                                Some(labperf_common::UserStack {
+                                    regs,
+                                    sp,
+                                    data: bytes[..n].to_vec(),
+                                })
+                            }
+                            _ => None,
+                        }
+                    }
+                    _ => None,
+                };
                 if let Some(t) = s.timestamp {
                     first.get_or_insert(t);
                     last = last.max(t);
@@ -268,6 +340,7 @@ fn write_records<R: std::io::Read + std::io::Seek>(
                     cpu: s.cpu.unwrap_or(0),
                     callchain,
                     addr: s.addr,
+                    user_stack,
                     ..Default::default()
                 })
             }
@@ -335,7 +408,13 @@ fn write_records<R: std::io::Read + std::io::Seek>(
         };
         e.push(&rec);
         got.records += 1;
-        if e.pending_bytes() >= 64 * 1024 {
+        // A frame closes on its size, and on the user stack it would have a reader
+        // rebuild (the agent's rule: a reader rebuilds at most `stack_budget` per frame).
+        let stacks = e.pending_stack_bytes();
+        if e.pending_bytes() >= 64 * 1024
+            || stacks >= labperf_common::STACK_FRAME_FLUSH
+            || stacks >= labperf_common::STACK_FLUSH_PER_BYTE * e.pending_bytes() as u64
+        {
             if let Some(f) = e.flush() {
                 w.write_all(&f)?;
             }

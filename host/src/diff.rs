@@ -220,9 +220,20 @@ pub fn diff(base: &Report, new: &Report) -> Result<Report, DiffError> {
         .collect();
     let mut warnings: Vec<String> = base.warnings.iter().map(|w| format!("base: {w}")).collect();
     warnings.extend(new.warnings.iter().map(|w| format!("new: {w}")));
+    // How far each side's call stacks reach, as their reports say it.
+    let mut summary = serde_json::Map::new();
+    let mut stacks = Vec::new();
+    for (side, r) in [("base", base), ("new", new)] {
+        for h in r.heading.iter().filter(|h| crate::quality::is_line(h)) {
+            stacks.push(format!("# {side}: {}", h.trim_start_matches("# ")));
+        }
+        if let Some(v) = r.summary.get("stacks") {
+            summary.insert(format!("{side}_stacks"), v.clone());
+        }
+    }
     Ok(Report {
         view: new.view,
-        heading: vec![format!(
+        heading: std::iter::once(format!(
             "# {} vs {}: each column's baseline and its change (new - base)",
             base.heading
                 .first()
@@ -232,8 +243,10 @@ pub fn diff(base: &Report, new: &Report) -> Result<Report, DiffError> {
                 .first()
                 .map_or("", String::as_str)
                 .trim_start_matches("# ")
-        )],
-        summary: Default::default(),
+        ))
+        .chain(stacks)
+        .collect(),
+        summary,
         tables,
         warnings,
         damaged: base.damaged || new.damaged,

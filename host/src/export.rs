@@ -54,6 +54,8 @@ pub struct Run {
     /// The header's event names, in sample `event` order.
     pub events: Vec<String>,
     pub info: FileInfo,
+    /// How far its call stacks reach; `None` when its events take none.
+    pub stacks: Option<crate::quality::Quality>,
 }
 
 /// The samples of one recording with one stack.
@@ -147,6 +149,9 @@ pub fn collect_many(srcs: &[Source], search: Search, samples: bool) -> Result<St
     for s in &mut st.samples {
         s.stack = new_of[s.stack as usize];
     }
+    // Each warning once (the unwinder's symbolizer and the namer's find the same files).
+    let mut seen = std::collections::HashSet::new();
+    st.warnings.retain(|w| seen.insert(w.clone()));
     Ok(st)
 }
 
@@ -183,6 +188,11 @@ impl Stacks {
             usym.recorded_on(peek.header.as_ref(), peek.header_ext.as_ref());
             load::stream(src, |r| u.observe(r))?;
         }
+        // How far the stacks reach: user stacks as they are unwound, callchains (`-g`)
+        // once every mapping is known, from the samples of each distinct stack
+        // (`fp_samples`, by stack number).
+        let mut quality = crate::quality::Quality::of_header(peek.header.as_ref());
+        let mut fp_samples: Vec<u64> = Vec::new();
         let info = load::stream(src, |r| match r {
             Record::Comm(c) => {
                 let i = match comms.iter().position(|n| *n == c.comm) {
@@ -207,9 +217,16 @@ impl Stacks {
                     .or_else(|| comm_of.get(&s.pid))
                     .copied()
                     .unwrap_or(u32::MAX);
-                let unwound = match unwind.as_mut() {
-                    Some(u) if s.user_stack.is_some() => u.unwind(&mut usym, s),
-                    _ => Vec::new(),
+                let (unwound, fp) = match unwind.as_mut() {
+                    Some(u) if s.user_stack.is_some() => (u.unwind(&mut usym, s), false),
+                    _ => {
+                        if s.callchain.is_empty() {
+                            if let Some(q) = quality.as_mut() {
+                                q.without += 1;
+                            }
+                        }
+                        (Vec::new(), !s.callchain.is_empty())
+                    }
                 };
                 let bump = |e: &mut (u64, u64, u32)| {
                     e.0 += 1;
@@ -245,6 +262,12 @@ impl Stacks {
                         }
                     }
                 };
+                if fp {
+                    if fp_samples.len() <= id as usize {
+                        fp_samples.resize(id as usize + 1, 0);
+                    }
+                    fp_samples[id as usize] += 1;
+                }
                 if keep {
                     rows.push(SampleRow {
                         run,
@@ -281,6 +304,28 @@ impl Stacks {
         }
         drop(kernel);
         drop(side);
+        if let Some(q) = quality.as_mut() {
+            if let Some(u) = &unwind {
+                q.merge(&u.quality);
+                self.warnings.extend(u.warnings.iter().cloned());
+            }
+            let counted = |id: u32| fp_samples.get(id as usize).copied().unwrap_or(0);
+            let max = q.max_frames;
+            let mut ends = crate::quality::FpEnds::default();
+            for ((pid, _, ip), v) in &flat {
+                if counted(v.2) > 0 {
+                    let e = ends.end(&mut sym, *pid, std::slice::from_ref(ip), max);
+                    q.add(&e, counted(v.2));
+                }
+            }
+            for ((pid, _, addrs), v) in &raw {
+                if counted(v.2) > 0 {
+                    let e = ends.end(&mut sym, *pid, addrs, max);
+                    q.add(&e, counted(v.2));
+                }
+            }
+        }
+        drop(fp_samples);
         let mut merged: HashMap<Vec<u32>, u32> = HashMap::new();
         let mut stack_of = vec![0u32; next_id as usize];
         // In address order, so that frame numbering is the same on every run; each frame is
@@ -375,6 +420,7 @@ impl Stacks {
                 h.events.iter().map(|e| e.name.clone()).collect()
             }),
             info,
+            stacks: quality,
         });
         Ok(())
     }

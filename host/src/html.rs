@@ -120,6 +120,7 @@ fn facts(runs: &[Run]) -> String {
         ("mode", vec![]),
         ("samples", vec![]),
         ("losses", vec![]),
+        ("call stacks", vec![]),
     ];
     for run in runs {
         let h = run.info.header.as_ref();
@@ -154,6 +155,9 @@ fn facts(runs: &[Run]) -> String {
             h.map_or("unknown".into(), |h| h.mode.clone()),
             i.samples.to_string(),
             losses.join("; "),
+            run.stacks
+                .as_ref()
+                .map_or_else(|| "none recorded".into(), |q| q.line()),
         ];
         for (row, v) in rows.iter_mut().zip(v) {
             row.1.push(v);
@@ -166,7 +170,7 @@ fn facts(runs: &[Run]) -> String {
             let _ = write!(
                 s,
                 "<td class=\"fact-{}\">{}</td>",
-                k.to_lowercase(),
+                k.to_lowercase().replace(' ', "-"),
                 escape(&v)
             );
         }

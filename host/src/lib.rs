@@ -22,6 +22,7 @@ pub mod profileme;
 pub mod progress;
 #[cfg(feature = "remote")]
 pub mod push;
+pub mod quality;
 #[cfg(feature = "remote")]
 pub mod remote;
 pub mod report;

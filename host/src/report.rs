@@ -291,6 +291,11 @@ pub fn children(
     if total > 0 && stacked == 0 {
         warnings.push("note: no sample has a call stack (record with -g, or --call-graph fp): Children equals Self".into());
     }
+    let stacks: Vec<(String, Option<crate::quality::Quality>)> = srcs
+        .iter()
+        .map(|s| s.name.display().to_string())
+        .zip(st.runs.iter().map(|r| r.stacks.clone()))
+        .collect();
     let info = st
         .runs
         .into_iter()
@@ -301,14 +306,16 @@ pub fn children(
     summary.insert("total_samples".into(), serde_json::json!(total));
     summary.insert("stacked_samples".into(), serde_json::json!(stacked));
     summary.insert("files".into(), serde_json::json!(srcs.len()));
-    Ok(crate::table::Report {
+    let mut r = crate::table::Report {
         heading: vec![format!(
             "# {total} samples, {stacked} with a call stack; Children: the function and its callees"
         )],
         summary,
         tables: std::iter::once(t).chain(tree).collect(),
         ..crate::table::Report::of_file("plain", &info, warnings)
-    })
+    };
+    crate::quality::annotate(&mut r, &stacks);
+    Ok(r)
 }
 
 /// Which way `report --call-graph` walks the stacks from each listed function.

@@ -19,8 +19,8 @@ pub const MAX_ELF: u64 = 2 << 30;
 #[derive(Debug, Default)]
 pub struct Elf {
     pub build_id: Option<Vec<u8>>,
-    /// (file offset, vaddr, file size) of each loadable segment.
-    segments: Vec<(u64, u64, u64)>,
+    /// The loadable segments (PT_LOAD), in file order.
+    segments: Vec<Segment>,
     /// Function symbols sorted by address: (addr, size, mangled name); names are
     /// demangled only when a sample hits them.
     syms: Vec<(u64, u64, Box<str>)>,
@@ -44,8 +44,16 @@ impl Elf {
         let segments = f
             .segments()
             .map(|s| {
-                let (off, size) = s.file_range();
-                (off, s.address(), size)
+                let (offset, filesz) = s.file_range();
+                Segment {
+                    offset,
+                    vaddr: s.address(),
+                    filesz,
+                    flags: match s.flags() {
+                        object::SegmentFlags::Elf { p_flags, .. } => p_flags.0,
+                        _ => 0,
+                    },
+                }
             })
             .collect();
         let has_symtab = f.symbols().any(|s| s.kind() == SymbolKind::Text);
@@ -120,12 +128,59 @@ impl Elf {
         }
     }
 
-    /// File offset → ELF virtual address, through the loadable segments.
-    pub fn offset_to_vaddr(&self, off: u64) -> Option<u64> {
+    /// The load bias of a mapping of this file: an address in the mapping less the bias
+    /// is the file's own (ELF) virtual address. It comes from the loadable segment
+    /// (PT_LOAD) the mapping was made of, as loaders map them (the kernel for an
+    /// executable and its interpreter, `ld.so` for shared libraries): a segment at file
+    /// offset `o` and address `v` is mapped from the page holding `o` (`pgoff`, with `o`
+    /// less than a page in) at the page holding `bias + v`, so `bias = addr - (v + (pgoff -
+    /// o))`. The segment is the one whose file range starts in the mapping's first bytes
+    /// (or, for a mapping that starts inside a segment, holds its offset) and whose
+    /// permissions are the mapping's (the same page of the file can start a read-only
+    /// segment and end a writable one). `None` when no segment fits: the file is not the
+    /// one that was mapped.
+    ///
+    /// This holds for PIE and non-PIE executables, shared libraries, static binaries,
+    /// prelinked libraries (a bias of 0, or one that wraps) and the vDSO alike: it reads
+    /// the file's own layout, never assuming one. Every address of a recording is turned
+    /// into a file's address here (symbols, source lines, unwinding).
+    pub fn bias(&self, m: &Placement) -> Option<u64> {
+        const PF_X: u32 = 1;
+        const PF_W: u32 = 2;
+        // A mapping without its protection (an old PERF_RECORD_MMAP): perf records
+        // executable mappings unless asked for data ones.
+        let exec = m.prot & PROT_EXEC != 0 || m.prot == 0;
+        let write = m.prot & PROT_WRITE != 0;
+        let end = m.pgoff.saturating_add(m.len.max(1));
         self.segments
             .iter()
-            .find(|(o, _, sz)| off >= *o && off < o.saturating_add(*sz))
-            .map(|(o, v, _)| off - o + v)
+            .filter(|s| s.filesz > 0)
+            .filter_map(|s| {
+                let starts = m.pgoff <= s.offset && s.offset < end;
+                let holds = s.offset <= m.pgoff && m.pgoff < s.offset.saturating_add(s.filesz);
+                if !(starts || holds) {
+                    return None;
+                }
+                let matching = u8::from((s.flags & PF_X != 0) == exec)
+                    + u8::from((s.flags & PF_W != 0) == write);
+                let rank = (
+                    std::cmp::Reverse(matching),
+                    !starts,
+                    s.offset.abs_diff(m.pgoff),
+                );
+                Some((rank, s))
+            })
+            .min_by_key(|(rank, _)| *rank)
+            .map(|(_, s)| {
+                m.addr
+                    .wrapping_sub(s.vaddr.wrapping_add(m.pgoff.wrapping_sub(s.offset)))
+            })
+    }
+
+    /// The lowest address of the file's loadable segments (0 for PIE and shared
+    /// libraries, the link address for others).
+    pub fn base_vaddr(&self) -> u64 {
+        self.segments.iter().map(|s| s.vaddr).min().unwrap_or(0)
     }
 
     /// The (mangled) name of the function containing `vaddr`.
@@ -133,6 +188,41 @@ impl Elf {
         let i = self.syms.partition_point(|s| s.0 <= vaddr).checked_sub(1)?;
         let (a, size, name) = &self.syms[i];
         (*size == 0 || vaddr < a.saturating_add(*size)).then_some(name)
+    }
+}
+
+/// A loadable segment (PT_LOAD) of an ELF file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Segment {
+    offset: u64,
+    vaddr: u64,
+    filesz: u64,
+    /// `p_flags`: PF_X (1), PF_W (2), PF_R (4).
+    flags: u32,
+}
+
+/// `PROT_WRITE` and `PROT_EXEC` of a mapping's protection.
+const PROT_WRITE: u32 = 2;
+const PROT_EXEC: u32 = 4;
+
+/// Where a file is mapped, as a mapping record says: its start address, length, the
+/// offset in the file it maps from, and its protection (`PROT_*`; 0 when unknown).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Placement {
+    pub addr: u64,
+    pub len: u64,
+    pub pgoff: u64,
+    pub prot: u32,
+}
+
+impl From<&Mmap2> for Placement {
+    fn from(m: &Mmap2) -> Placement {
+        Placement {
+            addr: m.addr,
+            len: m.len,
+            pgoff: m.pgoff,
+            prot: m.prot,
+        }
     }
 }
 
@@ -175,6 +265,7 @@ struct Map {
     start: u64,
     end: u64,
     pgoff: u64,
+    prot: u32,
     path: Arc<str>,
     build_id: Option<Arc<[u8]>>,
 }
@@ -306,6 +397,8 @@ pub struct Symbolizer {
     kernel: Vec<(u64, u64, Arc<str>, Arc<str>)>,
     kernel_sorted: bool,
     kernel_hidden: Option<u32>,
+    /// Files already named in a warning for a mapping that fits none of their segments.
+    misplaced: std::collections::HashSet<Arc<str>>,
 }
 
 /// The file kernel functions are listed under (perf's name for the kernel image).
@@ -414,6 +507,11 @@ impl Lines {
     }
 }
 
+/// The warning for a file whose mapping matches none of its loadable segments.
+pub fn misplaced(path: &str, m: &Placement) -> String {
+    format!("{}: the mapping at file offset {:#x} ({} bytes) matches none of the file's loadable segments: the file here is not the one the recording mapped, and its addresses are shown as file offsets (and its stacks are not unwound). Pass --symfs DIR holding the recorded binary.", crate::text::show(path), m.pgoff, m.len)
+}
+
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
@@ -485,6 +583,7 @@ impl Symbolizer {
             start: m.addr,
             end: m.addr.saturating_add(m.len),
             pgoff: m.pgoff,
+            prot: m.prot,
             path,
             build_id: m.build_id.as_deref().map(Arc::from),
         };
@@ -689,8 +788,7 @@ impl Symbolizer {
         let Some(path) = elf.dwarf.clone() else {
             return Source::default();
         };
-        let off = ip.wrapping_sub(m.start).wrapping_add(m.pgoff);
-        let Some(vaddr) = elf.offset_to_vaddr(off) else {
+        let Some(vaddr) = self.file_vaddr(&m, &elf, ip) else {
             return Source::default();
         };
         let lines = match self.lines.get(&path) {
@@ -705,6 +803,40 @@ impl Symbolizer {
             }
         };
         lines.map(|l| l.source(vaddr)).unwrap_or_default()
+    }
+
+    /// The file's own address of `ip` in mapping `m` of `elf` ([`Elf::bias`]); `None`
+    /// (said once per file in the warnings) when the mapping matches none of the file's
+    /// segments.
+    fn file_vaddr(&mut self, m: &Map, elf: &Elf, ip: u64) -> Option<u64> {
+        let place = Placement {
+            addr: m.start,
+            len: m.end - m.start,
+            pgoff: m.pgoff,
+            prot: m.prot,
+        };
+        match elf.bias(&place) {
+            Some(b) => Some(ip.wrapping_sub(b)),
+            None => {
+                self.warn_misplaced(&m.path, &place);
+                None
+            }
+        }
+    }
+
+    /// Says once per file that mapping `m` of `path` matches none of its segments.
+    pub fn warn_misplaced(&mut self, path: &str, m: &Placement) {
+        let path = self.intern(path);
+        if self.misplaced.insert(path.clone()) {
+            self.warnings.push(misplaced(&path, m));
+        }
+    }
+
+    /// Whether the file mapped at `ip` of process `pid` is found here: `None` when no
+    /// file is mapped there.
+    pub fn found(&mut self, pid: u32, ip: u64) -> Option<bool> {
+        let m = self.find_map(pid, ip)?.clone();
+        Some(self.elf(&m.path, m.build_id.as_ref()).is_some())
     }
 
     /// A kernel address's function, from the file's KSYMS records.
@@ -748,7 +880,7 @@ impl Symbolizer {
         let off = ip.wrapping_sub(m.start).wrapping_add(m.pgoff);
         match self.elf(&m.path, m.build_id.as_ref()) {
             Some(elf) => {
-                let vaddr = elf.offset_to_vaddr(off).unwrap_or(off);
+                let vaddr = self.file_vaddr(&m, &elf, ip).unwrap_or(off);
                 let sym = elf.symbol(vaddr).map(|raw| {
                     if let Some(d) = self.demangled.get(raw) {
                         return d.clone();
@@ -802,6 +934,68 @@ mod tests {
         let e = Elf::parse(&data).unwrap();
         assert_eq!(e.symbol(init.address()), Some("_init"));
         assert_eq!(e.symbol(plt.address() + plt.size() - 1), None);
+    }
+
+    #[test]
+    fn the_load_bias_comes_from_the_segment_a_mapping_maps() {
+        // (offset, vaddr, file size, p_flags: X 1, W 2, R 4) of each PT_LOAD.
+        let elf = |segs: &[(u64, u64, u64, u32)]| Elf {
+            segments: segs
+                .iter()
+                .map(|&(offset, vaddr, filesz, flags)| Segment {
+                    offset,
+                    vaddr,
+                    filesz,
+                    flags,
+                })
+                .collect(),
+            ..Default::default()
+        };
+        let at = |addr, len, pgoff, prot| Placement {
+            addr,
+            len,
+            pgoff,
+            prot,
+        };
+        // gcc -O2 tiny PIE (-z separate-code): a 0x50d-byte executable segment in one page;
+        // the middle of its mapping lies past it (where the unwinder used to look).
+        let pie = elf(&[
+            (0, 0, 0x6b0, 4),
+            (0x1000, 0x1000, 0x50d, 5),
+            (0x2000, 0x2000, 0x1f8, 4),
+            (0x2dd0, 0x3dd0, 0x258, 6),
+        ]);
+        let base = 0x5555_5555_4000;
+        assert_eq!(pie.bias(&at(base + 0x1000, 0x1000, 0x1000, 5)), Some(base));
+        assert_eq!(pie.bias(&at(base, 0x1000, 0, 1)), Some(base));
+        assert_eq!(pie.bias(&at(base + 0x2000, 0x1000, 0x2000, 1)), Some(base));
+        // The writable segment starts in the read-only one's last page of the file.
+        assert_eq!(pie.bias(&at(base + 0x3000, 0x2000, 0x2000, 3)), Some(base));
+        // A mapping that starts inside its segment (the writable segment's second page,
+        // split from the first by RELRO, as /proc lists it).
+        assert_eq!(pie.bias(&at(base + 0x4000, 0x1000, 0x3000, 3)), Some(base));
+        // Old ld without separate code, non-PIE: text and data share a page of the file.
+        let old = elf(&[(0, 0x40_0000, 0x8f0, 5), (0xdb8, 0x60_0db8, 0x230, 6)]);
+        assert_eq!(old.bias(&at(0x40_0000, 0x1000, 0, 5)), Some(0));
+        assert_eq!(old.bias(&at(0x60_0000, 0x1000, 0, 3)), Some(0));
+        // Protection unknown (an old PERF_RECORD_MMAP): code.
+        assert_eq!(old.bias(&at(0x40_0000, 0x1000, 0, 0)), Some(0));
+        // A prelinked library loaded below its link address: the bias wraps.
+        let pre = elf(&[(0, 0x3a00_0000, 0x5000, 5)]);
+        let b = pre.bias(&at(0x1000_0000, 0x5000, 0, 5)).unwrap();
+        assert_eq!(0x1000_0123u64.wrapping_sub(b), 0x3a00_0123);
+        // A large text mapped in two pieces.
+        let big = elf(&[(0x1000, 0x1000, 0x3000, 5)]);
+        assert_eq!(big.bias(&at(base + 0x2000, 0x1000, 0x2000, 5)), Some(base));
+        // The vDSO: one segment from its first byte.
+        let vdso = elf(&[(0, 0, 0x1500, 5)]);
+        let v = 0x7fff_f7fc_1000;
+        assert_eq!(vdso.bias(&at(v, 0x2000, 0, 5)), Some(v));
+        // A static non-PIE binary: no bias.
+        let st = elf(&[(0, 0x40_0000, 0x500, 4), (0x1000, 0x40_1000, 0x7_8000, 5)]);
+        assert_eq!(st.bias(&at(0x40_1000, 0x7_8000, 0x1000, 5)), Some(0));
+        // An offset no segment maps: another file.
+        assert_eq!(pie.bias(&at(base + 0x9000, 0x1000, 0x9000, 5)), None);
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! x86_64 and aarch64 recordings on any host. Binaries are found as symbols are (the
 //! binary cache, `--symfs`, the path itself); the vDSO from the image the agent recorded.
 
-use crate::symbols::{Symbolizer, MAX_ELF};
+use crate::quality::{End, Quality, Stop};
+use crate::symbols::{Elf, Placement, Symbolizer, MAX_ELF};
 use framehop::aarch64::{CacheAarch64, UnwindRegsAarch64, UnwinderAarch64};
 use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
 use framehop::{ExplicitModuleSectionInfo, FrameAddress, Module, Unwinder};
@@ -49,9 +50,16 @@ impl Sections {
         })
     }
 
-    fn info(&self) -> ExplicitModuleSectionInfo<Data> {
+    /// Whether the file has unwind tables.
+    fn has_cfi(&self) -> bool {
+        self.eh_frame.is_some() || self.debug_frame.is_some()
+    }
+
+    /// The sections for framehop, their addresses counted from `base` (the file's lowest
+    /// segment address).
+    fn info(&self, base: u64) -> ExplicitModuleSectionInfo<Data> {
         ExplicitModuleSectionInfo {
-            base_svma: 0,
+            base_svma: base,
             text_svma: self.text.as_ref().map(|t| t.0.clone()),
             text: self.text.as_ref().map(|t| t.1.clone()),
             got_svma: self.got.clone(),
@@ -83,6 +91,25 @@ enum Machine {
     },
 }
 
+/// Whether a mapped file's unwind tables are used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Used,
+    NotFound,
+    Misplaced,
+    NoUnwindInfo,
+}
+
+/// One mapping of a process, as the unwinder took it.
+#[derive(Debug, Clone)]
+struct Mapped {
+    range: std::ops::Range<u64>,
+    path: Arc<str>,
+    state: State,
+    /// The file and the mapping's load bias, for naming functions.
+    elf: Option<(Arc<Elf>, u64)>,
+}
+
 /// The unwinder of one recording: its processes' modules, from the mappings it lists.
 pub struct Unwind {
     machine: Machine,
@@ -90,9 +117,15 @@ pub struct Unwind {
     parent: HashMap<u32, u32>,
     sections: HashMap<BinaryKey, Option<Arc<Sections>>>,
     vdso: Option<Arc<Sections>>,
-    /// Samples whose stack unwound past the sampled function, and those that did not.
-    pub unwound: u64,
-    pub stuck: u64,
+    /// Each process's mappings, sorted by address.
+    mapped: HashMap<u32, Vec<Mapped>>,
+    /// The bytes of stack an event copies (the largest), for telling a stack that ran out.
+    stack_bytes: u64,
+    /// How far the stacks unwound so far reached.
+    pub quality: Quality,
+    /// Files without usable unwind tables that frames landed in, said once each.
+    pub warnings: Vec<String>,
+    warned: std::collections::HashSet<Arc<str>>,
 }
 
 /// Where register `bit` of `mask` sits among the sampled registers (ascending bits).
@@ -128,6 +161,7 @@ impl Unwind {
             },
             _ => return None,
         };
+        let quality = Quality::of_header(Some(h))?;
         Some(Unwind {
             machine,
             maps: HashMap::new(),
@@ -137,8 +171,11 @@ impl Unwind {
                 .and_then(|x| x.vdso.as_deref())
                 .and_then(Sections::read)
                 .map(Arc::new),
-            unwound: 0,
-            stuck: 0,
+            mapped: HashMap::new(),
+            stack_bytes: quality.stack_bytes,
+            quality,
+            warnings: Vec::new(),
+            warned: Default::default(),
         })
     }
 
@@ -154,37 +191,59 @@ impl Unwind {
         }
     }
 
-    fn sections(&mut self, sym: &mut Symbolizer, m: &Mmap2) -> Option<(Arc<Sections>, u64)> {
-        if m.path == "[vdso]" {
-            // The vDSO is mapped from its first byte: its vaddrs start at 0 (or at its
-            // stated base, which its first segment gives).
-            return self.vdso.clone().map(|s| (s, m.addr));
-        }
-        let elf = sym.binary(&m.path, m.build_id.as_deref())?;
-        // The load bias from the middle of the mapping: at its first page, the end of the
-        // segment before (which shares that page of the file) would answer.
-        let mid = m.len / 2;
-        let vaddr = elf
-            .offset_to_vaddr(m.pgoff.checked_add(mid)?)?
-            .checked_sub(mid)?;
-        let key = (m.path.clone(), m.build_id.clone());
-        let s = match self.sections.get(&key) {
-            Some(s) => s.clone(),
-            None => {
-                let s = elf
-                    .file
-                    .as_ref()
-                    .and_then(|f| crate::load::map_regular_id(f, MAX_ELF).ok())
-                    .and_then(|(d, _)| Sections::read((*d).as_ref()))
-                    .map(Arc::new);
-                self.sections.insert(key, s.clone());
-                s
+    /// Mapping `m` as the unwinder takes it, and its framehop module when the file is
+    /// found and fits the mapping.
+    fn module(&mut self, sym: &mut Symbolizer, m: &Mmap2) -> (Mapped, Option<Module<Data>>) {
+        let range = m.addr..m.addr.saturating_add(m.len);
+        let mut out = Mapped {
+            range: range.clone(),
+            path: m.path.as_str().into(),
+            state: State::NotFound,
+            elf: None,
+        };
+        // The vDSO's from the image the agent recorded (the symbolizer has it too).
+        let Some(elf) = sym.binary(&m.path, m.build_id.as_deref()) else {
+            return (out, None);
+        };
+        let place = Placement::from(m);
+        let Some(bias) = elf.bias(&place) else {
+            sym.warn_misplaced(&m.path, &place);
+            out.state = State::Misplaced;
+            return (out, None);
+        };
+        out.elf = Some((elf.clone(), bias));
+        let s = if m.path == "[vdso]" {
+            self.vdso.clone()
+        } else {
+            let key = (m.path.clone(), m.build_id.clone());
+            match self.sections.get(&key) {
+                Some(s) => s.clone(),
+                None => {
+                    let s = elf
+                        .file
+                        .as_ref()
+                        .and_then(|f| crate::load::map_regular_id(f, MAX_ELF).ok())
+                        .and_then(|(d, _)| Sections::read((*d).as_ref()))
+                        .map(Arc::new);
+                    self.sections.insert(key, s.clone());
+                    s
+                }
             }
-        }?;
-        Some((s, m.addr.wrapping_sub(vaddr)))
+        };
+        let Some(s) = s.filter(|s| s.has_cfi()) else {
+            out.state = State::NoUnwindInfo;
+            return (out, None);
+        };
+        out.state = State::Used;
+        // framehop counts addresses from the file's lowest segment: a prelinked library
+        // loaded below its link address has a bias that wraps, its base does not.
+        let base = elf.base_vaddr();
+        let module = Module::new(m.path.clone(), range, bias.wrapping_add(base), s.info(base));
+        (out, Some(module))
     }
 
-    /// The modules of process `pid` (or of the ancestor it was forked from).
+    /// The modules of process `pid` (or of the ancestor it was forked from), and its
+    /// mappings (kept for [`Unwind::end`]).
     fn modules(&mut self, sym: &mut Symbolizer, pid: u32) -> Vec<Module<Data>> {
         let mut p = pid;
         let mut maps = Vec::new();
@@ -202,17 +261,118 @@ impl Unwind {
         maps.reverse();
         let mut seen: Vec<std::ops::Range<u64>> = Vec::new();
         let mut out = Vec::new();
+        let mut mapped = Vec::new();
         for m in maps {
             let r = m.addr..m.addr.saturating_add(m.len);
             if seen.iter().any(|s| s.start < r.end && r.start < s.end) {
                 continue;
             }
             seen.push(r.clone());
-            if let Some((s, base)) = self.sections(sym, &m) {
-                out.push(Module::new(m.path.clone(), r, base, s.info()));
+            // Code only: a data mapping (perf records them for `--call-graph dwarf`) holds
+            // no frame. Protection 0 is unknown (an old PERF_RECORD_MMAP): code.
+            if m.prot != 0 && m.prot & 4 == 0 {
+                continue;
+            }
+            let (info, module) = self.module(sym, &m);
+            mapped.push(info);
+            out.extend(module);
+        }
+        mapped.sort_by_key(|m| m.range.start);
+        self.mapped.insert(pid, mapped);
+        out
+    }
+
+    /// The mapping of process `pid` that holds `addr`.
+    fn mapping(&self, pid: u32, addr: u64) -> Option<&Mapped> {
+        let v = self.mapped.get(&pid)?;
+        let i = v
+            .partition_point(|m| m.range.start <= addr)
+            .checked_sub(1)?;
+        v.get(i).filter(|m| addr < m.range.end)
+    }
+
+    /// Where a stack unwound to `frames` (the sampled address, then return addresses)
+    /// ended, given how the unwinder finished (`None`: at the frame limit) and the stack
+    /// copy it read (from `sp`, `len` bytes). Files without usable unwind tables that a
+    /// frame lands in are named in [`Unwind::warnings`].
+    fn end(
+        &mut self,
+        pid: u32,
+        frames: &[u64],
+        fin: Option<Result<(), framehop::Error>>,
+        sp: u64,
+        len: u64,
+    ) -> End {
+        // Each frame's address as it is looked up: a return address one byte back.
+        let at = |i: usize, a: u64| if i == 0 { a } else { a.saturating_sub(1) };
+        let outer = frames.len().saturating_sub(1);
+        let last = frames.last().map(|&a| at(outer, a)).unwrap_or(0);
+        let entry = self.mapping(pid, last).is_some_and(|m| {
+            m.elf
+                .as_ref()
+                .and_then(|(e, bias)| e.symbol(last.wrapping_sub(*bias)))
+                .is_some_and(crate::quality::is_entry)
+        });
+        if entry {
+            return End::Outermost;
+        }
+        // The first frame unwound without the file's tables (framehop then follows frame
+        // pointers, which may be anything): the stack is trusted up to there.
+        let bad = frames
+            .iter()
+            .enumerate()
+            .find_map(|(i, &a)| match self.mapping(pid, at(i, a)) {
+                None => Some((i, Stop::NoFile, Arc::<str>::from("[unknown]"))),
+                Some(m) => match m.state {
+                    State::Used => None,
+                    State::NotFound => Some((i, Stop::NotFound, m.path.clone())),
+                    State::Misplaced => Some((i, Stop::Misplaced, m.path.clone())),
+                    State::NoUnwindInfo => Some((i, Stop::NoUnwindInfo, m.path.clone())),
+                },
+            });
+        match (fin, bad) {
+            (Some(Ok(())), None) => End::Outermost,
+            (None, None) => End::CutFrames,
+            (_, Some((i, stop, file))) => {
+                if stop == Stop::NoUnwindInfo && self.warned.insert(file.clone()) {
+                    self.warnings.push(format!(
+                        "warning: {} has no unwind tables (.eh_frame, .debug_frame): stacks through it are followed by frame pointers, which it may not keep",
+                        crate::text::show(&file)
+                    ));
+                }
+                End::Stopped {
+                    stop,
+                    file: file.to_string(),
+                    leaf: i == 0,
+                }
+            }
+            (Some(Err(e)), None) => {
+                if let framehop::Error::CouldNotReadStack(a) = e {
+                    // Past the copy, and the copy is the whole size asked (a shorter one
+                    // is the whole stack, to its top).
+                    if a >= sp.saturating_add(len) && len + 8 > self.stack_bytes {
+                        return End::CutBytes;
+                    }
+                }
+                let why = match e {
+                    framehop::Error::CouldNotReadStack(_) => "a frame outside the copied stack",
+                    framehop::Error::FramepointerUnwindingMovedBackwards => {
+                        "the frame pointer moved backwards"
+                    }
+                    framehop::Error::DidNotAdvance => "a frame did not advance",
+                    framehop::Error::IntegerOverflow => "an address overflowed",
+                    framehop::Error::ReturnAddressIsNull => "a null return address",
+                };
+                let file = self
+                    .mapping(pid, last)
+                    .map_or_else(|| "[unknown]".to_string(), |m| m.path.to_string());
+                End::Stopped {
+                    stop: Stop::Failed(why),
+                    file,
+                    leaf: frames.len() <= 1,
+                }
             }
         }
-        out
     }
 
     /// The return addresses of `s`'s user stack, innermost first (not its ip); empty when
@@ -246,10 +406,23 @@ impl Unwind {
             Ok(u64::from_le_bytes(b.try_into().map_err(|_| ())?))
         };
         let reg = |i: usize| u.regs.get(i).copied();
-        let mut out = Vec::new();
-        let mut push = |f: FrameAddress| {
-            if let FrameAddress::ReturnAddress(a) = f {
-                out.push(a.get());
+        // Every frame, the sampled address first, and how the walk finished (`None`: at
+        // the frame limit).
+        let mut frames: Vec<u64> = Vec::new();
+        let mut fin = None;
+        let mut walk = |next: &mut dyn FnMut() -> Result<Option<FrameAddress>, framehop::Error>| {
+            for _ in 0..MAX_FRAMES {
+                match next() {
+                    Ok(Some(f)) => frames.push(f.address()),
+                    Ok(None) => {
+                        fin = Some(Ok(()));
+                        break;
+                    }
+                    Err(e) => {
+                        fin = Some(Err(e));
+                        break;
+                    }
+                }
             }
         };
         match &mut self.machine {
@@ -261,17 +434,13 @@ impl Unwind {
                 cache,
             } => {
                 let (Some(bp), Some(sp), Some(ip)) = (reg(*bp), reg(*sp), reg(*ip)) else {
-                    return out;
+                    self.quality.without += 1;
+                    return Vec::new();
                 };
                 let un = &procs[&s.pid];
                 let mut it =
                     un.iter_frames(ip, UnwindRegsX86_64::new(ip, sp, bp), cache, &mut read);
-                for _ in 0..MAX_FRAMES {
-                    match it.next() {
-                        Ok(Some(f)) => push(f),
-                        _ => break,
-                    }
-                }
+                walk(&mut || it.next());
             }
             Machine::Aarch64 {
                 fp,
@@ -284,24 +453,21 @@ impl Unwind {
                 let (Some(fp), Some(lr), Some(sp), Some(pc)) =
                     (reg(*fp), reg(*lr), reg(*sp), reg(*pc))
                 else {
-                    return out;
+                    self.quality.without += 1;
+                    return Vec::new();
                 };
                 let un = &procs[&s.pid];
                 let mut it =
                     un.iter_frames(pc, UnwindRegsAarch64::new(lr, sp, fp), cache, &mut read);
-                for _ in 0..MAX_FRAMES {
-                    match it.next() {
-                        Ok(Some(f)) => push(f),
-                        _ => break,
-                    }
-                }
+                walk(&mut || it.next());
             }
         }
-        if out.is_empty() {
-            self.stuck += 1;
-        } else {
-            self.unwound += 1;
+        let end = self.end(s.pid, &frames, fin, u.sp, u.data.len() as u64);
+        self.quality.add(&end, 1);
+        // The return addresses: every frame but the sampled one.
+        if !frames.is_empty() {
+            frames.remove(0);
         }
-        out
+        frames
     }
 }

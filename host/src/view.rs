@@ -173,9 +173,16 @@ pub fn build_many(srcs: &[Source], o: &Options) -> Result<Report, ViewError> {
     let mut r = if o.children || o.graph.is_some() {
         crate::report::children(srcs, o.search.clone(), o.top, o.graph)?
     } else {
-        crate::report::build_many(srcs, &o.by, o.search.clone())?
+        let mut r = crate::report::build_many(srcs, &o.by, o.search.clone())?
             .keep(o.top)
-            .table()
+            .table();
+        let mut stacks = Vec::new();
+        for src in srcs {
+            let q = crate::quality::measure(src, &o.search)?;
+            stacks.push((src.name.display().to_string(), q));
+        }
+        crate::quality::annotate(&mut r, &stacks);
+        r
     };
     r.view = View::Plain.name();
     Ok(r)
@@ -224,6 +231,12 @@ pub fn build(src: &Source, o: &Options) -> Result<Report, ViewError> {
         }
         View::Intervals => crate::intervals::build(src)?,
     };
+    // How far the call stacks reach (`--children` has counted them as it read them).
+    let counted = matches!(view, View::Plain) && (o.children || o.graph.is_some());
+    if !counted && !matches!(view, View::Intervals) {
+        let q = crate::quality::measure(src, &o.search)?;
+        crate::quality::annotate(&mut r, &[(src.name.display().to_string(), q)]);
+    }
     r.view = view.name();
     Ok(r)
 }

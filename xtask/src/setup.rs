@@ -115,6 +115,10 @@ pub const CARGO_TOOLS: &[(&str, &str)] = &[
 /// the kernel source.
 pub const FILES: &[(&str, &str)] = &[
     ("/usr/share/doc/libc6-dbg", "libc6-dbg"),
+    // The C library's headers and its static archive: the tests' C programs, built as PIE,
+    // non-PIE, shared library and static (`tests/tests/unwinding.rs`); only a Recommends
+    // of gcc.
+    ("/usr/include/stdio.h", "libc6-dev"),
     // The Alpha C agent's kernel headers (asm/unistd.h, linux/perf_event.h): only a
     // Recommends of gcc-alpha-linux-gnu, which --no-install-recommends leaves out (a fresh
     // machine could not build the Alpha agent).

@@ -63,6 +63,15 @@ pub fn run(a: &Args) -> Result<()> {
     ) {
         eprintln!("{}", labperf::text::show_text(w));
     }
+    // How far the stacks reach, as `report` says it.
+    for r in &stacks.runs {
+        if let Some(q) = &r.stacks {
+            eprintln!("note: {}: {}", labperf::text::show(&r.name), q.line());
+            for w in q.warnings() {
+                eprintln!("{}", labperf::text::show_text(&w));
+            }
+        }
+    }
     if stacks.total_samples == 0 {
         bail!("{what} holds no samples: nothing to export (record some with `labperf record`)");
     }

@@ -1,4 +1,5 @@
-//! `labperf info FILE`: the header, the events as opened, totals and losses.
+//! `labperf info FILE`: the header, the events as opened, totals and losses, and how far
+//! its call stacks reach.
 
 use anyhow::{Context, Result};
 use labperf::text::show;
@@ -14,6 +15,9 @@ pub struct Args {
     /// Exit with status 3 when the file is damaged (what is intact still prints).
     #[arg(long)]
     pub strict: bool,
+    /// Where the binaries its call stacks name are found (for the `stacks:` line).
+    #[command(flatten)]
+    pub symbols: super::opts::SymbolOpts,
 }
 
 pub fn run(a: &Args) -> Result<()> {
@@ -116,6 +120,14 @@ pub fn run(a: &Args) -> Result<()> {
         }
     }
     println!("kernel lost:     {lost} records");
+    // How far the call stacks reach, as every report says it.
+    let src: labperf::load::Source = a.file.as_path().into();
+    if let Ok(Some(q)) = labperf::quality::measure(&src, &a.symbols.search()) {
+        println!("stacks:          {}", show(&q.line()));
+        for w in q.warnings() {
+            println!("  - {}", show(&w));
+        }
+    }
     println!(
         "damage:          {}",
         labperf_common::decode::describe_losses(&info.losses)

@@ -1,0 +1,524 @@
+//! How far a recording's call stacks reach: of the samples with a stack (`-g` callchains or
+//! `--call-graph dwarf` user stacks), how many reached their thread's first function, how
+//! many were cut at the stack-size limit, and how many stopped early, why and in which file.
+//! One tally ([`Quality`]), filled where stacks are read (`unwind.rs` for user stacks,
+//! [`FpEnds`] for callchains) and said the same way by every report, `info` and the HTML page.
+
+use crate::load::{self, LoadError, Source};
+use crate::symbols::{Search, Symbolizer};
+use labperf_common::{Header, Record};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+/// How a recording's stacks were taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// The kernel's callchains, by frame pointers (`-g`, `--call-graph fp`).
+    Fp,
+    /// User stacks copied and unwound here with the binaries' CFI (`--call-graph dwarf`).
+    Dwarf,
+}
+
+/// Why a stack stopped before its thread's first function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Stop {
+    /// The function keeps no frame pointer: the kernel's walk ends there (`-g`).
+    FramePointer,
+    /// The file has no unwind tables (`.eh_frame`, `.debug_frame`).
+    NoUnwindInfo,
+    /// The file is not found here (nor in `--symfs` or the binary cache), or the
+    /// recording holds no image of the vDSO.
+    NotFound,
+    /// The file here fits not the recorded mapping: another build of it.
+    Misplaced,
+    /// The address lies in no mapped file (generated code, or a return address read from
+    /// a frame that was not one).
+    NoFile,
+    /// The unwind tables led nowhere (the unwinder's reason).
+    Failed(&'static str),
+}
+
+impl Stop {
+    pub fn text(self) -> String {
+        match self {
+            Stop::FramePointer => "frame pointer missing".into(),
+            Stop::NoUnwindInfo => "no unwind info".into(),
+            Stop::NotFound => "binary not found".into(),
+            Stop::Misplaced => "binary differs from the recorded one".into(),
+            Stop::NoFile => "at an address in no mapped file".into(),
+            Stop::Failed(why) => format!("unwinding failed ({why})"),
+        }
+    }
+}
+
+/// Where one sample's stack ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum End {
+    /// At its thread's first function (`_start`, `__libc_start_main`, `clone`, a thread's
+    /// start), or where the unwind tables say the stack ends.
+    Outermost,
+    /// `--call-graph dwarf`: the copied stack ran out (its size is the limit).
+    CutBytes,
+    /// At the most frames a stack holds (the kernel's `perf_event_max_stack`, or ours).
+    CutFrames,
+    /// Before: why, in which file (its path), and whether at the sampled function itself
+    /// (no caller at all).
+    Stopped {
+        stop: Stop,
+        file: String,
+        leaf: bool,
+    },
+}
+
+/// Functions a thread's stack starts in: the C libraries' process and thread entries
+/// (glibc, musl), the dynamic loader's, and the kernel's for a new task.
+const ENTRIES: &[&str] = &[
+    "_start",
+    "__libc_start_main",
+    "__libc_start_main_impl",
+    "__libc_start_main_alias_2",
+    "__libc_start_call_main",
+    "_start_c",
+    "libc_start_main_stage2",
+    "_dl_start",
+    "_dl_start_user",
+    "clone",
+    "clone3",
+    "__clone",
+    "__clone3",
+    "__clone_internal",
+    "start_thread",
+    "start",
+    "start_c11",
+    "ret_from_fork",
+    "ret_from_fork_asm",
+];
+
+/// Whether `name` is a function a thread's stack starts in (a symbol version such as
+/// `@@GLIBC_2.34` aside).
+pub fn is_entry(name: &str) -> bool {
+    let name = name.split('@').next().unwrap_or(name);
+    ENTRIES.contains(&name)
+}
+
+/// The stacks of one recording, tallied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Quality {
+    pub mode: Mode,
+    /// `--call-graph dwarf`: the bytes of stack each sample copies (the largest an event asks).
+    pub stack_bytes: u64,
+    /// The most frames a stack holds.
+    pub max_frames: u64,
+    /// Samples with a stack.
+    pub samples: u64,
+    /// Samples without one (a kernel thread's, say).
+    pub without: u64,
+    pub outermost: u64,
+    pub cut_bytes: u64,
+    pub cut_frames: u64,
+    /// Of the stopped ones, those stopped at the sampled function.
+    pub at_leaf: u64,
+    /// Stopped stacks by reason and file.
+    pub stopped: BTreeMap<(Stop, String), u64>,
+}
+
+/// PERF_SAMPLE_CALLCHAIN and PERF_SAMPLE_STACK_USER.
+const SAMPLE_CALLCHAIN: u64 = 1 << 5;
+const SAMPLE_STACK_USER: u64 = 1 << 13;
+
+/// The kernel's default `perf_event_max_stack`.
+pub const KERNEL_MAX_STACK: u64 = 127;
+
+impl Quality {
+    /// An empty tally for a recording whose events take stacks; `None` when none does.
+    pub fn of_header(h: Option<&Header>) -> Option<Quality> {
+        let h = h?;
+        let dwarf = h
+            .events
+            .iter()
+            .filter(|e| e.attr.sample_type & SAMPLE_STACK_USER != 0)
+            .map(|e| u64::from(e.attr.sample_stack_user))
+            .max();
+        let fp = h
+            .events
+            .iter()
+            .filter(|e| e.attr.sample_type & SAMPLE_CALLCHAIN != 0)
+            .map(|e| match e.attr.sample_max_stack {
+                0 => KERNEL_MAX_STACK,
+                n => u64::from(n),
+            })
+            .max();
+        let mode = match (dwarf, fp) {
+            (Some(_), _) => Mode::Dwarf,
+            (None, Some(_)) => Mode::Fp,
+            (None, None) => return None,
+        };
+        Some(Quality {
+            mode,
+            stack_bytes: dwarf.unwrap_or(0),
+            max_frames: fp.unwrap_or(KERNEL_MAX_STACK),
+            samples: 0,
+            without: 0,
+            outermost: 0,
+            cut_bytes: 0,
+            cut_frames: 0,
+            at_leaf: 0,
+            stopped: BTreeMap::new(),
+        })
+    }
+
+    /// Counts `n` samples whose stack ended at `e`.
+    pub fn add(&mut self, e: &End, n: u64) {
+        self.samples += n;
+        match e {
+            End::Outermost => self.outermost += n,
+            End::CutBytes => self.cut_bytes += n,
+            End::CutFrames => self.cut_frames += n,
+            End::Stopped { stop, file, leaf } => {
+                *self.stopped.entry((*stop, file.clone())).or_default() += n;
+                if *leaf {
+                    self.at_leaf += n;
+                }
+            }
+        }
+    }
+
+    /// Adds another tally of the same recording (the unwinder's to the callchains').
+    pub fn merge(&mut self, o: &Quality) {
+        self.samples += o.samples;
+        self.without += o.without;
+        self.outermost += o.outermost;
+        self.cut_bytes += o.cut_bytes;
+        self.cut_frames += o.cut_frames;
+        self.at_leaf += o.at_leaf;
+        for (k, v) in &o.stopped {
+            *self.stopped.entry(k.clone()).or_default() += v;
+        }
+    }
+
+    /// The stopped stacks, all reasons together.
+    pub fn stopped_total(&self) -> u64 {
+        self.stopped.values().sum()
+    }
+
+    /// The stops, most first: (reason, file, samples).
+    fn stops(&self) -> Vec<(Stop, &str, u64)> {
+        let mut v: Vec<(Stop, &str, u64)> = self
+            .stopped
+            .iter()
+            .map(|((s, f), n)| (*s, f.as_str(), *n))
+            .collect();
+        v.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)).then(a.1.cmp(b.1)));
+        v
+    }
+
+    /// The mode as the line says it.
+    fn mode_text(&self) -> String {
+        match self.mode {
+            Mode::Fp => "fp".into(),
+            Mode::Dwarf => format!("dwarf, {} bytes copied", self.stack_bytes),
+        }
+    }
+
+    /// The one line every report, `info` and the HTML page state:
+    /// `call stacks (fp): 1523 samples, 51 reached the outermost frame, 0 cut at the
+    /// 127-frame limit, 1472 stopped (1472 frame pointer missing in tiny, 1472 of them at
+    /// the sampled function)`.
+    pub fn line(&self) -> String {
+        let mut s = format!(
+            "call stacks ({}): {} samples, {} reached the outermost frame, ",
+            self.mode_text(),
+            self.samples,
+            self.outermost
+        );
+        match self.mode {
+            Mode::Dwarf => {
+                s += &format!("{} cut at the stack-size limit", self.cut_bytes);
+                if self.cut_frames > 0 {
+                    s += &format!(
+                        ", {} at the {}-frame limit",
+                        self.cut_frames,
+                        crate::unwind::MAX_FRAMES
+                    );
+                }
+            }
+            Mode::Fp => {
+                s += &format!(
+                    "{} cut at the {}-frame limit",
+                    self.cut_frames, self.max_frames
+                )
+            }
+        }
+        let stopped = self.stopped_total();
+        s += &format!(", {stopped} stopped");
+        if stopped > 0 {
+            let stops = self.stops();
+            let mut parts: Vec<String> = stops
+                .iter()
+                .take(5)
+                .map(|(stop, file, n)| match stop {
+                    Stop::NoFile => format!("{n} {}", stop.text()),
+                    _ => format!("{n} {} in {}", stop.text(), crate::table::file_name(file)),
+                })
+                .collect();
+            if stops.len() > 5 {
+                parts.push(format!("{} more places", stops.len() - 5));
+            }
+            s += &format!(" ({}", parts.join(", "));
+            if self.at_leaf > 0 {
+                s += &format!(", {} of them at the sampled function", self.at_leaf);
+            }
+            s.push(')');
+        }
+        if self.without > 0 {
+            let n = self.without;
+            s += &format!(
+                "; {n} sample{} without a stack",
+                if n == 1 { "" } else { "s" }
+            );
+        }
+        s
+    }
+
+    /// What the reader should do about these stacks, if anything.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut w = Vec::new();
+        let n = self.samples;
+        if n == 0 {
+            return w;
+        }
+        let pct = |k: u64| 100.0 * k as f64 / n as f64;
+        if self.mode == Mode::Fp && 2 * self.at_leaf > n {
+            let file = self
+                .stops()
+                .first()
+                .map(|s| crate::table::file_name(s.1).to_string())
+                .unwrap_or_default();
+            w.push(format!(
+                "warning: {} of {n} call stacks ({:.1}%) stop at the sampled function: its frame pointer does not lead to its caller ({file} was built without frame pointers, as -O2 builds are by default), so Children and callers miss most of the time. Record with --call-graph dwarf, or rebuild with -fno-omit-frame-pointer.",
+                self.at_leaf,
+                pct(self.at_leaf)
+            ));
+            return w;
+        }
+        let short = self.cut_bytes + self.cut_frames + self.stopped_total();
+        // 5%: a profile whose stacks miss more than that has callers' shares off by as much.
+        if 20 * short > n {
+            let mut why: Vec<String> = Vec::new();
+            if self.cut_bytes > 0 {
+                why.push(format!("{} ran out of copied stack: record with a larger copy (--call-graph dwarf,SIZE, up to 65528 bytes)", self.cut_bytes));
+            }
+            if self.cut_frames > 0 {
+                why.push(format!("{} reached the frame limit", self.cut_frames));
+            }
+            for (stop, file, k) in self.stops().into_iter().take(3) {
+                let fix = match stop {
+                    Stop::FramePointer => ": record with --call-graph dwarf, or rebuild it with -fno-omit-frame-pointer",
+                    Stop::NotFound | Stop::Misplaced => ": pass --symfs DIR holding the recorded binary",
+                    Stop::NoUnwindInfo => ": it has no .eh_frame or .debug_frame (record with -g if it keeps frame pointers)",
+                    Stop::NoFile | Stop::Failed(_) => "",
+                };
+                why.push(format!(
+                    "{k} stopped in {}: {}{fix}",
+                    crate::text::show(file),
+                    stop.text()
+                ));
+            }
+            w.push(format!(
+                "warning: {short} of {n} call stacks ({:.1}%) do not reach their thread's first function, so their callers' Children shares are low: {}",
+                pct(short),
+                why.join("; ")
+            ));
+        }
+        w
+    }
+
+    /// The same figures for JSON.
+    pub fn json(&self) -> Value {
+        json!({
+            "mode": match self.mode { Mode::Fp => "fp", Mode::Dwarf => "dwarf" },
+            "stack_bytes": self.stack_bytes,
+            "max_frames": self.max_frames,
+            "samples": self.samples,
+            "without_stack": self.without,
+            "outermost": self.outermost,
+            "cut_at_stack_size": self.cut_bytes,
+            "cut_at_frame_limit": self.cut_frames,
+            "stopped": self.stopped_total(),
+            "stopped_at_sampled_function": self.at_leaf,
+            "stops": self.stops().iter().map(|(s, f, n)| json!({
+                "reason": s.text(),
+                "file": f,
+                "samples": n,
+            })).collect::<Vec<_>>(),
+        })
+    }
+}
+
+/// What [`FpEnds`] needs of one address of a process: whether a file is mapped there
+/// (and found here), whether its function is a thread's first, and the file.
+#[derive(Debug, Clone)]
+struct Place {
+    found: Option<bool>,
+    entry: bool,
+    file: std::sync::Arc<str>,
+}
+
+/// Where callchains (`-g`) ended, each address looked up once.
+#[derive(Debug, Default)]
+pub struct FpEnds {
+    places: std::collections::HashMap<(u32, u64), Place>,
+}
+
+impl FpEnds {
+    fn place(&mut self, sym: &mut Symbolizer, pid: u32, at: u64) -> &Place {
+        self.places.entry((pid, at)).or_insert_with(|| {
+            let found = sym.found(pid, at);
+            let l = sym.resolve(pid, at);
+            Place {
+                found,
+                entry: l.sym.as_deref().is_some_and(is_entry),
+                file: l.dso,
+            }
+        })
+    }
+
+    /// Where a callchain ended: `addrs` is the sampled address, then the return addresses
+    /// as the kernel walked them (kernel ones first, for a sample in the kernel); `sym`
+    /// knows the recording's mappings. Its outermost user frame in a mapped file (any after
+    /// it were read from frames that were none: the walk's last step) names where it ended:
+    /// a thread's first function, or one whose frame pointer is missing.
+    pub fn end(&mut self, sym: &mut Symbolizer, pid: u32, addrs: &[u64], max_frames: u64) -> End {
+        // The chain with its context markers (one or two) reached the kernel's limit.
+        if addrs.len() as u64 + 2 >= max_frames {
+            return End::CutFrames;
+        }
+        let Some(first) = addrs.iter().position(|a| a >> 63 == 0) else {
+            // A kernel thread's stack (the kernel walks its own to the task's start).
+            return End::Outermost;
+        };
+        // The sampled address (or, for a sample in the kernel, the user one) is looked up
+        // as it is; a return address one byte back, in its call instruction.
+        let mut last = None;
+        for (i, &a) in addrs.iter().enumerate().skip(first).rev() {
+            if a >> 63 == 1 {
+                continue;
+            }
+            let at = if i == first { a } else { a.saturating_sub(1) };
+            let p = self.place(sym, pid, at);
+            if p.found.is_some() {
+                last = Some((i, p.clone()));
+                break;
+            }
+        }
+        let Some((i, p)) = last else {
+            return End::Stopped {
+                stop: Stop::NoFile,
+                file: "[unknown]".into(),
+                leaf: true,
+            };
+        };
+        if p.entry {
+            return End::Outermost;
+        }
+        End::Stopped {
+            stop: if p.found == Some(true) {
+                Stop::FramePointer
+            } else {
+                Stop::NotFound
+            },
+            file: p.file.to_string(),
+            leaf: i == first,
+        }
+    }
+}
+
+/// The call stacks of `src`, tallied; `None` when its events take none. Reads the file
+/// twice for user stacks (every mapping before the first unwind) and once for callchains.
+pub fn measure(src: &Source, search: &Search) -> Result<Option<Quality>, LoadError> {
+    let peek = load::peek(src)?;
+    let Some(mut q) = Quality::of_header(peek.header.as_ref()) else {
+        return Ok(None);
+    };
+    let mut sym = Symbolizer::new(search.clone());
+    sym.recorded_on(peek.header.as_ref(), peek.header_ext.as_ref());
+    let mut unwind = crate::unwind::Unwind::of(peek.header.as_ref(), peek.header_ext.as_ref());
+    load::stream(src, |r| {
+        sym.observe(r);
+        if let Some(u) = unwind.as_mut() {
+            u.observe(r);
+        }
+    })?;
+    let mut addrs: Vec<u64> = Vec::new();
+    let mut ends = FpEnds::default();
+    let max = q.max_frames;
+    load::stream(src, |r| {
+        let Record::Sample(s) = r else { return };
+        match unwind.as_mut() {
+            Some(u) if s.user_stack.is_some() => {
+                u.unwind(&mut sym, s);
+            }
+            _ if !s.callchain.is_empty() => {
+                chain(&mut addrs, s);
+                let e = ends.end(&mut sym, s.pid, &addrs, max);
+                q.add(&e, 1);
+            }
+            _ => q.without += 1,
+        }
+    })?;
+    if let Some(u) = &unwind {
+        q.merge(&u.quality);
+    }
+    Ok(Some(q))
+}
+
+/// A sample's callchain as [`FpEnds::end`] reads it: its address, then the return addresses.
+pub fn chain(out: &mut Vec<u64>, s: &labperf_common::Sample) {
+    out.clear();
+    out.push(s.ip);
+    match s.callchain.first() {
+        Some(&first) if first == s.ip => out.extend_from_slice(&s.callchain[1..]),
+        _ => out.extend_from_slice(&s.callchain),
+    }
+}
+
+/// Whether a report's heading line is a call-stack line of [`annotate`].
+pub fn is_line(h: &str) -> bool {
+    h.starts_with("# ") && h.contains("call stacks (")
+}
+
+/// Adds the stacks' figures to a report: the line in its heading (each file's, named,
+/// when there are several), `stacks` in its summary (a list when several), and their
+/// warnings.
+pub fn annotate(r: &mut crate::table::Report, runs: &[(String, Option<Quality>)]) {
+    let with: Vec<&(String, Option<Quality>)> = runs.iter().filter(|r| r.1.is_some()).collect();
+    if with.is_empty() {
+        return;
+    }
+    let several = runs.len() > 1;
+    let mut js = Vec::new();
+    for (name, q) in with {
+        let q = q.as_ref().expect("filtered");
+        let who = if several {
+            format!("{}: ", crate::table::file_name(name))
+        } else {
+            String::new()
+        };
+        r.heading.push(format!("# {who}{}", q.line()));
+        for w in q.warnings() {
+            let (kind, rest) = w.split_once(": ").unwrap_or(("warning", &w));
+            r.warnings.push(format!("{kind}: {who}{rest}"));
+        }
+        let mut j = q.json();
+        if several {
+            j["file"] = json!(name);
+        }
+        js.push(j);
+    }
+    let v = if several {
+        Value::Array(js)
+    } else {
+        js.remove(0)
+    };
+    r.summary.insert("stacks".into(), v);
+}

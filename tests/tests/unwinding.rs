@@ -318,6 +318,21 @@ fn check_against_perf(dir: &Path, exe: &Path, what: &str) {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let theirs = perf_children(&data);
     let (ours, j) = children(&f);
+    // Every sample perf wrote, whole: 8 KiB of stack each closes frames early enough
+    // for a reader to rebuild them.
+    let o = Command::new("perf")
+        .args(["script", "-F", "tid,period", "--hide-call-graph", "-i"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let perf_samples = String::from_utf8_lossy(&o.stdout).lines().count() as u64;
+    assert_eq!(j["damaged"], false, "{what}: {}", j["warnings"]);
+    assert_eq!(
+        j["summary"]["total_samples"].as_u64(),
+        Some(perf_samples),
+        "{what}: perf script lists {perf_samples} samples"
+    );
     for name in ["_start", "main", "fn_a", "fn_b", "fn_c"] {
         let (Some(o), Some(t)) = (ours.get(name), theirs.get(name)) else {
             panic!("{what}: {name}: labperf {ours:?}, perf {theirs:?}");

@@ -497,7 +497,7 @@ pub fn summary(results: &[(String, Result<Done>)]) -> usize {
     let failed = results.iter().filter(|(_, r)| r.is_err()).count();
     for (host, r) in results {
         if let Err(e) = r {
-            eprintln!("[{}] error: {e:#}", show(host));
+            eprintln!("[{}] error: {}", show(host), show_text(&format!("{e:#}")));
         }
     }
     if results.len() > 1 {

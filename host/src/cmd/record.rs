@@ -3,7 +3,7 @@
 use super::lab;
 use super::opts::{RecordOpts, RemoteOpts, ReportOpts};
 use anyhow::{bail, Result};
-use labperf::text::show;
+use labperf::text::{show, show_text};
 use std::ffi::OsString;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -144,7 +144,11 @@ pub fn run(a: &Args) -> Result<()> {
                     println!("== {} ==", show(&d.name));
                 }
                 if let Err(e) = super::report::print(&d.file, &a.report) {
-                    eprintln!("[{}] error: {e:#}", show(&d.name));
+                    eprintln!(
+                        "[{}] error: {}",
+                        show(&d.name),
+                        show_text(&format!("{e:#}"))
+                    );
                     failed += 1;
                 }
             }

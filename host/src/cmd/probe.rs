@@ -280,8 +280,11 @@ fn table(hosts: &[String], results: &[Result<(Facts, String)>]) -> labperf::tabl
                     host,
                     Cell::text(show(&f.arch)),
                     Cell::text(show(&f.kernel)),
-                    f.paranoid
-                        .map_or(Cell::Empty, |p| Cell::text(p.to_string())),
+                    // A number (-1 is one), not text a spreadsheet would be warned of.
+                    f.paranoid.map_or(Cell::Empty, |p| Cell::Shown {
+                        text: p.to_string(),
+                        value: serde_json::json!(p),
+                    }),
                     Cell::text(show(&pmus.join(","))),
                     Cell::text(f.topdown().split(" (").next().unwrap_or("").to_string()),
                     Cell::text(show(

@@ -117,15 +117,29 @@ struct opts {
 /* --status-file: how the run ended, out of band (see the Rust agent's status.rs). */
 static const char *status_path;
 
+/* Written by lp_dest's rule: a regular file through STATUS.tmp and a rename, a device or
+ * FIFO straight through. */
 static void write_status(const char *kind, const char *a, const char *b, u64 code) {
-    static char tmp[560];
+    static char real[540], tmp[560];
+    const char *why;
+    int through = -1;
     if (!status_path) return;
-    size_t n = lp_strlen(status_path);
-    if (n > 540) return;
-    memcpy(tmp, status_path, n);
-    memcpy(tmp + n, ".tmp", 5);
-    long fd = SYS4(__NR_openat, LP_AT_FDCWD, tmp, LP_O_WRONLY_CREAT_TRUNC, 0644);
-    if (fd < 0) return;
+    int d = lp_dest(status_path, real, sizeof real, &through, &why);
+    long fd = through;
+    if (d < 0) {
+        lp_puts(2, "labperf-agent: warning: cannot write the status file ");
+        lp_puts(2, status_path);
+        lp_puts(2, why ? ": " : "\n");
+        if (why) lp_puts(2, why), lp_puts(2, "\n");
+        return;
+    }
+    if (d == 0) {
+        size_t n = lp_strlen(real);
+        memcpy(tmp, real, n);
+        memcpy(tmp + n, ".tmp", 5);
+        fd = lp_open_temporary(tmp);
+        if (fd < 0) return;
+    }
     lp_puts((int)fd, kind);
     lp_puts((int)fd, " ");
     if (a) lp_puts((int)fd, a);
@@ -133,7 +147,7 @@ static void write_status(const char *kind, const char *a, const char *b, u64 cod
     if (!a) lp_putu((int)fd, code);
     lp_puts((int)fd, "\n");
     SYS1(__NR_close, fd);
-    SYS4(__NR_renameat, LP_AT_FDCWD, tmp, LP_AT_FDCWD, status_path);
+    if (d == 0) SYS4(__NR_renameat, LP_AT_FDCWD, tmp, LP_AT_FDCWD, real);
 }
 
 static void die(const char *a, const char *b, int code) {
@@ -143,6 +157,20 @@ static void die(const char *a, const char *b, int code) {
     lp_puts(2, "\n");
     write_status(code == 127 ? "exec-error" : "agent-error", a, b, 0);
     lp_exit(code);
+}
+
+/* The record file could not be created: why, when w_open refused it. */
+static void die_open(const struct writer *w, const char *path) {
+    static char msg[640];
+    size_t n = 0;
+    for (const char *q = "cannot create the record file "; *q; q++) msg[n++] = *q;
+    for (const char *q = path; *q && n < 500; q++) msg[n++] = *q;
+    if (w->why) {
+        msg[n++] = ':', msg[n++] = ' ';
+        for (const char *q = w->why; *q && n + 1 < sizeof msg; q++) msg[n++] = *q;
+    }
+    msg[n] = 0;
+    die(msg, 0, 125);
 }
 
 /* The record file could not be written: disk full (ENOSPC, EDQUOT) or another error. */
@@ -853,7 +881,7 @@ static int replay(struct opts *o) {
     struct perf_event_attr attrs[MAX_EVENTS];
     for (int i = 0; i < o->nevents; i++) make_attr(o, &o->events[i], i == 0, 1, o->nevents > 1, &attrs[i]);
     struct writer *w = lp_alloc(sizeof *w);
-    if (w_open(w, o->output, o->flush_ms) < 0) die("cannot create the record file ", o->output, 125);
+    if (w_open(w, o->output, o->flush_ms) < 0) die_open(w, o->output);
     u64 start = lp_clock_ns(LP_CLOCK_MONOTONIC);
     struct buf h;
     for (int i = 0; i < o->nevents; i++) {
@@ -1261,7 +1289,7 @@ static int record(struct opts *o, char **envp) {
         if (!failed) break;
     }
     struct writer *w = lp_alloc(sizeof *w);
-    if (w_open(w, o->output, o->flush_ms) < 0) die("cannot create the record file ", o->output, 125);
+    if (w_open(w, o->output, o->flush_ms) < 0) die_open(w, o->output);
     if (o->dump) {
         long d = SYS4(__NR_openat, LP_AT_FDCWD, o->dump, LP_O_WRONLY_CREAT_TRUNC, 0644);
         if (d < 0) die("cannot create the ring dump ", o->dump, 125);

@@ -120,6 +120,109 @@ long lp_read_file(const char *path, char *buf, size_t cap) {
     return (long)n;
 }
 
+#define LP_S_IFMT 0170000
+#define LP_S_IFREG 0100000
+#define LP_S_IFDIR 0040000
+#define LP_S_IFLNK 0120000
+#define LP_S_IFSOCK 0140000
+#define LP_AT_SYMLINK_NOFOLLOW 0x100
+#define LP_AT_EMPTY_PATH 0x1000
+
+static long lp_statx(int dirfd, const char *path, int flags, struct statx *st) {
+    return SYS5(__NR_statx, dirfd, path, flags, STATX_TYPE | STATX_INO, st);
+}
+
+/* Why the file type MODE cannot be written; 0 when it can. */
+static const char *dest_refused(u32 mode) {
+    switch (mode & LP_S_IFMT) {
+    case LP_S_IFDIR: return "it is a directory";
+    case LP_S_IFSOCK: return "it is a socket";
+    case LP_S_IFREG: return 0;
+    case 0020000: case 0060000: case 0010000: return 0; /* character, block device, FIFO */
+    default: return "it is neither a regular file, a device nor a FIFO";
+    }
+}
+
+int lp_dest(const char *path, char *real, size_t cap, int *fd, const char **why) {
+    static char cur[1024], link[1024];
+    struct statx t, s;
+    *why = 0;
+    if (lp_streq(path, "-")) {
+        *why = "the agent does not write to standard output (the workload's output goes there)";
+        return -LP_EINVAL;
+    }
+    long r = lp_statx(LP_AT_FDCWD, path, 0, &t);
+    int have = r == 0;
+    if (r < 0 && r != -LP_ENOENT) return (int)r;
+    if (have) {
+        if ((*why = dest_refused(t.stx_mode))) return -LP_EINVAL;
+        if ((t.stx_mode & LP_S_IFMT) != LP_S_IFREG) {
+            long f = SYS4(__NR_openat, LP_AT_FDCWD, path, LP_O_WRONLY | LP_O_NOCTTY | LP_O_CLOEXEC, 0);
+            if (f < 0) return (int)f;
+            /* Never write into a file unannounced: it must still be a device or FIFO. */
+            if (lp_statx((int)f, "", LP_AT_EMPTY_PATH, &s) < 0 || dest_refused(s.stx_mode) ||
+                (s.stx_mode & LP_S_IFMT) == LP_S_IFREG) {
+                SYS1(__NR_close, f);
+                *why = "it changed while being opened";
+                return -LP_EINVAL;
+            }
+            *fd = (int)f;
+            return 1;
+        }
+    }
+    size_t n = lp_strlen(path);
+    if (n >= sizeof cur) return -LP_ENAMETOOLONG;
+    memcpy(cur, path, n + 1);
+    for (int hops = 0; hops < 40; hops++) {
+        r = lp_statx(LP_AT_FDCWD, cur, LP_AT_SYMLINK_NOFOLLOW, &s);
+        if (r == 0 && (s.stx_mode & LP_S_IFMT) == LP_S_IFLNK) {
+            long k = SYS4(__NR_readlinkat, LP_AT_FDCWD, cur, link, sizeof link - 1);
+            if (k < 0) return (int)k;
+            link[k] = 0;
+            /* A relative target is relative to the link's directory. */
+            size_t dir = 0;
+            if (link[0] != '/')
+                for (size_t i = 0; cur[i]; i++)
+                    if (cur[i] == '/') dir = i + 1;
+            if (dir + (size_t)k >= sizeof cur) return -LP_ENAMETOOLONG;
+            memcpy(cur + dir, link, (size_t)k + 1);
+            continue;
+        }
+        if (r == 0) {
+            /* The file the walk ends at must be the one the path names (a /proc fd link to
+             * a deleted file reads as a name that is something else). */
+            if (!have || s.stx_ino != t.stx_ino || s.stx_dev_major != t.stx_dev_major ||
+                s.stx_dev_minor != t.stx_dev_minor) {
+                *why = "it names an open file that has no path of its own (deleted?)";
+                return -LP_EINVAL;
+            }
+        } else if (r != -LP_ENOENT || have) {
+            return (int)r;
+        } else if (hops) {
+            /* A link to nothing: a planted link would make a file where it points. */
+            *why = "it is a symbolic link to nothing: name the file itself";
+            return -LP_EINVAL;
+        }
+        n = lp_strlen(cur);
+        if (n >= cap) return -LP_ENAMETOOLONG;
+        memcpy(real, cur, n + 1);
+        return 0;
+    }
+    return -LP_ELOOP;
+}
+
+long lp_open_temporary(const char *tmp) {
+    struct statx s;
+    long f = SYS4(__NR_openat, LP_AT_FDCWD, tmp,
+                  LP_O_WRONLY_CREAT_TRUNC | LP_O_NOFOLLOW | LP_O_NONBLOCK | LP_O_CLOEXEC, 0644);
+    if (f < 0) return f;
+    if (lp_statx((int)f, "", LP_AT_EMPTY_PATH, &s) < 0 || (s.stx_mode & LP_S_IFMT) != LP_S_IFREG) {
+        SYS1(__NR_close, f);
+        return -LP_EINVAL;
+    }
+    return f;
+}
+
 static u8 *heap, *heap_end;
 
 void *lp_alloc(size_t n) {

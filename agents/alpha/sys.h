@@ -5,6 +5,7 @@
 
 #include <asm/unistd.h>
 #include <linux/perf_event.h>
+#include <linux/stat.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,9 +29,13 @@ long lp_syscall6(long n, long a, long b, long c, long d, long e, long f);
 /* Constants that are the same on x86_64 and Alpha Linux unless noted. */
 #define LP_AT_FDCWD (-100)
 #define LP_O_RDONLY 0
+#define LP_O_WRONLY 01
 #ifdef __alpha__
 #define LP_O_WRONLY_CREAT_TRUNC (01 | 01000 | 02000) /* O_WRONLY|O_CREAT|O_TRUNC on Alpha */
 #define LP_O_CLOEXEC 010000000
+#define LP_O_NONBLOCK 04
+#define LP_O_NOCTTY 010000
+#define LP_O_NOFOLLOW 0200000
 #define LP_MAP_SHARED 0x01
 #define LP_MAP_PRIVATE 0x02
 #define LP_MAP_ANON 0x10
@@ -39,6 +44,9 @@ long lp_syscall6(long n, long a, long b, long c, long d, long e, long f);
 #else
 #define LP_O_WRONLY_CREAT_TRUNC (01 | 0100 | 01000)
 #define LP_O_CLOEXEC 02000000
+#define LP_O_NONBLOCK 04000
+#define LP_O_NOCTTY 0400
+#define LP_O_NOFOLLOW 0400000
 #define LP_MAP_SHARED 0x01
 #define LP_MAP_PRIVATE 0x02
 #define LP_MAP_ANON 0x20
@@ -57,6 +65,13 @@ long lp_syscall6(long n, long a, long b, long c, long d, long e, long f);
 #define LP_EACCES 13
 #define LP_EPERM 1
 #define LP_EINVAL 22
+#define LP_EISDIR 21
+#define LP_ENAMETOOLONG 36
+#ifdef __alpha__
+#define LP_ELOOP 62
+#else
+#define LP_ELOOP 40
+#endif
 #ifdef __alpha__
 #define LP_EOPNOTSUPP 45
 #else
@@ -84,6 +99,16 @@ void lp_putu(int fd, u64 v);
 void lp_exit(int code) __attribute__((noreturn));
 u64 lp_clock_ns(int clock);
 long lp_read_file(const char *path, char *buf, size_t cap);
+/* Where a file the agent writes goes (the record file, --status-file), the rule of the Rust
+ * agent's dest.rs and the host's output.rs: a device or FIFO is written straight through
+ * (1: *fd is open on it); a regular file or a new name is replaced through a temporary
+ * beside it, symbolic links followed to the file they name (0: REAL, of CAP bytes, is that
+ * file); anything else (a directory, a socket, a link to nothing, `-`) is refused (< 0,
+ * *why says why when it is not an errno's). */
+int lp_dest(const char *path, char *real, size_t cap, int *fd, const char **why);
+/* Creates or empties TMP beside a file being replaced: never through a symbolic link, and
+ * only a regular file. Returns the fd or -errno. */
+long lp_open_temporary(const char *tmp);
 void *lp_alloc(size_t n); /* bump allocator over anonymous mmap; never freed */
 
 #endif

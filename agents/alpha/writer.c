@@ -108,14 +108,20 @@ static void reset_frame(struct writer *w) {
 
 int w_open(struct writer *w, const char *path, u64 flush_ms) {
     memset(w, 0, sizeof *w);
-    size_t n = lp_strlen(path);
-    if (n >= sizeof w->path) return -36; /* ENAMETOOLONG */
-    memcpy(w->path, path, n + 1);
-    memcpy(w->part, path, n);
-    memcpy(w->part + n, ".part", 6);
-    long fd = SYS4(__NR_openat, LP_AT_FDCWD, w->part, LP_O_WRONLY_CREAT_TRUNC, 0644);
-    if (fd < 0) return (int)fd;
-    w->fd = (int)fd;
+    int fd = -1;
+    int d = lp_dest(path, w->path, sizeof w->path, &fd, &w->why);
+    if (d < 0) return d;
+    if (d == 1) {
+        w->through = 1;
+    } else {
+        size_t n = lp_strlen(w->path);
+        memcpy(w->part, w->path, n);
+        memcpy(w->part + n, ".part", 6);
+        long f = lp_open_temporary(w->part);
+        if (f < 0) return (int)f;
+        fd = (int)f;
+    }
+    w->fd = fd;
     buf_init(&w->chunk, 128 * 1024);
     w->flush_ns = (flush_ms ? flush_ms : 1000) * 1000000u;
     w->last_flush_ns = lp_clock_ns(LP_CLOCK_MONOTONIC);
@@ -130,6 +136,10 @@ void w_header_ext(struct writer *w, const struct buf *items) { frame(w, 4, 0, it
 
 int w_finish(struct writer *w) {
     if (w->failed) return -1;
+    if (w->through) { /* a device or FIFO has its bytes: nothing to sync or rename */
+        SYS1(__NR_close, w->fd);
+        return 0;
+    }
     SYS1(__NR_fsync, w->fd);
     SYS1(__NR_close, w->fd);
     long r = SYS4(__NR_renameat, LP_AT_FDCWD, w->part, LP_AT_FDCWD, w->path);
@@ -143,7 +153,7 @@ int w_finish(struct writer *w) {
 
 void w_abandon(struct writer *w) {
     SYS1(__NR_close, w->fd);
-    SYS3(__NR_unlinkat, LP_AT_FDCWD, w->part, 0);
+    if (!w->through) SYS3(__NR_unlinkat, LP_AT_FDCWD, w->part, 0);
 }
 
 void w_flush(struct writer *w) {

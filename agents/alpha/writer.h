@@ -38,6 +38,10 @@ struct writer {
     u64 last_flush_ns, flush_ns;
     int failed;
     long err; /* the errno of the failed write, if any */
+    const char *why; /* why w_open refused the path, when not an errno's */
+    /* PATH is the file replaced when complete (links resolved), written as PART; a device
+     * or FIFO is written straight through: THROUGH is set and PATH, PART are empty. */
+    int through;
     char path[512], part[520];
 };
 
@@ -57,7 +61,9 @@ struct lp_sample {
     u32 ncallchain;
 };
 
-/* Opens PATH.part; w_finish renames it to PATH once the trailer is written. */
+/* Opens PATH by lp_dest's rule: a regular file as PATH.part (beside the file a symbolic
+ * link names), renamed to it by w_finish once the trailer is written; a device or FIFO
+ * straight through. Returns 0 or -errno (w->why set for a refusal). */
 int w_open(struct writer *w, const char *path, u64 flush_ms);
 void w_header(struct writer *w, const struct buf *postcard_header);
 /* The header-extension frame (kind 4): its items, each varint tag, varint length, body. */

@@ -9,7 +9,7 @@ use labperf_common::Record;
 use sha2::{Digest, Sha256};
 use std::collections::HashSet;
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Largest record file fetched (a 30 s recording at 50 kHz is about 10 MiB).
 pub const MAX_RECORD: u64 = 4 << 30;
@@ -470,8 +470,10 @@ pub fn cleanup(r: &Remote, files: &RunFiles) {
     );
 }
 
-/// Fetches the remote file `remote` to `local`: streamed into a new temporary file beside
-/// it, checked, then renamed, so `local` is either the complete file or what it was before.
+/// Fetches the remote file `remote` to `local` by [`crate::output`]'s rule: a regular file
+/// is streamed into a new temporary file beside it, checked, then renamed, so `local` is
+/// either the complete file or what it was before; a device or FIFO gets the bytes as they
+/// come.
 pub fn fetch_file(
     r: &Remote,
     remote: &str,
@@ -486,53 +488,27 @@ pub fn fetch_file(
     })
 }
 
-/// Streams what `fetch` writes into a new temporary file beside `local`, then renames it
-/// to `local` once `fetch` says it is complete and checked (`Some`); `None` or an error
-/// leaves `local` as it was.
+/// Streams what `fetch` writes into `local` ([`crate::output::Output`]), completed once
+/// `fetch` says it is complete and checked (`Some`); `None` or an error leaves a regular
+/// `local` as it was.
 fn fetch_file_with(
     local: &Path,
     fetch: impl FnOnce(&mut dyn std::io::Write) -> Result<Option<crate::remote::Fetched>, RemoteError>,
 ) -> Result<Option<crate::remote::Fetched>, RemoteError> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let lerr = |why: String| RemoteError::Local {
-        path: local.into(),
-        why,
-    };
-    let name = local
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "labperf.lpr".into());
-    let tmp = local.with_file_name(format!(".{name}.fetch.{}", crate::remote::unique_id()));
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&tmp)
-        .map_err(|e| lerr(format!("cannot create {}: {e}", tmp.display())))?;
-    let fetched = {
-        let mut w = std::io::BufWriter::new(&mut f);
-        fetch(&mut w).and_then(|x| {
-            std::io::Write::flush(&mut w).map_err(|e| lerr(e.to_string()))?;
-            Ok(x)
-        })
-    };
-    let res = fetched.and_then(|x| {
-        if x.is_some() {
-            f.sync_all().map_err(|e| lerr(e.to_string()))?;
-            std::fs::rename(&tmp, local).map_err(|e| lerr(e.to_string()))?;
-        }
-        Ok(x)
-    });
-    if !matches!(res, Ok(Some(_))) {
-        let _ = std::fs::remove_file(&tmp);
+    let mut out = crate::output::Output::create(local)?;
+    let fetched = fetch(&mut out)?;
+    if fetched.is_some() {
+        out.commit()?;
     }
-    res
+    Ok(fetched)
 }
 
-/// After an agent died: saves what it had written (its `.part` file) as `<local>.part`.
+/// After an agent died: saves what it had written (its `.part` file) beside the file
+/// `local` names ([`crate::output::partial`]); nothing is saved for a device or a FIFO.
 pub fn fetch_partial(r: &Remote, files: &RunFiles, local: &Path) -> bool {
-    let part = PathBuf::from(format!("{}.part", local.display()));
-    let ok = fetch_file(r, &format!("{}.part", files.file), &part, MAX_RECORD).is_ok();
+    let ok = crate::output::partial(local).is_some_and(|part| {
+        fetch_file(r, &format!("{}.part", files.file), &part, MAX_RECORD).is_ok()
+    });
     cleanup(r, files);
     ok
 }

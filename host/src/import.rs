@@ -20,6 +20,8 @@ pub enum ImportError {
     Io(#[from] std::io::Error),
     #[error("not a perf.data file perf can write ({0})")]
     Sections(String),
+    #[error(transparent)]
+    Output(#[from] crate::output::OutputError),
 }
 
 /// Checks that every section perf.data's header names (attrs, data, event types, and each
@@ -184,7 +186,9 @@ fn vdso_image(perf_file: &linux_perf_data::PerfFile) -> Option<Vec<u8>> {
     (elf.build_id.as_deref() == Some(&info.build_id[..])).then(|| bytes.to_vec())
 }
 
-/// Reads `perf_data` and writes the labperf recording `out` (through `out.part`).
+/// Reads `perf_data` and writes the labperf recording `out` (by [`crate::output`]'s rule:
+/// a regular file through a temporary beside it, `-` standard output, a device or FIFO
+/// straight through).
 pub fn import(
     mut perf_data: impl std::io::Read + std::io::Seek,
     out: &std::path::Path,
@@ -234,18 +238,10 @@ pub fn import(
         mode: Recipe::Sample { group_read: false }.mode_string(),
         notes: vec!["imported from perf.data".into()],
     };
-    let mut part = out.as_os_str().to_owned();
-    part.push(".part");
-    let part = std::path::PathBuf::from(part);
-    let mut w = std::io::BufWriter::new(std::fs::File::create(&part)?);
-    let r = write_records(&mut perf_file, &mut record_iter, &header, &mut w)
-        .and_then(|got| Ok(w.get_ref().sync_all().map(|_| got)?));
-    drop(w);
-    if r.is_err() {
-        let _ = std::fs::remove_file(&part);
-    }
-    let got = r?;
-    std::fs::rename(&part, out)?;
+    // Dropped on an error (or a panic unwinding), its temporary file is removed.
+    let mut w = crate::output::Output::create(out)?;
+    let got = write_records(&mut perf_file, &mut record_iter, &header, &mut w)?;
+    w.commit()?;
     Ok(got)
 }
 

@@ -18,6 +18,7 @@ pub mod intervals;
 pub mod known_hosts;
 pub mod load;
 pub mod metrics;
+pub mod output;
 pub mod profileme;
 pub mod progress;
 #[cfg(feature = "remote")]

@@ -63,7 +63,10 @@ fn main() {
         Cmd::Hosts(a) => cmd::hosts::run(a),
     };
     if let Err(e) = r {
-        eprintln!("labperf: error: {e:#}");
+        eprintln!(
+            "labperf: error: {}",
+            labperf::text::show_text(&format!("{e:#}"))
+        );
         std::process::exit(1);
     }
 }

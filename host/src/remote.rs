@@ -117,6 +117,8 @@ pub enum RemoteError {
     Config { path: PathBuf, why: String },
     #[error("{path}: {why}")]
     Local { path: PathBuf, why: String },
+    #[error(transparent)]
+    Output(#[from] crate::output::OutputError),
     #[error("--remote-dir {0:?}: {1}")]
     RemoteDir(String, String),
 }

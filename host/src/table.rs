@@ -185,9 +185,18 @@ fn share(num: u64, den: u64) -> f64 {
     }
 }
 
-/// A CSV field: control characters escaped, quoted when it holds a comma, quote or newline.
+/// A CSV text field: control characters escaped; a leading `'` when it starts with `=`,
+/// `+`, `-`, `@`, a tab or a carriage return, which a spreadsheet would take for a formula
+/// (numbers are typed cells, never text, so never prefixed); quoted when it holds a comma,
+/// quote or newline.
 pub fn csv_field(s: &str) -> String {
+    let formula = s.starts_with(['=', '+', '-', '@', '\t', '\r']);
     let s = show(s);
+    let s = if formula {
+        std::borrow::Cow::Owned(format!("'{s}"))
+    } else {
+        s
+    };
     if s.contains([',', '"', '\n']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {

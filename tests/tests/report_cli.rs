@@ -142,3 +142,93 @@ fn text_from_a_recording_cannot_drive_the_terminal() {
         }
     }
 }
+
+#[test]
+fn csv_text_cells_that_a_spreadsheet_would_run_as_formulas_get_a_quote() {
+    let d = scratch("report-csv-formulas");
+    let f = d.join("formulas.lpr");
+    // One process per hostile name (comm), each with a mapping named the same way (dso).
+    let names = [
+        "=HYPERLINK(\"http://x\",\"y\")",
+        "+1+2",
+        "-2+3",
+        "@SUM(A1)",
+        "\tcmd",
+        "\rcmd",
+        "plain",
+    ];
+    let mut recs = Vec::new();
+    for (i, n) in names.iter().enumerate() {
+        let pid = 10 + i as u32;
+        let base = 0x10_0000 * (i as u64 + 1);
+        recs.push(Record::Comm(Comm {
+            pid,
+            tid: pid,
+            comm: n.to_string(),
+            exec: true,
+        }));
+        recs.push(Record::Mmap2(Mmap2 {
+            pid,
+            tid: pid,
+            addr: base,
+            len: 0x1000,
+            path: n.to_string(),
+            ..Default::default()
+        }));
+        // Different sample counts keep the row order fixed: the first name busiest.
+        for k in 0..(20 - i as u64) {
+            recs.push(Record::Sample(Sample {
+                pid,
+                tid: pid,
+                ip: base + 0x10 + k,
+                period: 1,
+                ..Default::default()
+            }));
+        }
+    }
+    write(&f, &header(), &recs);
+    for by in ["comm", "dso"] {
+        let o = Command::new(bin("labperf"))
+            .args(["report", "--by", by, "--format", "csv", "--top", "0"])
+            .arg(&f)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let csv = String::from_utf8(o.stdout).unwrap();
+        let mut lines = csv.lines();
+        let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+        // The name is the last column (`dso` rows are keyed `name`).
+        let col = header.len() - 1;
+        assert_eq!(
+            header[col],
+            if by == "comm" { "comm" } else { "name" },
+            "{csv}"
+        );
+        let rows: Vec<&str> = lines.collect();
+        assert_eq!(rows.len(), names.len(), "{csv}");
+        let want = [
+            "\"'=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\"",
+            "'+1+2",
+            "'-2+3",
+            "'@SUM(A1)",
+            "'\\tcmd",
+            "'\\rcmd",
+            "plain",
+        ];
+        for (row, w) in rows.iter().zip(want) {
+            // Numbers before it are never prefixed.
+            assert!(
+                row.ends_with(w),
+                "--by {by}: {row:?} does not end with {w:?}"
+            );
+            let cells: Vec<&str> = row.split(',').collect();
+            for (i, c) in cells.iter().enumerate().take(col) {
+                assert!(
+                    c.parse::<f64>().is_ok(),
+                    "--by {by}: column {} is not a plain number: {row}",
+                    header[i]
+                );
+            }
+        }
+    }
+}

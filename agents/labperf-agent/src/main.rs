@@ -2,6 +2,7 @@
 
 mod arch;
 mod convert;
+mod dest;
 mod events;
 mod kallsyms;
 mod out;
@@ -43,7 +44,8 @@ OPTIONS:
                        (workloads built without frame pointers); each stack is written
                        as what changed since the thread's previous one
   -o, --output FILE    record file to write (default labperf.lpr; stat writes only with -o);
-                       written as FILE.part and renamed to FILE once complete
+                       written as FILE.part and renamed to FILE once complete (a link's
+                       file); a device or FIFO straight through
       --status-file F  write how the run ended to F: `ok CODE`, `exec-error MSG`,
                        `disk-full MSG` or `agent-error MSG` (for labperf over SSH)
   -p, --pid PID        attach to a running process instead of starting CMD

@@ -1,6 +1,8 @@
 //! The record file writer: header, frames flushed at least every interval, trailer; written
 //! under `FILE.part` and renamed to `FILE` only once complete, so an existing `FILE` is
-//! never touched by a run that fails (a killed agent's frames stay in `FILE.part`).
+//! never touched by a run that fails (a killed agent's frames stay in `FILE.part`). `FILE`
+//! goes by `dest.rs`'s rule: a device or FIFO is written straight through, a symbolic
+//! link's file is the one replaced (its `.part` beside it).
 
 use crate::status::Fail;
 use labperf_common::{Encoder, Header, HeaderExt, Record, Trailer};
@@ -13,7 +15,10 @@ pub const FRAME_BYTES: usize = 64 * 1024;
 
 pub struct Out {
     file: File,
-    path: String,
+    /// The file replaced when complete (links resolved); `None`: a device or a FIFO
+    /// written straight through.
+    path: Option<String>,
+    /// What is being written: the temporary `FILE.part`, or the device or FIFO.
     part: String,
     pub enc: Encoder,
     last_flush: Instant,
@@ -25,11 +30,6 @@ pub struct Out {
     kernel: crate::kallsyms::Seen,
 }
 
-/// Where a recording for `path` is written until it is complete.
-pub fn part_path(path: &str) -> String {
-    format!("{path}.part")
-}
-
 impl Out {
     pub fn create(
         path: &str,
@@ -37,7 +37,7 @@ impl Out {
         ext: &HeaderExt,
         flush_ms: u64,
     ) -> Result<Out, Fail> {
-        let part = part_path(path);
+        let (part, path) = crate::dest::resolve(path, ".part", "the record file")?;
         let file = File::create(&part).map_err(|e| {
             Fail::io(
                 &e,
@@ -48,7 +48,7 @@ impl Out {
         })?;
         let mut o = Out {
             file,
-            path: path.into(),
+            path,
             part,
             enc: Encoder::new(),
             last_flush: Instant::now(),
@@ -134,23 +134,30 @@ impl Out {
         }
         let f = self.enc.trailer_frame(t);
         self.write(&f)?;
+        // A device or a FIFO has its bytes: nothing is synced or renamed there.
+        let Some(path) = &self.path else {
+            return Ok(self.bytes);
+        };
         self.file.sync_all().map_err(|e| {
             Fail::io(
                 &e,
                 format!("cannot sync the record file '{}': {e}", self.part),
             )
         })?;
-        std::fs::rename(&self.part, &self.path).map_err(|e| {
+        std::fs::rename(&self.part, path).map_err(|e| {
             Fail::io(
                 &e,
-                format!("cannot rename '{}' to '{}': {e}", self.part, self.path),
+                format!("cannot rename '{}' to '{path}': {e}", self.part),
             )
         })?;
         Ok(self.bytes)
     }
 
-    /// Removes the unfinished file: nothing worth keeping was recorded.
+    /// Removes the unfinished file: nothing worth keeping was recorded (a device or a
+    /// FIFO is left alone).
     pub fn abandon(self) {
-        let _ = std::fs::remove_file(&self.part);
+        if self.path.is_some() {
+            let _ = std::fs::remove_file(&self.part);
+        }
     }
 }

@@ -1094,7 +1094,7 @@ mod tests {
                 (written, written, written, 100 - written),
                 "{mode:?}"
             );
-            assert!(!std::path::Path::new(&crate::out::part_path(path)).exists());
+            assert!(!std::path::Path::new(&format!("{path}.part")).exists());
         }
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -89,13 +89,17 @@ pub fn line(r: &Result<i32, Fail>) -> String {
     }
 }
 
-/// Writes the status file (a temporary name, then a rename); a failure to write it is
-/// only reported, as the run's own result matters more.
+/// Writes the status file by `dest.rs`'s rule (a regular file through a temporary name,
+/// then a rename; a device or FIFO straight through); a failure to write it is only
+/// reported, as the run's own result matters more.
 pub fn write(path: &str, r: &Result<i32, Fail>) {
-    let tmp = format!("{path}.tmp");
-    let res = std::fs::write(&tmp, line(r)).and_then(|_| std::fs::rename(&tmp, path));
+    let res = crate::dest::resolve(path, ".tmp", "the status file").and_then(|(at, then)| {
+        std::fs::write(&at, line(r))
+            .and_then(|_| then.map_or(Ok(()), |p| std::fs::rename(&at, p)))
+            .map_err(|e| format!("cannot write the status file '{path}': {e}"))
+    });
     if let Err(e) = res {
-        eprintln!("labperf-agent: warning: cannot write the status file '{path}': {e}");
+        eprintln!("labperf-agent: warning: {e}");
     }
 }
 

@@ -45,7 +45,8 @@ fn shipped_for(arch: &str, name: &str, env: &str) -> Result<PathBuf> {
     }
     let triple = triple_for(arch).with_context(|| {
         format!(
-            "labperf has no {name} for the {arch} architecture (it has x86_64, aarch64 and alpha)"
+            "labperf has no {name} for the {} architecture (it has x86_64, aarch64 and alpha)",
+            labperf::text::show(arch)
         )
     })?;
     let p = agents_dir()

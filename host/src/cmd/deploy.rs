@@ -45,7 +45,11 @@ pub fn run(a: &Args) -> Result<()> {
         match r {
             Ok(m) => println!("{}: {m}", labperf::text::show(h)),
             Err(e) => {
-                eprintln!("[{}] error: {e:#}", labperf::text::show(h));
+                eprintln!(
+                    "[{}] error: {}",
+                    labperf::text::show(h),
+                    labperf::text::show_text(&format!("{e:#}"))
+                );
                 failed += 1;
             }
         }

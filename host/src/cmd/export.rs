@@ -4,6 +4,7 @@
 use super::opts::SymbolOpts;
 use anyhow::{bail, Context, Result};
 use labperf::export::Format;
+use labperf::output::{Dest, Output};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -38,7 +39,8 @@ pub struct Args {
     #[arg(long, value_enum)]
     pub format: Format,
     /// Output file [default: standard output for folded; for one FILE, its name with .svg,
-    /// .json, .pb.gz or .parquet].
+    /// .json, .pb.gz or .parquet]. `-` is standard output (every format but Parquet); a
+    /// device or FIFO is written straight through, a symbolic link's file is replaced.
     #[arg(short, long)]
     pub output: Option<PathBuf>,
     #[command(flatten)]
@@ -83,24 +85,24 @@ pub fn run(a: &Args) -> Result<()> {
         Format::Parquet => Some("parquet"),
     };
     let out = match (&a.output, ext) {
-        (Some(p), _) if p.as_os_str() != "-" => Some(p.clone()),
-        (Some(_), _) | (None, None) => None,
+        (Some(p), _) => Some(p.clone()),
+        (None, None) => None,
         (None, Some(ext)) => match &a.files[..] {
             [one] => Some(one.with_extension(ext)),
             _ => bail!("several files export to one output: name it with -o OUT.{ext}"),
         },
     };
     if a.format == Format::Parquet {
-        let Some(out) = out else {
+        let Some(out) = out.filter(|p| !labperf::output::is_stdout(p)) else {
             bail!("Parquet is two files: name them with -o OUT.parquet, not standard output");
         };
         let side = stacks_path(&out);
-        let (mut samples, mut stack_rows) = (New::create(&out)?, New::create(&side)?);
+        let (mut samples, mut stack_rows) = (Output::create(&out)?, Output::create(&side)?);
         stacks
-            .parquet(samples.writer(), stack_rows.writer())
+            .parquet(&mut samples, &mut stack_rows)
             .context("cannot write the Parquet tables")?;
-        let bytes = samples.finish()?;
-        stack_rows.finish()?;
+        let bytes = samples.commit()?;
+        stack_rows.commit()?;
         eprintln!(
             "labperf: {} samples written to {} ({:.1} bytes per sample), {} stacks to {}",
             stacks.samples.len(),
@@ -112,35 +114,30 @@ pub fn run(a: &Args) -> Result<()> {
         return Ok(());
     }
     // Straight to the file: an export is never held whole in memory.
-    let write = |w: &mut dyn Write| -> Result<()> {
-        match a.format {
-            Format::Folded => w.write_all(stacks.folded().as_bytes())?,
-            Format::Svg => stacks.svg(w).context("cannot draw the flame graph")?,
-            Format::Firefox => stacks
-                .firefox(w)
-                .context("cannot write the Firefox profile")?,
-            Format::Pprof => stacks.pprof(w).context("cannot encode the pprof profile")?,
-            Format::Parquet => unreachable!("written above"),
-        }
-        Ok(())
-    };
-    match out {
-        None => {
-            let mut o = std::io::BufWriter::new(std::io::stdout().lock());
-            write(&mut o)?;
-            o.flush()?;
-        }
-        Some(p) => {
-            let mut f = New::create(&p)?;
-            write(f.writer())?;
-            f.finish()?;
-            eprintln!(
-                "labperf: {} stacks of {} samples written to {}",
-                stacks.stacks.len(),
-                stacks.total_samples,
-                p.display()
-            );
-        }
+    let path = out.unwrap_or_else(|| PathBuf::from("-"));
+    let mut out = Output::create(&path)?;
+    match a.format {
+        Format::Folded => out.write_all(stacks.folded().as_bytes())?,
+        Format::Svg => stacks
+            .svg(&mut out)
+            .context("cannot draw the flame graph")?,
+        Format::Firefox => stacks
+            .firefox(&mut out)
+            .context("cannot write the Firefox profile")?,
+        Format::Pprof => stacks
+            .pprof(&mut out)
+            .context("cannot encode the pprof profile")?,
+        Format::Parquet => unreachable!("written above"),
+    }
+    let dest = out.dest().clone();
+    out.commit()?;
+    if dest != Dest::Stdout {
+        eprintln!(
+            "labperf: {} stacks of {} samples written to {}",
+            stacks.stacks.len(),
+            stacks.total_samples,
+            path.display()
+        );
     }
     Ok(())
 }
@@ -152,54 +149,4 @@ pub fn stacks_path(out: &Path) -> PathBuf {
         .map_or("export".into(), |n| n.to_string_lossy().into_owned());
     let stem = name.strip_suffix(".parquet").unwrap_or(&name);
     out.with_file_name(format!("{stem}.stacks.parquet"))
-}
-
-/// A file written through a temporary name and renamed when complete: a reader never sees
-/// half a file, and a failed export leaves none.
-struct New {
-    path: PathBuf,
-    tmp: PathBuf,
-    file: Option<std::io::BufWriter<std::fs::File>>,
-}
-
-impl New {
-    fn create(path: &Path) -> Result<New> {
-        let mut tmp = path.as_os_str().to_owned();
-        tmp.push(".part");
-        let tmp = PathBuf::from(tmp);
-        let file = std::fs::File::create(&tmp)
-            .with_context(|| format!("cannot write {}", tmp.display()))?;
-        Ok(New {
-            path: path.to_path_buf(),
-            tmp,
-            file: Some(std::io::BufWriter::with_capacity(1 << 20, file)),
-        })
-    }
-
-    fn writer(&mut self) -> &mut std::io::BufWriter<std::fs::File> {
-        self.file.as_mut().expect("open until finished")
-    }
-
-    /// Flushes and renames; returns the file's size.
-    fn finish(mut self) -> Result<u64> {
-        let f = self
-            .file
-            .take()
-            .expect("open until finished")
-            .into_inner()
-            .map_err(|e| e.into_error())
-            .with_context(|| format!("cannot write {}", self.tmp.display()))?;
-        let n = f.metadata()?.len();
-        std::fs::rename(&self.tmp, &self.path)
-            .with_context(|| format!("cannot rename to {}", self.path.display()))?;
-        Ok(n)
-    }
-}
-
-impl Drop for New {
-    fn drop(&mut self) {
-        if self.file.take().is_some() {
-            let _ = std::fs::remove_file(&self.tmp);
-        }
-    }
 }

@@ -237,7 +237,14 @@ fn check(c: &Check) -> Result<()> {
         t.rows.push(vec![
             Cell::text(show(h)),
             text(&v.arch),
-            text(&v.paranoid),
+            // A number (-1 is one) is a number cell; anything else what the host said.
+            match v.paranoid.parse::<i32>() {
+                Ok(p) => Cell::Shown {
+                    text: p.to_string(),
+                    value: serde_json::json!(p),
+                },
+                Err(_) => text(&v.paranoid),
+            },
             text(&v.pmu),
             text(&v.free),
             Cell::text(verdict),

@@ -21,12 +21,15 @@ pub struct Args {
     /// The perf.data file.
     #[arg(default_value = "perf.data")]
     pub perf_data: PathBuf,
-    /// The labperf record file to write.
+    /// The labperf record file to write (`-`: standard output; a device or FIFO is written
+    /// straight through, a symbolic link's file is replaced).
     #[arg(short, long, default_value = "labperf.lpr")]
     pub output: PathBuf,
 }
 
 pub fn run(a: &Args) -> Result<()> {
+    // A directory or a socket is refused before anything is read.
+    labperf::output::resolve(&a.output)?;
     let (f, _, _) = labperf::load::open_regular(&a.perf_data, u64::MAX)
         .with_context(|| format!("cannot open {}", a.perf_data.display()))?;
     // perf.data is untrusted input read by another crate's parser: a panic there is a
@@ -40,10 +43,8 @@ pub fn run(a: &Args) -> Result<()> {
                 a.perf_data.display()
             )
         })?,
+        // Unwinding dropped the output, which removed its temporary file.
         Err(_) => {
-            let mut part = a.output.as_os_str().to_owned();
-            part.push(".part");
-            let _ = std::fs::remove_file(part);
             anyhow::bail!(
                 "cannot import {}: the perf.data parser failed on it (a malformed file)",
                 a.perf_data.display()
@@ -54,7 +55,11 @@ pub fn run(a: &Args) -> Result<()> {
         "labperf: {} records ({} samples) written to {}{}",
         got.records,
         got.samples,
-        a.output.display(),
+        if labperf::output::is_stdout(&a.output) {
+            "standard output".into()
+        } else {
+            a.output.display().to_string()
+        },
         if got.skipped > 0 {
             format!(
                 "; {} records of kinds labperf does not keep left out",

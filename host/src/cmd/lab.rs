@@ -126,6 +126,19 @@ pub fn output_for(output: &Path, name: &str, hosts: usize) -> PathBuf {
     output.with_file_name(format!("{stem}-{safe}.lpr"))
 }
 
+/// Where a recording (`record -o`, `stat -o`) goes, by [`labperf::output`]'s rule, checked
+/// before anything runs: whether it is a regular file, read back for the report and the
+/// binaries (a device or a FIFO is written straight through and not). A directory, a socket
+/// and standard output (where the workload's output goes) are refused.
+pub fn record_output(path: &Path) -> Result<bool> {
+    match labperf::output::resolve(path)? {
+        labperf::output::Dest::Stdout => anyhow::bail!(
+            "-o -: a record file does not go to standard output (the workload's output goes there): name a file, a device or a FIFO"
+        ),
+        d => Ok(d.file().is_some()),
+    }
+}
+
 /// What to run on each host.
 pub struct Job<'a> {
     /// `record` or `stat`.
@@ -147,6 +160,9 @@ pub struct Done {
     pub file: PathBuf,
     pub status: i32,
     pub interrupted: bool,
+    /// Whether `file` is a regular file that can be read back (not a device or a FIFO
+    /// written straight through).
+    pub readable: bool,
 }
 
 /// The output of one host's run, through the board: the workload's stdout as it comes
@@ -255,6 +271,10 @@ fn one(
     index: usize,
 ) -> Result<Done> {
     let interrupts = labperf::interrupt::count();
+    let file = output_for(job.output, spec, hosts);
+    // Where the file goes is settled before anything runs: a directory or a socket is
+    // refused, a device or a FIFO is written straight through and never read back.
+    let readable = record_output(&file)?;
     let mut io = HostIo::new(spec, hosts > 1, board, index);
     board.set(index, Phase::Connecting, "");
     let Connected {
@@ -328,7 +348,6 @@ fn one(
         }
         command = labperf::push::rewrite(job.command, job.push, &remote_dir);
     }
-    let file = output_for(job.output, spec, hosts);
     board.set(index, Phase::Running, "");
     // The agent's progress lines feed the host's board line.
     let mut agent_args = job.agent_args.clone();
@@ -367,7 +386,10 @@ fn one(
     };
     // A second interrupt that came as the run ended still aborts: nothing is kept.
     if labperf::interrupt::count().wrapping_sub(interrupts) >= 2 {
-        let _ = std::fs::remove_file(&file);
+        // Only a regular file is removed, never a device, a FIFO or a link's name.
+        if let Ok(labperf::output::Dest::File(p)) = labperf::output::resolve(&file) {
+            let _ = std::fs::remove_file(p);
+        }
         return Err(deploy::RunError::Aborted {
             host: show(spec).into_owned(),
         }
@@ -376,7 +398,13 @@ fn one(
     if !got.checksummed {
         io.say("warning: this machine has no SHA-256 tool (sha256sum, busybox, shasum, openssl): the record file was checked by its size only");
     }
-    if job.binaries {
+    if job.binaries && !readable {
+        io.say(&format!(
+            "{} is not a regular file: the binaries were not fetched (record to a file for symbols)",
+            file.display()
+        ));
+    }
+    if job.binaries && readable {
         let cache = labperf::cache::binaries();
         for w in labperf::push::seed_cache(job.push, &cache) {
             io.say(&format!("warning: a pushed file's symbols: {w}"));
@@ -392,6 +420,7 @@ fn one(
         file,
         status: finished.status,
         interrupted: finished.interrupted,
+        readable,
     })
 }
 
@@ -468,7 +497,7 @@ pub fn summary(results: &[(String, Result<Done>)]) -> usize {
     let failed = results.iter().filter(|(_, r)| r.is_err()).count();
     for (host, r) in results {
         if let Err(e) = r {
-            eprintln!("[{}] error: {e:#}", show(host));
+            eprintln!("[{}] error: {}", show(host), show_text(&format!("{e:#}")));
         }
     }
     if results.len() > 1 {
@@ -503,8 +532,10 @@ fn summary_table(results: &[(String, Result<Done>)]) -> labperf::table::Report {
     for (host, r) in results {
         t.rows.push(match r {
             Ok(d) => {
-                let trailer = labperf::load::stream(&d.file.as_path().into(), |_| {})
-                    .ok()
+                let trailer = d
+                    .readable
+                    .then(|| labperf::load::stream(&d.file.as_path().into(), |_| {}).ok())
+                    .flatten()
                     .and_then(|i| i.trailer);
                 vec![
                     Cell::text(show(host)),

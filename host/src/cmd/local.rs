@@ -97,8 +97,8 @@ pub fn run(
             bail!("the agent could not {verb} (its message is above); nothing was recorded")
         }
         _ => {
-            let part = output.map(|o| PathBuf::from(format!("{}.part", o.display())));
-            match part.filter(|p| p.exists()) {
+            // The agent keeps it beside the file the output names (links resolved).
+            match output.and_then(labperf::output::partial).filter(|p| p.exists()) {
                 Some(p) => bail!(
                     "the agent was killed before it finished: what it had written is in {} (`labperf report` reads it)",
                     p.display()

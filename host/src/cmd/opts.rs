@@ -104,7 +104,9 @@ pub struct RecordOpts {
     /// Sample about HZ times per second.
     #[arg(short = 'F', long)]
     pub freq: Option<u64>,
-    /// Where to write the record file.
+    /// Where to write the record file: a regular file (replaced once complete; through a
+    /// symbolic link, the file it names), or a device or FIFO written straight through
+    /// (then no report follows). Not `-`: the workload's output goes to standard output.
     #[arg(short, long, default_value = "labperf.lpr")]
     pub output: PathBuf,
     /// Record the whole machine: every task on every CPU (one ring buffer per CPU), for

@@ -5,6 +5,7 @@
 use super::lab::{connect, Connected};
 use super::opts::RemoteOpts;
 use anyhow::{bail, Result};
+use labperf::text::{show, show_text};
 
 /// Show what lab machines can measure.
 #[derive(Debug, clap::Args)]
@@ -80,16 +81,19 @@ impl Facts {
             .any(|p| p.0 == pmu && p.3.iter().any(|x| x == t))
     }
 
+    /// The facts of one host, for a terminal: every string from the lab machine (and the
+    /// host's name) escaped by [`show`].
     pub fn render(&self, host: &str) -> String {
         let mut s = format!(
-            "{host}\n  architecture: {}\n  cpu: {}\n  kernel: {}\n",
-            self.arch,
+            "{}\n  architecture: {}\n  cpu: {}\n  kernel: {}\n",
+            show(host),
+            show(&self.arch),
             if self.cpu.is_empty() {
-                "unknown"
+                "unknown".into()
             } else {
-                &self.cpu
+                show(&self.cpu)
             },
-            self.kernel
+            show(&self.kernel)
         );
         let p = match self.paranoid {
             Some(v) if v <= -1 => format!("{v} (everything allowed)"),
@@ -106,9 +110,11 @@ impl Facts {
                 .map(String::as_str)
                 .collect();
             s += &format!(
-                "    {n} (type {t}){}{}\n",
+                "    {} (type {}){}{}\n",
+                show(n),
+                show(t),
                 if shown.is_empty() { "" } else { ": " },
-                shown.join(" ")
+                show(&shown.join(" "))
             );
         }
         s += &format!("  TopDown: {}\n", self.topdown());
@@ -116,7 +122,7 @@ impl Facts {
         s += &format!(
             "  strobe_period driver term: {}\n",
             strobe
-                .map(|p| format!("yes, on {p}"))
+                .map(|p| format!("yes, on {}", show(&p)))
                 .unwrap_or_else(|| "no".into())
         );
         s += &format!(
@@ -212,15 +218,19 @@ pub fn run(a: &Args) -> Result<()> {
             Ok((facts, strobing)) => {
                 print!("{}", facts.render(&hosts[0]));
                 for (i, l) in strobing.lines().enumerate() {
-                    println!("  {}{}", if i == 0 { "" } else { "  " }, l.trim());
+                    println!("  {}{}", if i == 0 { "" } else { "  " }, show(l.trim()));
                 }
             }
-            Err(e) => eprintln!("[{}] error: {e:#}", labperf::text::show(&hosts[0])),
+            Err(e) => eprintln!(
+                "[{}] error: {}",
+                show(&hosts[0]),
+                show_text(&format!("{e:#}"))
+            ),
         }
     } else {
         for (h, r) in hosts.iter().zip(&results) {
             if let Err(e) = r {
-                eprintln!("[{}] error: {e:#}", labperf::text::show(h));
+                eprintln!("[{}] error: {}", show(h), show_text(&format!("{e:#}")));
             }
         }
         print!("{}", table(&hosts, &results).render(a.format, 0, false));
@@ -250,7 +260,7 @@ fn table(hosts: &[String], results: &[Result<(Facts, String)>]) -> labperf::tabl
     );
     t.ranked = false;
     for (h, r) in hosts.iter().zip(results) {
-        let host = Cell::text(labperf::text::show(h));
+        let host = Cell::text(show(h));
         t.rows.push(match r {
             Ok((f, strobing)) => {
                 let pmus: Vec<&str> = f
@@ -268,13 +278,16 @@ fn table(hosts: &[String], results: &[Result<(Facts, String)>]) -> labperf::tabl
                 let strobe = strobe.strip_prefix("strobing: ").unwrap_or(strobe);
                 vec![
                     host,
-                    Cell::text(labperf::text::show(&f.arch)),
-                    Cell::text(labperf::text::show(&f.kernel)),
-                    f.paranoid
-                        .map_or(Cell::Empty, |p| Cell::text(p.to_string())),
-                    Cell::text(labperf::text::show(&pmus.join(","))),
+                    Cell::text(show(&f.arch)),
+                    Cell::text(show(&f.kernel)),
+                    // A number (-1 is one), not text a spreadsheet would be warned of.
+                    f.paranoid.map_or(Cell::Empty, |p| Cell::Shown {
+                        text: p.to_string(),
+                        value: serde_json::json!(p),
+                    }),
+                    Cell::text(show(&pmus.join(","))),
                     Cell::text(f.topdown().split(" (").next().unwrap_or("").to_string()),
-                    Cell::text(labperf::text::show(
+                    Cell::text(show(
                         strobe
                             .split_whitespace()
                             .next()
@@ -294,7 +307,7 @@ fn table(hosts: &[String], results: &[Result<(Facts, String)>]) -> labperf::tabl
                 row.extend(std::iter::repeat_n(Cell::Empty, 7));
                 row.push(Cell::text(format!(
                     "FAILED: {}",
-                    labperf::text::show(format!("{e:#}").lines().next().unwrap_or(""))
+                    show(format!("{e:#}").lines().next().unwrap_or(""))
                 )));
                 row
             }

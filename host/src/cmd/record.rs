@@ -3,7 +3,7 @@
 use super::lab;
 use super::opts::{RecordOpts, RemoteOpts, ReportOpts};
 use anyhow::{bail, Result};
-use labperf::text::show;
+use labperf::text::{show, show_text};
 use std::ffi::OsString;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -113,6 +113,9 @@ pub fn run(a: &Args) -> Result<()> {
         bail!("--duration goes with -a or -C (the whole machine); a command's recording ends with the command");
     }
     let agent_args = agent_args(&a.rec);
+    if labperf::output::is_stdout(&a.rec.output) {
+        lab::record_output(&a.rec.output)?;
+    }
     if !a.host.is_empty() {
         let hosts = lab::expand(&a.host, &a.ssh, false)?;
         let pushes =
@@ -130,12 +133,22 @@ pub fn run(a: &Args) -> Result<()> {
         let mut worst = 0;
         for (_, r) in &results {
             let Ok(d) = r else { continue };
-            if !a.no_report {
+            if !a.no_report && !d.readable {
+                eprintln!(
+                    "[{}] note: {} is not a regular file: no report (`labperf report` reads a file)",
+                    show(&d.name),
+                    d.file.display()
+                );
+            } else if !a.no_report {
                 if hosts.len() > 1 {
                     println!("== {} ==", show(&d.name));
                 }
                 if let Err(e) = super::report::print(&d.file, &a.report) {
-                    eprintln!("[{}] error: {e:#}", show(&d.name));
+                    eprintln!(
+                        "[{}] error: {}",
+                        show(&d.name),
+                        show_text(&format!("{e:#}"))
+                    );
                     failed += 1;
                 }
             }
@@ -154,7 +167,8 @@ pub fn run(a: &Args) -> Result<()> {
         // recordings; another view's files are reported one by one only).
         let files: Vec<PathBuf> = results
             .iter()
-            .filter_map(|(_, r)| r.as_ref().ok().map(|d| d.file.clone()))
+            .filter_map(|(_, r)| r.as_ref().ok().filter(|d| d.readable))
+            .map(|d| d.file.clone())
             .collect();
         let o = a.report.view_options();
         let plain = files.iter().all(|f| {
@@ -179,6 +193,8 @@ pub fn run(a: &Args) -> Result<()> {
     if a.rec.profileme || a.rec.mem || a.rec.replay_ring.is_some() {
         bail!("--profileme, --mem and --replay-ring are for the Alpha (C) agent: record on an Alpha EV67 or later lab machine with --host HOST");
     }
+    // The agent writes the file by the same rule; a device or a FIFO is not read back.
+    let readable = lab::record_output(&a.rec.output)?;
     let agent = super::agents::find_agent()?;
     let f = super::local::run(
         &agent,
@@ -194,7 +210,12 @@ pub fn run(a: &Args) -> Result<()> {
             a.rec.output.display()
         );
     }
-    if !a.no_report {
+    if !a.no_report && !readable {
+        eprintln!(
+            "note: {} is not a regular file: no report (`labperf report` reads a file)",
+            a.rec.output.display()
+        );
+    } else if !a.no_report {
         super::report::print(&a.rec.output, &a.report)?;
     }
     pass_on(f.status);

@@ -3,6 +3,8 @@
 
 use super::opts::ReportOpts;
 use anyhow::{Context, Result};
+use labperf::output::Dest;
+use std::io::Write;
 use std::path::PathBuf;
 
 /// Print a report of a record file, in the view its header names.
@@ -47,7 +49,8 @@ pub struct Args {
     /// of each caller path (0: 1).
     #[arg(long, value_name = "N", default_value_t = 0, requires = "call_graph")]
     pub depth: usize,
-    /// Write the report to this file instead of standard output.
+    /// Write the report to this file instead of standard output (`-`: standard output; a
+    /// device or FIFO is written straight through, a symbolic link's file is replaced).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
 }
@@ -57,17 +60,24 @@ pub fn run(a: &Args) -> Result<()> {
         order,
         depth: a.depth,
     });
+    // Where it goes is checked before the work (a directory or a socket is refused).
+    let out = a
+        .output
+        .as_deref()
+        .map(labperf::output::Output::create)
+        .transpose()?;
     let (text, damaged) = render(&a.files, &a.opts, graph)?;
-    match &a.output {
-        Some(p) if p.as_os_str() != "-" => {
-            let mut tmp = p.as_os_str().to_owned();
-            tmp.push(".part");
-            std::fs::write(&tmp, text.as_bytes())
-                .with_context(|| format!("cannot write {}", p.display()))?;
-            std::fs::rename(&tmp, p).with_context(|| format!("cannot write {}", p.display()))?;
-            eprintln!("labperf: report written to {}", p.display());
+    match out {
+        Some(mut o) => {
+            o.write_all(text.as_bytes())
+                .map_err(|e| anyhow::anyhow!("cannot write the report: {e}"))?;
+            let dest = o.dest().clone();
+            o.commit()?;
+            if let Some(p) = a.output.as_ref().filter(|_| dest != Dest::Stdout) {
+                eprintln!("labperf: report written to {}", p.display());
+            }
         }
-        _ => print!("{text}"),
+        None => print!("{text}"),
     }
     if damaged && a.opts.strict {
         strict_exit();

@@ -3,7 +3,7 @@
 use super::lab;
 use super::opts::RemoteOpts;
 use anyhow::{bail, Context, Result};
-use labperf::text::show;
+use labperf::text::{show, show_text};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
@@ -37,7 +37,8 @@ pub struct Args {
     /// With --topdown: the table printed at the end (the agent prints live lines meanwhile).
     #[arg(long, value_enum, default_value = "table")]
     pub format: labperf::report::Format,
-    /// Also save the counts in this record file (like perf stat, nothing is written without it).
+    /// Also save the counts in this record file (like perf stat, nothing is written without
+    /// it); a device or FIFO is written straight through (and --topdown prints no table).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
     /// The workload and its arguments, passed on exactly as given (byte for byte).
@@ -122,6 +123,11 @@ impl Drop for Out {
 }
 
 pub fn run(a: &Args) -> Result<()> {
+    // A device or a FIFO gets the counts straight through and is not read back.
+    let readable = match &a.output {
+        Some(p) => lab::record_output(p)?,
+        None => true,
+    };
     if a.host.is_empty() {
         let agent = super::agents::find_agent()?;
         let out = Out::new(a, a.topdown);
@@ -137,7 +143,7 @@ pub fn run(a: &Args) -> Result<()> {
             eprintln!("note: interrupted: the counts end there");
         }
         // The workload's own status; its counts are still worth printing.
-        if let Some(o) = &out {
+        if let Some(o) = out.as_ref().filter(|_| readable) {
             print_topdown(a, &o.path)?;
         }
         drop(out);
@@ -166,9 +172,15 @@ pub fn run(a: &Args) -> Result<()> {
                 d.file.display()
             );
         }
-        if let Err(e) = print_topdown(a, &d.file) {
-            eprintln!("[{}] error: {e:#}", show(&d.name));
-            failed += 1;
+        if d.readable {
+            if let Err(e) = print_topdown(a, &d.file) {
+                eprintln!(
+                    "[{}] error: {}",
+                    show(&d.name),
+                    show_text(&format!("{e:#}"))
+                );
+                failed += 1;
+            }
         }
         if out.temporary {
             let _ = std::fs::remove_file(&d.file);

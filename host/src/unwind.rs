@@ -198,16 +198,24 @@ impl Unwind {
                 None => break,
             }
         }
-        // Later mappings of one range replace earlier ones (an exec, a dlclose).
+        // Later mappings of one range replace earlier ones (an exec, a dlclose). The ranges
+        // taken, by start (they never overlap): the one starting last before a range's end
+        // is the only one that may overlap it (a file may list a million mappings).
         maps.reverse();
-        let mut seen: Vec<std::ops::Range<u64>> = Vec::new();
+        let mut seen: std::collections::BTreeMap<u64, u64> = std::collections::BTreeMap::new();
         let mut out = Vec::new();
         for m in maps {
             let r = m.addr..m.addr.saturating_add(m.len);
-            if seen.iter().any(|s| s.start < r.end && r.start < s.end) {
+            if seen
+                .range(..r.end)
+                .next_back()
+                .is_some_and(|(_, &end)| r.start < end)
+            {
                 continue;
             }
-            seen.push(r.clone());
+            if r.start < r.end {
+                seen.insert(r.start, r.end);
+            }
             if let Some((s, base)) = self.sections(sym, &m) {
                 out.push(Module::new(m.path.clone(), r, base, s.info()));
             }

@@ -104,14 +104,23 @@ pub fn run(a: &Args) -> Result<()> {
     }
     // Straight to the file: an export is never held whole in memory.
     let write = |w: &mut dyn Write| -> Result<()> {
-        match a.format {
-            Format::Folded => w.write_all(stacks.folded().as_bytes())?,
+        let note = match a.format {
+            Format::Folded => {
+                stacks.write_folded(w)?;
+                None
+            }
             Format::Svg => stacks.svg(w).context("cannot draw the flame graph")?,
             Format::Firefox => stacks
                 .firefox(w)
                 .context("cannot write the Firefox profile")?,
-            Format::Pprof => stacks.pprof(w).context("cannot encode the pprof profile")?,
+            Format::Pprof => {
+                stacks.pprof(w).context("cannot encode the pprof profile")?;
+                None
+            }
             Format::Parquet => unreachable!("written above"),
+        };
+        if let Some(n) = note {
+            eprintln!("{n}");
         }
         Ok(())
     };

@@ -1452,6 +1452,23 @@ mod tests {
     }
 
     #[test]
+    fn a_folded_name_is_one_element_of_one_line() {
+        // Control characters escaped, `;` made `_`: one line, one frame.
+        assert_eq!(folded_name("a\nb;c\td\r", false), "a\\nb_c\\td\\r");
+        // A last word that reads as a count is joined to the name.
+        assert_eq!(
+            folded_name("f 18446744073709551615", false),
+            "f_18446744073709551615"
+        );
+        assert_eq!(folded_name("f 1.5", false), "f_1.5");
+        assert_eq!(folded_name("f ", false), "f_");
+        // Other spaces stay in a function, as inferno-collapse-perf keeps them.
+        assert_eq!(folded_name("<A as B>::next", false), "<A as B>::next");
+        assert_eq!(folded_name("operator new 2x", false), "operator new 2x");
+        assert_eq!(folded_name("my thread 7", true), "my_thread_7");
+    }
+
+    #[test]
     fn a_flame_graph_of_periods_too_large_to_add_up_is_drawn_by_samples() {
         // Found by the fuzzer: inferno adds the weights in a usize and overflowed.
         let mut st = stacks();

@@ -1,6 +1,7 @@
 //! Record files and mapped paths made to hurt the reader: devices, FIFOs, floods of frames,
-//! huge frames, floods of mappings. `report`, `info` and `dump` must finish quickly, with
-//! memory bounded by a small multiple of the file (the bound `ARCHITECTURE.md` states).
+//! huge frames, floods of mappings, deep stacks over long names, many thread names, names
+//! that would forge folded lines. Every verb must finish quickly, with memory bounded by a
+//! small multiple of the file (the bound `ARCHITECTURE.md` states).
 
 use labperf_common::*;
 use labperf_tests::{bin, scratch};

@@ -58,48 +58,88 @@ pub struct Run {
     pub stacks: Option<crate::quality::Quality>,
 }
 
-/// The samples of one recording with one stack.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The samples of one recording with one stack; its frames are [`Stacks::path`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stack {
     /// Index into [`Stacks::runs`].
     pub run: u32,
-    /// Indexes into [`Stacks::frames`], outermost (the thread's name) first.
-    pub frames: Vec<u32>,
+    /// Its frames: `len` ids of [`Stacks::arena`] from `start`.
+    start: usize,
+    len: u32,
     pub samples: u64,
     /// The sum of the samples' periods.
     pub period: u64,
 }
 
-/// One sample, kept when the format needs each ([`Format::per_sample`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SampleRow {
+/// A sampled thread of one recording.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Thread {
+    /// Index into [`Stacks::runs`].
     pub run: u32,
-    pub event: u32,
     pub pid: u32,
     pub tid: u32,
+}
+
+/// One sample, kept when the format needs each ([`Format::per_sample`]): 32 bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SampleRow {
+    /// Index into [`Stacks::threads`].
+    pub thread: u32,
+    pub event: u32,
+    /// Index into [`Stacks::stacks`].
+    pub stack: u32,
     /// Nanoseconds on the recording's clock.
     pub time: u64,
     pub period: u64,
-    /// Index into [`Stacks::stacks`].
-    pub stack: u32,
 }
 
-/// Samples aggregated per recording and distinct stack.
+/// Samples aggregated per recording and distinct stack. Each frame (a name and its file) is
+/// held once, and a stack is a run of frame ids in one list: memory in proportion to the
+/// file's callchain entries, however long the names.
 #[derive(Debug, Default)]
 pub struct Stacks {
     pub frames: Vec<Frame>,
     /// Most samples first.
     pub stacks: Vec<Stack>,
+    /// Every stack's frames, each stack a run of it (see [`Stacks::path`]).
+    arena: Vec<u32>,
     /// Every sample in file order, file by file (empty unless asked for).
     pub samples: Vec<SampleRow>,
+    /// The threads of [`Stacks::samples`].
+    pub threads: Vec<Thread>,
     pub runs: Vec<Run>,
     pub total_samples: u64,
     pub warnings: Vec<String>,
 }
 
-/// A process, its thread's name and its stack's addresses, leaf first.
-type RawStack = (u32, u32, Vec<u64>);
 type Fx = std::hash::BuildHasherDefault<load::FxHasher>;
+
+/// A distinct stack of one recording while it is read: its process, its thread's name, and
+/// a run of [`Stacks::arena`]: a slot for the thread's name, then its addresses' ids,
+/// outermost first (made frame ids in place once every side-band record is known).
+#[derive(Debug, Clone, Copy)]
+struct Raw {
+    pid: u32,
+    comm: u32,
+    start: usize,
+    len: u32,
+    samples: u64,
+    period: u64,
+}
+
+/// The slot a raw stack keeps for its thread's name.
+const ROOT: u32 = u32::MAX;
+
+fn hash_ids(pid: u32, comm: u32, ids: &[u32]) -> u64 {
+    use std::hash::Hasher;
+    let mut h = load::FxHasher::default();
+    h.write_u32(pid);
+    h.write_u32(comm);
+    for &i in ids {
+        h.write_u32(i);
+    }
+    h.finish()
+}
 
 /// Reads `src` and aggregates its samples per stack (see [`collect_many`]).
 pub fn collect(src: &Source, search: Search) -> Result<Stacks, LoadError> {
@@ -119,33 +159,24 @@ pub fn collect_many(srcs: &[Source], search: Search, samples: bool) -> Result<St
     frames.sort_unstable_by_key(|f| f.0);
     st.frames = frames.into_iter().map(|f| f.1).collect();
     // Most samples first, then by names: the same order on every run.
-    let frames = &st.frames;
-    let names = |s: &Stack| -> Vec<&str> {
-        s.frames
+    let names = |s: &Stack| {
+        st.path(s)
             .iter()
-            .map(|&i| frames[i as usize].name.as_str())
-            .collect()
+            .map(|&i| st.frames[i as usize].name.as_str())
     };
     let mut order: Vec<u32> = (0..st.stacks.len() as u32).collect();
     order.sort_by(|&a, &b| {
         let (a, b) = (&st.stacks[a as usize], &st.stacks[b as usize]);
         b.samples
             .cmp(&a.samples)
-            .then_with(|| names(a).cmp(&names(b)))
+            .then_with(|| names(a).cmp(names(b)))
             .then(a.run.cmp(&b.run))
     });
     let mut new_of = vec![0u32; order.len()];
     for (new, &old) in order.iter().enumerate() {
         new_of[old as usize] = new as u32;
     }
-    let mut old: Vec<Option<Stack>> = std::mem::take(&mut st.stacks)
-        .into_iter()
-        .map(Some)
-        .collect();
-    st.stacks = order
-        .iter()
-        .map(|&o| old[o as usize].take().expect("each stack once"))
-        .collect();
+    st.stacks = order.iter().map(|&o| st.stacks[o as usize]).collect();
     for s in &mut st.samples {
         s.stack = new_of[s.stack as usize];
     }
@@ -156,6 +187,26 @@ pub fn collect_many(srcs: &[Source], search: Search, samples: bool) -> Result<St
 }
 
 impl Stacks {
+    /// The frames of `s`: indexes into [`Stacks::frames`], outermost (the thread's name)
+    /// first.
+    pub fn path(&self, s: &Stack) -> &[u32] {
+        &self.arena[s.start..s.start + s.len as usize]
+    }
+
+    /// Adds a stack of `path` (frame ids, outermost first); returns its index.
+    pub fn push(&mut self, run: u32, path: &[u32], samples: u64, period: u64) -> u32 {
+        self.stacks.push(Stack {
+            run,
+            start: self.arena.len(),
+            len: path.len() as u32,
+            samples,
+            period,
+        });
+        self.arena.extend_from_slice(path);
+        self.total_samples += samples;
+        self.stacks.len() as u32 - 1
+    }
+
     fn collect_one(
         &mut self,
         run: u32,
@@ -164,20 +215,26 @@ impl Stacks {
         keep: bool,
         index: &mut HashMap<Frame, u32>,
     ) -> Result<(), LoadError> {
-        // Distinct (pid, addresses) first, numbered: the side-band records a name needs
-        // may come after the samples that need it.
-        let mut raw: HashMap<RawStack, (u64, u64, u32), Fx> = HashMap::default();
-        // The key a stacked sample is looked up by, reused: a stack already seen costs
-        // no allocation.
-        let mut probe: RawStack = (0, 0, Vec::new());
-        // Samples without callchains (most recordings): keyed without an allocation.
-        let mut flat: HashMap<(u32, u32, u64), (u64, u64, u32), Fx> = HashMap::default();
-        let mut next_id = 0u32;
+        // Distinct (pid, thread name, addresses) first, numbered: the side-band records a
+        // name needs may come after the samples that need it. Each (pid, address) is
+        // numbered too (4 bytes an entry), and a stack already seen costs no allocation.
+        let mut raw: Vec<Raw> = Vec::new();
+        let mut by_content: hashbrown::HashTable<u32> = hashbrown::HashTable::new();
+        // Samples without callchains (most recordings): found without hashing a list.
+        let mut flat: HashMap<(u32, u32, u64), u32, Fx> = HashMap::default();
+        let mut addr_id: HashMap<(u32, u64), u32, Fx> = HashMap::default();
+        let mut addrs: Vec<(u32, u64)> = Vec::new();
+        let mut probe: Vec<u32> = Vec::new();
         let mut rows: Vec<SampleRow> = Vec::new();
-        let mut side: Vec<Record> = Vec::new();
+        let mut thread_of: HashMap<(u32, u32), u32, Fx> = HashMap::default();
+        // The side band (mappings, kernel functions) is read again once the addresses are
+        // known, only what they need (a file may list millions of mappings); forks now.
+        let mut forks: Vec<(u32, u32)> = Vec::new();
         // Each thread's name as of the sample (perf script's comm): Comm records name a
-        // thread, a fork passes the parent's name on. Names are numbered in `comms`.
+        // thread, a fork passes the parent's name on. Names are numbered in `comms`,
+        // found by `comm_id` (a file may name a million threads).
         let mut comms: Vec<String> = Vec::new();
+        let mut comm_id: HashMap<String, u32> = HashMap::new();
         let mut comm_of: HashMap<u32, u32, Fx> = HashMap::default();
         // `--call-graph dwarf` recordings: every mapping first (a pass of its own), then
         // each sample's user stack unwound as it is read.
@@ -193,23 +250,27 @@ impl Stacks {
         // (`fp_samples`, by stack number).
         let mut quality = crate::quality::Quality::of_header(peek.header.as_ref());
         let mut fp_samples: Vec<u64> = Vec::new();
+        let (arena, threads) = (&mut self.arena, &mut self.threads);
         let info = load::stream(src, |r| match r {
             Record::Comm(c) => {
-                let i = match comms.iter().position(|n| *n == c.comm) {
-                    Some(i) => i as u32,
+                let next = comms.len() as u32;
+                let i = match comm_id.get(&c.comm) {
+                    Some(&i) => i,
                     None => {
                         comms.push(c.comm.clone());
-                        comms.len() as u32 - 1
+                        comm_id.insert(c.comm.clone(), next);
+                        next
                     }
                 };
                 comm_of.insert(c.tid, i);
-                side.push(r.clone());
             }
             Record::Fork(t) => {
                 if let Some(&i) = comm_of.get(&t.ptid) {
                     comm_of.insert(t.tid, i);
                 }
-                side.push(r.clone());
+                if t.pid != t.ppid {
+                    forks.push((t.pid, t.ppid));
+                }
             }
             Record::Sample(s) => {
                 let comm = comm_of
@@ -228,36 +289,60 @@ impl Stacks {
                         (Vec::new(), !s.callchain.is_empty())
                     }
                 };
-                let bump = |e: &mut (u64, u64, u32)| {
-                    e.0 += 1;
-                    e.1 = e.1.saturating_add(s.period);
-                    e.2
+                let mut number = |a: u64| -> u32 {
+                    let next = addrs.len() as u32;
+                    *addr_id.entry((s.pid, a)).or_insert_with(|| {
+                        addrs.push((s.pid, a));
+                        next
+                    })
+                };
+                let new_raw = |raw: &mut Vec<Raw>, arena: &mut Vec<u32>, ids: &[u32]| -> u32 {
+                    raw.push(Raw {
+                        pid: s.pid,
+                        comm,
+                        start: arena.len(),
+                        len: ids.len() as u32,
+                        samples: 0,
+                        period: 0,
+                    });
+                    arena.extend_from_slice(ids);
+                    raw.len() as u32 - 1
                 };
                 let id = if (s.callchain.is_empty() || s.callchain == [s.ip]) && unwound.is_empty()
                 {
-                    bump(flat.entry((s.pid, comm, s.ip)).or_insert_with(|| {
-                        next_id += 1;
-                        (0, 0, next_id - 1)
-                    }))
+                    match flat.get(&(s.pid, comm, s.ip)) {
+                        Some(&id) => id,
+                        None => {
+                            let id = new_raw(&mut raw, arena, &[ROOT, number(s.ip)]);
+                            flat.insert((s.pid, comm, s.ip), id);
+                            id
+                        }
+                    }
                 } else {
-                    probe.0 = s.pid;
-                    probe.1 = comm;
-                    let addrs = &mut probe.2;
-                    addrs.clear();
-                    addrs.push(s.ip);
+                    probe.clear();
+                    probe.push(ROOT);
                     let callers = match s.callchain.first() {
                         Some(&first) if first == s.ip => &s.callchain[1..],
                         _ => &s.callchain[..],
                     };
-                    addrs.extend_from_slice(callers);
-                    addrs.extend_from_slice(&unwound);
-                    match raw.get_mut(&probe) {
-                        Some(e) => bump(e),
+                    probe.extend(unwound.iter().rev().map(|&a| number(a)));
+                    probe.extend(callers.iter().rev().map(|&a| number(a)));
+                    probe.push(number(s.ip));
+                    let h = hash_ids(s.pid, comm, &probe);
+                    let same = |&i: &u32| {
+                        let r = &raw[i as usize];
+                        r.pid == s.pid
+                            && r.comm == comm
+                            && arena[r.start..r.start + r.len as usize] == probe[..]
+                    };
+                    match by_content.find(h, same).copied() {
+                        Some(id) => id,
                         None => {
-                            next_id += 1;
-                            let mut e = (0, 0, next_id - 1);
-                            let id = bump(&mut e);
-                            raw.insert(probe.clone(), e);
+                            let id = new_raw(&mut raw, arena, &probe);
+                            by_content.insert_unique(h, id, |&i| {
+                                let r = &raw[i as usize];
+                                hash_ids(r.pid, r.comm, &arena[r.start..r.start + r.len as usize])
+                            });
                             id
                         }
                     }
@@ -268,145 +353,185 @@ impl Stacks {
                     }
                     fp_samples[id as usize] += 1;
                 }
+                let e = &mut raw[id as usize];
+                e.samples += 1;
+                e.period = e.period.saturating_add(s.period);
                 if keep {
+                    let thread = *thread_of.entry((s.pid, s.tid)).or_insert_with(|| {
+                        threads.push(Thread {
+                            run,
+                            pid: s.pid,
+                            tid: s.tid,
+                        });
+                        threads.len() as u32 - 1
+                    });
                     rows.push(SampleRow {
-                        run,
+                        thread,
                         event: s.event,
-                        pid: s.pid,
-                        tid: s.tid,
+                        stack: id,
                         time: s.time,
                         period: s.period,
-                        stack: id,
                     });
                 }
             }
-            other => side.push(other.clone()),
+            _ => {}
         })?;
+        drop((by_content, flat, addr_id, probe, comm_id));
         let mut sym = Symbolizer::new(search);
         sym.recorded_on(info.header.as_ref(), info.header_ext.as_ref());
-        // The kernel addresses the stacks name: the kernel functions kept are theirs.
-        let mut kernel: Vec<u64> = flat
-            .keys()
-            .map(|k| k.2)
-            .chain(raw.keys().flat_map(|k| k.2.iter().copied()))
-            .filter(|a| a >> 63 == 1)
+        // The mappings and kernel functions the addresses land in; a return address is
+        // looked up one byte back.
+        let sampled: Vec<(u32, u64)> = addrs
+            .iter()
+            .flat_map(|&(pid, a)| [(pid, a), (pid, a.saturating_sub(1))])
             .collect();
-        // A return address is looked up one byte back.
-        let back: Vec<u64> = kernel.iter().map(|a| a.saturating_sub(1)).collect();
-        kernel.extend(back);
-        kernel.sort_unstable();
-        kernel.dedup();
-        for r in &mut side {
-            if let Record::KernelSymbols(k) = r {
-                load::keep_sampled(k, &kernel);
-            }
-            sym.observe(r);
+        for r in load::side_band_of(src, &forks, &sampled)? {
+            sym.observe(&r.record());
         }
-        drop(kernel);
-        drop(side);
+        drop((sampled, forks));
         if let Some(q) = quality.as_mut() {
             if let Some(u) = &unwind {
                 q.merge(&u.quality);
                 self.warnings.extend(u.warnings.iter().cloned());
             }
-            let counted = |id: u32| fp_samples.get(id as usize).copied().unwrap_or(0);
             let max = q.max_frames;
             let mut ends = crate::quality::FpEnds::default();
-            for ((pid, _, ip), v) in &flat {
-                if counted(v.2) > 0 {
-                    let e = ends.end(&mut sym, *pid, std::slice::from_ref(ip), max);
-                    q.add(&e, counted(v.2));
+            let mut chain: Vec<u64> = Vec::new();
+            for (id, &n) in fp_samples.iter().enumerate() {
+                if n == 0 {
+                    continue;
                 }
-            }
-            for ((pid, _, addrs), v) in &raw {
-                if counted(v.2) > 0 {
-                    let e = ends.end(&mut sym, *pid, addrs, max);
-                    q.add(&e, counted(v.2));
-                }
+                // The stack's addresses innermost first (the arena holds them outermost
+                // first, after the root).
+                let r = &raw[id];
+                chain.clear();
+                chain.extend(
+                    self.arena[r.start + 1..r.start + r.len as usize]
+                        .iter()
+                        .rev()
+                        .map(|&i| addrs[i as usize].1),
+                );
+                let e = ends.end(&mut sym, r.pid, &chain, max);
+                q.add(&e, n);
             }
         }
         drop(fp_samples);
-        let mut merged: HashMap<Vec<u32>, u32> = HashMap::new();
-        let mut stack_of = vec![0u32; next_id as usize];
-        // In address order, so that frame numbering is the same on every run; each frame is
-        // held once, by `index` (made a list when every file is read).
-        let mut flat: Vec<_> = flat.into_iter().collect();
-        flat.sort_unstable_by_key(|e| e.0);
-        let mut raw: Vec<_> = raw.into_iter().collect();
-        raw.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        // In address order (leaf first), so that frame numbering is the same on every run.
+        let mut order: Vec<u32> = (0..raw.len() as u32).collect();
+        {
+            let arena = &self.arena;
+            let leaf_first = |r: &Raw| {
+                arena[r.start + 1..r.start + r.len as usize]
+                    .iter()
+                    .rev()
+                    .map(|&i| addrs[i as usize].1)
+            };
+            order.sort_unstable_by(|&a, &b| {
+                let (a, b) = (&raw[a as usize], &raw[b as usize]);
+                (a.pid, a.comm)
+                    .cmp(&(b.pid, b.comm))
+                    .then_with(|| leaf_first(a).cmp(leaf_first(b)))
+            });
+        }
+        // Each (pid and address, leaf or caller) named once: its frames outermost first, a run
+        // of `named`. The sampled function is the symbol table's (as every flat report
+        // names it, so Self agrees with them); at a return address, the function that holds
+        // the call site, then the functions inlined there (from DWARF where the binary has
+        // it), innermost last.
+        let mut named: Vec<u32> = Vec::new();
+        let mut name_of: HashMap<(u32, bool), (u32, u32), Fx> = HashMap::default();
+        let mut roots: HashMap<(u32, u32), u32, Fx> = HashMap::default();
         let mut intern = |f: Frame| -> u32 {
             let next = index.len() as u32;
             *index.entry(f).or_insert(next)
         };
-        let all = flat
-            .iter()
-            .map(|((pid, comm, ip), v)| (*pid, *comm, std::slice::from_ref(ip), *v))
-            .chain(
-                raw.iter()
-                    .map(|((pid, comm, a), v)| (*pid, *comm, &a[..], *v)),
-            );
-        for (pid, comm, addrs, (n, period, id)) in all {
-            // Leaf first: the sampled function (the symbol table's, as every flat report
-            // names it, so Self agrees with them), then at each return address the
-            // functions inlined at that call site (innermost first, from DWARF where the
-            // binary has it) and the function that holds them.
-            let mut stack: Vec<u32> = Vec::with_capacity(addrs.len() + 1);
-            for (i, &a) in addrs.iter().enumerate() {
-                let at = if i == 0 { a } else { a.saturating_sub(1) };
-                let l = sym.resolve(pid, at);
-                let inlined = if i == 0 {
-                    Vec::new()
-                } else {
-                    sym.source(pid, at).inlined
-                };
-                for name in inlined {
-                    stack.push(intern(Frame {
-                        name: name.to_string(),
-                        dso: l.dso.to_string(),
-                    }));
-                }
-                stack.push(intern(Frame {
-                    name: label(&l.dso, l.sym.as_deref(), l.vaddr),
-                    dso: l.dso.to_string(),
-                }));
-            }
+        // Raw stacks that name the same frames are one stack (found by content).
+        let mut merged: hashbrown::HashTable<u32> = hashbrown::HashTable::new();
+        let mut stack_of = vec![0u32; raw.len()];
+        let mut path: Vec<u32> = Vec::new();
+        for &id in &order {
+            let r = raw[id as usize];
+            path.clear();
             // The outermost frame: the thread's name (perf's flame graphs start there too).
             // A sample read before its process's name (from another CPU's ring) takes the
             // name the process has at the end.
-            let root = Frame {
-                name: comms
-                    .get(comm as usize)
-                    .or_else(|| comm_of.get(&pid).and_then(|&c| comms.get(c as usize)))
-                    .cloned()
-                    .unwrap_or_else(|| format!("pid {pid}")),
-                dso: String::new(),
-            };
-            stack.push(intern(root));
-            stack.reverse();
-            let slot = *merged.entry(stack).or_insert_with(|| {
-                self.stacks.push(Stack {
-                    run,
-                    frames: Vec::new(),
-                    samples: 0,
-                    period: 0,
+            path.push(*roots.entry((r.pid, r.comm)).or_insert_with(|| {
+                intern(Frame {
+                    name: comms
+                        .get(r.comm as usize)
+                        .or_else(|| comm_of.get(&r.pid).and_then(|&c| comms.get(c as usize)))
+                        .cloned()
+                        .unwrap_or_else(|| format!("pid {}", r.pid)),
+                    dso: String::new(),
+                })
+            }));
+            let n = r.len as usize;
+            for k in 1..n {
+                let leaf = k == n - 1;
+                let a = self.arena[r.start + k];
+                let (from, len) = *name_of.entry((a, leaf)).or_insert_with(|| {
+                    let from = named.len() as u32;
+                    let addr = addrs[a as usize].1;
+                    let at = if leaf { addr } else { addr.saturating_sub(1) };
+                    let l = sym.resolve(r.pid, at);
+                    named.push(intern(Frame {
+                        name: label(&l.dso, l.sym.as_deref(), l.vaddr),
+                        dso: l.dso.to_string(),
+                    }));
+                    if !leaf {
+                        for name in sym.source(r.pid, at).inlined.iter().rev() {
+                            named.push(intern(Frame {
+                                name: name.to_string(),
+                                dso: l.dso.to_string(),
+                            }));
+                        }
+                    }
+                    (from, named.len() as u32 - from)
                 });
-                self.stacks.len() as u32 - 1
-            });
-            let s = &mut self.stacks[slot as usize];
-            s.samples += n;
-            s.period = s.period.saturating_add(period);
-            self.total_samples += n;
+                path.extend_from_slice(&named[from as usize..(from + len) as usize]);
+            }
+            // Written over the addresses when as long (no inlined frames), else at the end.
+            let start = if path.len() == n {
+                self.arena[r.start..r.start + n].copy_from_slice(&path);
+                r.start
+            } else {
+                self.arena.extend_from_slice(&path);
+                self.arena.len() - path.len()
+            };
+            let h = hash_ids(run, 0, &path);
+            let (stacks, arena) = (&mut self.stacks, &self.arena);
+            let at = |s: &Stack| &arena[s.start..s.start + s.len as usize];
+            let slot = match merged.find(h, |&i| at(&stacks[i as usize]) == &path[..]) {
+                Some(&i) => i,
+                None => {
+                    stacks.push(Stack {
+                        run,
+                        start,
+                        len: path.len() as u32,
+                        samples: 0,
+                        period: 0,
+                    });
+                    let i = stacks.len() as u32 - 1;
+                    merged.insert_unique(h, i, |&i| hash_ids(run, 0, at(&stacks[i as usize])));
+                    i
+                }
+            };
+            let s = &mut stacks[slot as usize];
+            s.samples += r.samples;
+            s.period = s.period.saturating_add(r.period);
+            self.total_samples += r.samples;
             stack_of[id as usize] = slot;
         }
-        drop((flat, raw));
-        // Each stack's frames, held by `merged` until now.
-        for (frames, slot) in merged {
-            self.stacks[slot as usize].frames = frames;
-        }
+        drop((raw, order, merged, name_of, named));
         for r in &mut rows {
             r.stack = stack_of[r.stack as usize];
         }
-        self.samples.append(&mut rows);
+        // Moved, not copied, when it is the first recording's.
+        if self.samples.is_empty() {
+            self.samples = rows;
+        } else {
+            self.samples.append(&mut rows);
+        }
         self.warnings.append(&mut sym.warnings);
         let h = info.header.as_ref();
         self.runs.push(Run {
@@ -424,7 +549,6 @@ impl Stacks {
         });
         Ok(())
     }
-
     /// The first recording's header, if any.
     fn header(&self) -> Option<&labperf_common::Header> {
         self.runs.first().and_then(|r| r.info.header.as_ref())
@@ -448,7 +572,7 @@ impl Stacks {
     pub fn wall_ns(&self, s: &SampleRow) -> u64 {
         match self
             .runs
-            .get(s.run as usize)
+            .get(self.threads[s.thread as usize].run as usize)
             .and_then(|r| r.info.header.as_ref())
         {
             Some(h) => h
@@ -456,6 +580,145 @@ impl Stacks {
                 .saturating_add(s.time.saturating_sub(h.start_time_ns)),
             None => s.time,
         }
+    }
+}
+
+/// The most stack nodes a Firefox profile holds (about 100 bytes each in the Firefox
+/// Profiler's tables that `fxprof-processed-profile` builds).
+pub const FIREFOX_NODES: u64 = 300_000;
+
+/// The most threads a Firefox profile shows as their own (each costs about 3 KiB in the
+/// Firefox Profiler's tables): the busiest.
+pub const FIREFOX_THREADS: usize = 1000;
+
+/// The frame that stands for the frames a Firefox profile leaves out of a deep stack.
+const LEFT_OUT: &str = "[deeper frames left out]";
+
+/// The track (thread) of the Firefox profile that stands for the threads beyond the
+/// busiest ones.
+const OTHERS: u32 = u32::MAX;
+
+/// The name of that track.
+const OTHER_THREADS: &str = "[other threads]";
+
+/// The Firefox profile's tracks (the busiest threads, and the others of each recording as
+/// one), and how deep its stacks go.
+struct Firefox {
+    /// Per thread of [`Stacks::threads`]: its recording, and its own index or [`OTHERS`].
+    tracks: Vec<(u32, u32)>,
+    /// The threads in [`OTHERS`].
+    others: usize,
+    /// The outer frames a stack keeps (`None`: all).
+    depth: Option<usize>,
+}
+
+impl Firefox {
+    fn of(st: &Stacks) -> Firefox {
+        let mut count = vec![0u64; st.threads.len()];
+        for s in &st.samples {
+            count[s.thread as usize] += 1;
+        }
+        let mut tracks: Vec<(u32, u32)> = st
+            .threads
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.run, i as u32))
+            .collect();
+        let mut others = 0;
+        if tracks.len() > FIREFOX_THREADS {
+            let mut by: Vec<u32> = (0..tracks.len() as u32).collect();
+            by.sort_unstable_by_key(|&t| (std::cmp::Reverse(count[t as usize]), t));
+            for &t in &by[FIREFOX_THREADS..] {
+                tracks[t as usize].1 = OTHERS;
+            }
+            others = tracks.len() - FIREFOX_THREADS;
+        }
+        let mut ff = Firefox {
+            tracks,
+            others,
+            depth: None,
+        };
+        ff.depth = ff.depth(st);
+        ff
+    }
+
+    /// A sample's track: its recording, and its thread or [`OTHERS`].
+    fn track(&self, s: &SampleRow) -> (u32, u32) {
+        self.tracks[s.thread as usize]
+    }
+
+    /// The frames of a sample's stack in its track: without the thread's name in a
+    /// thread's own track (the profiler shows it as the thread), with it in [`OTHERS`].
+    fn body<'a>(&self, st: &'a Stacks, s: &SampleRow) -> &'a [u32] {
+        let path = st.path(&st.stacks[s.stack as usize]);
+        match self.track(s).1 {
+            OTHERS => path,
+            _ => path.get(1..).unwrap_or_default(),
+        }
+    }
+
+    /// How many outer frames of a stack the profile keeps so that its stack tables (a tree
+    /// of each track's stacks, a node per distinct prefix) have at most about
+    /// [`FIREFOX_NODES`] nodes; `None`: all. Counted from each track's distinct stacks in
+    /// order: a stack adds the frames it does not share with the one before.
+    fn depth(&self, st: &Stacks) -> Option<usize> {
+        // A sample of each (track, stack).
+        let mut pairs: Vec<(u32, u32, u32)> = st
+            .samples
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let t = self.track(s);
+                (t.0, t.1, i as u32)
+            })
+            .collect();
+        pairs.sort_unstable_by_key(|p| (p.0, p.1, st.samples[p.2 as usize].stack));
+        pairs.dedup_by_key(|p| (p.0, p.1, st.samples[p.2 as usize].stack));
+        let body = |p: &(u32, u32, u32)| self.body(st, &st.samples[p.2 as usize]);
+        pairs.sort_unstable_by(|a, b| {
+            (a.0, a.1)
+                .cmp(&(b.0, b.1))
+                .then_with(|| body(a).cmp(body(b)))
+        });
+        // Each stack's length, and the frames it shares with the one before.
+        let shape: Vec<(u32, u32)> = pairs
+            .iter()
+            .enumerate()
+            .map(|(k, p)| {
+                let b = body(p);
+                let shared = match k.checked_sub(1).map(|j| &pairs[j]) {
+                    Some(q) if (q.0, q.1) == (p.0, p.1) => {
+                        b.iter().zip(body(q)).take_while(|(x, y)| x == y).count()
+                    }
+                    _ => 0,
+                };
+                (b.len() as u32, shared as u32)
+            })
+            .collect();
+        drop(pairs);
+        // Cut at d: the outer d frames, then the mark and the sampled function.
+        let nodes = |d: u32| -> u64 {
+            shape
+                .iter()
+                .map(|&(len, shared)| {
+                    u64::from(len.min(d) - shared.min(d)) + 2 * u64::from(len > d)
+                })
+                .sum()
+        };
+        let max = shape.iter().map(|s| s.0).max().unwrap_or(0);
+        if nodes(max) <= FIREFOX_NODES {
+            return None;
+        }
+        let (mut lo, mut hi) = (1u32, max);
+        while lo + 1 < hi {
+            let mid = lo + (hi - lo) / 2;
+            if nodes(mid) <= FIREFOX_NODES {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        Some(lo as usize)
     }
 }
 
@@ -468,12 +731,15 @@ fn short_command(argv: &[String]) -> String {
     v.join(" ")
 }
 
-/// A frame's name as one folded-stack element: `;` separates frames, so it may not appear
-/// in a name; control characters are escaped. As `inferno-collapse-perf` writes them, a
-/// function's spaces stay (readers split the count off at the last space: `<A as B>::next`)
-/// and a thread's name (`thread`) has its spaces made `_`.
-fn folded_name(name: &str, thread: bool) -> String {
-    crate::text::show_text(name)
+/// A frame's name as one folded-stack element: the one place a name becomes folded text.
+/// `;` separates frames and a newline lines, so neither may appear in it: control
+/// characters (newlines included) are escaped (`\n`) and `;` made `_`. As
+/// `inferno-collapse-perf` writes them, a function's spaces stay (readers split the count off
+/// at the last space: `<A as B>::next`) and a thread's name (`thread`) has its spaces made
+/// `_`; a last word that reads as a number has its space made `_` too (`f 42 7` would read
+/// as a differential line of counts 42 and 7).
+pub fn folded_name(name: &str, thread: bool) -> String {
+    let mut s: String = crate::text::show(name)
         .chars()
         .map(|c| {
             if c == ';' || (thread && c == ' ') {
@@ -482,58 +748,69 @@ fn folded_name(name: &str, thread: bool) -> String {
                 c
             }
         })
-        .collect()
+        .collect();
+    if let Some(i) = s.rfind(' ') {
+        if s[i + 1..].bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+            s.replace_range(i..=i, "_");
+        }
+    }
+    s
 }
 
 impl Stacks {
-    /// Folded stacks, one line per distinct stack (recordings merged):
-    /// `thread;outer;…;leaf PERIOD` (the sum of the samples' periods, as
-    /// `perf script | inferno-collapse-perf` weighs them).
-    pub fn folded(&self) -> String {
-        self.folded_by(|s| s.period)
-    }
-
-    /// Folded stacks weighed by `weight` (a stack's period, or its samples).
-    fn folded_by(&self, weight: impl Fn(&Stack) -> u64) -> String {
-        let names: Vec<String> = self
-            .frames
+    /// Each frame's name as folded text ([`folded_name`]).
+    fn folded_names(&self) -> Vec<String> {
+        self.frames
             .iter()
             .map(|f| folded_name(&f.name, f.dso.is_empty()))
-            .collect();
-        // Recordings merged by path, in the order the paths first come.
+            .collect()
+    }
+
+    /// The distinct paths, recordings merged, in the order they first come, each with the
+    /// sum of `weight` over its stacks (a stack's period, or its samples).
+    fn lines(&self, weight: impl Fn(&Stack) -> u64) -> Vec<(&[u32], u64)> {
         let mut line_of: HashMap<&[u32], usize> = HashMap::new();
         let mut lines: Vec<(&[u32], u64)> = Vec::new();
         for s in &self.stacks {
-            match line_of.get(&s.frames[..]) {
+            let path = self.path(s);
+            match line_of.get(path) {
                 Some(&i) => lines[i].1 = lines[i].1.saturating_add(weight(s)),
                 None => {
-                    line_of.insert(&s.frames, lines.len());
-                    lines.push((&s.frames, weight(s)));
+                    line_of.insert(path, lines.len());
+                    lines.push((path, weight(s)));
                 }
             }
         }
-        let mut out = String::new();
-        for (stack, n) in lines {
-            let path: Vec<&str> = stack.iter().map(|&i| names[i as usize].as_str()).collect();
-            out.push_str(&path.join(";"));
-            out.push(' ');
-            out.push_str(&n.to_string());
-            out.push('\n');
-        }
-        out
+        lines
     }
 
-    /// An SVG flame graph of the folded stacks, titled with the recorded command.
-    pub fn svg(&self, w: impl Write) -> std::io::Result<()> {
-        // inferno adds the weights up in a usize: periods whose sum would overflow it (a
-        // damaged or crafted file) are drawn by samples instead.
-        let total: u128 = self.stacks.iter().map(|s| u128::from(s.period)).sum();
-        let by_period = total <= (usize::MAX / 2) as u128;
-        let folded = if by_period {
-            self.folded()
-        } else {
-            self.folded_by(|s| s.samples)
-        };
+    /// Writes folded stacks to `w`, one line per distinct stack (recordings merged), as it
+    /// goes: `thread;outer;…;leaf PERIOD` (the sum of the samples' periods, as
+    /// `perf script | inferno-collapse-perf` weighs them).
+    pub fn write_folded(&self, mut w: impl Write) -> std::io::Result<()> {
+        let names = self.folded_names();
+        for (path, n) in self.lines(|s| s.period) {
+            for (k, &f) in path.iter().enumerate() {
+                if k > 0 {
+                    w.write_all(b";")?;
+                }
+                w.write_all(names[f as usize].as_bytes())?;
+            }
+            writeln!(w, " {n}")?;
+        }
+        Ok(())
+    }
+
+    /// The folded stacks of [`Stacks::write_folded`] as one string.
+    pub fn folded(&self) -> String {
+        let mut v = Vec::new();
+        self.write_folded(&mut v).expect("writing to memory");
+        String::from_utf8(v).expect("folded names are text")
+    }
+
+    /// An SVG flame graph of the folded stacks, titled with the recorded command, drawn
+    /// within [`crate::flame::BUDGET`]; returns a note when narrow frames had to be left out.
+    pub fn svg(&self, mut w: impl Write) -> std::io::Result<Option<String>> {
         let mut o = inferno::flamegraph::Options::default();
         o.title = match (self.runs.len(), self.header()) {
             (1, Some(h)) => format!(
@@ -547,16 +824,38 @@ impl Stacks {
             }
             _ => format!("labperf ({} samples)", self.total_samples),
         };
-        o.count_name = if !by_period {
-            "samples".into()
-        } else if self.weights_are_ns() {
-            "ns".into()
-        } else {
-            "events".into()
-        };
-        inferno::flamegraph::from_lines(&mut o, folded.lines(), w)
+        let names = self.folded_names();
+        // By period; by samples when the periods, as inferno reads them from the lines, do
+        // not add up in a usize (a damaged or crafted file), or are all 0.
+        let periods = self.lines(|s| s.period);
+        let mut drawn = Err(crate::flame::Error::Overflow);
+        if periods.iter().any(|l| l.1 > 0) {
+            o.count_name = if self.weights_are_ns() {
+                "ns"
+            } else {
+                "events"
+            }
+            .into();
+            drawn = crate::flame::draw(&mut o, &names, &periods, &mut w);
+        }
+        drop(periods);
+        if let Err(crate::flame::Error::Overflow) = drawn {
+            o.count_name = "samples".into();
+            drawn = crate::flame::draw(&mut o, &names, &self.lines(|s| s.samples), &mut w);
+        }
+        match drawn {
+            Ok(None) => Ok(None),
+            Ok(Some(width)) => Ok(Some(format!(
+                "note: the flame graph draws frames of at least {width}% of the {} only (a graph of every frame would be too large)",
+                o.count_name
+            ))),
+            Err(crate::flame::Error::Io(e)) => Err(e),
+            Err(crate::flame::Error::Overflow) => Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "the samples do not add up",
+            )),
+        }
     }
-
     /// pprof's profile.proto, gzipped. Values: samples, then the sum of periods (in
     /// nanoseconds for cpu-clock and task-clock, events otherwise). Every sample carries
     /// its recording's labels `host`, `arch` and `run`.
@@ -627,20 +926,14 @@ impl Stacks {
                 ]
             })
             .collect();
-        let sample = self
-            .stacks
-            .iter()
-            .map(|s| Sample {
-                // Leaf first.
-                location_id: s.frames.iter().rev().map(|&i| i as u64 + 1).collect(),
-                value: vec![s.samples as i64, s.period.min(i64::MAX as u64) as i64],
-                label: labels.get(s.run as usize).cloned().unwrap_or_default(),
-            })
-            .collect();
         let header = self.header();
-        let p = Profile {
+        // The samples are written one by one between the sample types (field 1) and the
+        // tables (fields 3 on): the fields in order, and never the whole profile in memory.
+        let head = Profile {
             sample_type,
-            sample,
+            ..Profile::default()
+        };
+        let tail = Profile {
             mapping: mappings,
             location,
             function,
@@ -655,9 +948,24 @@ impl Stacks {
                 .map_or(0, |e| {
                     e.attr.sample_period_or_freq.min(i64::MAX as u64) as i64
                 }),
+            ..Profile::default()
         };
-        let mut gz = flate2::write::GzEncoder::new(w, flate2::Compression::default());
-        gz.write_all(&prost::Message::encode_to_vec(&p))?;
+        // Gzip's fastest level, as Go's runtime/pprof writes profiles.
+        let mut gz = flate2::write::GzEncoder::new(w, flate2::Compression::fast());
+        gz.write_all(&prost::Message::encode_to_vec(&head))?;
+        let mut buf = Vec::new();
+        for s in &self.stacks {
+            let sample = Sample {
+                // Leaf first.
+                location_id: self.path(s).iter().rev().map(|&i| i as u64 + 1).collect(),
+                value: vec![s.samples as i64, s.period.min(i64::MAX as u64) as i64],
+                label: labels.get(s.run as usize).cloned().unwrap_or_default(),
+            };
+            buf.clear();
+            prost::encoding::message::encode(2, &sample, &mut buf);
+            gz.write_all(&buf)?;
+        }
+        gz.write_all(&prost::Message::encode_to_vec(&tail))?;
         gz.finish()?;
         Ok(())
     }
@@ -665,9 +973,15 @@ impl Stacks {
     /// The Firefox Profiler's processed profile (needs [`Stacks::samples`]): a process per
     /// recording and pid, a thread per tid, each sample at its wall-clock time with its
     /// stack's function names embedded (no symbol server needed). For cpu-clock and
-    /// task-clock the sample's period is its CPU time.
-    pub fn firefox(&self, w: impl Write) -> serde_json::Result<()> {
+    /// task-clock the sample's period is its CPU time. Its tables cost about 3 KiB a thread
+    /// and 100 bytes a stack node: the [`FIREFOX_THREADS`] busiest threads are their own,
+    /// the others one thread per recording, `[other threads]` (each stack under its
+    /// thread's name); and it holds at most about [`FIREFOX_NODES`] stack nodes (deeper
+    /// stacks keep their outermost frames, then `[deeper frames left out]` and the sampled
+    /// function). Returns a note when either had to be done.
+    pub fn firefox(&self, w: impl Write) -> serde_json::Result<Option<String>> {
         use fxprof_processed_profile as fx;
+        let ff = Firefox::of(self);
         let reference = self
             .samples
             .iter()
@@ -692,44 +1006,78 @@ impl Stacks {
         // Every frame is a name already: nothing for the profiler to look up.
         p.set_symbolicated(true);
         let mut processes: HashMap<(u32, u32), fx::ProcessHandle> = HashMap::new();
-        let mut threads: HashMap<(u32, u32, u32), fx::ThreadHandle> = HashMap::new();
+        let mut threads: HashMap<(u32, u32), fx::ThreadHandle> = HashMap::new();
         let mut handles: HashMap<(fx::ThreadHandle, u32), Option<fx::StackHandle>> = HashMap::new();
-        // Each thread's samples in time order.
-        let mut order: Vec<&SampleRow> = self.samples.iter().collect();
-        order.sort_by_key(|s| (s.run, s.pid, s.tid, s.time));
+        let mut strings: HashMap<u32, fx::StringHandle> = HashMap::new();
+        // Each thread's samples in time order, threads by recording, pid and tid.
+        let mut order: Vec<u32> = (0..self.samples.len() as u32).collect();
+        order.sort_by_key(|&i| {
+            let s = &self.samples[i as usize];
+            let t = self.threads[s.thread as usize];
+            match ff.track(s).1 {
+                OTHERS => (t.run, OTHERS, OTHERS, s.time),
+                _ => (t.run, t.pid, t.tid, s.time),
+            }
+        });
         let category = fx::CategoryHandle::OTHER.into();
-        for s in order {
+        let several = self.runs.len() > 1;
+        for i in order {
+            let s = &self.samples[i as usize];
             let at = fx::Timestamp::from_nanos_since_reference(self.wall_ns(s) - reference);
-            let stack = &self.stacks[s.stack as usize];
-            let thread_name = stack
-                .frames
-                .first()
-                .map_or("", |&i| self.frames[i as usize].name.as_str());
-            let run = &self.runs[s.run as usize];
-            let several = self.runs.len() > 1;
-            let process = *processes.entry((s.run, s.pid)).or_insert_with(|| {
-                let name = if several {
-                    format!("{thread_name} ({}, {})", run.host, run.name)
-                } else {
-                    thread_name.to_string()
-                };
-                p.add_process(&name, s.pid, at)
-            });
-            let thread = *threads.entry((s.run, s.pid, s.tid)).or_insert_with(|| {
-                let t = p.add_thread(process, s.tid, at, s.tid == s.pid);
-                p.set_thread_name(t, thread_name);
-                t
+            let path = self.path(&self.stacks[s.stack as usize]);
+            let (run, key) = ff.track(s);
+            let t = self.threads[s.thread as usize];
+            let own = key != OTHERS;
+            let thread_name = if own {
+                path.first()
+                    .map_or("", |&i| self.frames[i as usize].name.as_str())
+            } else {
+                OTHER_THREADS
+            };
+            let pid = if own { t.pid } else { 0 };
+            let process = *processes
+                .entry((run, if own { pid } else { OTHERS }))
+                .or_insert_with(|| {
+                    let r = &self.runs[run as usize];
+                    let name = if several {
+                        format!("{thread_name} ({}, {})", r.host, r.name)
+                    } else {
+                        thread_name.to_string()
+                    };
+                    p.add_process(&name, pid, at)
+                });
+            let thread = *threads.entry((run, key)).or_insert_with(|| {
+                let tid = if own { t.tid } else { 0 };
+                let th = p.add_thread(process, tid, at, tid == pid);
+                p.set_thread_name(th, thread_name);
+                th
             });
             let handle = *handles.entry((thread, s.stack)).or_insert_with(|| {
-                // Without the thread's name, which the profiler shows as the thread.
-                let frames: Vec<fx::FrameInfo> = stack.frames[1..]
-                    .iter()
-                    .map(|&i| fx::FrameInfo {
-                        frame: fx::Frame::Label(p.intern_string(&self.frames[i as usize].name)),
+                let body = ff.body(self, s);
+                let (outer, leaf) = match ff.depth {
+                    Some(d) if body.len() > d => (&body[..d], body.last()),
+                    _ => (body, None),
+                };
+                // Each name interned once (a deep stack names the same functions again).
+                let mut label = |frame: u32| {
+                    let name = *strings.entry(frame).or_insert_with(|| {
+                        p.intern_string(
+                            self.frames
+                                .get(frame as usize)
+                                .map_or(LEFT_OUT, |f| f.name.as_str()),
+                        )
+                    });
+                    fx::FrameInfo {
+                        frame: fx::Frame::Label(name),
                         category_pair: category,
                         flags: fx::FrameFlags::empty(),
-                    })
-                    .collect();
+                    }
+                };
+                let mut frames: Vec<fx::FrameInfo> = outer.iter().map(|&i| label(i)).collect();
+                if let Some(&leaf) = leaf {
+                    frames.push(label(u32::MAX));
+                    frames.push(label(leaf));
+                }
                 p.intern_stack_frames(thread, frames.into_iter())
             });
             let cpu = if ns {
@@ -739,7 +1087,20 @@ impl Stacks {
             };
             p.add_sample(thread, at, handle, cpu, 1);
         }
-        serde_json::to_writer(w, &p)
+        serde_json::to_writer(w, &p)?;
+        let mut notes = Vec::new();
+        if ff.others > 0 {
+            notes.push(format!(
+                "note: the Firefox profile shows the {FIREFOX_THREADS} busiest threads; the samples of the {} others are one thread per recording, {OTHER_THREADS}, each stack under its thread's name",
+                ff.others
+            ));
+        }
+        if let Some(d) = ff.depth {
+            notes.push(format!(
+                "note: the Firefox profile keeps the {d} outermost frames of deeper stacks, then {LEFT_OUT} and the sampled function (every frame would make its stack tables too large)"
+            ));
+        }
+        Ok((!notes.is_empty()).then(|| notes.join("\n")))
     }
 
     /// The Parquet tables of [`parquet_schema`] (needs [`Stacks::samples`]): the samples
@@ -876,26 +1237,26 @@ mod pq {
         let mut w = SerializedFileWriter::new(samples, schema, props())?;
         // The sampled function: the innermost frame.
         let leaf = |s: &SampleRow| -> usize {
-            st.stacks[s.stack as usize]
-                .frames
+            st.path(&st.stacks[s.stack as usize])
                 .last()
                 .map_or(0, |&f| f as usize)
         };
+        let th = |s: &SampleRow| st.threads[s.thread as usize];
         for chunk in st.samples.chunks(GROUP) {
             let bytes =
                 |f: &dyn Fn(&SampleRow) -> ByteArray| Values::Bytes(chunk.iter().map(f).collect());
             let columns = vec![
-                bytes(&|s| runs[s.run as usize][0].clone()),
-                bytes(&|s| runs[s.run as usize][1].clone()),
-                bytes(&|s| runs[s.run as usize][2].clone()),
+                bytes(&|s| runs[th(s).run as usize][0].clone()),
+                bytes(&|s| runs[th(s).run as usize][1].clone()),
+                bytes(&|s| runs[th(s).run as usize][2].clone()),
                 bytes(&|s| {
-                    events[s.run as usize]
+                    events[th(s).run as usize]
                         .get(s.event as usize)
                         .unwrap_or(&unknown_event)
                         .clone()
                 }),
-                Values::I32(chunk.iter().map(|s| s.pid as i32).collect()),
-                Values::I32(chunk.iter().map(|s| s.tid as i32).collect()),
+                Values::I32(chunk.iter().map(|s| th(s).pid as i32).collect()),
+                Values::I32(chunk.iter().map(|s| th(s).tid as i32).collect()),
                 Values::I64(
                     chunk
                         .iter()
@@ -915,29 +1276,30 @@ mod pq {
             write_group(&mut w, columns)?;
         }
         w.close()?;
-        // The stacks table, leaf (depth 0) first.
+        // The stacks table, leaf (depth 0) first, a row group at a time.
         let schema = Arc::new(parquet::schema::parser::parse_message_type(STACKS)?);
         let mut w = SerializedFileWriter::new(stacks, schema, props())?;
-        let rows: Vec<(i32, i32, usize)> = st
-            .stacks
-            .iter()
-            .enumerate()
-            .flat_map(|(id, s)| {
-                s.frames
-                    .iter()
-                    .rev()
-                    .enumerate()
-                    .map(move |(depth, &f)| (id as i32, depth as i32, f as usize))
-            })
-            .collect();
-        for chunk in rows.chunks(GROUP) {
+        let mut rows: Vec<(i32, i32, usize)> = Vec::with_capacity(GROUP);
+        let flush = |w: &mut SerializedFileWriter<_>, rows: &mut Vec<(i32, i32, usize)>| {
             let columns = vec![
-                Values::I32(chunk.iter().map(|r| r.0).collect()),
-                Values::I32(chunk.iter().map(|r| r.1).collect()),
-                Values::Bytes(chunk.iter().map(|r| names[r.2].0.clone()).collect()),
-                Values::Bytes(chunk.iter().map(|r| names[r.2].1.clone()).collect()),
+                Values::I32(rows.iter().map(|r| r.0).collect()),
+                Values::I32(rows.iter().map(|r| r.1).collect()),
+                Values::Bytes(rows.iter().map(|r| names[r.2].0.clone()).collect()),
+                Values::Bytes(rows.iter().map(|r| names[r.2].1.clone()).collect()),
             ];
-            write_group(&mut w, columns)?;
+            rows.clear();
+            write_group(w, columns)
+        };
+        for (id, s) in st.stacks.iter().enumerate() {
+            for (depth, &f) in st.path(s).iter().rev().enumerate() {
+                rows.push((id as i32, depth as i32, f as usize));
+                if rows.len() == GROUP {
+                    flush(&mut w, &mut rows)?;
+                }
+            }
+        }
+        if !rows.is_empty() {
+            flush(&mut w, &mut rows)?;
         }
         w.close()?;
         Ok(())
@@ -1111,24 +1473,19 @@ mod tests {
             name: n.into(),
             dso: "/bin/x".into(),
         };
-        let st = |frames: Vec<u32>, samples, period| Stack {
-            run: 0,
-            frames,
-            samples,
-            period,
-        };
-        Stacks {
+        let mut st = Stacks {
             frames: vec![f("main"), f("a;b c"), f("leaf")],
-            stacks: vec![st(vec![0, 2], 7, 70), st(vec![0, 1, 2], 3, 30)],
             runs: vec![Run {
                 name: "run1".into(),
                 host: "unknown".into(),
                 arch: "unknown".into(),
                 ..Run::default()
             }],
-            total_samples: 10,
             ..Stacks::default()
-        }
+        };
+        st.push(0, &[0, 2], 7, 70);
+        st.push(0, &[0, 1, 2], 3, 30);
+        st
     }
 
     #[test]
@@ -1143,6 +1500,23 @@ mod tests {
             dso: String::new(),
         };
         assert_eq!(st.folded(), "my_thread;leaf 70\nmy_thread;a_b c;leaf 30\n");
+    }
+
+    #[test]
+    fn a_folded_name_is_one_element_of_one_line() {
+        // Control characters escaped, `;` made `_`: one line, one frame.
+        assert_eq!(folded_name("a\nb;c\td\r", false), "a\\nb_c\\td\\r");
+        // A last word that reads as a count is joined to the name.
+        assert_eq!(
+            folded_name("f 18446744073709551615", false),
+            "f_18446744073709551615"
+        );
+        assert_eq!(folded_name("f 1.5", false), "f_1.5");
+        assert_eq!(folded_name("f ", false), "f_");
+        // Other spaces stay in a function, as inferno-collapse-perf keeps them.
+        assert_eq!(folded_name("<A as B>::next", false), "<A as B>::next");
+        assert_eq!(folded_name("operator new 2x", false), "operator new 2x");
+        assert_eq!(folded_name("my thread 7", true), "my_thread_7");
     }
 
     #[test]

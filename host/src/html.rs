@@ -348,6 +348,8 @@ fn charts(t: &Table) -> Vec<String> {
     }
     for &col in &numeric {
         let mut series: Vec<Series> = Vec::new();
+        // Each series found by its name (a recording may count 100,000 threads).
+        let mut series_of: std::collections::HashMap<String, usize> = Default::default();
         for r in &t.rows {
             if kind.and_then(|k| r.get(k)) == Some(&Cell::text("total")) {
                 continue;
@@ -369,12 +371,15 @@ fn charts(t: &Table) -> Vec<String> {
                 })
                 .collect::<Vec<_>>()
                 .join(", ");
-            match series.iter_mut().find(|s| s.name == name) {
-                Some(s) => s.points.push((x, y)),
-                None => series.push(Series {
-                    name,
-                    points: vec![(x, y)],
-                }),
+            match series_of.get(&name) {
+                Some(&i) => series[i].points.push((x, y)),
+                None => {
+                    series_of.insert(name.clone(), series.len());
+                    series.push(Series {
+                        name,
+                        points: vec![(x, y)],
+                    });
+                }
             }
         }
         if series.is_empty() {

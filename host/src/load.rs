@@ -247,20 +247,21 @@ impl Side {
 }
 
 /// The side band of the frames `side_frames` (read again, in file order): every fork, and
-/// the mappings that some sample lands in. A mapping no sample of its process (or of a
-/// process forked from it) lands in never resolves an address, and the addresses it would
-/// hide from an earlier mapping have no samples either: leaving it out changes nothing,
-/// and keeps memory in proportion to the samples, not to the mappings a file lists.
-fn side_band(
+/// the mappings that some sample lands in (`sampled`: its pid and address). A mapping no
+/// sample of its process (or of a process forked from it) lands in never resolves an
+/// address, and the addresses it would hide from an earlier mapping have no samples either:
+/// leaving it out changes nothing, and keeps memory in proportion to the samples, not to
+/// the mappings a file lists.
+fn side_band<'a>(
     data: &Shared,
     frames: &[FrameRef],
     side_frames: &[usize],
     forks: &[(u32, u32)],
-    by_ip: &IpCounts,
+    sampled: impl Iterator<Item = &'a (u32, u64)> + Clone,
 ) -> Vec<Side> {
     let parents: HashMap<u32, u32> = forks.iter().copied().collect();
     let mut ips: HashMap<u32, Vec<u64>> = HashMap::new();
-    for &(pid, ip) in by_ip.keys() {
+    for &(pid, ip) in sampled.clone() {
         // The sample's process and its ancestors (whose mappings it inherited).
         let mut p = pid;
         for _ in 0..64 {
@@ -281,11 +282,7 @@ fn side_band(
             v.get(i).is_some_and(|&ip| ip - m.addr < m.len)
         })
     };
-    let mut kernel_ips: Vec<u64> = by_ip
-        .keys()
-        .map(|k| k.1)
-        .filter(|ip| ip >> 63 == 1)
-        .collect();
+    let mut kernel_ips: Vec<u64> = sampled.map(|k| k.1).filter(|ip| ip >> 63 == 1).collect();
     kernel_ips.sort_unstable();
     kernel_ips.dedup();
     let mut out = Vec::new();
@@ -293,8 +290,10 @@ fn side_band(
         let Some(mut rr) = frames.get(i).and_then(|&f| RecordReader::of_frame(data, f)) else {
             continue;
         };
-        while let Some(Ok(r)) = rr.next_record() {
-            match r {
+        // Samples cut to their head: their callchains are not needed here.
+        let _ = rr.for_each_light(|r| {
+            let Light::Record(r) = r else { return };
+            match *r {
                 Record::Mmap2(m) if hit(&m) => out.push(Side::Map(m)),
                 Record::Fork(t) if t.pid != t.ppid => out.push(Side::Fork {
                     pid: t.pid,
@@ -309,9 +308,31 @@ fn side_band(
                 }
                 _ => {}
             }
-        }
+        });
     }
     out
+}
+
+/// The side band symbols need to name the addresses `sampled` (pid and address) of `src`,
+/// in file order (see [`side_band`]): its records frames read again, samples cut to their
+/// head. `forks` are its forks' (pid, ppid).
+pub fn side_band_of(
+    src: &Source,
+    forks: &[(u32, u32)],
+    sampled: &[(u32, u64)],
+) -> Result<Vec<Side>, LoadError> {
+    let data = src.data()?;
+    let mut dec = Decoder::whole(data.clone());
+    let mut frames: Vec<FrameRef> = Vec::new();
+    while let Some(e) = dec.poll_frame() {
+        if let FrameEvent::Records(rr) = e {
+            if let Some(f) = rr.frame().filter(|f| f.len > 0) {
+                frames.push(f);
+            }
+        }
+    }
+    let all: Vec<usize> = (0..frames.len()).collect();
+    Ok(side_band(&data, &frames, &all, forks, sampled.iter()))
 }
 
 /// Keeps the kernel functions of `k` that hold one of `addrs` (sorted): what a file lists
@@ -456,7 +477,7 @@ pub fn sample_counts(src: &Source, threads: usize) -> Result<Counts, LoadError> 
     }
     info.damage.sort_by_key(|d| d.offset);
     side_frames.sort_unstable();
-    let others = side_band(&data, &frames, &side_frames, &forks, &by_ip);
+    let others = side_band(&data, &frames, &side_frames, &forks, by_ip.keys());
     check_labperf(path, &info)?;
     // Frames in file order (a frame's own records are in order already): the last name wins.
     comms.sort_by_key(|c| c.0);

@@ -223,14 +223,15 @@ pub fn children(
     let mut seen: Vec<u32> = vec![u32::MAX; st.frames.len()];
     let mut stacked = 0u64;
     for (k, s) in st.stacks.iter().enumerate() {
-        let Some((&leaf, callers)) = s.frames[1..].split_last() else {
+        let fr = st.path(s).get(1..).unwrap_or_default();
+        let Some((&leaf, callers)) = fr.split_last() else {
             continue;
         };
         if !callers.is_empty() {
             stacked += s.samples;
         }
         acc[leaf as usize].1 += s.samples;
-        for &f in &s.frames[1..] {
+        for &f in fr {
             if seen[f as usize] != k as u32 {
                 seen[f as usize] = k as u32;
                 acc[f as usize].0 += s.samples;
@@ -273,6 +274,10 @@ pub fn children(
     );
     t.hidden = vec!["self"];
     let tree = graph.map(|g| call_graph(&st, &rows, g, total));
+    let (tree, cut) = match tree {
+        Some((t, cut)) => (Some(t), cut),
+        None => (None, None),
+    };
     t.rows = rows
         .into_iter()
         .map(|(i, c, s)| {
@@ -288,6 +293,7 @@ pub fn children(
         })
         .collect();
     let mut warnings: Vec<String> = st.warnings.clone();
+    warnings.extend(cut);
     if total > 0 && stacked == 0 {
         warnings.push("note: no sample has a call stack (record with -g, or --call-graph fp): Children equals Self".into());
     }
@@ -340,22 +346,35 @@ pub struct Graph {
 /// `--call-graph graph,0.5`).
 pub const GRAPH_PERCENT_LIMIT: f64 = 0.5;
 
+/// The deepest level of a call graph (perf's default `--max-stack`).
+pub const GRAPH_MAX_DEPTH: usize = 127;
+
+/// What the `call_graph` table may hold, in bytes of its rows (estimated: each row's names,
+/// its indent and its cells), shared evenly by the listed functions: a tree that would
+/// hold more stops at the level before (a note says where).
+pub const GRAPH_BUDGET: u64 = 8 << 20;
+
 /// The `call_graph` table: under each of `rows` (the listed functions, busiest first), the
 /// tree of the paths its samples take, callees (`Caller`) or callers (`Callee`), each node
 /// with the samples that pass through it. A sample counts under a function once, at the
 /// function's outermost frame (recursion does not count it twice); siblings are busiest
-/// first, then by name.
+/// first, then by name. A tree is built a level at a time from the stacks through its
+/// function, branches under [`GRAPH_PERCENT_LIMIT`] left out as they come: its memory is
+/// that of the stacks and the rows it shows. Returns a note when a tree was cut short of
+/// `g.depth` ([`GRAPH_MAX_DEPTH`], [`GRAPH_BUDGET`]).
 fn call_graph(
     st: &crate::export::Stacks,
     rows: &[(usize, u64, u64)],
     g: Graph,
     total: u64,
-) -> Table {
+) -> (Table, Option<String>) {
     struct Node {
         frame: u32,
         samples: u64,
         kids: Vec<usize>,
     }
+    // The stacks through a node: (stack, where the node's frame is in it).
+    type Members = Vec<(u32, u32)>;
     let pct = |n: u64| Cell::Percent {
         value: if total > 0 {
             100.0 * n as f64 / total as f64
@@ -364,7 +383,13 @@ fn call_graph(
         },
         places: 2,
     };
-    let limit = (GRAPH_PERCENT_LIMIT / 100.0 * total as f64).ceil() as u64;
+    let limit = ((GRAPH_PERCENT_LIMIT / 100.0 * total as f64).ceil() as u64).max(1);
+    let levels = match g.depth {
+        0 => GRAPH_MAX_DEPTH,
+        d => d.min(GRAPH_MAX_DEPTH),
+    };
+    let budget = GRAPH_BUDGET / rows.len().max(1) as u64;
+    let mut cut: Option<(String, usize, &str)> = None;
     let mut t = Table::new(
         "call_graph",
         vec![
@@ -383,45 +408,103 @@ fn call_graph(
         Order::Caller => "Call graph (caller): the functions each one calls".into(),
         Order::Callee => "Call graph (callee): the functions that call each one".into(),
     });
+    // Frames of a stack after its thread's name, outermost first.
+    let body = |s: u32| st.path(&st.stacks[s as usize]).get(1..).unwrap_or_default();
+    let step = |s: u32, at: u32| -> Option<(u32, u32)> {
+        let fr = body(s);
+        let next = match g.order {
+            Order::Caller => at.checked_add(1)?,
+            Order::Callee => at.checked_sub(1)?,
+        };
+        fr.get(next as usize).map(|&f| (f, next))
+    };
     for &(top, children, _) in rows {
         let top = top as u32;
+        let name = &st.frames[top as usize].name;
+        // What a row costs: its names (the function's, the node's twice), its file, its
+        // indent, its cells.
+        let row_cost = |frame: u32, depth: usize| -> u64 {
+            let f = &st.frames[frame as usize];
+            (name.len() + 2 * f.name.len() + f.dso.len() + 3 * depth + 200) as u64
+        };
+        let mut cost = row_cost(top, 0);
         // The tree of this function's paths; node 0 is the function itself.
         let mut nodes = vec![Node {
             frame: top,
             samples: children,
             kids: Vec::new(),
         }];
-        let mut index: HashMap<(usize, u32), usize> = HashMap::new();
-        for s in &st.stacks {
-            // frames[0] is the thread's name, then outermost to innermost.
-            let fr = &s.frames[1..];
-            let Some(at) = fr.iter().position(|&f| f == top) else {
-                continue;
-            };
-            let path: Box<dyn Iterator<Item = &u32>> = match g.order {
-                Order::Caller => Box::new(fr[at + 1..].iter()),
-                Order::Callee => Box::new(fr[..at].iter().rev()),
-            };
-            let mut parent = 0usize;
-            for (d, &f) in path.enumerate() {
-                if g.depth > 0 && d >= g.depth {
-                    break;
+        // The stacks through each node of the level being built: (stack, where in it).
+        let mut level: Vec<(usize, Members)> = vec![(
+            0,
+            (0..st.stacks.len() as u32)
+                .filter_map(|s| Some((s, body(s).iter().position(|&f| f == top)? as u32)))
+                .collect(),
+        )];
+        for depth in 1.. {
+            // Each node's children: the next frame of each of its stacks.
+            // (parent, frame, samples, its stacks) of each child.
+            let mut next: Vec<(usize, u32, u64, Members)> = Vec::new();
+            for (parent, members) in &level {
+                let mut kid_of: HashMap<u32, usize> = HashMap::new();
+                let first = next.len();
+                for &(s, at) in members {
+                    let Some((f, at)) = step(s, at) else {
+                        continue;
+                    };
+                    let k = *kid_of.entry(f).or_insert_with(|| {
+                        next.push((*parent, f, 0, Vec::new()));
+                        next.len() - 1
+                    });
+                    next[k].2 += st.stacks[s as usize].samples;
+                    next[k].3.push((s, at));
                 }
-                let next = nodes.len();
-                let n = *index.entry((parent, f)).or_insert(next);
-                if n == next {
+                // Branches too narrow to show go now, with their stacks.
+                let mut k = first;
+                for j in first..next.len() {
+                    if next[j].2 >= limit {
+                        next.swap(k, j);
+                        k += 1;
+                    }
+                }
+                next.truncate(k);
+            }
+            if next.is_empty() {
+                break;
+            }
+            let more: u64 = next.iter().map(|n| row_cost(n.1, depth)).sum();
+            let why = if depth > levels {
+                // As deep as asked, or as perf's --max-stack.
+                (g.depth == 0 || g.depth > levels).then_some("perf's --max-stack")
+            } else if cost + more > budget {
+                Some("the call graph's size")
+            } else {
+                None
+            };
+            if depth > levels || why.is_some() {
+                if let Some(why) = why {
+                    if cut.as_ref().is_none_or(|c| c.1 > depth - 1) {
+                        cut = Some((name.clone(), depth - 1, why));
+                    }
+                }
+                break;
+            }
+            cost += more;
+            level = next
+                .into_iter()
+                .map(|(parent, frame, samples, members)| {
                     nodes.push(Node {
-                        frame: f,
-                        samples: 0,
+                        frame,
+                        samples,
                         kids: Vec::new(),
                     });
+                    let n = nodes.len() - 1;
                     nodes[parent].kids.push(n);
-                }
-                nodes[n].samples += s.samples;
-                parent = n;
-            }
+                    (n, members)
+                })
+                .collect();
         }
-        let name = &st.frames[top as usize].name;
+        drop(level);
         // Depth first, busiest child first.
         let mut todo: Vec<(usize, usize, String)> = vec![(0, 0, String::new())];
         while let Some((n, depth, indent)) = todo.pop() {
@@ -441,12 +524,7 @@ fn call_graph(
                 Cell::text(f.name.clone()),
                 Cell::file(&f.dso),
             ]);
-            let mut kids: Vec<usize> = node
-                .kids
-                .iter()
-                .copied()
-                .filter(|&k| nodes[k].samples >= limit.max(1))
-                .collect();
+            let mut kids = node.kids.clone();
             kids.sort_by(|&a, &b| {
                 nodes[b].samples.cmp(&nodes[a].samples).then_with(|| {
                     st.frames[nodes[a].frame as usize]
@@ -476,7 +554,13 @@ fn call_graph(
         "percent_limit".into(),
         serde_json::json!(GRAPH_PERCENT_LIMIT),
     );
-    t
+    let note = cut.map(|(f, depth, why)| {
+        format!(
+            "note: the call graph stops at depth {depth} (under {}), as deep as {why} allows; --depth N shows fewer levels",
+            crate::text::show(&f)
+        )
+    });
+    (t, note)
 }
 
 impl Report {

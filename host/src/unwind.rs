@@ -257,17 +257,25 @@ impl Unwind {
                 None => break,
             }
         }
-        // Later mappings of one range replace earlier ones (an exec, a dlclose).
+        // Later mappings of one range replace earlier ones (an exec, a dlclose). The ranges
+        // taken, by start (they never overlap): the one starting last before a range's end
+        // is the only one that may overlap it (a file may list a million mappings).
         maps.reverse();
-        let mut seen: Vec<std::ops::Range<u64>> = Vec::new();
+        let mut seen: std::collections::BTreeMap<u64, u64> = std::collections::BTreeMap::new();
         let mut out = Vec::new();
         let mut mapped = Vec::new();
         for m in maps {
             let r = m.addr..m.addr.saturating_add(m.len);
-            if seen.iter().any(|s| s.start < r.end && r.start < s.end) {
+            if seen
+                .range(..r.end)
+                .next_back()
+                .is_some_and(|(_, &end)| r.start < end)
+            {
                 continue;
             }
-            seen.push(r.clone());
+            if r.start < r.end {
+                seen.insert(r.start, r.end);
+            }
             // Code only: a data mapping (perf records them for `--call-graph dwarf`) holds
             // no frame. Protection 0 is unknown (an old PERF_RECORD_MMAP): code.
             if m.prot != 0 && m.prot & 4 == 0 {

@@ -1,6 +1,7 @@
 //! Record files and mapped paths made to hurt the reader: devices, FIFOs, floods of frames,
-//! huge frames, floods of mappings. `report`, `info` and `dump` must finish quickly, with
-//! memory bounded by a small multiple of the file (the bound `ARCHITECTURE.md` states).
+//! huge frames, floods of mappings, deep stacks over long names, many thread names, names
+//! that would forge folded lines. Every verb must finish quickly, with memory bounded by a
+//! small multiple of the file (the bound `ARCHITECTURE.md` states).
 
 use labperf_common::*;
 use labperf_tests::{bin, scratch};
@@ -12,20 +13,40 @@ use std::time::{Duration, Instant};
 /// labperf prints at exit with LABPERF_PEAK_MEMORY; a child's rusage would count its
 /// parent's memory from before its exec) and its wall time.
 fn measured(c: &mut Command) -> (Output, u64, Duration) {
+    let (o, rss, t) = measured_within(c, Duration::from_secs(600));
+    let rss = rss.unwrap_or_else(|| {
+        panic!(
+            "labperf said nothing of its memory: {}",
+            String::from_utf8_lossy(&o.stderr)
+        )
+    });
+    (o, rss, t)
+}
+
+/// [`measured`], the command killed once it has run for `limit` (its peak RSS then
+/// unknown: `None`).
+fn measured_within(c: &mut Command, limit: Duration) -> (Output, Option<u64>, Duration) {
     c.env("LABPERF_PEAK_MEMORY", "1");
     let t = Instant::now();
-    let child = c
+    let mut child = c
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let pid = child.id() as i32;
-    // Read the pipes on threads, then reap the child with wait4 for its rusage.
-    let mut child = child;
+    // Read the pipes on threads (stdout's first MiB kept: folded stacks of a hostile file
+    // can be a GiB), then reap the child.
     let (mut so, mut se) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
     let a = std::thread::spawn(move || {
         let mut v = Vec::new();
-        std::io::Read::read_to_end(&mut so, &mut v).unwrap();
+        let mut buf = vec![0u8; 1 << 16];
+        loop {
+            match std::io::Read::read(&mut so, &mut buf) {
+                Ok(0) => break,
+                Ok(n) if v.len() < 1 << 20 => v.extend_from_slice(&buf[..n]),
+                Ok(_) => {}
+                Err(e) => panic!("{e}"),
+            }
+        }
         v
     });
     let b = std::thread::spawn(move || {
@@ -33,14 +54,18 @@ fn measured(c: &mut Command) -> (Output, u64, Duration) {
         std::io::Read::read_to_end(&mut se, &mut v).unwrap();
         v
     });
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is valid; wait4 fills it for our own child.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: waiting for our own child with valid pointers.
-    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
-    assert_eq!(r, pid);
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if t.elapsed() > limit {
+            child.kill().unwrap();
+            break child.wait().unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
     let out = Output {
-        status: std::os::unix::process::ExitStatusExt::from_raw(status),
+        status,
         stdout: a.join().unwrap(),
         stderr: b.join().unwrap(),
     };
@@ -48,9 +73,7 @@ fn measured(c: &mut Command) -> (Output, u64, Duration) {
     let peak = err
         .lines()
         .find_map(|l| l.strip_prefix("labperf: peak memory "))
-        .and_then(|v| v.trim_end_matches(" kB").trim().parse().ok())
-        .unwrap_or_else(|| panic!("labperf said nothing of its memory: {err}"));
-    let _ = ru;
+        .and_then(|v| v.trim_end_matches(" kB").trim().parse().ok());
     (out, peak, t.elapsed())
 }
 
@@ -60,9 +83,14 @@ fn header() -> Header {
 
 /// A file of `header`, then `frames` (each a list of records), then a trailer.
 fn write(path: &Path, frames: impl IntoIterator<Item = Vec<Record>>) -> u64 {
+    write_with(path, &header(), frames)
+}
+
+/// [`write`] with header `h`.
+fn write_with(path: &Path, h: &Header, frames: impl IntoIterator<Item = Vec<Record>>) -> u64 {
     let mut enc = Encoder::new();
     let mut f = Encoder::prelude().to_vec();
-    f.extend(enc.header_frame(&header()));
+    f.extend(enc.header_frame(h));
     for fr in frames {
         for r in &fr {
             enc.push(r);
@@ -85,14 +113,22 @@ fn labperf(args: &[&str], file: &Path) -> Command {
 }
 
 /// The memory bound of ARCHITECTURE.md: 8 x the file, plus 64 MiB, plus 1.25 KiB per
-/// distinct sampled address. A file names a new address in about 4 bytes, and a report or
-/// export keeps a name, a row or a stack per address: measured at 1,000,000 addresses
-/// (debug build), `report` 0.27 KiB each, svg 0.32, parquet 0.42, every row as JSON 0.66,
-/// pprof 0.73, firefox 0.94 (the Firefox Profiler's tables, in `fxprof-processed-profile`);
-/// 1.25 leaves a margin.
-fn bound_kib(file_bytes: u64, addresses: u64) -> u64 {
-    (8 * file_bytes + (64 << 20)) / 1024 + addresses * 5 / 4
+/// distinct sampled address, thread name or interval count. A file names a new address in
+/// about 4 bytes,
+/// and a report or export keeps a name, a row or a stack per address: measured at 1,000,000
+/// addresses (debug build), `report` 0.27 KiB each, svg 0.32, parquet 0.42, every row as
+/// JSON 0.66, pprof 0.73, firefox 0.94 (the Firefox Profiler's tables, in
+/// `fxprof-processed-profile`); 1.25 leaves a margin. A thread's name costs less (1 KiB
+/// at 80,000 names in the Firefox format), and so does an interval's count, a row of the
+/// intervals view (1.1 KiB at 80,000 in the HTML report). The Firefox format adds
+/// [`FIREFOX_KIB_PER_1K_SAMPLES`].
+fn bound_kib(file_bytes: u64, names: u64) -> u64 {
+    (8 * file_bytes + (64 << 20)) / 1024 + names * 5 / 4
 }
+
+/// What the Firefox format holds per sample beyond the bound (its sample tables, and the
+/// samples in time order): 64 bytes, in KiB per thousand samples.
+const FIREFOX_KIB_PER_1K_SAMPLES: u64 = 64 * 1000 / 1024;
 
 /// The distinct addresses of `dense.lpr`.
 const DENSE: u64 = 200_000;
@@ -213,10 +249,33 @@ fn write_large_crafted_files() {
         i += 1;
     }
     write(&values, [recs]);
-    // A flood of mappings: 2 million of them, each a distinct address and path, in 7
-    // processes that each have a sample (so every mapping must be kept).
-    let maps = d.join("maps.lpr");
-    let frames = (0..40).map(|k| {
+    // A flood of mappings: 2 million of them, in 7 processes that each have a sample.
+    many_maps(&d.join("maps.lpr"), 2_000_000);
+    // Dense samples: DENSE of them, each at its own address (so as many rows, stacks and
+    // frames), about 4 bytes each: what reports and exports keep per address.
+    let dense = d.join("dense.lpr");
+    let frames = (0..DENSE / 50_000).map(|k| {
+        (0..50_000u64)
+            .map(|j| {
+                let i = k * 50_000 + j;
+                Record::Sample(Sample {
+                    pid: 1,
+                    tid: 1,
+                    ip: 0x1000 + i,
+                    time: i,
+                    period: 1,
+                    ..Default::default()
+                })
+            })
+            .collect::<Vec<_>>()
+    });
+    write(&dense, frames);
+}
+
+/// A flood of mappings: `n` of them, each a distinct address and path, in 7 processes
+/// that each have a sample (so every mapping must be kept).
+fn many_maps(path: &Path, n: u64) -> u64 {
+    let frames = (0..n / 50_000).map(|k| {
         (0..50_000u64)
             .map(|j| {
                 let i = k * 50_000 + j;
@@ -239,26 +298,457 @@ fn write_large_crafted_files() {
             ..Default::default()
         })
     });
-    write(&maps, frames.chain(std::iter::once(samples.collect())));
-    // Dense samples: DENSE of them, each at its own address (so as many rows, stacks and
-    // frames), about 4 bytes each: what reports and exports keep per address.
-    let dense = d.join("dense.lpr");
-    let frames = (0..DENSE / 50_000).map(|k| {
-        (0..50_000u64)
-            .map(|j| {
-                let i = k * 50_000 + j;
+    write(path, frames.chain(std::iter::once(samples.collect())))
+}
+
+/// The kernel text the deep-stack files sample: functions of 16 bytes from here.
+const KTEXT: u64 = 0xffff_ffff_8100_0000;
+
+/// Kernel functions named `names`, 16 bytes each from [`KTEXT`].
+fn ksyms(names: &[String]) -> Record {
+    Record::KernelSymbols(KernelSymbols {
+        syms: names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| KernelSymbol {
+                start: KTEXT + 16 * i as u64,
+                end: KTEXT + 16 * (i as u64 + 1),
+                name: n.clone(),
+                module: None,
+            })
+            .collect(),
+        hidden: None,
+    })
+}
+
+/// A file of `stacks` distinct samples, each with a `depth`-deep kernel callchain over
+/// the kernel functions `names` (the sample's ip in the first), its return addresses drawn
+/// at random: every entry a byte of the file, and every stack soon a path of its own. The
+/// thread is named by one COMM record.
+fn deep_stacks(path: &Path, stacks: u64, depth: usize, names: &[String]) -> u64 {
+    let comm = Record::Comm(Comm {
+        pid: 1,
+        tid: 1,
+        comm: "deep".into(),
+        exec: true,
+    });
+    let k = names.len() as u64;
+    let frames = (0..stacks.div_ceil(500)).map(|f| {
+        let mut v: Vec<Record> = (f * 500..stacks.min((f + 1) * 500))
+            .map(|i| {
+                let mut x = i.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+                let callchain = (0..depth)
+                    .map(|j| {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        let r = if j == 0 { i % k } else { x % k };
+                        // A return address in function r (looked up one byte back).
+                        KTEXT + 16 * r + 8
+                    })
+                    .collect();
                 Record::Sample(Sample {
                     pid: 1,
                     tid: 1,
-                    ip: 0x1000 + i,
+                    ip: KTEXT + 4,
                     time: i,
                     period: 1,
+                    callchain,
                     ..Default::default()
                 })
             })
-            .collect::<Vec<_>>()
+            .collect();
+        if f == 0 {
+            v.insert(0, comm.clone());
+        }
+        v
     });
-    write(&dense, frames);
+    let frames: Vec<Vec<Record>> = frames.chain(std::iter::once(vec![ksyms(names)])).collect();
+    write(path, frames)
+}
+
+/// A file of `threads` threads of one process, each named by its own COMM record and
+/// sampled once (at one of four addresses): the names an export looks up.
+fn many_comms(path: &Path, threads: u32) -> u64 {
+    let recs: Vec<Record> = (0..threads)
+        .flat_map(|i| {
+            [
+                Record::Comm(Comm {
+                    pid: 7,
+                    tid: 1000 + i,
+                    comm: format!("worker-{i:06}"),
+                    exec: false,
+                }),
+                Record::Sample(Sample {
+                    pid: 7,
+                    tid: 1000 + i,
+                    ip: 0x40_1000 + 16 * u64::from(i % 4),
+                    time: u64::from(i),
+                    period: 1,
+                    ..Default::default()
+                }),
+            ]
+        })
+        .collect();
+    write(path, recs.chunks(20_000).map(<[Record]>::to_vec))
+}
+
+/// The distinct callchains of `deep.lpr`.
+const DEEP: u64 = 640;
+
+/// Writes the files of the tests below into `LABPERF_HOSTILE_DIR` (a process of its own,
+/// as [`write_large_crafted_files`]): `long-names.lpr`, 100 distinct 4,096-deep callchains
+/// over two kernel functions with 2 KiB names; `deep.lpr`, [`DEEP`] distinct 4,096-deep
+/// callchains over three; `maps.lpr`, 500,000 mappings; `comms-10k.lpr` and
+/// `comms-80k.lpr`, as many threads, each with its own name.
+#[test]
+#[ignore = "a helper of the deep-stack and many-name tests"]
+fn write_deep_stack_files() {
+    let Some(d) = std::env::var_os("LABPERF_HOSTILE_DIR") else {
+        return;
+    };
+    let d = std::path::PathBuf::from(d);
+    let long: Vec<String> = (0..2).map(|i| format!("{i}{}", "x".repeat(2047))).collect();
+    deep_stacks(&d.join("long-names.lpr"), 100, 4096, &long);
+    let short: Vec<String> = (0..3).map(|i| format!("kernel_function_{i}")).collect();
+    deep_stacks(&d.join("deep.lpr"), DEEP, 4096, &short);
+    many_maps(&d.join("maps.lpr"), 500_000);
+    many_comms(&d.join("comms-10k.lpr"), 10_000);
+    many_comms(&d.join("comms-80k.lpr"), 80_000);
+}
+
+/// The files of [`write_deep_stack_files`], written into a scratch directory of `test`.
+fn deep_stack_files(test: &str) -> std::path::PathBuf {
+    let d = scratch(test);
+    let st = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "write_deep_stack_files", "--ignored", "--quiet"])
+        .env("LABPERF_HOSTILE_DIR", &d)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    d
+}
+
+/// Every verb that reads a whole recording: each report (with the `--children` and call
+/// graph trees), `info`, `dump`, every export format and the HTML report. `OUT` stands for
+/// an output file.
+const EVERY_VERB: &[&[&str]] = &[
+    &["report"],
+    &["report", "--children"],
+    &["report", "--call-graph", "caller"],
+    &["report", "--call-graph", "callee", "--children"],
+    &[
+        "report",
+        "--call-graph",
+        "caller",
+        "--top",
+        "0",
+        "--format",
+        "json",
+    ],
+    &["info"],
+    &["dump"],
+    // To standard output (read, not kept): 800 MB of lines for long-names.lpr.
+    &["export", "--format", "folded"],
+    &["export", "--format", "svg", "-o", "OUT"],
+    &["export", "--format", "pprof", "-o", "OUT"],
+    &["export", "--format", "firefox", "-o", "OUT"],
+    &["export", "--format", "parquet", "-o", "OUT"],
+    &["report", "--format", "html", "-o", "OUT"],
+];
+
+/// Runs every verb on `file`, of `names` distinct sampled addresses and thread names and
+/// `samples` samples: each must succeed within `limit` and the memory bound. Returns each
+/// verb's time (by its index in [`EVERY_VERB`]), and prints what each took.
+fn every_verb_within_the_bound(
+    file: &Path,
+    names: u64,
+    samples: u64,
+    limit: Duration,
+) -> Vec<Duration> {
+    let size = std::fs::metadata(file).unwrap().len();
+    let out = file.with_extension("out");
+    let name = file.file_name().unwrap().to_string_lossy().into_owned();
+    let mut times = Vec::new();
+    for args in EVERY_VERB {
+        let args: Vec<&str> = args
+            .iter()
+            .map(|a| {
+                if *a == "OUT" {
+                    out.to_str().unwrap()
+                } else {
+                    a
+                }
+            })
+            .collect();
+        let verb = args.join(" ");
+        let mut c = labperf(&args, file);
+        let (o, rss, t) = measured_within(&mut c, limit);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(t < limit, "{verb} of {name} ran past {limit:?}: killed");
+        assert!(o.status.success(), "{verb} of {name}: {err}");
+        let rss = rss.unwrap_or_else(|| panic!("{verb}: no peak memory: {err}"));
+        eprintln!(
+            "{name} ({} KB) {verb}: {} MB peak, {:.1} s",
+            size >> 10,
+            rss >> 10,
+            t.as_secs_f64()
+        );
+        times.push(t);
+        let bound = bound_kib(size, names)
+            + if verb.contains("firefox") {
+                samples * FIREFOX_KIB_PER_1K_SAMPLES / 1000
+            } else {
+                0
+            };
+        assert!(
+            rss <= bound,
+            "{verb} of {name} ({size} bytes, {names} addresses and thread names, {samples} samples) peaked at {rss} KiB, over its bound of {bound} KiB"
+        );
+    }
+    times
+}
+
+#[test]
+fn deep_stacks_long_names_and_many_mappings_stay_within_the_bound() {
+    // Deep stacks make long folded lines, long names longer ones, and many paths make
+    // large trees: every verb streams them or prunes them to what it shows (issue 25).
+    let d = deep_stack_files("hostile-deep");
+    // Names: the ip and a return address in each kernel function, and the thread; in
+    // maps.lpr 7 samples, each its own address and process.
+    for (file, names, samples) in [
+        ("long-names.lpr", 4, 100),
+        ("deep.lpr", 5, DEEP),
+        ("maps.lpr", 14, 7),
+    ] {
+        every_verb_within_the_bound(&d.join(file), names, samples, Duration::from_secs(30));
+    }
+}
+
+#[test]
+fn process_names_are_looked_up_by_index() {
+    // 80,000 threads each named once: names were looked up by a scan of those seen (24 s
+    // for every export and the HTML report). Indexed, every verb takes seconds, and about
+    // eight times as long as on a file of 10,000 names (less: the start-up cost is fixed).
+    let d = deep_stack_files("hostile-comms");
+    let (small, large) = (d.join("comms-10k.lpr"), d.join("comms-80k.lpr"));
+    let times = every_verb_within_the_bound(&large, 80_004, 80_000, Duration::from_secs(15));
+    let out = d.join("out");
+    for (i, args) in EVERY_VERB.iter().enumerate() {
+        if !matches!(args.get(2), Some(&"folded" | &"html")) {
+            continue;
+        }
+        let args: Vec<&str> = args
+            .iter()
+            .map(|a| {
+                if *a == "OUT" {
+                    out.to_str().unwrap()
+                } else {
+                    a
+                }
+            })
+            .collect();
+        let (o, _, t10) = measured_within(&mut labperf(&args, &small), Duration::from_secs(60));
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let t80 = times[i];
+        eprintln!("{args:?}: 10,000 names {t10:?}, 80,000 names {t80:?}");
+        // Linear: 8 times the names, at most 16 times the time (a scan is 64 times;
+        // 0.5 s of slack for a loaded machine).
+        assert!(
+            t80.as_secs_f64() <= 16.0 * t10.as_secs_f64() + 0.5,
+            "{args:?}: {t10:?} for 10,000 names, {t80:?} for 80,000"
+        );
+    }
+}
+
+#[test]
+fn the_html_charts_find_each_thread_s_series_by_index() {
+    // A `stat` recording of 80,000 threads, counted once each: the HTML report charts
+    // each thread's counts as a series, and found each among those before it by a scan.
+    let d = scratch("hostile-series");
+    let f = d.join("stat.lpr");
+    let intervals: Vec<Record> = (0..80_000u32)
+        .map(|tid| {
+            Record::Interval(Interval {
+                time: 1_000_000,
+                tid: Some(tid),
+                delta: true,
+                counts: vec![Count {
+                    event: 0,
+                    value: u64::from(tid),
+                    time_enabled: 1,
+                    time_running: 1,
+                }],
+            })
+        })
+        .collect();
+    let size = write_with(
+        &f,
+        &labperf_tests::golden::header(labperf_tests::golden::Kind::Stat),
+        intervals.chunks(20_000).map(<[Record]>::to_vec),
+    );
+    let out = d.join("stat.html");
+    let mut c = Command::new(bin("labperf"));
+    c.args(["report", "--format", "html", "-o"])
+        .arg(&out)
+        .arg(&f);
+    let (o, rss, t) = measured_within(&mut c, Duration::from_secs(20));
+    assert!(t < Duration::from_secs(20), "ran past 20 s: killed");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // Each count is a row of the report: the bound's third term counts them.
+    assert!(rss.unwrap() <= bound_kib(size, 80_000), "{rss:?} KiB");
+    // The ten busiest threads are charted.
+    let html = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        html.contains("thread 79999"),
+        "no chart of the busiest thread"
+    );
+    eprintln!("{t:?}");
+}
+
+#[test]
+fn unwinding_is_linear_in_the_mappings() {
+    // A `--call-graph dwarf` recording of one process with 400,000 mappings: each was
+    // checked against every one kept before (8·10^10 steps); now against its neighbour.
+    let d = scratch("hostile-unwind");
+    let f = d.join("unwind.lpr");
+    let mut h = header();
+    h.arch = Arch::X86_64;
+    // User registers bp, sp and ip, and the user stack.
+    h.events[0].attr.sample_type |= 1 << 12 | 1 << 13;
+    h.events[0].attr.sample_regs_user = 0x1c0;
+    h.events[0].attr.sample_stack_user = 64;
+    let n = 400_000u64;
+    let mut frames: Vec<Vec<Record>> = (0..n / 50_000)
+        .map(|k| {
+            (0..50_000)
+                .map(|j| {
+                    let i = k * 50_000 + j;
+                    Record::Mmap2(Mmap2 {
+                        pid: 3,
+                        tid: 3,
+                        addr: 0x10_0000 + i * 0x2000,
+                        len: 0x1000,
+                        path: "/nonexistent/lib.so".into(),
+                        ..Default::default()
+                    })
+                })
+                .collect()
+        })
+        .collect();
+    frames.push(vec![Record::Sample(Sample {
+        pid: 3,
+        tid: 3,
+        ip: 0x10_0010,
+        period: 1,
+        user_stack: Some(UserStack {
+            regs: vec![0x7ffd_0000_0040, 0x7ffd_0000_0000, 0x10_0010],
+            sp: 0x7ffd_0000_0000,
+            data: vec![0; 64],
+        }),
+        ..Default::default()
+    })]);
+    let size = write_with(&f, &h, frames);
+    for args in [
+        &["export", "--format", "folded"][..],
+        &["report", "--children"],
+    ] {
+        let (o, rss, t) = measured_within(&mut labperf(args, &f), Duration::from_secs(20));
+        assert!(
+            t < Duration::from_secs(20),
+            "{args:?} ran past 20 s: killed"
+        );
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(rss.unwrap() <= bound_kib(size, 1), "{args:?}: {rss:?} KiB");
+        eprintln!("{args:?}: {t:?}");
+    }
+}
+
+#[test]
+fn names_cannot_forge_folded_lines_or_overflow_the_flame_graph() {
+    // Thread and function names with newlines, `;` and a count of their own: each would
+    // start a line, split a frame, or read as inferno's second (differential) count,
+    // which the overflow guard did not see ("184467440737095516160.00%").
+    let d = scratch("hostile-names");
+    let f = d.join("names.lpr");
+    let forged = " 18446744073709551615";
+    let names: Vec<String> = vec![
+        // A line of its own, of count u64::MAX: the sum of counts overflows.
+        format!("f\nfake;stack{forged}\nrest"),
+        format!("g;h{forged}"),
+        format!("k\r\n{forged}"),
+    ];
+    let mut recs = vec![
+        Record::Comm(Comm {
+            pid: 1,
+            tid: 1,
+            comm: format!("evil\nthread;x{forged}"),
+            exec: true,
+        }),
+        ksyms(&names),
+    ];
+    // Three stacks, of 5, 3 and 2 samples, each through every function.
+    let chains = [[1u64, 2], [2, 0], [0, 1]];
+    for (n, chain) in [5u64, 3, 2].iter().zip(chains) {
+        for t in 0..*n {
+            recs.push(Record::Sample(Sample {
+                pid: 1,
+                tid: 1,
+                ip: KTEXT + 4,
+                time: t,
+                period: 1_000,
+                callchain: chain.iter().map(|r| KTEXT + 16 * r + 8).collect(),
+                ..Default::default()
+            }));
+        }
+    }
+    write(&f, [recs]);
+    let o = labperf(&["export", "--format", "folded"], &f)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let folded = String::from_utf8(o.stdout).unwrap();
+    // One line per stack, each of three frames below the thread, its count last and alone.
+    let lines: Vec<&str> = folded.lines().collect();
+    assert_eq!(lines.len(), 3, "{folded}");
+    let mut total = 0;
+    for l in &lines {
+        let (stack, count) = l.rsplit_once(' ').unwrap();
+        total += count.parse::<u64>().unwrap();
+        assert_eq!(stack.split(';').count(), 4, "{l}");
+        let last = stack.rsplit_once(' ').map_or("", |(_, w)| w);
+        assert!(last.parse::<u64>().is_err(), "{l}: a second count");
+        assert!(
+            stack.starts_with("evil\\nthread_x_18446744073709551615;"),
+            "{l}"
+        );
+    }
+    assert_eq!(total, 10_000, "{folded}");
+    assert!(
+        folded.contains("f\\nfake_stack 18446744073709551615\\nrest;"),
+        "{folded}"
+    );
+    // The flame graph, alone and in the HTML report: every share at most 100%.
+    for args in [
+        &["export", "--format", "svg", "-o"][..],
+        &["report", "--format", "html", "-o"],
+    ] {
+        let out = d.join("out");
+        let mut c = Command::new(bin("labperf"));
+        let o = c.args(args).arg(&out).arg(&f).output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let svg = std::fs::read_to_string(&out).unwrap();
+        // Each frame's title: `NAME (N events, P%)`.
+        let shares: Vec<f64> = svg
+            .split("events, ")
+            .skip(1)
+            .map(|s| s.split('%').next().unwrap().parse().unwrap())
+            .collect();
+        assert!(!shares.is_empty(), "{svg}");
+        assert!(shares.iter().all(|&p| p <= 100.0), "{args:?}: {shares:?}");
+        assert!(svg.contains("(10,000 events, 100.00%)"), "{svg}");
+    }
 }
 
 #[test]

@@ -5,7 +5,6 @@ use super::opts::SymbolOpts;
 use anyhow::{bail, Context, Result};
 use labperf::export::Format;
 use labperf::output::{Dest, Output};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Write recordings' samples as folded stacks, an SVG flame graph, a Firefox Profiler or
@@ -116,18 +115,27 @@ pub fn run(a: &Args) -> Result<()> {
     // Straight to the file: an export is never held whole in memory.
     let path = out.unwrap_or_else(|| PathBuf::from("-"));
     let mut out = Output::create(&path)?;
-    match a.format {
-        Format::Folded => out.write_all(stacks.folded().as_bytes())?,
+    let note = match a.format {
+        Format::Folded => {
+            stacks.write_folded(&mut out)?;
+            None
+        }
         Format::Svg => stacks
             .svg(&mut out)
             .context("cannot draw the flame graph")?,
         Format::Firefox => stacks
             .firefox(&mut out)
             .context("cannot write the Firefox profile")?,
-        Format::Pprof => stacks
-            .pprof(&mut out)
-            .context("cannot encode the pprof profile")?,
+        Format::Pprof => {
+            stacks
+                .pprof(&mut out)
+                .context("cannot encode the pprof profile")?;
+            None
+        }
         Format::Parquet => unreachable!("written above"),
+    };
+    if let Some(n) = note {
+        eprintln!("{n}");
     }
     let dest = out.dest().clone();
     out.commit()?;

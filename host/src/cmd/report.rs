@@ -45,8 +45,8 @@ pub struct Args {
     /// stack of each window's end sample: `run_slice <- calls_a`.
     #[arg(long, value_enum, value_name = "ORDER", conflicts_with = "by")]
     pub call_graph: Option<labperf::report::Order>,
-    /// Levels of the call graph under each function (0: all); metrics and TopDown: frames
-    /// of each caller path (0: 1).
+    /// Levels of the call graph under each function (0: all, at most 127 as perf's
+    /// --max-stack); metrics and TopDown: frames of each caller path (0: 1).
     #[arg(long, value_name = "N", default_value_t = 0, requires = "call_graph")]
     pub depth: usize,
     /// Write the report to this file instead of standard output (`-`: standard output; a
@@ -135,7 +135,9 @@ fn render(
             .context("cannot read the recordings' stacks for the flame graph")?;
         let mut flame = Vec::new();
         if st.total_samples > 0 {
-            st.svg(&mut flame).context("cannot draw the flame graph")?;
+            if let Some(n) = st.svg(&mut flame).context("cannot draw the flame graph")? {
+                eprintln!("{n}");
+            }
         }
         let flame = String::from_utf8_lossy(&flame);
         labperf::html::page(&r, &st.runs, (!flame.is_empty()).then_some(&*flame), o.top)

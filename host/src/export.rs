@@ -180,7 +180,7 @@ impl Stacks {
         let mut unwind = crate::unwind::Unwind::of(peek.header.as_ref(), peek.header_ext.as_ref());
         let mut usym = Symbolizer::new(search.clone());
         if let Some(u) = unwind.as_mut() {
-            usym.recorded_on(peek.header.as_ref(), peek.header_ext.as_ref());
+            usym.recorded_on(src, peek.header.as_ref(), peek.header_ext.as_ref());
             load::stream(src, |r| u.observe(r))?;
         }
         let info = load::stream(src, |r| match r {
@@ -260,7 +260,7 @@ impl Stacks {
             other => side.push(other.clone()),
         })?;
         let mut sym = Symbolizer::new(search);
-        sym.recorded_on(info.header.as_ref(), info.header_ext.as_ref());
+        sym.recorded_on(src, info.header.as_ref(), info.header_ext.as_ref());
         // The kernel addresses the stacks name: the kernel functions kept are theirs.
         let mut kernel: Vec<u64> = flat
             .keys()

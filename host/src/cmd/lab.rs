@@ -245,7 +245,9 @@ impl RunIo for HostIo<'_> {
     }
 }
 
-/// Runs `job` on host number `index`, telling the board where it is.
+/// Runs `job` on host number `index`, telling the board where it is. After a second
+/// interrupt every phase stops within a fraction of a second: what this host was writing
+/// is removed (here and, within [`deploy::ABORT_GRACE`], there) and it fails as aborted.
 fn one(
     spec: &str,
     o: &RemoteOpts,
@@ -254,7 +256,33 @@ fn one(
     board: &Board,
     index: usize,
 ) -> Result<Done> {
-    let interrupts = labperf::interrupt::count();
+    let mut fetched = None;
+    let r = one_flow(spec, o, job, hosts, board, index, &mut fetched);
+    if !labperf::interrupt::aborting() {
+        return r;
+    }
+    // Aborted: the recording fetched by this run (not one that was there before) goes too.
+    if let Some(f) = fetched {
+        let _ = std::fs::remove_file(f);
+    }
+    match r {
+        Err(e) if e.downcast_ref::<deploy::RunError>().is_some() => Err(e),
+        _ => Err(deploy::RunError::Aborted {
+            host: show(spec).into_owned(),
+        }
+        .into()),
+    }
+}
+
+fn one_flow(
+    spec: &str,
+    o: &RemoteOpts,
+    job: &Job,
+    hosts: usize,
+    board: &Board,
+    index: usize,
+    fetched: &mut Option<PathBuf>,
+) -> Result<Done> {
     let mut io = HostIo::new(spec, hosts > 1, board, index);
     board.set(index, Phase::Connecting, "");
     let Connected {
@@ -328,6 +356,12 @@ fn one(
         }
         command = labperf::push::rewrite(job.command, job.push, &remote_dir);
     }
+    if labperf::interrupt::aborting() {
+        return Err(deploy::RunError::Aborted {
+            host: show(spec).into_owned(),
+        }
+        .into());
+    }
     let file = output_for(job.output, spec, hosts);
     board.set(index, Phase::Running, "");
     // The agent's progress lines feed the host's board line.
@@ -350,10 +384,13 @@ fn one(
         Ok(f) => f,
         Err(e) => {
             return Err(match e.downcast::<deploy::RunError>() {
-                Ok(deploy::RunError::AgentKilled { host, .. }) => {
+                Ok(deploy::RunError::AgentKilled { host, .. })
+                    if !labperf::interrupt::aborting() =>
+                {
                     let partial = deploy::fetch_partial(&r, &files, &file);
                     deploy::RunError::AgentKilled { host, partial }.into()
                 }
+                Ok(e @ deploy::RunError::Aborted { .. }) => e.into(),
                 Ok(e) => {
                     deploy::cleanup(&r, &files);
                     e.into()
@@ -365,9 +402,9 @@ fn one(
             });
         }
     };
+    *fetched = Some(file.clone());
     // A second interrupt that came as the run ended still aborts: nothing is kept.
-    if labperf::interrupt::count().wrapping_sub(interrupts) >= 2 {
-        let _ = std::fs::remove_file(&file);
+    if labperf::interrupt::aborting() {
         return Err(deploy::RunError::Aborted {
             host: show(spec).into_owned(),
         }
@@ -378,10 +415,20 @@ fn one(
     }
     if job.binaries {
         let cache = labperf::cache::binaries();
+        // Which machine this recording came from: its host key, never what the file says.
+        let machine = labperf::cache::Machine {
+            host_key: r.host_key().to_vec(),
+            name: spec.to_string(),
+            arch: arch.clone(),
+        };
+        if let Err(e) = labperf::cache::note_recording(&cache, got.size, &got.sha256, &machine) {
+            io.say(&format!("warning: the binary cache's index of recordings: {e}: the report may miss this machine's own binaries"));
+        }
         for w in labperf::push::seed_cache(job.push, &cache) {
             io.say(&format!("warning: a pushed file's symbols: {w}"));
         }
-        for w in deploy::fetch_binaries(&r, &file, &labperf::cache::binaries()) {
+        board.set(index, Phase::Fetching, "binaries");
+        for w in deploy::fetch_binaries(&r, &file, &cache, &machine)? {
             io.say(&format!("warning: {w}"));
         }
     }
@@ -399,7 +446,7 @@ fn one(
 /// finishes one, so a slow or dead host holds up one worker for its own timeouts only);
 /// each host's phase on the board (`--progress`); results in the order of `hosts`.
 pub fn run(hosts: &[String], o: &RemoteOpts, job: &Job) -> Vec<(String, Result<Done>)> {
-    labperf::interrupt::install();
+    labperf::interrupt::install_remote();
     let board = Board::new(hosts, o.progress, std::io::stderr().is_terminal());
     let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
     let results = std::thread::scope(|sc| {
@@ -443,7 +490,15 @@ pub fn each_host<T: Send>(
             sc.spawn(|| loop {
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let Some(h) = hosts.get(i) else { break };
-                let r = f(i, h);
+                // After a second interrupt no further host is started.
+                let r = if labperf::interrupt::aborting() {
+                    Err(labperf::deploy::RunError::Aborted {
+                        host: show(h).into_owned(),
+                    }
+                    .into())
+                } else {
+                    f(i, h)
+                };
                 *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
             });
         }

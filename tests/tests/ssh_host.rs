@@ -1790,9 +1790,12 @@ fn a_lab_machine_cannot_rename_functions_of_other_machines_recordings() {
 /// the end of the run (then the run's files are removed, and `@DIR@/served` is made); its
 /// binaries stall (`@DIR@/fetching`
 /// made, then nothing for 20 s); with `@DIR@/stall-record` the record file itself stalls
-/// after its first 1000 bytes. Everything else runs as asked.
+/// after its first 1000 bytes; with `@DIR@/stall-upload` uploads stall (`@DIR@/uploading`
+/// made, nothing read). Everything else runs as asked.
 const STALLING: &str = r#"#!/bin/sh
 case "$SSH_ORIGINAL_COMMAND" in
+  "cat > '"*) if [ -e '@DIR@/stall-upload' ]; then : > '@DIR@/uploading'; sleep 20; exit 1; fi
+    exec /bin/sh -c "$SSH_ORIGINAL_COMMAND" ;;
   "st='"*".lpr'; "*"exit 5;;"*)
     printf 'ok 0\n'; n=$(wc -c < '@CRAFTED@'); echo "$n"
     if [ -e '@DIR@/stall-record' ]; then
@@ -1905,6 +1908,16 @@ fn a_second_ctrl_c_ends_every_phase_within_a_second() {
             assert!(left.is_empty(), "left on the lab machine: {left:?}\n{err}");
         }
     };
+    // 0. The agent's upload stalls (the lab machine reads none of it).
+    std::fs::write(s.dir.join("stall-upload"), "").unwrap();
+    let out = s.dir.join("upload.lpr");
+    let (took, o) = interrupt_twice(start(&out), "the upload", || {
+        s.dir.join("uploading").exists()
+    });
+    eprintln!("in a stalled upload: exited {took:?} after the second SIGINT");
+    clean(&out, &o);
+    assert!(took < Duration::from_secs(1), "{took:?}\n{}", stderr(&o));
+    std::fs::remove_file(s.dir.join("stall-upload")).unwrap();
     // 1. 300 ms after the record file came: reading its 100,000 mappings for the files
     // they name, or fetching the first of them.
     let out = s.dir.join("many-1.lpr");

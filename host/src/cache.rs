@@ -1,11 +1,21 @@
 //! The local binary cache (`$XDG_CACHE_HOME/labperf/binaries`): ELF files fetched from lab
-//! machines, stored under names labperf makes, never under a name a record file gives.
+//! machines, stored under names labperf makes, never under a name a record file gives, and
+//! the index of which lab machine each fetched record file came from.
 //!
-//! An entry is `<root>/<build-id hex>/elf` (a GNU build-id of 4 to 64 bytes; beside it,
-//! `debug`, its separate debug file of the same build-id), or, for a file without one, `<root>/by-path/<sha256 of "hostname\0path" hex>/elf`. Entries are
-//! written through a new temporary file (`O_EXCL | O_NOFOLLOW`) renamed into a directory
-//! that is checked to be a real directory inside the root, so no path from a lab machine
-//! and no symbolic link can make a write land outside the cache.
+//! Entries (who writes them, and what is checked before use: README "Security"):
+//! - `<root>/<build-id hex>/elf` (a GNU build-id of 4 to 64 bytes) and beside it `debug`,
+//!   its separate debug file: shared by every recording that names that build-id;
+//! - `<root>/by-host/<SHA-256 of the machine's SSH host key>/<SHA-256 of the path>/elf`
+//!   (and `debug`): one lab machine's own copy of a file, for a mapping without build-id
+//!   or when its file differs from the shared entry of its build-id; keyed by the key of
+//!   the machine labperf contacted, never by anything a record file says;
+//! - `<root>/recordings/<size>-<SHA-256 of the record file>`: which machine (host key,
+//!   name, architecture) a fetched record file came from, so that a report reads that
+//!   machine's `by-host` entries for it and no other's. At most [`MAX_RECORDINGS`].
+//!
+//! Entries are written through a new temporary file (`O_EXCL | O_NOFOLLOW`) renamed into a
+//! directory that is checked to be a real directory inside the root, so no path from a lab
+//! machine and no symbolic link can make a write land outside the cache.
 
 use sha2::{Digest, Sha256};
 use std::io::Write;
@@ -32,6 +42,21 @@ pub fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
+/// Base64 without padding (OpenSSH's fingerprint spelling).
+pub fn b64(data: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut s = String::new();
+    for c in data.chunks(3) {
+        let n = (u32::from(c[0]) << 16)
+            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
+            | u32::from(*c.get(2).unwrap_or(&0));
+        for i in 0..c.len() + 1 {
+            s.push(A[(n >> (18 - 6 * i)) as usize & 63] as char);
+        }
+    }
+    s
+}
+
 /// Build-ids are hashes of 4 to 64 bytes (GNU ld: 20, lld fast: 8, md5: 16).
 pub fn valid_build_id(id: &[u8]) -> bool {
     (4..=64).contains(&id.len())
@@ -42,13 +67,181 @@ pub fn by_build_id(root: &Path, id: &[u8]) -> Option<PathBuf> {
     valid_build_id(id).then(|| root.join(hex(id)).join("elf"))
 }
 
-/// The entry of a file without a build-id: keyed by a hash of the machine's name and the path.
-pub fn by_path(root: &Path, hostname: &str, path: &str) -> PathBuf {
-    let mut h = Sha256::new();
-    h.update(hostname.as_bytes());
-    h.update([0]);
-    h.update(path.as_bytes());
-    root.join("by-path").join(hex(&h.finalize())).join("elf")
+/// One lab machine's own copy of the file at `path` there: keyed by the SHA-256 of the
+/// machine's SSH host key (as labperf saw it when it connected) and a hash of the path.
+pub fn by_host(root: &Path, host_key: &[u8], path: &str) -> PathBuf {
+    root.join("by-host")
+        .join(hex(host_key))
+        .join(hex(&Sha256::digest(path.as_bytes())))
+        .join("elf")
+}
+
+/// Most record files the index remembers (each entry is under 1 KiB); past it, the
+/// oldest entries go (their recordings then read only shared and local files).
+pub const MAX_RECORDINGS: usize = 10_000;
+
+/// A lab machine as labperf reached it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Machine {
+    /// SHA-256 of its SSH host key (the key checked against known_hosts).
+    pub host_key: Vec<u8>,
+    /// The name it was reached by (for messages).
+    pub name: String,
+    /// Its `uname -m`.
+    pub arch: String,
+}
+
+impl Machine {
+    /// Its host key's fingerprint as OpenSSH spells it: `SHA256:<base64>`.
+    pub fn fingerprint(&self) -> String {
+        format!("SHA256:{}", b64(&self.host_key))
+    }
+}
+
+/// Where a record file came from, as the index says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// Fetched by labperf from this machine.
+    Fetched(Machine),
+    /// Fetched from two machines with different host keys (the same bytes): neither's
+    /// own entries are used for it.
+    Conflict,
+    /// Not fetched by labperf, as far as the index knows (a recording made here, or one
+    /// copied by other means): no machine's own entries are used for it.
+    Unknown,
+}
+
+/// The index entry of a record file of `size` bytes and SHA-256 `sha256` (hex).
+fn recording_entry(root: &Path, size: u64, sha256: &str) -> PathBuf {
+    root.join("recordings").join(format!("{size}-{sha256}"))
+}
+
+/// The entry's text: a version line, then `host-key`, `name` and `arch` lines.
+fn entry_text(m: Option<&Machine>) -> String {
+    match m {
+        Some(m) => format!(
+            "labperf-recording 1\nhost-key {}\nname {}\narch {}\n",
+            hex(&m.host_key),
+            one_line(&m.name),
+            one_line(&m.arch)
+        ),
+        None => "labperf-recording 1\nhost-key conflict\n".into(),
+    }
+}
+
+/// `s` on one line: control characters become `?`.
+fn one_line(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect()
+}
+
+fn parse_entry(text: &str) -> Origin {
+    let mut lines = text.lines();
+    if lines.next() != Some("labperf-recording 1") {
+        return Origin::Unknown;
+    }
+    let (mut key, mut name, mut arch) = (None, String::new(), String::new());
+    for l in lines {
+        match l.split_once(' ') {
+            Some(("host-key", "conflict")) => return Origin::Conflict,
+            Some(("host-key", k)) if k.len() == 64 => {
+                key = (0..32)
+                    .map(|i| u8::from_str_radix(&k[2 * i..2 * i + 2], 16).ok())
+                    .collect::<Option<Vec<u8>>>();
+            }
+            Some(("name", n)) => name = n.to_string(),
+            Some(("arch", a)) => arch = a.to_string(),
+            _ => {}
+        }
+    }
+    match key {
+        Some(host_key) => Origin::Fetched(Machine {
+            host_key,
+            name,
+            arch,
+        }),
+        None => Origin::Unknown,
+    }
+}
+
+/// Notes in the index that the record file of `size` bytes and SHA-256 `sha256` (hex, as
+/// the fetch computed it over the bytes received) came from `m`. The same bytes from
+/// another machine make the entry a conflict. Past [`MAX_RECORDINGS`] entries the oldest
+/// are removed.
+pub fn note_recording(root: &Path, size: u64, sha256: &str, m: &Machine) -> Result<(), CacheError> {
+    let entry = recording_entry(root, size, sha256);
+    let text = match read_entry(&entry) {
+        Some(Origin::Fetched(old)) if old.host_key == m.host_key => return Ok(()),
+        Some(Origin::Conflict) => return Ok(()),
+        Some(Origin::Fetched(_)) => entry_text(None),
+        _ => entry_text(Some(m)),
+    };
+    let mut p = Pending::new(root)?;
+    p.write(text.as_bytes())?;
+    p.store(&entry)?;
+    prune(&root.join("recordings"), MAX_RECORDINGS);
+    Ok(())
+}
+
+/// Removes the oldest entries of `dir` past `max` (down to 90% of it).
+fn prune(dir: &Path, max: usize) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut all: Vec<(std::time::SystemTime, PathBuf)> = rd
+        .flatten()
+        .filter_map(|e| {
+            let m = e.metadata().ok()?;
+            Some((m.modified().ok()?, e.path()))
+        })
+        .collect();
+    if all.len() <= max {
+        return;
+    }
+    all.sort();
+    let drop = all.len() - max * 9 / 10;
+    for (_, p) in all.into_iter().take(drop) {
+        let _ = std::fs::remove_file(p);
+    }
+}
+
+/// An index entry's content (a regular file, at most 4 KiB read).
+fn read_entry(path: &Path) -> Option<Origin> {
+    use std::io::Read;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    if !f.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut text = String::new();
+    f.take(4096).read_to_string(&mut text).ok()?;
+    Some(parse_entry(&text))
+}
+
+/// Where the record file `file` came from: the index entry of its size and SHA-256. The
+/// file is hashed only when the index holds an entry of its size.
+pub fn origin(root: &Path, file: &Path) -> Origin {
+    let Ok(meta) = std::fs::metadata(file) else {
+        return Origin::Unknown;
+    };
+    let prefix = format!("{}-", meta.len());
+    let sized = std::fs::read_dir(root.join("recordings")).is_ok_and(|rd| {
+        rd.flatten()
+            .any(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+    });
+    if !sized {
+        return Origin::Unknown;
+    }
+    let Ok(data) = crate::load::map_file(file) else {
+        return Origin::Unknown;
+    };
+    let sha = hex(&Sha256::digest((*data).as_ref()));
+    read_entry(&recording_entry(root, (*data).as_ref().len() as u64, &sha))
+        .unwrap_or(Origin::Unknown)
 }
 
 /// Why a file could not be stored.
@@ -139,16 +332,26 @@ impl Pending {
         self.file.write_all(b).map_err(io(&self.tmp))
     }
 
-    /// Puts the file at `dest`, an entry of [`by_build_id`] or [`by_path`] under the root.
+    /// Puts the file at `dest`, an entry of [`by_build_id`] or [`by_host`] (or their
+    /// `debug`), or of the recordings index, under the root.
     pub fn store(self, dest: &Path) -> Result<(), CacheError> {
         let rel = dest
             .strip_prefix(&self.root)
             .map_err(|_| CacheError::OutsideCache(dest.into()))?;
         let parts: Vec<&str> = rel.iter().filter_map(|p| p.to_str()).collect();
         let hexname = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_hexdigit());
+        let recording = |s: &str| {
+            s.split_once('-').is_some_and(|(n, h)| {
+                !n.is_empty()
+                    && n.bytes().all(|c| c.is_ascii_digit())
+                    && h.len() == 64
+                    && hexname(h)
+            })
+        };
         let ok = match parts.as_slice() {
             [id, "elf" | "debug"] => hexname(id),
-            ["by-path", id, "elf"] => hexname(id),
+            ["by-host", key, id, "elf" | "debug"] => hexname(key) && hexname(id),
+            ["recordings", name] => recording(name),
             _ => false,
         } && parts.len() == rel.iter().count();
         if !ok {
@@ -196,8 +399,12 @@ mod tests {
         p.write(b"\x7fELF").unwrap();
         p.store(&e).unwrap();
         assert_eq!(std::fs::read(&e).unwrap(), b"\x7fELF");
-        let bp = by_path(&root, "lab1", "/../../../../etc/passwd");
-        assert!(bp.starts_with(root.join("by-path")) && !bp.to_string_lossy().contains(".."));
+        let bp = by_host(&root, &[7; 32], "/../../../../etc/passwd");
+        assert!(bp.starts_with(root.join("by-host")) && !bp.to_string_lossy().contains(".."));
+        let mut p = Pending::new(&root).unwrap();
+        p.write(b"\x7fELF").unwrap();
+        p.store(&bp).unwrap();
+        assert_ne!(bp, by_host(&root, &[8; 32], "/../../../../etc/passwd"));
         // A destination that is not a cache entry is refused, and leaves nothing behind.
         let p = Pending::new(&root).unwrap();
         let tmp = p.path().to_path_buf();
@@ -213,6 +420,69 @@ mod tests {
         let err = p.store(&by_build_id(&root, &id).unwrap()).unwrap_err();
         assert!(err.to_string().contains("symbolic link"), "{err}");
         assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn the_index_says_which_machine_a_recording_came_from() {
+        let d = std::env::temp_dir().join(format!("lp-cache-index-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        let root = d.join("binaries");
+        std::fs::create_dir_all(&d).unwrap();
+        let rec = d.join("run.lpr");
+        std::fs::write(&rec, b"a recording's bytes").unwrap();
+        let sha = hex(&Sha256::digest(b"a recording's bytes"));
+        let m = |k: u8| Machine {
+            host_key: vec![k; 32],
+            name: format!("lab {k}"),
+            arch: "x86_64".into(),
+        };
+        // Never fetched: no machine.
+        assert_eq!(origin(&root, &rec), Origin::Unknown);
+        note_recording(&root, 19, &sha, &m(1)).unwrap();
+        assert_eq!(origin(&root, &rec), Origin::Fetched(m(1)));
+        // Moved or copied: the same bytes, the same machine.
+        let moved = d.join("moved.lpr");
+        std::fs::rename(&rec, &moved).unwrap();
+        assert_eq!(origin(&root, &moved), Origin::Fetched(m(1)));
+        // Changed (same size): no machine.
+        std::fs::write(&rec, b"a recording's bytez").unwrap();
+        assert_eq!(origin(&root, &rec), Origin::Unknown);
+        // The same bytes from another machine: neither's.
+        note_recording(&root, 19, &sha, &m(1)).unwrap();
+        assert_eq!(origin(&root, &moved), Origin::Fetched(m(1)));
+        note_recording(&root, 19, &sha, &m(2)).unwrap();
+        assert_eq!(origin(&root, &moved), Origin::Conflict);
+        note_recording(&root, 19, &sha, &m(1)).unwrap();
+        assert_eq!(origin(&root, &moved), Origin::Conflict);
+        // A damaged entry, or a link in its place, says nothing.
+        let entry = recording_entry(&root, 19, &sha);
+        std::fs::write(&entry, "labperf-recording 1\nhost-key 12\n").unwrap();
+        assert_eq!(origin(&root, &moved), Origin::Unknown);
+        std::fs::remove_file(&entry).unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", &entry).unwrap();
+        assert_eq!(origin(&root, &moved), Origin::Unknown);
+        // A name cannot add lines to its entry.
+        let forged = Machine {
+            name: format!("lab\nhost-key {}", hex(&[9; 32])),
+            ..m(4)
+        };
+        note_recording(&root, 7, &"7".repeat(64), &forged).unwrap();
+        let Some(Origin::Fetched(got)) = read_entry(&recording_entry(&root, 7, &"7".repeat(64)))
+        else {
+            panic!("no entry")
+        };
+        assert_eq!(got.host_key, vec![4; 32]);
+        // Bounded: past the limit the oldest entries go.
+        let dir = root.join("recordings");
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 2);
+        for i in 0..12u64 {
+            note_recording(&root, i, &format!("{i:064x}"), &m(3)).unwrap();
+        }
+        prune(&dir, 10);
+        let left = std::fs::read_dir(&dir).unwrap().count();
+        assert_eq!(left, 9);
+        assert!(recording_entry(&root, 11, &format!("{:064x}", 11)).is_file());
         std::fs::remove_dir_all(&d).unwrap();
     }
 }

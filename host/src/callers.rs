@@ -40,7 +40,7 @@ impl Callers {
         let unwind = match unwind.take() {
             Some(mut u) => {
                 let mut usym = Symbolizer::new(search.clone());
-                usym.recorded_on(peek.header.as_ref(), peek.header_ext.as_ref());
+                usym.recorded_on(src, peek.header.as_ref(), peek.header_ext.as_ref());
                 load::stream(src, |r| u.observe(r))?;
                 Some((u, usym))
             }

@@ -7,7 +7,7 @@ use crate::remote::{shell_quote, shell_words, Chunk, Remote, RemoteError, SMALL_
 use crate::text::show;
 use labperf_common::Record;
 use sha2::{Digest, Sha256};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::path::Path;
 
@@ -32,7 +32,7 @@ pub enum RunError {
     AgentFailed { host: String, why: String },
     #[error("the agent on {host} was killed (SIGKILL, or the connection was cut) before it finished{}", if *.partial { "; what it had written is saved with a .part name" } else { "; no complete record file was fetched" })]
     AgentKilled { host: String, partial: bool },
-    #[error("interrupted twice: the agent and the workload on {host} were killed and their files removed")]
+    #[error("interrupted twice: labperf stopped on {host} (its agent and workload killed if they still ran) and removed the files of this run")]
     Aborted { host: String },
 }
 
@@ -349,41 +349,31 @@ pub fn run_agent(
     cmd.push_str(" -- ");
     cmd.push_str(&words);
     let base = crate::interrupt::count();
-    let (mut sent_int, mut aborted) = (false, false);
-    let signal = |sig: &str| {
-        let k = format!("kill -{sig} \"$(cat {})\"", shell_quote(&files.pid));
-        let _ = r.run(&k, None, SMALL_OUTPUT);
-    };
+    let mut sent_int = false;
     let ran = r.run_stream(&cmd, None, None, &mut |c| {
         match c {
             Chunk::Stdout(b) => io.stdout(b),
             Chunk::Stderr(b) => io.stderr(b),
             Chunk::Idle => {}
         }
+        // A second interrupt ends run_stream itself (Interrupted).
         let n = crate::interrupt::count().wrapping_sub(base);
-        if n >= 1 && !sent_int {
+        if n >= 1 && !sent_int && !crate::interrupt::aborting() {
             sent_int = true;
             io.say("interrupted: stopping the workload; the agent finishes its file (interrupt again to abort)");
-            signal("INT");
-        }
-        if n >= 2 {
-            aborted = true;
-            signal("KILL");
-            return Err(RemoteError::Remote {
-                host: r.name(),
-                what: "the run".into(),
-                status: 130,
-                stderr: "aborted".into(),
-            });
+            let k = format!("kill -INT \"$(cat {})\"", shell_quote(&files.pid));
+            let _ = r.run(&k, None, SMALL_OUTPUT);
         }
         Ok(())
     });
-    if aborted {
-        cleanup(r, files);
-        return Err(RunError::Aborted { host: r.name() });
+    match ran {
+        Err(RemoteError::Interrupted { .. }) => {
+            cleanup(r, files);
+            Err(RunError::Aborted { host: r.name() })
+        }
+        Err(e) => Err(e.into()),
+        Ok(_) => Ok(sent_int),
     }
-    ran?;
-    Ok(sent_int)
 }
 
 /// After [`run_agent`], in one command: how the agent says the run ended (its status
@@ -455,18 +445,32 @@ pub fn finish(
     }
 }
 
-/// Removes a run's files from the lab machine.
+/// How long the clean-up after a second interrupt may take: labperf exits within a second.
+pub const ABORT_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Removes the run's files from the lab machine; after a second interrupt, first kills its
+/// agent (and so its workload) if it still runs. One command, given [`ABORT_GRACE`] after a
+/// second interrupt.
 pub fn cleanup(r: &Remote, files: &RunFiles) {
-    let _ = r.run(
+    let pid = shell_quote(&files.pid);
+    let aborting = crate::interrupt::aborting();
+    let _ = r.run_briefly(
         &format!(
-            "rm -f {} {} {} {}",
+            "{}rm -f {} {} {} {pid}",
+            if aborting {
+                format!("[ -f {pid} ] && kill -KILL \"$(cat {pid})\" 2>/dev/null; ")
+            } else {
+                String::new()
+            },
             shell_quote(&files.file),
             shell_quote(&format!("{}.part", files.file)),
             shell_quote(&files.status),
-            shell_quote(&files.pid)
         ),
-        None,
-        SMALL_OUTPUT,
+        if aborting {
+            ABORT_GRACE
+        } else {
+            crate::remote::SHORT_TIMEOUT
+        },
     );
 }
 
@@ -517,63 +521,203 @@ pub fn fetch_partial(r: &Remote, files: &RunFiles, local: &Path) -> bool {
 type MappedFile = (String, Option<Vec<u8>>);
 
 /// The files that the recording's samples land in: (path, build-id), at most
-/// [`MAX_BINARIES`], from its mmap2 records and sample addresses.
-fn files_hit(file: &Path) -> (Vec<MappedFile>, String) {
-    let mut maps: Vec<(u32, u64, u64, usize)> = Vec::new();
-    let mut files: Vec<MappedFile> = Vec::new();
+/// [`MAX_BINARIES`], from its mmap2 records and sample addresses (a forked child's in its
+/// parent's mappings, as the symbolizer finds them), and the recording's architecture (its
+/// header's, as [`crate::symbols::arch_name`] says it). Time and memory are linear in the
+/// file: a mapping finds its file through a hash map, an address its mapping through an
+/// interval index. `None` when `stop` said so (it is asked before each MiB read).
+fn files_hit(
+    file: &Path,
+    stop: &dyn Fn() -> bool,
+) -> Option<(Vec<MappedFile>, Option<&'static str>)> {
+    use crate::symbols::Intervals;
+    let mut index: HashMap<MappedFile, u32> = HashMap::new();
+    let mut procs: HashMap<u32, Intervals> = HashMap::new();
+    let mut parent: HashMap<u32, u32> = HashMap::new();
     let mut ips: HashSet<(u32, u64)> = HashSet::new();
-    let mut hostname = String::new();
-    let info = crate::load::stream(&file.into(), |r| match r {
+    let info = crate::load::stream_until(&file.into(), stop, |r| match r {
         Record::Mmap2(m) if m.path.starts_with('/') => {
-            let i = files
-                .iter()
-                .position(|(p, b)| *p == m.path && *b == m.build_id)
-                .unwrap_or_else(|| {
-                    files.push((m.path.clone(), m.build_id.clone()));
-                    files.len() - 1
-                });
-            maps.push((m.pid, m.addr, m.addr.saturating_add(m.len), i));
+            let n = index.len();
+            let Ok(n) = u32::try_from(n) else { return };
+            let i = *index
+                .entry((m.path.clone(), m.build_id.clone()))
+                .or_insert(n);
+            procs
+                .entry(m.pid)
+                .or_default()
+                .insert(m.addr, m.addr.saturating_add(m.len), i);
+        }
+        Record::Fork(t) if t.pid != t.ppid => {
+            parent.insert(t.pid, t.ppid);
         }
         Record::Sample(s) if ips.len() < 1 << 20 => {
             ips.insert((s.pid, s.ip));
         }
         _ => {}
     });
-    if let Ok(info) = &info {
-        if let Some(h) = &info.header {
-            hostname = h.hostname.clone();
+    let arch = match info {
+        Err(crate::load::LoadError::Stopped { .. }) => return None,
+        Ok(info) => info.header.map(|h| crate::symbols::arch_name(&h.arch)),
+        // What a damaged file gave is used all the same.
+        Err(_) => None,
+    };
+    let mut hit = vec![false; index.len()];
+    for (n, (pid, ip)) in ips.into_iter().enumerate() {
+        if n % 65536 == 0 && stop() {
+            return None;
+        }
+        let mut p = pid;
+        for _ in 0..64 {
+            if let Some(i) = procs.get(&p).and_then(|v| v.find(ip)) {
+                hit[i as usize] = true;
+                break;
+            }
+            match parent.get(&p) {
+                Some(&q) => p = q,
+                None => break,
+            }
         }
     }
-    let mut hit = vec![false; files.len()];
-    maps.sort_unstable();
-    for (pid, ip) in ips {
-        // The mappings of this pid that start at or below ip; the last one that covers it.
-        let lo = maps.partition_point(|m| m.0 < pid);
-        let hi = maps.partition_point(|m| m.0 < pid || (m.0 == pid && m.1 <= ip));
-        if let Some(m) = maps[lo..hi].iter().rev().find(|m| ip < m.2) {
-            hit[m.3] = true;
-        }
-    }
+    let mut files: Vec<(u32, MappedFile)> = index
+        .into_iter()
+        .filter(|(_, i)| hit[*i as usize])
+        .map(|(f, i)| (i, f))
+        .collect();
+    files.sort_unstable_by_key(|(i, _)| *i);
     let out = files
         .into_iter()
-        .zip(hit)
-        .filter_map(|(f, h)| h.then_some(f))
+        .map(|(_, f)| f)
         .take(MAX_BINARIES)
         .collect();
-    (out, hostname)
+    Some((out, arch))
+}
+
+/// What a lab machine says one of its files hashes to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Sum {
+    /// No regular file there.
+    Missing,
+    /// No SHA-256 tool there (or an answer that is not one).
+    Unknown,
+    Sha(String),
+}
+
+/// The SHA-256 of each of `paths` on the lab machine, in one command per 32 KiB of paths.
+fn remote_sums(r: &Remote, paths: &[String]) -> Result<HashMap<String, Sum>, RemoteError> {
+    let mut out = HashMap::new();
+    let mut i = 0;
+    while i < paths.len() {
+        let start = i;
+        let mut cmd = String::from("for f in");
+        while i < paths.len() && (i == start || cmd.len() + paths[i].len() < 32 << 10) {
+            cmd.push(' ');
+            cmd.push_str(&shell_quote(&paths[i]));
+            i += 1;
+        }
+        cmd.push_str(&format!(
+            "; do if [ -f \"$f\" ]; then h=$({}); echo \"h $h\"; else echo -; fi; done",
+            crate::remote::SHA256_OF_F
+        ));
+        let o = r.run(&cmd, None, SMALL_OUTPUT)?;
+        let text = String::from_utf8_lossy(&o.stdout);
+        let mut lines = text.lines();
+        for p in &paths[start..i] {
+            let sum = match lines.next() {
+                Some("-") => Sum::Missing,
+                Some(l) => match l.strip_prefix("h ") {
+                    Some(h) if h.len() == 64 && h.bytes().all(|c| c.is_ascii_hexdigit()) => {
+                        Sum::Sha(h.to_ascii_lowercase())
+                    }
+                    _ => Sum::Unknown,
+                },
+                None => Sum::Unknown,
+            };
+            out.insert(p.clone(), sum);
+        }
+    }
+    Ok(out)
+}
+
+/// The SHA-256 (hex) of a cached file.
+fn local_sum(path: &Path) -> Option<String> {
+    let data = crate::load::map_regular(path, MAX_BINARY).ok()?;
+    Some(sha256_hex((*data).as_ref()))
+}
+
+/// A cached ELF file's build-id and whether it has a full symbol table.
+fn cached_elf(path: &Path) -> Option<(Option<Vec<u8>>, bool)> {
+    let data = crate::load::map_regular(path, MAX_BINARY).ok()?;
+    let e = crate::symbols::Elf::parse((*data).as_ref()).ok()?;
+    Some((e.build_id, e.has_symtab))
+}
+
+/// Where a lab machine keeps the separate debug file of build-id `id`.
+fn debug_path(id: &[u8]) -> String {
+    format!(
+        "/usr/lib/debug/.build-id/{}/{}.debug",
+        cache::hex(&id[..1]),
+        cache::hex(&id[1..])
+    )
 }
 
 /// Fetches the ELF files that the recording's samples land in into the binary cache (see
-/// [`crate::cache`]): only regular files, only ELF files, and only with the build-id the
-/// recording names. Returns warnings.
-pub fn fetch_binaries(r: &Remote, file: &Path, root: &Path) -> Vec<String> {
-    let (files, hostname) = files_hit(file);
+/// [`crate::cache`]): only regular files, only ELF files of the recording's architecture,
+/// and only with the build-id the recording names. A file with a build-id goes to the
+/// shared entry of that build-id when there is none; when there is one, it serves this
+/// machine only if this machine's file (and its debug file) hash the same, else this
+/// machine gets its own copy under its host key (`m`), as a file without a build-id does.
+/// Returns warnings; fails only when interrupted ([`crate::interrupt::aborting`]), after
+/// removing what it was writing.
+pub fn fetch_binaries(
+    r: &Remote,
+    file: &Path,
+    root: &Path,
+    m: &cache::Machine,
+) -> Result<Vec<String>, RemoteError> {
+    let interrupted = || RemoteError::Interrupted { host: r.name() };
+    let (files, arch) = files_hit(file, &crate::interrupt::aborting).ok_or_else(interrupted)?;
     let mut warnings = Vec::new();
+    let Some(arch) = arch else {
+        warnings.push(
+            "the recording has no header (no architecture): no binary was fetched for its symbols"
+                .into(),
+        );
+        return Ok(warnings);
+    };
+    // What the machine's files hash to, where the cache has a copy to compare with.
+    let mut ask = Vec::new();
+    for (path, id) in &files {
+        let shared = id.as_deref().and_then(|b| cache::by_build_id(root, b));
+        if shared.as_ref().is_some_and(|s| s.is_file()) {
+            ask.push(path.clone());
+            ask.push(debug_path(id.as_deref().unwrap_or_default()));
+        } else if cache::by_host(root, &m.host_key, path).is_file() {
+            ask.push(path.clone());
+        }
+    }
+    let sums = match remote_sums(r, &ask) {
+        Ok(s) => s,
+        Err(e @ RemoteError::Interrupted { .. }) => return Err(e),
+        Err(e) => {
+            warnings.push(format!(
+                "cannot compare the cached binaries with {}'s: {e}",
+                r.name()
+            ));
+            HashMap::new()
+        }
+    };
+    let sum = |p: &str| sums.get(p).cloned().unwrap_or(Sum::Unknown);
+    let is =
+        |s: &Sum, local: &Path| matches!(s, Sum::Sha(h) if local_sum(local).as_ref() == Some(h));
     let mut total = 0u64;
     for (path, build_id) in files {
+        if crate::interrupt::aborting() {
+            return Err(interrupted());
+        }
+        let own = cache::by_host(root, &m.host_key, &path);
+        let remote = sum(&path);
         let dest = match build_id.as_deref() {
             Some(b) => match cache::by_build_id(root, b) {
-                Some(d) => d,
                 None => {
                     warnings.push(format!(
                         "{} has a build-id of {} bytes, not a real one: not fetched",
@@ -582,13 +726,54 @@ pub fn fetch_binaries(r: &Remote, file: &Path, root: &Path) -> Vec<String> {
                     ));
                     continue;
                 }
+                Some(shared) if shared.is_file() => {
+                    let shared_debug = shared.with_file_name("debug");
+                    let needs_debug = cached_elf(&shared).is_some_and(|(_, symtab)| !symtab);
+                    let same_elf = is(&remote, &shared);
+                    let same_debug = !needs_debug
+                        || match (sum(&debug_path(b)), shared_debug.is_file()) {
+                            (Sum::Missing, false) | (Sum::Sha(_), false) => true,
+                            (s @ Sum::Sha(_), true) => is(&s, &shared_debug),
+                            _ => false,
+                        };
+                    if same_elf && same_debug {
+                        fetch_debug(r, root, &shared, arch, &mut total, &mut warnings)?;
+                        continue;
+                    }
+                    // This machine's file is not the shared one (or cannot be compared):
+                    // its own copy, kept while it is what the machine has.
+                    let own_fits = cached_elf(&own).is_some_and(|(id, _)| id.as_deref() == Some(b))
+                        && (remote == Sum::Unknown || is(&remote, &own));
+                    if own_fits {
+                        fetch_debug(r, root, &own, arch, &mut total, &mut warnings)?;
+                        continue;
+                    }
+                    if same_elf {
+                        // Only the debug files differ: the same ELF bytes, copied here.
+                        let copied = crate::load::map_regular(&shared, MAX_BINARY)
+                            .map_err(|e| e.to_string())
+                            .and_then(|data| {
+                                let mut p = cache::Pending::new(root).map_err(|e| e.to_string())?;
+                                p.write((*data).as_ref()).map_err(|e| e.to_string())?;
+                                p.store(&own).map_err(|e| e.to_string())
+                            });
+                        match copied {
+                            Ok(()) => fetch_debug(r, root, &own, arch, &mut total, &mut warnings)?,
+                            Err(e) => warnings.push(e),
+                        }
+                        continue;
+                    }
+                    own
+                }
+                Some(shared) => shared,
             },
-            None => cache::by_path(root, &hostname, &path),
+            None => {
+                if own.is_file() && is(&remote, &own) {
+                    continue;
+                }
+                own
+            }
         };
-        if build_id.is_some() && dest.is_file() {
-            fetch_debug(r, root, &dest, &mut total, &mut warnings);
-            continue;
-        }
         if total >= MAX_BINARIES_BYTES {
             warnings.push(format!(
                 "over {} GiB of binaries fetched: {} and the rest were not",
@@ -608,10 +793,10 @@ pub fn fetch_binaries(r: &Remote, file: &Path, root: &Path) -> Vec<String> {
         match fetched {
             Ok(f) => {
                 total += f.size;
-                match check_elf(pending.path(), build_id.as_deref()) {
+                match check_elf(pending.path(), build_id.as_deref(), arch) {
                     Ok(()) => match pending.store(&dest) {
                         Ok(()) if build_id.is_some() => {
-                            fetch_debug(r, root, &dest, &mut total, &mut warnings)
+                            fetch_debug(r, root, &dest, arch, &mut total, &mut warnings)?
                         }
                         Ok(()) => {}
                         Err(e) => warnings.push(e.to_string()),
@@ -626,47 +811,49 @@ pub fn fetch_binaries(r: &Remote, file: &Path, root: &Path) -> Vec<String> {
                     }
                 }
             }
+            Err(e @ RemoteError::Interrupted { .. }) => {
+                pending.discard();
+                return Err(e);
+            }
             Err(e) => {
                 pending.discard();
                 warnings.push(format!("cannot fetch {} for symbols: {e}", show(&path)));
             }
         }
     }
-    warnings
+    Ok(warnings)
 }
 
-/// For a cached binary without a full symbol table (`<root>/<id>/elf`), fetches its
-/// separate debug file from the lab machine's `/usr/lib/debug/.build-id/xx/rest.debug`
-/// into `<root>/<id>/debug` when the machine has one: an ELF file of the same build-id.
-fn fetch_debug(r: &Remote, root: &Path, elf: &Path, total: &mut u64, warnings: &mut Vec<String>) {
+/// For a cached binary without a full symbol table (an `elf` entry), fetches its separate
+/// debug file from the lab machine's `/usr/lib/debug/.build-id/xx/rest.debug` into the
+/// `debug` beside it when the machine has one: an ELF file of the same build-id and
+/// architecture. Fails only when interrupted.
+fn fetch_debug(
+    r: &Remote,
+    root: &Path,
+    elf: &Path,
+    arch: &str,
+    total: &mut u64,
+    warnings: &mut Vec<String>,
+) -> Result<(), RemoteError> {
     let debug = elf.with_file_name("debug");
     if debug.is_file() {
-        return;
+        return Ok(());
     }
-    let Ok(data) = crate::load::map_regular(elf, MAX_BINARY) else {
-        return;
+    let Some((Some(id), false)) = cached_elf(elf) else {
+        return Ok(());
     };
-    let Ok(e) = crate::symbols::Elf::parse((*data).as_ref()) else {
-        return;
-    };
-    let Some(id) = e.build_id.as_deref().filter(|b| cache::valid_build_id(b)) else {
-        return;
-    };
-    if e.has_symtab || *total >= MAX_BINARIES_BYTES {
-        return;
+    if !cache::valid_build_id(&id) || *total >= MAX_BINARIES_BYTES {
+        return Ok(());
     }
-    let path = format!(
-        "/usr/lib/debug/.build-id/{}/{}.debug",
-        cache::hex(&id[..1]),
-        cache::hex(&id[1..])
-    );
+    let path = debug_path(&id);
     let Ok(mut pending) = cache::Pending::new(root) else {
-        return;
+        return Ok(());
     };
     match r.fetch(&path, MAX_BINARY, &mut PendingWriter(&mut pending)) {
         Ok(f) => {
             *total += f.size;
-            match check_elf(pending.path(), Some(id)) {
+            match check_elf(pending.path(), Some(&id), arch) {
                 Ok(()) => {
                     if let Err(e) = pending.store(&debug) {
                         warnings.push(e.to_string());
@@ -680,11 +867,16 @@ fn fetch_debug(r: &Remote, root: &Path, elf: &Path, total: &mut u64, warnings: &
         }
         // No debug file there: the usual case.
         Err(RemoteError::NotRegular { .. }) => pending.discard(),
+        Err(e @ RemoteError::Interrupted { .. }) => {
+            pending.discard();
+            return Err(e);
+        }
         Err(e) => {
             pending.discard();
             warnings.push(format!("cannot fetch {path} for symbols: {e}"));
         }
     }
+    Ok(())
 }
 
 /// A [`cache::Pending`] as a writer.
@@ -702,8 +894,9 @@ impl std::io::Write for PendingWriter<'_> {
     }
 }
 
-/// Whether the fetched file is an ELF file with the recorded build-id.
-fn check_elf(path: &Path, want: Option<&[u8]>) -> Result<(), String> {
+/// Whether the fetched file is an ELF file of the recording's architecture (`arch`, as
+/// [`crate::symbols::elf_machine`] names it) with the recorded build-id.
+fn check_elf(path: &Path, want: Option<&[u8]>, arch: &str) -> Result<(), String> {
     let data = crate::load::map_regular(path, MAX_BINARY).map_err(|e| e.to_string())?;
     let elf =
         crate::symbols::Elf::parse((*data).as_ref()).map_err(|_| "not an ELF file".to_string())?;
@@ -717,6 +910,99 @@ fn check_elf(path: &Path, want: Option<&[u8]>) -> Result<(), String> {
             "it has no build-id, the recording says {}",
             cache::hex(w)
         )),
+        _ if elf.machine != Some(arch) => Err(format!(
+            "it is an ELF file for {}, the recording is of {arch}",
+            elf.machine.unwrap_or("another machine")
+        )),
         _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use labperf_common::{Encoder, Mmap2, Sample, Trailer};
+    use std::time::{Duration, Instant};
+
+    /// A record file of `n` mappings of `n` distinct files, one sample in each.
+    fn many_mappings(path: &Path, n: u64) {
+        let mut enc = Encoder::new();
+        let mut f = Encoder::prelude().to_vec();
+        let h = labperf_common::Header {
+            agent_version: "test".into(),
+            arch: labperf_common::Arch::X86_64,
+            endian: labperf_common::Endian::Little,
+            kernel_release: String::new(),
+            cpu: labperf_common::CpuId::Unknown {
+                cpuinfo: String::new(),
+            },
+            hostname: "lab".into(),
+            command: vec![],
+            clock_id: 1,
+            start_time_ns: 0,
+            start_realtime_ns: 0,
+            events: vec![],
+            mode: "sample".into(),
+            notes: vec![],
+        };
+        f.extend(enc.header_frame(&h));
+        for i in 0..n {
+            let addr = 0x1000_0000 + i * 0x1000;
+            enc.push(&Record::Mmap2(Mmap2 {
+                pid: 7,
+                tid: 7,
+                addr,
+                len: 0x1000,
+                path: format!("/usr/lib/lab/lib{i}.so"),
+                ..Default::default()
+            }));
+            enc.push(&Record::Sample(Sample {
+                pid: 7,
+                tid: 7,
+                ip: addr + 8,
+                period: 1,
+                ..Default::default()
+            }));
+            if enc.pending_bytes() > 256 << 10 {
+                f.extend(enc.flush().unwrap());
+            }
+        }
+        f.extend(enc.trailer_frame(&Trailer::default()));
+        std::fs::write(path, f).unwrap();
+    }
+
+    #[test]
+    fn files_hit_is_linear_in_the_mappings() {
+        let d = std::env::temp_dir().join(format!("lp-files-hit-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let time = |n: u64| {
+            let file = d.join(format!("m{n}.lpr"));
+            many_mappings(&file, n);
+            let t = Instant::now();
+            // A quadratic scan of 100,000 mappings takes minutes: give up well before.
+            let deadline = t + Duration::from_secs(30);
+            let got = files_hit(&file, &|| Instant::now() > deadline);
+            let took = t.elapsed();
+            let (files, arch) =
+                got.unwrap_or_else(|| panic!("{n} mappings took over 30 s: not linear"));
+            assert_eq!(files.len(), MAX_BINARIES.min(n as usize));
+            assert_eq!(files[0].0, "/usr/lib/lab/lib0.so");
+            assert_eq!(arch, Some("x86_64"));
+            eprintln!("files_hit: {n} mappings in {took:?}");
+            took
+        };
+        let small = time(10_000);
+        let big = time(100_000);
+        // Ten times the mappings: ten times the time when linear, a hundred when quadratic;
+        // 30 leaves room for a loaded machine (and 2 ms for timer granularity).
+        assert!(
+            big < small * 30 + Duration::from_millis(2),
+            "10,000 mappings: {small:?}, 100,000: {big:?}"
+        );
+        // And it can be stopped: it gives up at once when asked.
+        let t = Instant::now();
+        assert!(files_hit(&d.join("m100000.lpr"), &|| true).is_none());
+        assert!(t.elapsed() < Duration::from_millis(100));
+        std::fs::remove_dir_all(&d).unwrap();
     }
 }

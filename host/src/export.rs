@@ -242,7 +242,7 @@ impl Stacks {
         let mut unwind = crate::unwind::Unwind::of(peek.header.as_ref(), peek.header_ext.as_ref());
         let mut usym = Symbolizer::new(search.clone());
         if let Some(u) = unwind.as_mut() {
-            usym.recorded_on(peek.header.as_ref(), peek.header_ext.as_ref());
+            usym.recorded_on(src, peek.header.as_ref(), peek.header_ext.as_ref());
             load::stream(src, |r| u.observe(r))?;
         }
         // How far the stacks reach: user stacks as they are unwound, callchains (`-g`)
@@ -378,7 +378,7 @@ impl Stacks {
         })?;
         drop((by_content, flat, addr_id, probe, comm_id));
         let mut sym = Symbolizer::new(search);
-        sym.recorded_on(info.header.as_ref(), info.header_ext.as_ref());
+        sym.recorded_on(src, info.header.as_ref(), info.header_ext.as_ref());
         // The mappings and kernel functions the addresses land in; a return address is
         // looked up one byte back.
         let sampled: Vec<(u32, u64)> = addrs

@@ -31,6 +31,8 @@ pub enum LoadError {
     NotRegular { path: PathBuf },
     #[error("{path} is {size} bytes, over the {max}-byte limit")]
     TooLarge { path: PathBuf, size: u64, max: u64 },
+    #[error("reading {path} was interrupted")]
+    Stopped { path: PathBuf },
     #[error("{path} is not a TopDown recording (its header has no slots or topdown-total-slots event): record one with `labperf stat --topdown` or `labperf record --topdown`.")]
     NotTopDown { path: PathBuf },
 }
@@ -75,6 +77,11 @@ impl Source {
         }
     }
 
+    /// The file this source reads, when it is one (not bytes already in memory).
+    pub fn file(&self) -> Option<&Path> {
+        self.bytes.is_none().then_some(self.name.as_path())
+    }
+
     /// The whole input, shared (the file memory-mapped).
     pub fn data(&self) -> Result<Shared, LoadError> {
         match &self.bytes {
@@ -94,6 +101,23 @@ impl From<&Path> for Source {
 pub fn stream(src: &Source, mut f: impl FnMut(&Record)) -> Result<FileInfo, LoadError> {
     let path = &src.name;
     let info = read(src, |dec, info| {
+        while let Some(e) = dec.poll() {
+            info.take(e, &mut f);
+        }
+    })?;
+    check_labperf(path, &info)?;
+    Ok(info)
+}
+
+/// Like [`stream`], but gives up ([`LoadError::Stopped`]) as soon as `stop` says so: it
+/// is asked before each MiB read.
+pub fn stream_until(
+    src: &Source,
+    stop: &dyn Fn() -> bool,
+    mut f: impl FnMut(&Record),
+) -> Result<FileInfo, LoadError> {
+    let path = &src.name;
+    let info = read_until(src, stop, |dec, info| {
         while let Some(e) = dec.poll() {
             info.take(e, &mut f);
         }
@@ -684,6 +708,14 @@ impl Hasher for FxHasher {
 /// Reads `src` in 1 MiB pieces into a decoder; `drain` takes out what is decodable.
 fn read(
     src: &Source,
+    drain: impl FnMut(&mut Decoder, &mut FileInfo),
+) -> Result<FileInfo, LoadError> {
+    read_until(src, &|| false, drain)
+}
+
+fn read_until(
+    src: &Source,
+    stop: &dyn Fn() -> bool,
     mut drain: impl FnMut(&mut Decoder, &mut FileInfo),
 ) -> Result<FileInfo, LoadError> {
     let path = &src.name;
@@ -707,6 +739,9 @@ fn read(
     let mut done = 0u64;
     let mut progress = Progress::new("reading");
     loop {
+        if stop() {
+            return Err(LoadError::Stopped { path: path.into() });
+        }
         let n = file.read(&mut buf).map_err(|source| LoadError::Read {
             path: path.into(),
             source,

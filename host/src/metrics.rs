@@ -486,7 +486,7 @@ pub fn build(
     let info = load::stream_with_header(src, |h, ext, r| {
         if !started {
             started = true;
-            sym.borrow_mut().recorded_on(h, ext);
+            sym.borrow_mut().recorded_on(src, h, ext);
             windows = h.and_then(|h| {
                 strobe_of(h, ext).map(|s| {
                     let w = Windows::new(s, &Columns::from_header(h), discard, split);

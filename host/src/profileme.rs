@@ -124,7 +124,7 @@ pub fn build(src: &load::Source, by_pc: bool, search: Search) -> Result<PmReport
         }),
         other => sym.observe(other),
     })?;
-    sym.recorded_on(info.header.as_ref(), info.header_ext.as_ref());
+    sym.recorded_on(src, info.header.as_ref(), info.header_ext.as_ref());
     // Which events are the cpu PMU's is in the header, known once the file is read.
     let types = event_types(info.header.as_ref());
     let mut skipped = Skipped::default();
@@ -409,7 +409,7 @@ pub fn build_mem(src: &load::Source, search: Search) -> Result<MemReport, LoadEr
         }
         other => sym.observe(other),
     })?;
-    sym.recorded_on(info.header.as_ref(), info.header_ext.as_ref());
+    sym.recorded_on(src, info.header.as_ref(), info.header_ext.as_ref());
     let mut by_sym: HashMap<(data_src::Op, String), (u64, u64)> = HashMap::new();
     let mut by_addr: HashMap<(data_src::Op, String), (u64, u64)> = HashMap::new();
     let (mut loads, mut stores, mut prefetches) = (0, 0, 0);

@@ -53,23 +53,7 @@ pub struct Push {
     pub hash: String,
 }
 
-/// The `uname -m` name of an ELF file's machine (e_machine), or None when `data` is not
-/// ELF; `Some("unknown")` for machines labperf has no agent for.
-pub fn elf_machine(data: &[u8]) -> Option<&'static str> {
-    if data.len() < 20 || &data[..4] != b"\x7fELF" {
-        return None;
-    }
-    let m = match data[5] {
-        2 => u16::from_be_bytes([data[18], data[19]]),
-        _ => u16::from_le_bytes([data[18], data[19]]),
-    };
-    Some(match m {
-        62 => "x86_64",
-        183 => "aarch64",
-        0x9026 | 41 => "alpha",
-        _ => "unknown",
-    })
-}
+pub use crate::symbols::elf_machine;
 
 /// Whether `machine` (from [`elf_machine`]) runs on a host whose `uname -m` is `arch`.
 fn runs_on(machine: &str, arch: &str) -> bool {
@@ -239,9 +223,9 @@ pub fn rewrite(command: &[OsString], pushes: &[Push], remote_dir: &str) -> Vec<O
     cmd
 }
 
-/// Stores each pushed ELF file with a build-id in the binary cache under that build-id,
-/// so the report reads the local copy (the very bytes that ran) and nothing is fetched
-/// back for it. Returns warnings.
+/// Stores each pushed ELF file with a build-id in the binary cache under that build-id
+/// (replacing what another wrote there), so the report reads the local copy (the very
+/// bytes that ran) and nothing is fetched back for it. Returns warnings.
 pub fn seed_cache(pushes: &[Push], root: &Path) -> Vec<String> {
     let mut warnings = Vec::new();
     for f in pushes.iter().flat_map(|p| &p.files) {
@@ -257,8 +241,15 @@ pub fn seed_cache(pushes: &[Push], root: &Path) -> Vec<String> {
         let Some(dest) = cache::by_build_id(root, id) else {
             continue;
         };
-        if dest.is_file() {
+        // Your own file is what the entry holds, whoever wrote it first.
+        if crate::load::map_regular(&dest, f.data.len() as u64)
+            .is_ok_and(|d| (*d).as_ref() == f.data.as_slice())
+        {
             continue;
+        }
+        // Another file was there: its debug file is not this one's.
+        if dest.exists() {
+            let _ = std::fs::remove_file(dest.with_file_name("debug"));
         }
         let stored = cache::Pending::new(root).and_then(|mut p| {
             p.write(&f.data)?;

@@ -441,7 +441,7 @@ pub fn measure(src: &Source, search: &Search) -> Result<Option<Quality>, LoadErr
         return Ok(None);
     };
     let mut sym = Symbolizer::new(search.clone());
-    sym.recorded_on(peek.header.as_ref(), peek.header_ext.as_ref());
+    sym.recorded_on(src, peek.header.as_ref(), peek.header_ext.as_ref());
     let mut unwind = crate::unwind::Unwind::of(peek.header.as_ref(), peek.header_ext.as_ref());
     load::stream(src, |r| {
         sym.observe(r);

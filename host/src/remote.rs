@@ -5,6 +5,7 @@
 //! only a regular file and at most the size the caller allows, and a command that stops
 //! answering times out. A dead connection is noticed by TCP keepalive and SSH keepalives.
 
+use crate::cache::b64;
 use crate::known_hosts::{self, Verdict};
 use crate::text::show;
 use sha2::{Digest, Sha256};
@@ -121,6 +122,8 @@ pub enum RemoteError {
     Output(#[from] crate::output::OutputError),
     #[error("--remote-dir {0:?}: {1}")]
     RemoteDir(String, String),
+    #[error("interrupted twice: stopped what labperf was doing on {host}")]
+    Interrupted { host: String },
 }
 
 /// Where and as whom to connect, after `~/.ssh/config`.
@@ -328,6 +331,8 @@ pub struct Remote {
     /// The session's socket, waited on when a command has nothing to read.
     fd: std::os::unix::io::RawFd,
     pub target: Target,
+    /// SHA-256 of the host key the machine showed (and known_hosts vouched for).
+    host_key: Vec<u8>,
 }
 
 /// What a remote command printed (bounded) and returned.
@@ -352,21 +357,6 @@ pub struct Fetched {
     pub sha256: String,
     /// False when the lab machine had no SHA-256 tool: the size alone was checked.
     pub checksummed: bool,
-}
-
-/// Base64 without padding (OpenSSH's fingerprint spelling).
-fn b64(data: &[u8]) -> String {
-    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut s = String::new();
-    for c in data.chunks(3) {
-        let n = (u32::from(c[0]) << 16)
-            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
-            | u32::from(*c.get(2).unwrap_or(&0));
-        for i in 0..c.len() + 1 {
-            s.push(A[(n >> (18 - 6 * i)) as usize & 63] as char);
-        }
-    }
-    s
 }
 
 /// Keepalive on the TCP connection: a peer that vanishes is noticed within about two
@@ -404,7 +394,40 @@ pub const SHA256_OF_F: &str = "{ sha256sum \"$f\" || busybox sha256sum \"$f\" ||
 impl Remote {
     /// Connects, checks the host key, and authenticates: ssh-agent (every identity), then
     /// the config's IdentityFiles and `--identity` files, then ~/.ssh/id_{ed25519,ecdsa,rsa}.
+    /// A second interrupt ([`crate::interrupt::aborting`]) gives up at once: the connection
+    /// is made on a thread of its own, left behind.
     pub fn connect(
+        t: &Target,
+        keys: &HostKeys,
+        extra_identities: &[PathBuf],
+        timeout: Duration,
+    ) -> Result<Remote, RemoteError> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (t2, keys, ids) = (t.clone(), keys.clone(), extra_identities.to_vec());
+        std::thread::spawn(move || {
+            let _ = tx.send(Self::connect_now(&t2, &keys, &ids, timeout));
+        });
+        loop {
+            match rx.recv_timeout(Duration::from_millis(50)) {
+                Ok(r) => return r,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    if crate::interrupt::aborting() {
+                        return Err(RemoteError::Interrupted {
+                            host: show(&t.name).into_owned(),
+                        });
+                    }
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(RemoteError::Handshake {
+                        host: t.host.clone(),
+                        cause: ssh2::Error::from_errno(ssh2::ErrorCode::Session(-1)),
+                    })
+                }
+            }
+        }
+    }
+
+    fn connect_now(
         t: &Target,
         keys: &HostKeys,
         extra_identities: &[PathBuf],
@@ -452,6 +475,13 @@ impl Remote {
             cause,
         })?;
         check_host_key(&sess, t, keys, &entries, &name)?;
+        let host_key = sess
+            .host_key_hash(HashType::Sha256)
+            .map(<[u8]>::to_vec)
+            .ok_or_else(|| RemoteError::BadHostKey {
+                host: show(&t.name).into_owned(),
+                why: "no SHA-256 of it".into(),
+            })?;
         let mut tried = Vec::new();
         if let Ok(mut agent) = sess.agent() {
             if agent.connect().is_ok() && agent.list_identities().is_ok() {
@@ -463,6 +493,7 @@ impl Remote {
                             sess,
                             fd,
                             target: t.clone(),
+                            host_key,
                         });
                     }
                 }
@@ -490,6 +521,7 @@ impl Remote {
                     sess,
                     fd,
                     target: t.clone(),
+                    host_key,
                 });
             }
         }
@@ -502,6 +534,12 @@ impl Remote {
                 tried.join(", ")
             },
         })
+    }
+
+    /// SHA-256 of the machine's SSH host key, as it was checked when connecting: what
+    /// keys its entries in the binary cache.
+    pub fn host_key(&self) -> &[u8] {
+        &self.host_key
     }
 
     /// The host's name for messages, escaped.
@@ -530,13 +568,112 @@ impl Remote {
 
     /// Runs `cmd` through the remote shell, feeding `stdin`, handing its output to `on` as
     /// it arrives (nothing is kept). `idle` gives up when nothing arrives for that long;
-    /// `None` waits as long as the command runs (a workload), with SSH keepalives.
+    /// `None` waits as long as the command runs (a workload), with SSH keepalives. A second
+    /// interrupt ([`crate::interrupt::aborting`]) ends it within 50 ms
+    /// ([`RemoteError::Interrupted`]): nothing here blocks longer than that.
     /// Returns the exit status (128+9 when the command was killed or gave none).
     pub fn run_stream(
         &self,
         cmd: &str,
         stdin: Option<&[u8]>,
         idle: Option<Duration>,
+        on: &mut dyn FnMut(Chunk) -> Result<(), RemoteError>,
+    ) -> Result<i32, RemoteError> {
+        self.exec(cmd, stdin, idle, None, on)
+    }
+
+    /// Runs `cmd` (no input, output bounded as [`Remote::run`]'s) whatever the interrupts,
+    /// but for at most `within` in all: the clean-up after an abort.
+    pub fn run_briefly(&self, cmd: &str, within: Duration) -> Result<Output, RemoteError> {
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let status = self.exec(
+            cmd,
+            None,
+            Some(SHORT_TIMEOUT),
+            Some(Instant::now() + within),
+            &mut |c| {
+                match c {
+                    Chunk::Stdout(b) if out.len() < SMALL_OUTPUT => out.extend_from_slice(b),
+                    Chunk::Stderr(b) if err.len() < SMALL_OUTPUT => err.extend_from_slice(b),
+                    _ => {}
+                }
+                Ok(())
+            },
+        )?;
+        Ok(Output {
+            stdout: out,
+            stderr: err,
+            status,
+        })
+    }
+
+    /// [`Remote::run_stream`], with the session non-blocking throughout: every wait is on
+    /// the socket for at most 50 ms, then the interrupt (unless `deadline` is given: then
+    /// that deadline, for a clean-up) and the time limits are looked at.
+    fn exec(
+        &self,
+        cmd: &str,
+        stdin: Option<&[u8]>,
+        idle: Option<Duration>,
+        deadline: Option<Instant>,
+        on: &mut dyn FnMut(Chunk) -> Result<(), RemoteError>,
+    ) -> Result<i32, RemoteError> {
+        let was_blocking = self.sess.is_blocking();
+        self.sess.set_blocking(false);
+        let r = self.exec_nonblocking(cmd, stdin, idle, deadline, on);
+        self.sess.set_blocking(was_blocking);
+        r
+    }
+
+    /// Whether to give up waiting: an abort (unless a clean-up's `deadline` is set), the
+    /// deadline, or `since` older than `limit`.
+    fn give_up(
+        &self,
+        during: &str,
+        deadline: Option<Instant>,
+        since: Instant,
+        limit: Option<Duration>,
+    ) -> Result<(), RemoteError> {
+        if deadline.is_none() && crate::interrupt::aborting() {
+            return Err(RemoteError::Interrupted { host: self.name() });
+        }
+        let late = deadline.is_some_and(|d| Instant::now() >= d);
+        if late || limit.is_some_and(|l| since.elapsed() > l) {
+            return Err(RemoteError::Timeout {
+                host: self.name(),
+                during: during.to_string(),
+                secs: limit.unwrap_or(SHORT_TIMEOUT).as_secs(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Calls `f` until libssh2 no longer says it would block, waiting on the socket.
+    fn again<T>(
+        &self,
+        during: &str,
+        deadline: Option<Instant>,
+        mut f: impl FnMut() -> Result<T, ssh2::Error>,
+    ) -> Result<T, RemoteError> {
+        let start = Instant::now();
+        loop {
+            match f() {
+                // LIBSSH2_ERROR_EAGAIN
+                Err(e) if e.code() == ssh2::ErrorCode::Session(-37) => {
+                    self.give_up(during, deadline, start, Some(SHORT_TIMEOUT))?;
+                    self.wait_readable(Duration::from_millis(50));
+                }
+                r => return r.map_err(self.ssh_err(during)),
+            }
+        }
+    }
+
+    fn exec_nonblocking(
+        &self,
+        cmd: &str,
+        stdin: Option<&[u8]>,
+        idle: Option<Duration>,
+        deadline: Option<Instant>,
         on: &mut dyn FnMut(Chunk) -> Result<(), RemoteError>,
     ) -> Result<i32, RemoteError> {
         let during = format!(
@@ -548,83 +685,78 @@ impl Remote {
             during: during.clone(),
             cause,
         };
-        let was_blocking = self.sess.is_blocking();
-        self.sess.set_blocking(true);
-        let mut ch = self.sess.channel_session().map_err(self.ssh_err(&during))?;
-        ch.exec(cmd).map_err(self.ssh_err(&during))?;
-        if let Some(data) = stdin {
-            ch.write_all(data).map_err(drop)?;
-        }
-        ch.send_eof().map_err(self.ssh_err(&during))?;
+        let mut ch = self.again(&during, deadline, || self.sess.channel_session())?;
+        self.again(&during, deadline, || ch.exec(cmd))?;
+        let mut input = stdin.unwrap_or_default();
+        let mut eof_sent = false;
         let mut buf = vec![0u8; 32768];
-        self.sess.set_blocking(false);
         let mut last = Instant::now();
         let mut last_keepalive = Instant::now();
-        let r = loop {
+        loop {
             let mut progressed = false;
-            let mut step = || -> Result<bool, RemoteError> {
-                match ch.read(&mut buf) {
-                    Ok(0) => {}
+            // The input, as the channel takes it; then its end.
+            while !input.is_empty() {
+                match ch.write(input) {
                     Ok(n) => {
-                        on(Chunk::Stdout(&buf[..n]))?;
+                        input = &input[n..];
                         progressed = true;
                     }
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
                     Err(e) => return Err(drop(e)),
                 }
-                match ch.stderr().read(&mut buf) {
-                    Ok(0) => {}
-                    Ok(n) => {
-                        on(Chunk::Stderr(&buf[..n]))?;
-                        progressed = true;
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                    Err(e) => return Err(drop(e)),
+            }
+            if input.is_empty() && !eof_sent {
+                match ch.send_eof() {
+                    Ok(()) => eof_sent = true,
+                    Err(e) if e.code() == ssh2::ErrorCode::Session(-37) => {}
+                    Err(e) => return Err(self.ssh_err(&during)(e)),
                 }
-                Ok(ch.eof() && !progressed)
-            };
-            match step() {
-                Ok(true) => break Ok(()),
-                Ok(false) => {}
-                Err(e) => break Err(e),
+            }
+            match ch.read(&mut buf) {
+                Ok(0) => {}
+                Ok(n) => {
+                    on(Chunk::Stdout(&buf[..n]))?;
+                    progressed = true;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(drop(e)),
+            }
+            match ch.stderr().read(&mut buf) {
+                Ok(0) => {}
+                Ok(n) => {
+                    on(Chunk::Stderr(&buf[..n]))?;
+                    progressed = true;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(drop(e)),
+            }
+            if ch.eof() && !progressed && eof_sent {
+                break;
             }
             if progressed {
                 last = Instant::now();
+                // Between bursts of output too: a fast stream never holds off an abort.
+                self.give_up(&during, deadline, last, None)?;
                 continue;
             }
-            if let Some(limit) = idle {
-                if last.elapsed() > limit {
-                    break Err(RemoteError::Timeout {
-                        host: self.name(),
-                        during: during.clone(),
-                        secs: limit.as_secs(),
-                    });
-                }
-            }
+            self.give_up(&during, deadline, last, idle)?;
             if last_keepalive.elapsed() > Duration::from_secs(15) {
                 last_keepalive = Instant::now();
                 let _ = self.sess.keepalive_send();
             }
             // Let the caller look at interrupts; it may run other commands meanwhile.
-            if let Err(e) = on(Chunk::Idle) {
-                break Err(e);
-            }
+            on(Chunk::Idle)?;
             self.sess.set_blocking(false);
             self.wait_readable(Duration::from_millis(50));
-        };
-        self.sess.set_blocking(true);
-        let status = r.and_then(|_| {
-            ch.wait_close().map_err(self.ssh_err(&during))?;
-            let status = ch.exit_status().map_err(self.ssh_err(&during))?;
-            let signalled = ch.exit_signal().ok().and_then(|s| s.exit_signal).is_some();
-            Ok(if status == -1 || signalled {
-                128 + 9
-            } else {
-                status
-            })
-        });
-        self.sess.set_blocking(was_blocking);
-        status
+        }
+        self.again(&during, deadline, || ch.wait_close())?;
+        let status = ch.exit_status().map_err(self.ssh_err(&during))?;
+        let signalled = ch.exit_signal().ok().and_then(|s| s.exit_signal).is_some();
+        Ok(if status == -1 || signalled {
+            128 + 9
+        } else {
+            status
+        })
     }
 
     /// Waits until the socket has something to read (or can take what libssh2 is blocked
@@ -705,8 +837,11 @@ impl Remote {
         // (host aliases of one machine).
         let tmp = format!("{path}.tmp.{}", unique_id());
         let (q, qt) = (shell_quote(path), shell_quote(&tmp));
+        // The size is checked before the rename: an upload cut short (an interrupt, a
+        // dropped connection) ends `cat` early, and never takes the file's place.
         let cmd = format!(
-            "cat > {qt} && chmod {mode} {qt} && mv -f {qt} {q} || {{ s=$?; rm -f {qt}; exit $s; }}"
+            "cat > {qt} && [ \"$(($(wc -c < {qt})))\" = {} ] && chmod {mode} {qt} && mv -f {qt} {q} || {{ s=$?; rm -f {qt}; exit $s; }}",
+            data.len()
         );
         let o = self.run(&cmd, Some(data), SMALL_OUTPUT)?;
         if o.status != 0 {

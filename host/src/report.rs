@@ -112,7 +112,7 @@ pub fn build_many(srcs: &[load::Source], by: &[By], search: Search) -> Result<Re
         // Addresses are resolved once every side-band record (mmap2, fork) is known.
         let mut sym = Symbolizer::new(search.clone());
         let info = &counts.info;
-        sym.recorded_on(info.header.as_ref(), info.header_ext.as_ref());
+        sym.recorded_on(src, info.header.as_ref(), info.header_ext.as_ref());
         let mut parents = HashMap::new();
         for r in counts.others.iter().cloned() {
             if let load::Side::Fork { pid, ppid } = r {

@@ -1,5 +1,6 @@
 //! Symbolization: ELF symtab/dynsym via `object`, load bias from mmap2 records, the binary
-//! search path (`--symfs`, the binary cache, the file itself), build-id checks, demangling.
+//! search path (`--symfs`, this machine's file, the binary cache), build-id and machine
+//! checks, demangling.
 //!
 //! Every file named by a recording is untrusted input: only regular files of bounded size
 //! are read (never a device or a FIFO), each file is parsed once however many names it
@@ -19,6 +20,8 @@ pub const MAX_ELF: u64 = 2 << 30;
 #[derive(Debug, Default)]
 pub struct Elf {
     pub build_id: Option<Vec<u8>>,
+    /// The machine it is for, as `uname -m` names it ([`elf_machine`]).
+    pub machine: Option<&'static str>,
     /// The loadable segments (PT_LOAD), in file order.
     segments: Vec<Segment>,
     /// Function symbols sorted by address: (addr, size, mangled name); names are
@@ -98,6 +101,7 @@ impl Elf {
         let has_dwarf = f.section_by_name(".debug_info").is_some();
         Ok(Elf {
             build_id,
+            machine: elf_machine(data),
             segments,
             syms,
             has_symtab,
@@ -118,6 +122,7 @@ impl Elf {
         syms.dedup_by_key(|s| s.0);
         Elf {
             build_id: self.build_id.clone(),
+            machine: self.machine,
             segments: self.segments.clone(),
             syms,
             has_symtab: true,
@@ -226,6 +231,34 @@ impl From<&Mmap2> for Placement {
     }
 }
 
+/// The `uname -m` name of an ELF file's machine (e_machine), or None when `data` is not
+/// ELF; `Some("unknown")` for machines labperf has no agent for.
+pub fn elf_machine(data: &[u8]) -> Option<&'static str> {
+    if data.len() < 20 || &data[..4] != b"\x7fELF" {
+        return None;
+    }
+    let m = match data[5] {
+        2 => u16::from_be_bytes([data[18], data[19]]),
+        _ => u16::from_le_bytes([data[18], data[19]]),
+    };
+    Some(match m {
+        62 => "x86_64",
+        183 => "aarch64",
+        0x9026 | 41 => "alpha",
+        _ => "unknown",
+    })
+}
+
+/// A recording's architecture as [`elf_machine`] names ELF machines.
+pub fn arch_name(a: &labperf_common::Arch) -> &'static str {
+    match labperf_common::Arch::from_uname(a.name()) {
+        labperf_common::Arch::X86_64 => "x86_64",
+        labperf_common::Arch::Aarch64 => "aarch64",
+        labperf_common::Arch::Alpha => "alpha",
+        labperf_common::Arch::Other(_) => "unknown",
+    }
+}
+
 /// How perf chooses among symbols at one address, best first: one with a size, a
 /// non-weak one, a global one, fewer leading underscores, the longer name.
 #[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -300,19 +333,24 @@ pub fn place(dso: &str, sym: Option<&str>, vaddr: u64) -> String {
 }
 
 /// Where binaries are looked for, in order: each `--symfs` directory
-/// (`DIR/<build-id>/elf`, `DIR/<path>`), the binary cache (by build-id, or by the recording
-/// machine's name and the path), then the path itself on this machine. A file without a
-/// full symbol table gets the symbols of its separate debug file: `DIR/<build-id>/debug`,
-/// the cache's `<build-id>/debug`, `/usr/lib/debug/.build-id/xx/rest.debug`, then its
-/// `.gnu_debuglink` name beside it, in `.debug/` beside it and under `/usr/lib/debug`.
-/// `[vdso]` is named from the image the agent recorded.
+/// (`DIR/<build-id>/elf`, `DIR/<path>`); the path itself on this machine when its build-id
+/// is the recorded one; the binary cache: the recording machine's own copy
+/// (`by-host/<its host key>/…`, only for a record file labperf fetched from it: see
+/// [`crate::cache::origin`]), then the entry of the recorded build-id; then the path itself
+/// on this machine whatever it holds. A cache entry is used only when it is an ELF file of
+/// the recording's architecture with the recorded build-id (any build-id for a mapping
+/// recorded without one); a mismatched one is never used. A file without a full symbol
+/// table gets the symbols of its separate debug file: `DIR/<build-id>/debug`,
+/// `/usr/lib/debug/.build-id/xx/rest.debug`, for a file from the cache the `debug` beside
+/// it and the cache's `<build-id>/debug`, then its `.gnu_debuglink` name beside it, in
+/// `.debug/` beside it and under `/usr/lib/debug`; a debug file must have the binary's
+/// build-id (or the debuglink's CRC) and machine. `[vdso]` is named from the image the
+/// agent recorded.
 #[derive(Debug, Clone, Default)]
 pub struct Search {
     pub symfs: Vec<PathBuf>,
     /// The binary cache (see [`crate::cache`]); `None` leaves it out.
     pub cache: Option<PathBuf>,
-    /// The recording machine's hostname (keys the cache's entries without build-id).
-    pub hostname: String,
     /// Whether a recording's own paths are read on this machine.
     pub local: bool,
 }
@@ -323,7 +361,6 @@ impl Search {
         Search {
             symfs,
             cache: Some(crate::cache::binaries()),
-            hostname: String::new(),
             local: true,
         }
     }
@@ -337,12 +374,12 @@ impl Search {
 /// A process's mappings as non-overlapping intervals (a later mapping replaces what it
 /// covers), sorted: (start, end, index into the symbolizer's maps).
 #[derive(Debug, Default)]
-struct Intervals {
+pub(crate) struct Intervals {
     tree: BTreeMap<u64, (u64, u32)>,
 }
 
 impl Intervals {
-    fn insert(&mut self, start: u64, end: u64, idx: u32) {
+    pub(crate) fn insert(&mut self, start: u64, end: u64, idx: u32) {
         if end <= start {
             return;
         }
@@ -365,7 +402,7 @@ impl Intervals {
         self.tree.insert(start, (end, idx));
     }
 
-    fn find(&self, ip: u64) -> Option<u32> {
+    pub(crate) fn find(&self, ip: u64) -> Option<u32> {
         let (_, &(end, idx)) = self.tree.range(..=ip).next_back()?;
         (ip < end).then_some(idx)
     }
@@ -399,6 +436,27 @@ pub struct Symbolizer {
     kernel_hidden: Option<u32>,
     /// Files already named in a warning for a mapping that fits none of their segments.
     misplaced: std::collections::HashSet<Arc<str>>,
+    /// The recording machine's architecture (`uname -m`, from the header): cache entries
+    /// must be ELF files for it.
+    arch: Option<&'static str>,
+    /// The record file (for its origin in the cache's index).
+    recording: Option<PathBuf>,
+    /// Where the record file came from, once asked.
+    origin: Option<crate::cache::Origin>,
+}
+
+/// Where a candidate binary is: what it must be to be used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Whence {
+    /// `--symfs`: the user's; a wrong build-id is used with a warning when nothing better is found.
+    Symfs,
+    /// The recorded path on this machine, tried first: only with the recorded build-id.
+    LocalSame,
+    /// The binary cache: only an ELF file of the recording's machine with the recorded
+    /// build-id (any, for a mapping recorded without one); else never.
+    Cache,
+    /// The recorded path on this machine, last: as `Symfs`.
+    Local,
 }
 
 /// The file kernel functions are listed under (perf's name for the kernel image).
@@ -525,16 +583,18 @@ impl Symbolizer {
         }
     }
 
-    /// Says which machine the recording comes from (keys the cache's entries without
-    /// build-id) and takes the vDSO image its agent recorded.
+    /// Says which record file is symbolized (the cache's index tells which lab machine
+    /// labperf fetched it from, if any: never the file's own content) and its architecture
+    /// (cache entries must be for it), and takes the vDSO image its agent recorded.
     pub fn recorded_on(
         &mut self,
+        src: &crate::load::Source,
         h: Option<&labperf_common::Header>,
         ext: Option<&labperf_common::HeaderExt>,
     ) {
-        if let Some(h) = h {
-            self.search.hostname = h.hostname.clone();
-        }
+        self.recording = src.file().map(Path::to_path_buf);
+        self.origin = None;
+        self.arch = h.map(|h| arch_name(&h.arch));
         if let Some(v) = ext.and_then(|x| x.vdso.as_deref()) {
             self.vdso = Elf::parse(v).ok().map(Arc::new);
         }
@@ -605,30 +665,74 @@ impl Symbolizer {
         None
     }
 
+    /// The lab machine the record file came from, as the cache's index says (computed once).
+    fn fetched_from(&mut self) -> Option<crate::cache::Machine> {
+        use crate::cache::Origin;
+        if self.origin.is_none() {
+            let o = match (&self.search.cache, &self.recording) {
+                (Some(root), Some(file)) => crate::cache::origin(root, file),
+                _ => Origin::Unknown,
+            };
+            if o == Origin::Conflict {
+                self.warnings.push(format!("{} was fetched from two lab machines with different host keys: neither's own copies of its binaries are used", self.recording.as_deref().unwrap_or(Path::new("?")).display()));
+            }
+            self.origin = Some(o);
+        }
+        match &self.origin {
+            Some(Origin::Fetched(m)) => Some(m.clone()),
+            _ => None,
+        }
+    }
+
     /// The candidate files for `path` with `build_id`, in search order.
-    fn candidates(&self, path: &str, build_id: Option<&[u8]>) -> Vec<PathBuf> {
+    fn candidates(&mut self, path: &str, build_id: Option<&[u8]>) -> Vec<(PathBuf, Whence)> {
         let mut c = Vec::new();
         let rel = path.trim_start_matches('/');
         for d in &self.search.symfs {
             if let Some(b) = build_id {
-                c.push(d.join(hex(b)).join("elf"));
+                c.push((d.join(hex(b)).join("elf"), Whence::Symfs));
             }
             // Inside DIR only: a path with `..` is not looked up there.
             if !rel.split('/').any(|p| p == "..") && !rel.is_empty() {
-                c.push(d.join(rel));
+                c.push((d.join(rel), Whence::Symfs));
             }
         }
-        if let Some(root) = &self.search.cache {
-            if let Some(e) = build_id.and_then(|b| crate::cache::by_build_id(root, b)) {
-                c.push(e);
-            } else if build_id.is_none() {
-                c.push(crate::cache::by_path(root, &self.search.hostname, path));
+        let local = self.search.local && path.starts_with('/');
+        if local && build_id.is_some() {
+            c.push((PathBuf::from(path), Whence::LocalSame));
+        }
+        // Without the recording's architecture nothing in the cache can be checked.
+        if let (Some(root), Some(_)) = (self.search.cache.clone(), self.arch) {
+            if let Some(m) = self.fetched_from() {
+                c.push((
+                    crate::cache::by_host(&root, &m.host_key, path),
+                    Whence::Cache,
+                ));
+            }
+            if let Some(e) = build_id.and_then(|b| crate::cache::by_build_id(&root, b)) {
+                c.push((e, Whence::Cache));
             }
         }
-        if self.search.local && path.starts_with('/') {
-            c.push(PathBuf::from(path));
+        if local {
+            c.push((PathBuf::from(path), Whence::Local));
         }
         c
+    }
+
+    /// Whether a binary from the cache may stand for a mapping recorded with `want`: an
+    /// ELF file of the recording's machine with that build-id (any without one); else why not.
+    fn cache_entry_fits(&self, e: &Elf, c: &Path, want: Option<&[u8]>) -> Result<(), String> {
+        let why = if self.arch.is_none() || e.machine != self.arch {
+            "not an ELF file of the recording's machine"
+        } else if want.is_some_and(|w| e.build_id.as_deref() != Some(w)) {
+            "not of the recorded build-id"
+        } else {
+            return Ok(());
+        };
+        Err(format!(
+            "the binary cache's {} is {why}: not used",
+            c.display()
+        ))
     }
 
     /// Loads `c` (a regular file, at most [`MAX_ELF`] bytes), once per file.
@@ -649,19 +753,19 @@ impl Symbolizer {
     }
 
     /// The separate debug files that may belong to `elf` (found at `file`), in search order.
-    fn debug_candidates(&self, elf: &Elf, file: &Path, recorded: Option<&[u8]>) -> Vec<PathBuf> {
+    /// The cache's debug files are tried only for a binary from the cache: what a lab
+    /// machine sent never names a function of a file read here.
+    fn debug_candidates(
+        &self,
+        elf: &Elf,
+        file: &Path,
+        recorded: Option<&[u8]>,
+        from: Whence,
+    ) -> Vec<PathBuf> {
         let mut c = Vec::new();
         if let Some(b) = elf.build_id.as_deref().or(recorded) {
             for d in &self.search.symfs {
                 c.push(d.join(hex(b)).join("debug"));
-            }
-            if let Some(e) = self
-                .search
-                .cache
-                .as_ref()
-                .and_then(|root| crate::cache::by_build_id(root, b))
-            {
-                c.push(e.with_file_name("debug"));
             }
             if self.search.local && b.len() >= 2 {
                 c.push(PathBuf::from(format!(
@@ -669,6 +773,17 @@ impl Symbolizer {
                     hex(&b[..1]),
                     hex(&b[1..])
                 )));
+            }
+            if from == Whence::Cache {
+                c.push(file.with_file_name("debug"));
+                if let Some(e) = self
+                    .search
+                    .cache
+                    .as_ref()
+                    .and_then(|root| crate::cache::by_build_id(root, b))
+                {
+                    c.push(e.with_file_name("debug"));
+                }
             }
         }
         if let Some((link, _)) = &elf.debuglink {
@@ -691,17 +806,26 @@ impl Symbolizer {
 
     /// `elf` with its separate debug file's symbols, when it lacks a full symbol table and
     /// a debug file of the same build-id (or, without one, the debuglink's CRC) is found.
-    fn with_debug(&mut self, elf: Arc<Elf>, file: &Path, recorded: Option<&[u8]>) -> Arc<Elf> {
+    fn with_debug(
+        &mut self,
+        elf: Arc<Elf>,
+        file: &Path,
+        recorded: Option<&[u8]>,
+        from: Whence,
+    ) -> Arc<Elf> {
         if elf.has_symtab {
             return elf;
         }
-        for c in self.debug_candidates(&elf, file, recorded) {
+        for c in self.debug_candidates(&elf, file, recorded, from) {
             if c == file {
                 continue;
             }
             let Ok((data, id)) = crate::load::map_regular_id(&c, MAX_ELF) else {
                 continue;
             };
+            if elf_machine((*data).as_ref()) != elf.machine {
+                continue;
+            }
             let matches = match (elf.build_id.as_deref(), &elf.debuglink) {
                 (Some(want), _) => object::File::parse((*data).as_ref())
                     .ok()
@@ -750,24 +874,40 @@ impl Symbolizer {
             return e.clone();
         }
         let want = build_id.map(|b| &b[..]);
-        let mut found: Option<(Arc<Elf>, PathBuf)> = None;
+        let mut found: Option<(Arc<Elf>, PathBuf, Whence)> = None;
         let mut mismatch = None;
-        for c in self.candidates(path, want) {
+        let mut refused = None;
+        for (c, from) in self.candidates(path, want) {
             let Some(e) = self.load(&c) else { continue };
-            if let (Some(want), Some(have)) = (want, e.build_id.as_deref()) {
-                if want != have {
-                    mismatch.get_or_insert_with(|| format!("{} does not match the recording: build-id {} was recorded, the file on disk has {}. Its symbols may be wrong; pass --symfs DIR holding the recorded binary.", c.display(), hex(want), hex(have)));
-                    found.get_or_insert((e, c));
-                    continue;
+            match from {
+                Whence::LocalSame if want != e.build_id.as_deref() => continue,
+                Whence::Cache => {
+                    if let Err(why) = self.cache_entry_fits(&e, &c, want) {
+                        refused.get_or_insert(why);
+                        continue;
+                    }
                 }
+                Whence::Symfs | Whence::Local => {
+                    if let (Some(want), Some(have)) = (want, e.build_id.as_deref()) {
+                        if want != have {
+                            mismatch.get_or_insert_with(|| format!("{} does not match the recording: build-id {} was recorded, the file on disk has {}. Its symbols may be wrong; pass --symfs DIR holding the recorded binary.", c.display(), hex(want), hex(have)));
+                            found.get_or_insert((e, c, from));
+                            continue;
+                        }
+                    }
+                }
+                _ => {}
             }
-            found = Some((e, c));
+            found = Some((e, c, from));
             mismatch = None;
             break;
         }
-        let found = found.map(|(e, c)| self.with_debug(e, &c, want));
+        let found = found.map(|(e, c, from)| self.with_debug(e, &c, want, from));
         if let Some(m) = mismatch {
             self.warnings.push(crate::text::show(&m).into_owned());
+        }
+        if let (None, Some(why)) = (&found, refused) {
+            self.warnings.push(crate::text::show(&why).into_owned());
         }
         if found.is_none() && path.starts_with('/') {
             self.warnings.push(format!("{} was not found or is not an ELF file: its samples are shown as addresses. Copy it here or pass --symfs DIR.", crate::text::show(path)));
@@ -1117,5 +1257,99 @@ mod tests {
             }));
             assert_eq!(s.resolve(1, 0x10).sym, None);
         }
+    }
+
+    fn header(arch: labperf_common::Arch) -> labperf_common::Header {
+        labperf_common::Header {
+            agent_version: "test".into(),
+            arch,
+            endian: labperf_common::Endian::Little,
+            kernel_release: String::new(),
+            cpu: labperf_common::CpuId::Unknown {
+                cpuinfo: String::new(),
+            },
+            hostname: "this-very-machine".into(),
+            command: vec![],
+            clock_id: 1,
+            start_time_ns: 0,
+            start_realtime_ns: 0,
+            events: vec![],
+            mode: "sample".into(),
+            notes: vec![],
+        }
+    }
+
+    #[test]
+    fn cache_entries_are_used_only_with_the_recorded_build_id_and_machine() {
+        let d = std::env::temp_dir().join(format!("lp-sym-cache-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        let root = d.join("binaries");
+        let real = std::fs::read("/bin/true").unwrap();
+        let id = Elf::parse(&real)
+            .unwrap()
+            .build_id
+            .expect("/bin/true has a build-id");
+        let entry = crate::cache::by_build_id(&root, &id).unwrap();
+        std::fs::create_dir_all(entry.parent().unwrap()).unwrap();
+        let src = crate::load::Source::bytes("mem.lpr", Arc::new(Vec::<u8>::new()));
+        // What a recording of `arch` (None: no header) resolves "/lab/only/true" of build-id `id` to.
+        let resolve = |arch: Option<labperf_common::Arch>| {
+            let mut s = Symbolizer::new(Search {
+                symfs: vec![],
+                cache: Some(root.clone()),
+                local: true,
+            });
+            let h = arch.map(header);
+            s.recorded_on(&src, h.as_ref(), None);
+            let e = s.binary("/lab/only/true", Some(&id));
+            (e.map(|e| e.build_id.clone()), s.warnings)
+        };
+        std::fs::write(&entry, &real).unwrap();
+        assert_eq!(
+            resolve(Some(labperf_common::Arch::X86_64)).0,
+            Some(Some(id.clone()))
+        );
+        // Another machine's recording, or one whose machine is unknown: not used.
+        let (e, w) = resolve(Some(labperf_common::Arch::Aarch64));
+        assert_eq!(e, None);
+        assert!(
+            w.iter()
+                .any(|w| w.contains("not an ELF file of the recording's machine")),
+            "{w:?}"
+        );
+        assert_eq!(resolve(None).0, None);
+        // The same bytes claiming another machine (e_machine aarch64): not used.
+        let mut arm = real.clone();
+        arm[18..20].copy_from_slice(&183u16.to_le_bytes());
+        std::fs::write(&entry, &arm).unwrap();
+        assert_eq!(resolve(Some(labperf_common::Arch::X86_64)).0, None);
+        // Another file under that build-id's name: never used, not even as a last resort.
+        std::fs::write(&entry, std::fs::read("/bin/ls").unwrap()).unwrap();
+        let (e, w) = resolve(Some(labperf_common::Arch::X86_64));
+        assert_eq!(e, None);
+        assert!(
+            w.iter().any(|w| w.contains("not of the recorded build-id")),
+            "{w:?}"
+        );
+        // A local file with the recorded build-id comes before the cache: a copy in the
+        // cache that fits (another file claiming that build-id) does not change what
+        // /bin/true resolves to.
+        let mut claimed = real.clone();
+        claimed.push(0);
+        std::fs::write(&entry, &claimed).unwrap();
+        assert_eq!(
+            resolve(Some(labperf_common::Arch::X86_64)).0,
+            Some(Some(id.clone()))
+        );
+        let mut s = Symbolizer::new(Search {
+            symfs: vec![],
+            cache: Some(root.clone()),
+            local: true,
+        });
+        let h = header(labperf_common::Arch::X86_64);
+        s.recorded_on(&src, Some(&h), None);
+        let e = s.binary("/bin/true", Some(&id)).unwrap();
+        assert_eq!(e.file.as_deref(), Some(Path::new("/bin/true")));
+        std::fs::remove_dir_all(&d).unwrap();
     }
 }

@@ -129,7 +129,7 @@ pub fn build(
         }
         other => sym.observe(other),
     })?;
-    sym.recorded_on(info.header.as_ref(), info.header_ext.as_ref());
+    sym.recorded_on(src, info.header.as_ref(), info.header_ext.as_ref());
     let h = info.header.as_ref().ok_or_else(|| not_topdown(path))?;
     let layout = layout_of(h).ok_or_else(|| not_topdown(path))?;
     let slots_at = h.events.iter().position(|e| e.name == td::SLOTS.0);

@@ -1487,3 +1487,510 @@ fn a_pushed_program_runs_from_the_cache_by_hash_and_a_wrong_architecture_is_refu
     assert!(!fresh.exists(), "something was put in {}", fresh.display());
     assert!(!s.dir.join("arm.lpr").exists());
 }
+
+/// A crafted x86_64 record file of `hostname`: for each mapping (path, build-id, address,
+/// length, file offset, sampled addresses) its MMAP2 record and one sample per address,
+/// in pid 9; frames closed every 256 KiB.
+type Map<'a> = (&'a str, Option<Vec<u8>>, u64, u64, u64, Vec<u64>);
+fn crafted_recording(hostname: &str, maps: &[Map]) -> Vec<u8> {
+    use labperf_common::*;
+    let mut enc = Encoder::new();
+    let mut f = Encoder::prelude().to_vec();
+    let mut h = labperf_tests::golden::header(labperf_tests::golden::Kind::Sample);
+    h.hostname = hostname.into();
+    h.arch = Arch::X86_64;
+    f.extend(enc.header_frame(&h));
+    for (path, build_id, addr, len, pgoff, ips) in maps {
+        enc.push(&Record::Mmap2(Mmap2 {
+            pid: 9,
+            tid: 9,
+            addr: *addr,
+            len: *len,
+            pgoff: *pgoff,
+            path: path.to_string(),
+            build_id: build_id.clone(),
+            ..Default::default()
+        }));
+        for ip in ips {
+            enc.push(&Record::Sample(Sample {
+                pid: 9,
+                tid: 9,
+                ip: *ip,
+                period: 1,
+                ..Default::default()
+            }));
+        }
+        if enc.pending_bytes() > 256 << 10 {
+            f.extend(enc.flush().unwrap());
+        }
+    }
+    f.extend(enc.trailer_frame(&Trailer::default()));
+    f
+}
+
+/// The function the bench-like victim spends its time in, and a same-length name the
+/// attacker's copy gives it (so both builds lay out the same).
+const VICTIM_C: &str = "#include <time.h>\nvolatile unsigned long sink;\n__attribute__((noinline)) void spin_here(void) { for (unsigned long i = 0; i < 1000; i++) sink += i * i; }\nint main(void) { struct timespec a, b; clock_gettime(CLOCK_MONOTONIC, &a); do { spin_here(); clock_gettime(CLOCK_MONOTONIC, &b); } while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < 400000000L); return 0; }\n";
+
+fn gcc(dir: &Path, out: &str, args: &[&str]) -> std::path::PathBuf {
+    let src = dir.join("victim.c");
+    std::fs::write(&src, VICTIM_C).unwrap();
+    let o = Command::new("gcc")
+        .args(["-O1", "-o"])
+        .arg(dir.join(out))
+        .arg(&src)
+        .args(args)
+        .output()
+        .expect("gcc (cargo xtask setup installs it)");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    dir.join(out)
+}
+
+/// An ELF file's build-id and the address of its function `name`.
+fn elf_facts(p: &Path, name: &str) -> (Option<Vec<u8>>, u64) {
+    use object::{Object, ObjectSymbol};
+    let data = std::fs::read(p).unwrap();
+    let f = object::File::parse(&*data).unwrap();
+    let id = f.build_id().unwrap().map(<[u8]>::to_vec);
+    let addr = f
+        .symbols()
+        .find(|s| s.name() == Ok(name))
+        .unwrap_or_else(|| panic!("no {name} in {}", p.display()))
+        .address();
+    (id, addr)
+}
+
+/// The top function of `labperf report` of `file` (CSV, every row), with the cache of `dir`.
+fn report_rows(dir: &Path, file: &Path) -> String {
+    let o = labperf_in(dir)
+        .args(["report", "--format", "csv", "--top", "0"])
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// A compromised lab machine: the end of the run serves @CRAFTED@, and the fetch of each
+/// victim's path serves the attacker's copy instead (an ELF of the right machine with the
+/// build-id the recording names, or none); everything else runs as asked.
+const POISONER: &str = r#"#!/bin/sh
+case "$SSH_ORIGINAL_COMMAND" in
+  "st='"*".lpr'; "*"exit 5;;"*)
+    printf 'ok 0\n'; n=$(wc -c < '@CRAFTED@'); echo "$n"; cat '@CRAFTED@' ;;
+  "f='@NOID@'; "*"exec head -c"* | "f='/opt/lab-only/libx.so'; "*"exec head -c"*)
+    n=$(wc -c < '@FAKE_NOID@'); echo "$n"; cat '@FAKE_NOID@' ;;
+  "f='@WITHID@'; "*"exec head -c"*)
+    n=$(wc -c < '@FAKE_WITHID@'); echo "$n"; cat '@FAKE_WITHID@' ;;
+  *"exec head -c"*) exit 3 ;;
+  *) exec /bin/sh -c "$SSH_ORIGINAL_COMMAND" ;;
+esac
+"#;
+
+#[test]
+fn a_lab_machine_cannot_rename_functions_of_other_machines_recordings() {
+    let dir = Sshd::keys("ssh-poison");
+    // This machine's programs, one without a build-id and one with, and the recordings
+    // made of them here.
+    let noid = gcc(&dir, "victim-noid", &["-Wl,--build-id=none"]);
+    let withid = gcc(&dir, "victim-id", &[]);
+    let (none, spin_noid) = elf_facts(&noid, "spin_here");
+    assert_eq!(none, None);
+    let (id, spin_id) = elf_facts(&withid, "spin_here");
+    let id = id.expect("gcc gives a build-id by default");
+    let hexid: String = id.iter().map(|b| format!("{b:02x}")).collect();
+    // The attacker's copies: the same code, the function renamed, the build-id claimed.
+    let fake_noid = gcc(
+        &dir,
+        "fake-noid",
+        &["-Dspin_here=evil_fake", "-Wl,--build-id=none"],
+    );
+    let fake_id = gcc(
+        &dir,
+        "fake-id",
+        &[
+            "-Dspin_here=evil_fake",
+            &format!("-Wl,--build-id=0x{hexid}"),
+        ],
+    );
+    assert_eq!(elf_facts(&fake_noid, "evil_fake"), (None, spin_noid));
+    assert_eq!(
+        elf_facts(&fake_id, "evil_fake"),
+        (Some(id.clone()), spin_id)
+    );
+    let local: Vec<std::path::PathBuf> = [&noid, &withid]
+        .iter()
+        .map(|exe| {
+            let out = dir.join(format!(
+                "{}.lpr",
+                exe.file_name().unwrap().to_string_lossy()
+            ));
+            let o = Command::new(bin("labperf-agent"))
+                .args(["record", "-e", "cpu-clock", "-c", "200000", "-o"])
+                .arg(&out)
+                .arg("--")
+                .arg(exe)
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{}", stderr(&o));
+            out
+        })
+        .collect();
+    let top = |dir: &Path, file: &Path| {
+        let rows = report_rows(dir, file);
+        rows.lines()
+            .nth(1)
+            .unwrap_or("")
+            .split(',')
+            .nth(3)
+            .unwrap_or("")
+            .to_string()
+    };
+    for f in &local {
+        assert_eq!(top(&dir, f), "spin_here", "{}", report_rows(&dir, f));
+    }
+    // The lab machine's recording claims this machine's hostname, the victims' paths and
+    // build-ids, and a library of its own (absent here), each with a sample in the function.
+    let hostname = String::from_utf8(Command::new("hostname").output().unwrap().stdout)
+        .unwrap()
+        .trim()
+        .to_string();
+    let base = 0x5555_0000_0000u64;
+    let map = |path: &'static str, id: Option<Vec<u8>>, i: u64, spin: u64| -> Map<'static> {
+        let at = base * (i + 1);
+        (path, id, at, 0x10_0000, 0, vec![at + spin + 4; 3])
+    };
+    let noid_s: &'static str = Box::leak(noid.display().to_string().into_boxed_str());
+    let withid_s: &'static str = Box::leak(withid.display().to_string().into_boxed_str());
+    let crafted = dir.join("crafted.lpr");
+    std::fs::write(
+        &crafted,
+        crafted_recording(
+            &hostname,
+            &[
+                map(noid_s, None, 0, spin_noid),
+                map(withid_s, Some(id.clone()), 1, spin_id),
+                map("/opt/lab-only/libx.so", None, 2, spin_noid),
+            ],
+        ),
+    )
+    .unwrap();
+    let script = POISONER
+        .replace("@CRAFTED@", &crafted.display().to_string())
+        .replace("@NOID@", noid_s)
+        .replace("@WITHID@", withid_s)
+        .replace("@FAKE_NOID@", &fake_noid.display().to_string())
+        .replace("@FAKE_WITHID@", &fake_id.display().to_string());
+    let a = Sshd::start_forcing(dir, "poisoner.sh", &script);
+    let kh = a.dir.join("known_hosts");
+    let from_a = a.dir.join("from-a.lpr");
+    let o = record(
+        &a,
+        &kh,
+        &[
+            "--accept-new-host-key",
+            "-e",
+            "cpu-clock",
+            "--no-report",
+            "-o",
+            from_a.to_str().unwrap(),
+        ],
+        &["/bin/true"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    // The attack landed: the fakes are in the cache, the build-id's shared entry included
+    // (no entry was there: the first writer of a build-id), and the lab machine's own
+    // recording is named from them where this machine has no file of the recorded build-id.
+    let cache = a.dir.join("cache/labperf/binaries");
+    assert_eq!(
+        std::fs::read(cache.join(&hexid).join("elf")).ok(),
+        std::fs::read(&fake_id).ok(),
+        "{}",
+        stderr(&o)
+    );
+    let rows = report_rows(&a.dir, &from_a);
+    assert!(rows.contains(",evil_fake,"), "{rows}\n{}", stderr(&o));
+    // The cache's index says which machine (its host key) the recording came from; a
+    // recording made here came from none.
+    let fp = String::from_utf8(
+        Command::new("ssh-keygen")
+            .arg("-lf")
+            .arg(a.dir.join("host_key.pub"))
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let fp = fp.split_whitespace().nth(1).unwrap().to_string();
+    let info = |f: &Path| {
+        let o = labperf_in(&a.dir).arg("info").arg(f).output().unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    assert!(
+        info(&from_a).contains(&format!(
+            "fetched from:    {} (host key {fp}, x86_64)",
+            a.spec()
+        )),
+        "{}",
+        info(&from_a)
+    );
+    assert!(
+        !info(&local[0]).contains("fetched from"),
+        "{}",
+        info(&local[0])
+    );
+    // This machine's recordings keep their names: its own files come first, and what a lab
+    // machine fetched under a path serves that machine's recordings only.
+    for f in &local {
+        let rows = report_rows(&a.dir, f);
+        assert!(!rows.contains("evil_fake"), "{}:\n{rows}", f.display());
+        assert_eq!(top(&a.dir, f), "spin_here", "{rows}");
+    }
+    // Another lab machine (another host key) with a recording of the same claimed hostname
+    // and the same path, whose own copy cannot be fetched: the first machine's copy of that
+    // path is not used for it (its samples are addresses).
+    let dir_b = Sshd::keys("ssh-poison-b");
+    let crafted_b = dir_b.join("crafted.lpr");
+    std::fs::write(
+        &crafted_b,
+        crafted_recording(
+            &hostname,
+            &[map("/opt/lab-only/libx.so", None, 2, spin_noid)],
+        ),
+    )
+    .unwrap();
+    let b = Sshd::start_forcing(
+        dir_b,
+        "b.sh",
+        &POISONER
+            .replace("@CRAFTED@", &crafted_b.display().to_string())
+            .replace("'/opt/lab-only/libx.so'", "'/nothing/served'"),
+    );
+    let from_b = a.dir.join("from-b.lpr");
+    let o = record_cmd(&b, &kh, &b.dir.join("remote"))
+        .env("XDG_CACHE_HOME", a.dir.join("cache"))
+        .args([
+            "--accept-new-host-key",
+            "-e",
+            "cpu-clock",
+            "--no-report",
+            "-o",
+        ])
+        .arg(&from_b)
+        .args(["--", "/bin/true"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows = report_rows(&a.dir, &from_b);
+    assert!(!rows.contains("evil_fake"), "{rows}\n{}", stderr(&o));
+    assert!(rows.contains(",libx.so+0x"), "{rows}");
+}
+
+/// A lab machine whose record file has 100,000 mappings (300 of them sampled), served at
+/// the end of the run (then the run's files are removed, and `@DIR@/served` is made); its
+/// binaries stall (`@DIR@/fetching`
+/// made, then nothing for 20 s); with `@DIR@/stall-record` the record file itself stalls
+/// after its first 1000 bytes; with `@DIR@/stall-upload` uploads stall (`@DIR@/uploading`
+/// made, nothing read). Everything else runs as asked.
+const STALLING: &str = r#"#!/bin/sh
+case "$SSH_ORIGINAL_COMMAND" in
+  "cat > '"*) if [ -e '@DIR@/stall-upload' ]; then : > '@DIR@/uploading'; sleep 20; exit 1; fi
+    exec /bin/sh -c "$SSH_ORIGINAL_COMMAND" ;;
+  "st='"*".lpr'; "*"exit 5;;"*)
+    printf 'ok 0\n'; n=$(wc -c < '@CRAFTED@'); echo "$n"
+    if [ -e '@DIR@/stall-record' ]; then
+      head -c 1000 '@CRAFTED@'; : > '@DIR@/served'; sleep 20
+    else
+      # As the end of a run does: the run's files go once the record file is sent.
+      cat '@CRAFTED@'; rm -f '@DIR@'/remote/runs/*; : > '@DIR@/served'
+    fi ;;
+  *"exec head -c"*) : > '@DIR@/fetching'; sleep 20 ;;
+  *) exec /bin/sh -c "$SSH_ORIGINAL_COMMAND" ;;
+esac
+"#;
+
+/// Sends SIGINT twice (30 ms apart) to `child` once `ready` says so, and returns how long
+/// after the second one it exited, with its output. Gives up (killing it) after 5 s.
+fn interrupt_twice(
+    mut child: std::process::Child,
+    what: &str,
+    ready: impl Fn() -> bool,
+) -> (Duration, Output) {
+    let t = Instant::now();
+    while !ready() {
+        if t.elapsed() > Duration::from_secs(60) || child.try_wait().unwrap().is_some() {
+            let _ = child.kill();
+            let o = child.wait_with_output().unwrap();
+            panic!("never got to {what}: {}", stderr(&o));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    for i in 0..2 {
+        if i == 1 {
+            std::thread::sleep(Duration::from_millis(30));
+        }
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    }
+    let second = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if second.elapsed() > Duration::from_secs(5) {
+            let _ = child.kill();
+            let o = child.wait_with_output().unwrap();
+            panic!(
+                "{what}: still running 5 s after the second SIGINT\n{}",
+                stderr(&o)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let took = second.elapsed();
+    (took, child.wait_with_output().unwrap())
+}
+
+#[test]
+fn a_second_ctrl_c_ends_every_phase_within_a_second() {
+    let dir = Sshd::keys("ssh-ctrlc");
+    // 100,000 mappings of distinct files (about 3 MB): 300 of them sampled.
+    let paths: Vec<String> = (0..100_000)
+        .map(|i| format!("/opt/lab/lib{i}.so"))
+        .collect();
+    let maps: Vec<Map> = paths
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let at = 0x1000_0000 + i as u64 * 0x1000;
+            let ips = if i % 333 == 0 { vec![at + 8] } else { vec![] };
+            (p.as_str(), None, at, 0x1000, 0, ips)
+        })
+        .collect();
+    let crafted = dir.join("many.lpr");
+    std::fs::write(&crafted, crafted_recording("lab", &maps)).unwrap();
+    let script = STALLING
+        .replace("@CRAFTED@", &crafted.display().to_string())
+        .replace("@DIR@", &dir.display().to_string());
+    let s = Sshd::start_forcing(dir, "stalling.sh", &script);
+    let kh = s.dir.join("known_hosts");
+    let cache = s.dir.join("cache/labperf/binaries");
+    let start = |out: &Path| {
+        for m in ["served", "fetching"] {
+            let _ = std::fs::remove_file(s.dir.join(m));
+        }
+        record_cmd(&s, &kh, &s.dir.join("remote"))
+            .args([
+                "--accept-new-host-key",
+                "-e",
+                "cpu-clock",
+                "--no-report",
+                "-o",
+            ])
+            .arg(out)
+            .args(["--", "/bin/true"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    // What an abort must leave: no record file, no temporary file here or in the cache,
+    // no run file there.
+    let clean = |out: &Path, o: &Output| {
+        let err = stderr(o);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert!(err.contains("interrupted twice"), "{err}");
+        assert!(!out.exists(), "{err}");
+        let temp: Vec<String> = tree(&s.dir, &["remote/agents"])
+            .into_iter()
+            .filter(|p| p.contains(".fetch.") || p.contains(".tmp.") || p.ends_with(".part"))
+            .collect();
+        assert!(temp.is_empty(), "left behind: {temp:?}\n{err}");
+        if let Ok(rd) = std::fs::read_dir(s.dir.join("remote/runs")) {
+            let left: Vec<_> = rd.flatten().map(|e| e.file_name()).collect();
+            assert!(left.is_empty(), "left on the lab machine: {left:?}\n{err}");
+        }
+    };
+    // 0. The agent's upload stalls (the lab machine reads none of it).
+    std::fs::write(s.dir.join("stall-upload"), "").unwrap();
+    let out = s.dir.join("upload.lpr");
+    let (took, o) = interrupt_twice(start(&out), "the upload", || {
+        s.dir.join("uploading").exists()
+    });
+    eprintln!("in a stalled upload: exited {took:?} after the second SIGINT");
+    clean(&out, &o);
+    assert!(took < Duration::from_secs(1), "{took:?}\n{}", stderr(&o));
+    std::fs::remove_file(s.dir.join("stall-upload")).unwrap();
+    // 1. 300 ms after the record file came: reading its 100,000 mappings for the files
+    // they name, or fetching the first of them.
+    let out = s.dir.join("many-1.lpr");
+    let (took, o) = interrupt_twice(start(&out), "the record file's fetch", || {
+        s.dir.join("served").exists() && {
+            std::thread::sleep(Duration::from_millis(300));
+            true
+        }
+    });
+    eprintln!("after the record file: exited {took:?} after the second SIGINT");
+    clean(&out, &o);
+    assert!(took < Duration::from_secs(1), "{took:?}\n{}", stderr(&o));
+    // 2. A binary fetch that stalls.
+    let out = s.dir.join("many-2.lpr");
+    let (took, o) = interrupt_twice(start(&out), "the binary fetch", || {
+        s.dir.join("fetching").exists()
+    });
+    eprintln!("in the binary fetch: exited {took:?} after the second SIGINT");
+    clean(&out, &o);
+    assert!(took < Duration::from_secs(1), "{took:?}\n{}", stderr(&o));
+    // Nothing was cached from the stalled fetch.
+    let cached: Vec<String> = tree(&cache, &[])
+        .into_iter()
+        .filter(|p| p.ends_with("elf"))
+        .collect();
+    assert!(cached.is_empty(), "{cached:?}");
+    // 3. The record file's fetch stalls after 1000 bytes: no partial file, no run file left.
+    std::fs::write(s.dir.join("stall-record"), "").unwrap();
+    let out = s.dir.join("many-3.lpr");
+    let (took, o) = interrupt_twice(start(&out), "the stalled record file", || {
+        s.dir.join("served").exists()
+    });
+    eprintln!("in a stalled record fetch: exited {took:?} after the second SIGINT");
+    clean(&out, &o);
+    assert!(took < Duration::from_secs(1), "{took:?}\n{}", stderr(&o));
+}
+
+#[test]
+fn a_second_ctrl_c_ends_a_connection_that_never_answers() {
+    // A "lab machine" that takes the TCP connection and never says a word: the SSH
+    // handshake would wait for its 60 s timeout.
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let dir = labperf_tests::scratch("ssh-ctrlc-connect");
+    let child = labperf_in(&dir)
+        .args(["record", "--host", &format!("root@127.0.0.1:{port}")])
+        .arg("--known-hosts")
+        .arg(dir.join("known_hosts"))
+        .args(["--accept-new-host-key", "--no-report", "-o"])
+        .arg(dir.join("x.lpr"))
+        .args(["--", "/bin/true"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let c = l.accept();
+        let _ = tx.send(());
+        // Held open, silent, until the test ends.
+        std::thread::sleep(Duration::from_secs(30));
+        drop(c);
+    });
+    let (took, o) = interrupt_twice(child, "the connection", || {
+        rx.try_recv().is_ok() && {
+            // In the handshake by now.
+            std::thread::sleep(Duration::from_millis(200));
+            true
+        }
+    });
+    eprintln!("in the handshake: exited {took:?} after the second SIGINT");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("interrupted twice"), "{}", stderr(&o));
+    assert!(took < Duration::from_secs(1), "{took:?}\n{}", stderr(&o));
+    assert!(!dir.join("x.lpr").exists());
+}

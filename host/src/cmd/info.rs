@@ -55,6 +55,19 @@ pub fn run(a: &Args) -> Result<()> {
                 show(&labperf::load::cpu_name(&h.cpu))
             );
             println!("hostname:        {}", show(&h.hostname));
+            // Where labperf fetched it from: the binary cache's index, not the file.
+            match labperf::cache::origin(&labperf::cache::binaries(), &a.file) {
+                labperf::cache::Origin::Fetched(m) => println!(
+                    "fetched from:    {} (host key {}, {})",
+                    show(&m.name),
+                    m.fingerprint(),
+                    show(&m.arch)
+                ),
+                labperf::cache::Origin::Conflict => println!(
+                    "fetched from:    two lab machines with different host keys (the same bytes)"
+                ),
+                labperf::cache::Origin::Unknown => {}
+            }
             println!("command:         {}", show(&h.command.join(" ")));
             println!("mode:            {}", show(&h.mode));
             let recipe = labperf_common::recipe_of(h, info.header_ext.as_ref());

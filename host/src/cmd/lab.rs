@@ -261,7 +261,9 @@ impl RunIo for HostIo<'_> {
     }
 }
 
-/// Runs `job` on host number `index`, telling the board where it is.
+/// Runs `job` on host number `index`, telling the board where it is. After a second
+/// interrupt every phase stops within a fraction of a second: what this host was writing
+/// is removed (here and, within [`deploy::ABORT_GRACE`], there) and it fails as aborted.
 fn one(
     spec: &str,
     o: &RemoteOpts,
@@ -270,7 +272,36 @@ fn one(
     board: &Board,
     index: usize,
 ) -> Result<Done> {
-    let interrupts = labperf::interrupt::count();
+    let mut fetched = None;
+    let r = one_flow(spec, o, job, hosts, board, index, &mut fetched);
+    if !labperf::interrupt::aborting() {
+        return r;
+    }
+    // Aborted: the recording fetched by this run (not one that was there before) goes too;
+    // only a regular file is removed, never a device, a FIFO or a link's name.
+    if let Some(f) = fetched {
+        if let Ok(labperf::output::Dest::File(p)) = labperf::output::resolve(&f) {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+    match r {
+        Err(e) if e.downcast_ref::<deploy::RunError>().is_some() => Err(e),
+        _ => Err(deploy::RunError::Aborted {
+            host: show(spec).into_owned(),
+        }
+        .into()),
+    }
+}
+
+fn one_flow(
+    spec: &str,
+    o: &RemoteOpts,
+    job: &Job,
+    hosts: usize,
+    board: &Board,
+    index: usize,
+    fetched: &mut Option<PathBuf>,
+) -> Result<Done> {
     let file = output_for(job.output, spec, hosts);
     // Where the file goes is settled before anything runs: a directory or a socket is
     // refused, a device or a FIFO is written straight through and never read back.
@@ -348,6 +379,12 @@ fn one(
         }
         command = labperf::push::rewrite(job.command, job.push, &remote_dir);
     }
+    if labperf::interrupt::aborting() {
+        return Err(deploy::RunError::Aborted {
+            host: show(spec).into_owned(),
+        }
+        .into());
+    }
     board.set(index, Phase::Running, "");
     // The agent's progress lines feed the host's board line.
     let mut agent_args = job.agent_args.clone();
@@ -369,10 +406,13 @@ fn one(
         Ok(f) => f,
         Err(e) => {
             return Err(match e.downcast::<deploy::RunError>() {
-                Ok(deploy::RunError::AgentKilled { host, .. }) => {
+                Ok(deploy::RunError::AgentKilled { host, .. })
+                    if !labperf::interrupt::aborting() =>
+                {
                     let partial = deploy::fetch_partial(&r, &files, &file);
                     deploy::RunError::AgentKilled { host, partial }.into()
                 }
+                Ok(e @ deploy::RunError::Aborted { .. }) => e.into(),
                 Ok(e) => {
                     deploy::cleanup(&r, &files);
                     e.into()
@@ -384,12 +424,10 @@ fn one(
             });
         }
     };
+    *fetched = Some(file.clone());
     // A second interrupt that came as the run ended still aborts: nothing is kept.
-    if labperf::interrupt::count().wrapping_sub(interrupts) >= 2 {
-        // Only a regular file is removed, never a device, a FIFO or a link's name.
-        if let Ok(labperf::output::Dest::File(p)) = labperf::output::resolve(&file) {
-            let _ = std::fs::remove_file(p);
-        }
+    // (`one` removes the file, a regular one only.)
+    if labperf::interrupt::aborting() {
         return Err(deploy::RunError::Aborted {
             host: show(spec).into_owned(),
         }
@@ -406,10 +444,20 @@ fn one(
     }
     if job.binaries && readable {
         let cache = labperf::cache::binaries();
+        // Which machine this recording came from: its host key, never what the file says.
+        let machine = labperf::cache::Machine {
+            host_key: r.host_key().to_vec(),
+            name: spec.to_string(),
+            arch: arch.clone(),
+        };
+        if let Err(e) = labperf::cache::note_recording(&cache, got.size, &got.sha256, &machine) {
+            io.say(&format!("warning: the binary cache's index of recordings: {e}: the report may miss this machine's own binaries"));
+        }
         for w in labperf::push::seed_cache(job.push, &cache) {
             io.say(&format!("warning: a pushed file's symbols: {w}"));
         }
-        for w in deploy::fetch_binaries(&r, &file, &labperf::cache::binaries()) {
+        board.set(index, Phase::Fetching, "binaries");
+        for w in deploy::fetch_binaries(&r, &file, &cache, &machine)? {
             io.say(&format!("warning: {w}"));
         }
     }
@@ -428,7 +476,7 @@ fn one(
 /// finishes one, so a slow or dead host holds up one worker for its own timeouts only);
 /// each host's phase on the board (`--progress`); results in the order of `hosts`.
 pub fn run(hosts: &[String], o: &RemoteOpts, job: &Job) -> Vec<(String, Result<Done>)> {
-    labperf::interrupt::install();
+    labperf::interrupt::install_remote();
     let board = Board::new(hosts, o.progress, std::io::stderr().is_terminal());
     let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
     let results = std::thread::scope(|sc| {
@@ -472,7 +520,15 @@ pub fn each_host<T: Send>(
             sc.spawn(|| loop {
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let Some(h) = hosts.get(i) else { break };
-                let r = f(i, h);
+                // After a second interrupt no further host is started.
+                let r = if labperf::interrupt::aborting() {
+                    Err(labperf::deploy::RunError::Aborted {
+                        host: show(h).into_owned(),
+                    }
+                    .into())
+                } else {
+                    f(i, h)
+                };
                 *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
             });
         }

@@ -162,6 +162,12 @@ pub fn run(a: &Args) -> Result<()> {
     let hosts = lab::expand(&a.host, &a.ssh, false)?;
     let results = lab::run(&hosts, &a.ssh, &job);
     let mut failed = lab::summary(&results);
+    // Aborted (a second interrupt): nothing is reported.
+    if labperf::interrupt::aborting() {
+        bail!("interrupted twice: aborted");
+    }
+    // From here on an interrupt ends labperf at once, as it ends `labperf report`.
+    labperf::interrupt::restore_default();
     let mut worst = 0;
     for (_, r) in &results {
         let Ok(d) = r else { continue };

@@ -5,6 +5,7 @@
 //! and Parquet tables (the `parquet` crate; schema in [`parquet_schema`]). Several recordings
 //! export as one: each sample keeps its recording's host, architecture and run.
 
+use crate::events::{Joined, Names, Select};
 use crate::load::{self, FileInfo, LoadError, Source};
 use crate::symbols::{label, Search, Symbolizer};
 use labperf_common::Record;
@@ -58,11 +59,13 @@ pub struct Run {
     pub stacks: Option<crate::quality::Quality>,
 }
 
-/// The samples of one recording with one stack.
+/// The samples of one recording and one event with one stack.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stack {
     /// Index into [`Stacks::runs`].
     pub run: u32,
+    /// Index into [`Stacks::events`]' names.
+    pub event: u32,
     /// Indexes into [`Stacks::frames`], outermost (the thread's name) first.
     pub frames: Vec<u32>,
     pub samples: u64,
@@ -74,6 +77,7 @@ pub struct Stack {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SampleRow {
     pub run: u32,
+    /// Index into [`Stacks::events`]' names.
     pub event: u32,
     pub pid: u32,
     pub tid: u32,
@@ -93,12 +97,17 @@ pub struct Stacks {
     /// Every sample in file order, file by file (empty unless asked for).
     pub samples: Vec<SampleRow>,
     pub runs: Vec<Run>,
+    /// The recordings' event names, joined by name (a stack's `event` indexes them); only
+    /// some have samples ([`Stacks::sampled_events`]).
+    pub events: Joined,
     pub total_samples: u64,
     pub warnings: Vec<String>,
 }
 
-/// A process, its thread's name and its stack's addresses, leaf first.
-type RawStack = (u32, u32, Vec<u64>);
+/// A process, its thread's name, its event and its stack's addresses, leaf first.
+type RawStack = (u32, u32, u32, Vec<u64>);
+/// A stack of one address: process, thread's name, event, address.
+type FlatStack = (u32, u32, u32, u64);
 type Fx = std::hash::BuildHasherDefault<load::FxHasher>;
 
 /// Reads `src` and aggregates its samples per stack (see [`collect_many`]).
@@ -110,10 +119,21 @@ pub fn collect(src: &Source, search: Search) -> Result<Stacks, LoadError> {
 /// symbolizer; `samples` keeps every sample too. Return addresses (callers) are looked up
 /// one byte back, inside their call instruction.
 pub fn collect_many(srcs: &[Source], search: Search, samples: bool) -> Result<Stacks, LoadError> {
+    collect_events(srcs, search, samples, None)
+}
+
+/// [`collect_many`] of the samples of one event (`event`: its name or index), or of every
+/// event, each stack keeping its event.
+pub fn collect_events(
+    srcs: &[Source],
+    search: Search,
+    samples: bool,
+    event: Option<&Select>,
+) -> Result<Stacks, LoadError> {
     let mut st = Stacks::default();
     let mut index: HashMap<Frame, u32> = HashMap::new();
     for (n, src) in srcs.iter().enumerate() {
-        st.collect_one(n as u32, src, search.clone(), samples, &mut index)?;
+        st.collect_one(n as u32, src, search.clone(), samples, &mut index, event)?;
     }
     let mut frames: Vec<(u32, Frame)> = index.into_iter().map(|(f, i)| (i, f)).collect();
     frames.sort_unstable_by_key(|f| f.0);
@@ -133,6 +153,7 @@ pub fn collect_many(srcs: &[Source], search: Search, samples: bool) -> Result<St
             .cmp(&a.samples)
             .then_with(|| names(a).cmp(&names(b)))
             .then(a.run.cmp(&b.run))
+            .then(a.event.cmp(&b.event))
     });
     let mut new_of = vec![0u32; order.len()];
     for (new, &old) in order.iter().enumerate() {
@@ -163,15 +184,16 @@ impl Stacks {
         search: Search,
         keep: bool,
         index: &mut HashMap<Frame, u32>,
+        event: Option<&Select>,
     ) -> Result<(), LoadError> {
         // Distinct (pid, addresses) first, numbered: the side-band records a name needs
         // may come after the samples that need it.
         let mut raw: HashMap<RawStack, (u64, u64, u32), Fx> = HashMap::default();
         // The key a stacked sample is looked up by, reused: a stack already seen costs
         // no allocation.
-        let mut probe: RawStack = (0, 0, Vec::new());
+        let mut probe: RawStack = (0, 0, 0, Vec::new());
         // Samples without callchains (most recordings): keyed without an allocation.
-        let mut flat: HashMap<(u32, u32, u64), (u64, u64, u32), Fx> = HashMap::default();
+        let mut flat: HashMap<FlatStack, (u64, u64, u32), Fx> = HashMap::default();
         let mut next_id = 0u32;
         let mut rows: Vec<SampleRow> = Vec::new();
         let mut side: Vec<Record> = Vec::new();
@@ -182,6 +204,9 @@ impl Stacks {
         // `--call-graph dwarf` recordings: every mapping first (a pass of its own), then
         // each sample's user stack unwound as it is read.
         let peek = load::peek(src)?;
+        // Each sample's event by name, joined with the other recordings'; those `event`
+        // leaves out are not read.
+        let events = self.events.of_run(&Names::of(peek.header.as_ref()), event);
         let mut unwind = crate::unwind::Unwind::of(peek.header.as_ref(), peek.header_ext.as_ref());
         let mut usym = Symbolizer::new(search.clone());
         if let Some(u) = unwind.as_mut() {
@@ -212,6 +237,9 @@ impl Stacks {
                 side.push(r.clone());
             }
             Record::Sample(s) => {
+                let Some(ev) = events.id(s.event) else {
+                    return;
+                };
                 let comm = comm_of
                     .get(&s.tid)
                     .or_else(|| comm_of.get(&s.pid))
@@ -235,14 +263,15 @@ impl Stacks {
                 };
                 let id = if (s.callchain.is_empty() || s.callchain == [s.ip]) && unwound.is_empty()
                 {
-                    bump(flat.entry((s.pid, comm, s.ip)).or_insert_with(|| {
+                    bump(flat.entry((s.pid, comm, ev, s.ip)).or_insert_with(|| {
                         next_id += 1;
                         (0, 0, next_id - 1)
                     }))
                 } else {
                     probe.0 = s.pid;
                     probe.1 = comm;
-                    let addrs = &mut probe.2;
+                    probe.2 = ev;
+                    let addrs = &mut probe.3;
                     addrs.clear();
                     addrs.push(s.ip);
                     let callers = match s.callchain.first() {
@@ -271,7 +300,7 @@ impl Stacks {
                 if keep {
                     rows.push(SampleRow {
                         run,
-                        event: s.event,
+                        event: ev,
                         pid: s.pid,
                         tid: s.tid,
                         time: s.time,
@@ -287,8 +316,8 @@ impl Stacks {
         // The kernel addresses the stacks name: the kernel functions kept are theirs.
         let mut kernel: Vec<u64> = flat
             .keys()
-            .map(|k| k.2)
-            .chain(raw.keys().flat_map(|k| k.2.iter().copied()))
+            .map(|k| k.3)
+            .chain(raw.keys().flat_map(|k| k.3.iter().copied()))
             .filter(|a| a >> 63 == 1)
             .collect();
         // A return address is looked up one byte back.
@@ -312,13 +341,13 @@ impl Stacks {
             let counted = |id: u32| fp_samples.get(id as usize).copied().unwrap_or(0);
             let max = q.max_frames;
             let mut ends = crate::quality::FpEnds::default();
-            for ((pid, _, ip), v) in &flat {
+            for ((pid, _, _, ip), v) in &flat {
                 if counted(v.2) > 0 {
                     let e = ends.end(&mut sym, *pid, std::slice::from_ref(ip), max);
                     q.add(&e, counted(v.2));
                 }
             }
-            for ((pid, _, addrs), v) in &raw {
+            for ((pid, _, _, addrs), v) in &raw {
                 if counted(v.2) > 0 {
                     let e = ends.end(&mut sym, *pid, addrs, max);
                     q.add(&e, counted(v.2));
@@ -326,7 +355,7 @@ impl Stacks {
             }
         }
         drop(fp_samples);
-        let mut merged: HashMap<Vec<u32>, u32> = HashMap::new();
+        let mut merged: HashMap<(u32, Vec<u32>), u32> = HashMap::new();
         let mut stack_of = vec![0u32; next_id as usize];
         // In address order, so that frame numbering is the same on every run; each frame is
         // held once, by `index` (made a list when every file is read).
@@ -340,12 +369,12 @@ impl Stacks {
         };
         let all = flat
             .iter()
-            .map(|((pid, comm, ip), v)| (*pid, *comm, std::slice::from_ref(ip), *v))
+            .map(|((pid, comm, ev, ip), v)| (*pid, *comm, *ev, std::slice::from_ref(ip), *v))
             .chain(
                 raw.iter()
-                    .map(|((pid, comm, a), v)| (*pid, *comm, &a[..], *v)),
+                    .map(|((pid, comm, ev, a), v)| (*pid, *comm, *ev, &a[..], *v)),
             );
-        for (pid, comm, addrs, (n, period, id)) in all {
+        for (pid, comm, ev, addrs, (n, period, id)) in all {
             // Leaf first: the sampled function (the symbol table's, as every flat report
             // names it, so Self agrees with them), then at each return address the
             // functions inlined at that call site (innermost first, from DWARF where the
@@ -383,9 +412,10 @@ impl Stacks {
             };
             stack.push(intern(root));
             stack.reverse();
-            let slot = *merged.entry(stack).or_insert_with(|| {
+            let slot = *merged.entry((ev, stack)).or_insert_with(|| {
                 self.stacks.push(Stack {
                     run,
+                    event: ev,
                     frames: Vec::new(),
                     samples: 0,
                     period: 0,
@@ -400,7 +430,7 @@ impl Stacks {
         }
         drop((flat, raw));
         // Each stack's frames, held by `merged` until now.
-        for (frames, slot) in merged {
+        for ((_, frames), slot) in merged {
             self.stacks[slot as usize].frames = frames;
         }
         for r in &mut rows {
@@ -430,17 +460,39 @@ impl Stacks {
         self.runs.first().and_then(|r| r.info.header.as_ref())
     }
 
-    /// The first recording's first event (what the weights count).
+    /// The first event with samples (what the weights count), else the first recording's
+    /// first event.
     fn event(&self) -> Option<&str> {
-        self.runs
-            .first()
-            .and_then(|r| r.events.first())
-            .map(String::as_str)
+        match self.sampled_events().first() {
+            Some(e) => Some(self.events.names[e.0 as usize].as_str()),
+            None => self
+                .runs
+                .first()
+                .and_then(|r| r.events.first())
+                .map(String::as_str),
+        }
     }
 
     /// Whether the weights are nanoseconds (cpu-clock and task-clock periods).
     fn weights_are_ns(&self) -> bool {
-        matches!(self.event(), Some("cpu-clock" | "task-clock"))
+        self.event().is_some_and(crate::events::is_ns)
+    }
+
+    /// The events with samples, in the order of the recordings' headers: (index into
+    /// [`Stacks::events`], samples, sum of periods).
+    pub fn sampled_events(&self) -> Vec<(u32, u64, u64)> {
+        let mut t: Vec<(u64, u64)> = vec![(0, 0); self.events.names.len()];
+        for s in &self.stacks {
+            if let Some(e) = t.get_mut(s.event as usize) {
+                e.0 += s.samples;
+                e.1 = e.1.saturating_add(s.period);
+            }
+        }
+        t.into_iter()
+            .enumerate()
+            .filter(|(_, e)| e.0 > 0)
+            .map(|(i, e)| (i as u32, e.0, e.1))
+            .collect()
     }
 
     /// A sample's wall-clock time in ns since the Unix epoch: its recording's clock mapped
@@ -557,29 +609,38 @@ impl Stacks {
         inferno::flamegraph::from_lines(&mut o, folded.lines(), w)
     }
 
-    /// pprof's profile.proto, gzipped. Values: samples, then the sum of periods (in
-    /// nanoseconds for cpu-clock and task-clock, events otherwise). Every sample carries
-    /// its recording's labels `host`, `arch` and `run`.
+    /// pprof's profile.proto, gzipped. Values: samples, then the sum of periods of each
+    /// event, a sample type per event named after it (`cpu-clock/nanoseconds`,
+    /// `page-faults/count`: nanoseconds for cpu-clock and task-clock, events otherwise), a
+    /// stack's samples counting in its own event's only. Every sample carries its
+    /// recording's labels `host`, `arch` and `run`, and with several events `event`.
     pub fn pprof(&self, w: impl Write) -> std::io::Result<()> {
         use pprof::*;
         let mut strings = Strings::default();
-        let event = self.event().unwrap_or("samples").to_string();
-        let unit = if self.weights_are_ns() {
-            "nanoseconds"
-        } else {
-            "count"
-        };
-        let period_type = ValueType {
-            r#type: strings.id(&event),
-            unit: strings.id(unit),
-        };
-        let sample_type = vec![
-            ValueType {
-                r#type: strings.id("samples"),
-                unit: strings.id("count"),
-            },
-            period_type.clone(),
-        ];
+        let sampled = self.sampled_events();
+        // The value index of each event's periods (1 + its place among the sampled ones).
+        let mut value_of: HashMap<u32, usize> = HashMap::new();
+        let mut sample_type = vec![ValueType {
+            r#type: strings.id("samples"),
+            unit: strings.id("count"),
+        }];
+        for (k, &(e, _, _)) in sampled.iter().enumerate() {
+            let name = &self.events.names[e as usize];
+            value_of.insert(e, k + 1);
+            sample_type.push(ValueType {
+                r#type: strings.id(name),
+                unit: strings.id(crate::events::unit(name)),
+            });
+        }
+        if sampled.is_empty() {
+            let event = self.event().unwrap_or("samples").to_string();
+            sample_type.push(ValueType {
+                r#type: strings.id(&event),
+                unit: strings.id(crate::events::unit(&event)),
+            });
+        }
+        let period_type = sample_type[1].clone();
+        let several = sampled.len() > 1;
         // One mapping per file, one function and one location per frame (ids from 1).
         let mut mappings: Vec<Mapping> = Vec::new();
         let mut mapping_of: HashMap<&str, u64> = HashMap::new();
@@ -627,14 +688,26 @@ impl Stacks {
                 ]
             })
             .collect();
+        let event_key = strings.id("event");
+        let event_labels: Vec<i64> = self.events.names.iter().map(|n| strings.id(n)).collect();
         let sample = self
             .stacks
             .iter()
-            .map(|s| Sample {
-                // Leaf first.
-                location_id: s.frames.iter().rev().map(|&i| i as u64 + 1).collect(),
-                value: vec![s.samples as i64, s.period.min(i64::MAX as u64) as i64],
-                label: labels.get(s.run as usize).cloned().unwrap_or_default(),
+            .map(|s| {
+                let mut value = vec![0i64; sample_type.len()];
+                value[0] = s.samples as i64;
+                value[value_of.get(&s.event).copied().unwrap_or(1)] =
+                    s.period.min(i64::MAX as u64) as i64;
+                let mut label = labels.get(s.run as usize).cloned().unwrap_or_default();
+                if several {
+                    label.push(Label::str(event_key, event_labels[s.event as usize]));
+                }
+                Sample {
+                    // Leaf first.
+                    location_id: s.frames.iter().rev().map(|&i| i as u64 + 1).collect(),
+                    value,
+                    label,
+                }
             })
             .collect();
         let header = self.header();
@@ -648,9 +721,13 @@ impl Stacks {
             time_nanos: header.map_or(0, |h| h.start_realtime_ns.min(i64::MAX as u64) as i64),
             duration_nanos: 0,
             period_type: Some(period_type),
-            // The fixed period (none with a frequency: flag bit 10).
+            // The fixed period of the first sampled event (none with a frequency: flag
+            // bit 10).
             period: header
-                .and_then(|h| h.events.first())
+                .and_then(|h| {
+                    let name = self.event()?;
+                    h.events.iter().find(|e| e.name == name)
+                })
                 .filter(|e| e.attr.flags & (1 << 10) == 0)
                 .map_or(0, |e| {
                     e.attr.sample_period_or_freq.min(i64::MAX as u64) as i64
@@ -665,7 +742,9 @@ impl Stacks {
     /// The Firefox Profiler's processed profile (needs [`Stacks::samples`]): a process per
     /// recording and pid, a thread per tid, each sample at its wall-clock time with its
     /// stack's function names embedded (no symbol server needed). For cpu-clock and
-    /// task-clock the sample's period is its CPU time.
+    /// task-clock the sample's period is its CPU time. With several events, a process per
+    /// pid and event, its threads named `THREAD (EVENT)`: a track's samples are of one
+    /// event.
     pub fn firefox(&self, w: impl Write) -> serde_json::Result<()> {
         use fxprof_processed_profile as fx;
         let reference = self
@@ -691,12 +770,13 @@ impl Stacks {
         );
         // Every frame is a name already: nothing for the profiler to look up.
         p.set_symbolicated(true);
-        let mut processes: HashMap<(u32, u32), fx::ProcessHandle> = HashMap::new();
-        let mut threads: HashMap<(u32, u32, u32), fx::ThreadHandle> = HashMap::new();
+        let mut processes: HashMap<(u32, u32, u32), fx::ProcessHandle> = HashMap::new();
+        let mut threads: HashMap<(u32, u32, u32, u32), fx::ThreadHandle> = HashMap::new();
+        let several_events = self.sampled_events().len() > 1;
         let mut handles: HashMap<(fx::ThreadHandle, u32), Option<fx::StackHandle>> = HashMap::new();
         // Each thread's samples in time order.
         let mut order: Vec<&SampleRow> = self.samples.iter().collect();
-        order.sort_by_key(|s| (s.run, s.pid, s.tid, s.time));
+        order.sort_by_key(|s| (s.run, s.pid, s.tid, s.event, s.time));
         let category = fx::CategoryHandle::OTHER.into();
         for s in order {
             let at = fx::Timestamp::from_nanos_since_reference(self.wall_ns(s) - reference);
@@ -707,17 +787,28 @@ impl Stacks {
                 .map_or("", |&i| self.frames[i as usize].name.as_str());
             let run = &self.runs[s.run as usize];
             let several = self.runs.len() > 1;
-            let process = *processes.entry((s.run, s.pid)).or_insert_with(|| {
-                let name = if several {
+            // With several events, each its own process track (`prog (page-faults)`): a
+            // thread's samples, and their weights, are of one event.
+            let event = &self.events.names[s.event as usize];
+            let ev = if several_events { s.event } else { 0 };
+            let process = *processes.entry((s.run, s.pid, ev)).or_insert_with(|| {
+                let mut name = if several {
                     format!("{thread_name} ({}, {})", run.host, run.name)
                 } else {
                     thread_name.to_string()
                 };
+                if several_events {
+                    name = format!("{name} ({event})");
+                }
                 p.add_process(&name, s.pid, at)
             });
-            let thread = *threads.entry((s.run, s.pid, s.tid)).or_insert_with(|| {
+            let thread = *threads.entry((s.run, s.pid, s.tid, ev)).or_insert_with(|| {
                 let t = p.add_thread(process, s.tid, at, s.tid == s.pid);
-                p.set_thread_name(t, thread_name);
+                if several_events {
+                    p.set_thread_name(t, &format!("{thread_name} ({event})"));
+                } else {
+                    p.set_thread_name(t, thread_name);
+                }
                 t
             });
             let handle = *handles.entry((thread, s.stack)).or_insert_with(|| {
@@ -732,7 +823,7 @@ impl Stacks {
                     .collect();
                 p.intern_stack_frames(thread, frames.into_iter())
             });
-            let cpu = if ns {
+            let cpu = if crate::events::is_ns(event) {
                 fx::CpuDelta::from_nanos(s.period)
             } else {
                 fx::CpuDelta::ZERO
@@ -861,12 +952,9 @@ mod pq {
             .iter()
             .map(|r| [text(&r.host), text(&r.arch), text(&r.name)])
             .collect();
-        let events: Vec<Vec<ByteArray>> = st
-            .runs
-            .iter()
-            .map(|r| r.events.iter().map(|e| text(e)).collect())
-            .collect();
-        let unknown_event = text("unknown");
+        // Each sample's event by name, as reports name it (joined across recordings).
+        let events: Vec<ByteArray> = st.events.names.iter().map(|e| text(e)).collect();
+        let unknown_event = text(crate::events::UNKNOWN);
         let names: Vec<(ByteArray, ByteArray)> = st
             .frames
             .iter()
@@ -889,7 +977,7 @@ mod pq {
                 bytes(&|s| runs[s.run as usize][1].clone()),
                 bytes(&|s| runs[s.run as usize][2].clone()),
                 bytes(&|s| {
-                    events[s.run as usize]
+                    events
                         .get(s.event as usize)
                         .unwrap_or(&unknown_event)
                         .clone()
@@ -1113,6 +1201,7 @@ mod tests {
         };
         let st = |frames: Vec<u32>, samples, period| Stack {
             run: 0,
+            event: 0,
             frames,
             samples,
             period,

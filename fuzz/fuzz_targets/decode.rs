@@ -230,6 +230,9 @@ fuzz_target!(|data: &[u8]| {
                 order: [labperf::report::Order::Caller, labperf::report::Order::Callee][(mode >> 4) as usize & 1],
                 depth: (mode >> 2) as usize & 1,
             }),
+            // One event of several (by index; a file without it is an error).
+            event: (view == Some(View::Plain) && pick & 2 != 0)
+                .then(|| labperf::events::Select("1".into())),
         };
         if let Ok(r) = labperf::view::build(&src, &o) {
             for &f in fmts {

@@ -74,9 +74,18 @@ fn key_text(c: &Cell) -> String {
     }
 }
 
-/// One table of each report, joined.
+/// One table of each report, joined. (A table's `event` column is the same on every row:
+/// tables are matched by event, rows by their other text columns.)
 fn diff_table(base: &Table, new: &Table) -> Table {
-    let mut keys: Vec<usize> = (0..new.columns.len()).filter(|&i| is_key(new, i)).collect();
+    // The text columns, as the side with rows shows them.
+    let keyed = if new.rows.is_empty() && base.columns.len() == new.columns.len() {
+        base
+    } else {
+        new
+    };
+    let mut keys: Vec<usize> = (0..new.columns.len())
+        .filter(|&i| new.columns[i].key != "event" && is_key(keyed, i))
+        .collect();
     // A table without text columns (a time series: TopDown or stat intervals) is joined
     // row by row, its first column (the time) shown as the new file's.
     let by_position = keys.is_empty() && !new.columns.is_empty();
@@ -84,7 +93,11 @@ fn diff_table(base: &Table, new: &Table) -> Table {
         keys.push(0);
     }
     let nums: Vec<usize> = (0..new.columns.len())
-        .filter(|&i| !keys.contains(&i) && base.columns.iter().any(|c| c.key == new.columns[i].key))
+        .filter(|&i| {
+            !keys.contains(&i)
+                && new.columns[i].key != "event"
+                && base.columns.iter().any(|c| c.key == new.columns[i].key)
+        })
         .collect();
     // The base's column index of each of the new table's numeric columns.
     let base_col: Vec<usize> = nums
@@ -192,15 +205,54 @@ fn diff_table(base: &Table, new: &Table) -> Table {
         rows.sort_by(|a, b| b.0.total_cmp(&a.0));
     }
     let mut t = Table::new(&new.name, columns);
-    t.title = new.title.clone();
+    t.title = match (&base.title, &new.title) {
+        (Some(b), Some(n)) if b != n => Some(format!(
+            "# {} vs {}",
+            b.trim_start_matches("# "),
+            n.trim_start_matches("# ")
+        )),
+        (b, n) => n.clone().or_else(|| b.clone()),
+    };
     t.ranked = new.ranked;
     t.rows = rows.into_iter().map(|(_, r)| r).collect();
+    // A table of one event of several: its rows say which (CSV, JSON), as the reports' do.
+    if let Some(e) = new
+        .summary
+        .get("event")
+        .or_else(|| base.summary.get("event"))
+    {
+        t.summary.insert("event".into(), e.clone());
+        t.columns.insert(0, Column::left("event", "Event", 0));
+        t.hidden.push("event");
+        for r in &mut t.rows {
+            r.insert(0, Cell::Text(e.as_str().unwrap_or_default().to_string()));
+        }
+    }
     t
 }
 
-/// `base` and `new` joined table by table (tables matched by name). The change is new
-/// minus base; ranked tables sort by the size of the first numeric column's change, time
-/// series keep their order and are joined interval by interval.
+/// The event a table counts: its own (a report of several events), else its report's.
+fn event_of<'a>(r: &'a Report, t: &'a Table) -> Option<&'a str> {
+    t.summary
+        .get("event")
+        .or_else(|| r.summary.get("event"))
+        .and_then(Value::as_str)
+}
+
+/// A table like `t` without rows: the side of a join where an event has no samples.
+fn empty_like(t: &Table) -> Table {
+    Table {
+        rows: Vec::new(),
+        footer: Vec::new(),
+        ..t.clone()
+    }
+}
+
+/// `base` and `new` joined table by table (tables matched by name and event: a recording of
+/// several events is joined event by event, an event only one side sampled against
+/// nothing). The change is new minus base; ranked tables sort by the size of the first
+/// numeric column's change, time series keep their order and are joined interval by
+/// interval.
 pub fn diff(base: &Report, new: &Report) -> Result<Report, DiffError> {
     if base.view != new.view {
         return Err(DiffError::Views {
@@ -208,16 +260,38 @@ pub fn diff(base: &Report, new: &Report) -> Result<Report, DiffError> {
             new: new.view,
         });
     }
-    let tables = new
-        .tables
-        .iter()
-        .filter_map(|t| {
-            base.tables
-                .iter()
-                .find(|b| b.name == t.name)
-                .map(|b| diff_table(b, t))
-        })
-        .collect();
+    let same = |b: &Table, t: &Table| {
+        b.name == t.name
+            && match (event_of(base, b), event_of(new, t)) {
+                (Some(x), Some(y)) => x == y,
+                _ => true,
+            }
+    };
+    let mut tables: Vec<Table> = Vec::new();
+    for t in &new.tables {
+        match base.tables.iter().find(|b| same(b, t)) {
+            Some(b) => tables.push(diff_table(b, t)),
+            None => {
+                if let Some(e) = event_of(new, t) {
+                    let mut d = diff_table(&empty_like(t), t);
+                    d.title
+                        .get_or_insert_with(|| format!("# event '{e}': new only"));
+                    tables.push(d);
+                }
+            }
+        }
+    }
+    // The events only the base sampled.
+    for b in &base.tables {
+        if let Some(e) = event_of(base, b) {
+            if !new.tables.iter().any(|t| same(b, t)) {
+                let mut d = diff_table(b, &empty_like(b));
+                d.title
+                    .get_or_insert_with(|| format!("# event '{e}': base only"));
+                tables.push(d);
+            }
+        }
+    }
     let mut warnings: Vec<String> = base.warnings.iter().map(|w| format!("base: {w}")).collect();
     warnings.extend(new.warnings.iter().map(|w| format!("new: {w}")));
     // How far each side's call stacks reach, as their reports say it.

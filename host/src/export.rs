@@ -5,6 +5,7 @@
 //! and Parquet tables (the `parquet` crate; schema in [`parquet_schema`]). Several recordings
 //! export as one: each sample keeps its recording's host, architecture and run.
 
+use crate::events::{Joined, Names, Select};
 use crate::load::{self, FileInfo, LoadError, Source};
 use crate::symbols::{label, Search, Symbolizer};
 use labperf_common::Record;
@@ -58,11 +59,14 @@ pub struct Run {
     pub stacks: Option<crate::quality::Quality>,
 }
 
-/// The samples of one recording with one stack; its frames are [`Stacks::path`].
+/// The samples of one recording and one event with one stack; its frames are
+/// [`Stacks::path`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stack {
     /// Index into [`Stacks::runs`].
     pub run: u32,
+    /// Index into [`Stacks::events`]' names.
+    pub event: u32,
     /// Its frames: `len` ids of [`Stacks::arena`] from `start`.
     start: usize,
     len: u32,
@@ -71,13 +75,17 @@ pub struct Stack {
     pub period: u64,
 }
 
-/// A sampled thread of one recording.
+/// A sampled thread of one recording, and the event its samples are of (a thread
+/// sampled for several events is one per event: a track of the Firefox profile weighs one
+/// event).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Thread {
     /// Index into [`Stacks::runs`].
     pub run: u32,
     pub pid: u32,
     pub tid: u32,
+    /// Index into [`Stacks::events`]' names.
+    pub event: u32,
 }
 
 /// One sample, kept when the format needs each ([`Format::per_sample`]): 32 bytes.
@@ -85,6 +93,7 @@ pub struct Thread {
 pub struct SampleRow {
     /// Index into [`Stacks::threads`].
     pub thread: u32,
+    /// Index into [`Stacks::events`]' names.
     pub event: u32,
     /// Index into [`Stacks::stacks`].
     pub stack: u32,
@@ -108,19 +117,23 @@ pub struct Stacks {
     /// The threads of [`Stacks::samples`].
     pub threads: Vec<Thread>,
     pub runs: Vec<Run>,
+    /// The recordings' event names, joined by name (a stack's `event` indexes them); only
+    /// some have samples ([`Stacks::sampled_events`]).
+    pub events: Joined,
     pub total_samples: u64,
     pub warnings: Vec<String>,
 }
 
 type Fx = std::hash::BuildHasherDefault<load::FxHasher>;
 
-/// A distinct stack of one recording while it is read: its process, its thread's name, and
-/// a run of [`Stacks::arena`]: a slot for the thread's name, then its addresses' ids,
-/// outermost first (made frame ids in place once every side-band record is known).
+/// A distinct stack of one recording while it is read: its process, its thread's name, its
+/// event, and a run of [`Stacks::arena`]: a slot for the thread's name, then its addresses'
+/// ids, outermost first (made frame ids in place once every side-band record is known).
 #[derive(Debug, Clone, Copy)]
 struct Raw {
     pid: u32,
     comm: u32,
+    event: u32,
     start: usize,
     len: u32,
     samples: u64,
@@ -130,11 +143,12 @@ struct Raw {
 /// The slot a raw stack keeps for its thread's name.
 const ROOT: u32 = u32::MAX;
 
-fn hash_ids(pid: u32, comm: u32, ids: &[u32]) -> u64 {
+fn hash_ids(pid: u32, comm: u32, event: u32, ids: &[u32]) -> u64 {
     use std::hash::Hasher;
     let mut h = load::FxHasher::default();
     h.write_u32(pid);
     h.write_u32(comm);
+    h.write_u32(event);
     for &i in ids {
         h.write_u32(i);
     }
@@ -150,10 +164,21 @@ pub fn collect(src: &Source, search: Search) -> Result<Stacks, LoadError> {
 /// symbolizer; `samples` keeps every sample too. Return addresses (callers) are looked up
 /// one byte back, inside their call instruction.
 pub fn collect_many(srcs: &[Source], search: Search, samples: bool) -> Result<Stacks, LoadError> {
+    collect_events(srcs, search, samples, None)
+}
+
+/// [`collect_many`] of the samples of one event (`event`: its name or index), or of every
+/// event, each stack keeping its event.
+pub fn collect_events(
+    srcs: &[Source],
+    search: Search,
+    samples: bool,
+    event: Option<&Select>,
+) -> Result<Stacks, LoadError> {
     let mut st = Stacks::default();
     let mut index: HashMap<Frame, u32> = HashMap::new();
     for (n, src) in srcs.iter().enumerate() {
-        st.collect_one(n as u32, src, search.clone(), samples, &mut index)?;
+        st.collect_one(n as u32, src, search.clone(), samples, &mut index, event)?;
     }
     let mut frames: Vec<(u32, Frame)> = index.into_iter().map(|(f, i)| (i, f)).collect();
     frames.sort_unstable_by_key(|f| f.0);
@@ -171,6 +196,7 @@ pub fn collect_many(srcs: &[Source], search: Search, samples: bool) -> Result<St
             .cmp(&a.samples)
             .then_with(|| names(a).cmp(names(b)))
             .then(a.run.cmp(&b.run))
+            .then(a.event.cmp(&b.event))
     });
     let mut new_of = vec![0u32; order.len()];
     for (new, &old) in order.iter().enumerate() {
@@ -193,10 +219,12 @@ impl Stacks {
         &self.arena[s.start..s.start + s.len as usize]
     }
 
-    /// Adds a stack of `path` (frame ids, outermost first); returns its index.
+    /// Adds a stack of `path` (frame ids, outermost first) of the first event; returns its
+    /// index.
     pub fn push(&mut self, run: u32, path: &[u32], samples: u64, period: u64) -> u32 {
         self.stacks.push(Stack {
             run,
+            event: 0,
             start: self.arena.len(),
             len: path.len() as u32,
             samples,
@@ -214,19 +242,21 @@ impl Stacks {
         search: Search,
         keep: bool,
         index: &mut HashMap<Frame, u32>,
+        event: Option<&Select>,
     ) -> Result<(), LoadError> {
         // Distinct (pid, thread name, addresses) first, numbered: the side-band records a
         // name needs may come after the samples that need it. Each (pid, address) is
         // numbered too (4 bytes an entry), and a stack already seen costs no allocation.
         let mut raw: Vec<Raw> = Vec::new();
         let mut by_content: hashbrown::HashTable<u32> = hashbrown::HashTable::new();
-        // Samples without callchains (most recordings): found without hashing a list.
-        let mut flat: HashMap<(u32, u32, u64), u32, Fx> = HashMap::default();
+        // Samples without callchains (most recordings), by process, thread's name, event
+        // and address: found without hashing a list.
+        let mut flat: HashMap<(u32, u32, u32, u64), u32, Fx> = HashMap::default();
         let mut addr_id: HashMap<(u32, u64), u32, Fx> = HashMap::default();
         let mut addrs: Vec<(u32, u64)> = Vec::new();
         let mut probe: Vec<u32> = Vec::new();
         let mut rows: Vec<SampleRow> = Vec::new();
-        let mut thread_of: HashMap<(u32, u32), u32, Fx> = HashMap::default();
+        let mut thread_of: HashMap<(u32, u32, u32), u32, Fx> = HashMap::default();
         // The side band (mappings, kernel functions) is read again once the addresses are
         // known, only what they need (a file may list millions of mappings); forks now.
         let mut forks: Vec<(u32, u32)> = Vec::new();
@@ -239,6 +269,9 @@ impl Stacks {
         // `--call-graph dwarf` recordings: every mapping first (a pass of its own), then
         // each sample's user stack unwound as it is read.
         let peek = load::peek(src)?;
+        // Each sample's event by name, joined with the other recordings'; those `event`
+        // leaves out are not read.
+        let events = self.events.of_run(&Names::of(peek.header.as_ref()), event);
         let mut unwind = crate::unwind::Unwind::of(peek.header.as_ref(), peek.header_ext.as_ref());
         let mut usym = Symbolizer::new(search.clone());
         if let Some(u) = unwind.as_mut() {
@@ -273,6 +306,9 @@ impl Stacks {
                 }
             }
             Record::Sample(s) => {
+                let Some(ev) = events.id(s.event) else {
+                    return;
+                };
                 let comm = comm_of
                     .get(&s.tid)
                     .or_else(|| comm_of.get(&s.pid))
@@ -300,6 +336,7 @@ impl Stacks {
                     raw.push(Raw {
                         pid: s.pid,
                         comm,
+                        event: ev,
                         start: arena.len(),
                         len: ids.len() as u32,
                         samples: 0,
@@ -310,11 +347,11 @@ impl Stacks {
                 };
                 let id = if (s.callchain.is_empty() || s.callchain == [s.ip]) && unwound.is_empty()
                 {
-                    match flat.get(&(s.pid, comm, s.ip)) {
+                    match flat.get(&(s.pid, comm, ev, s.ip)) {
                         Some(&id) => id,
                         None => {
                             let id = new_raw(&mut raw, arena, &[ROOT, number(s.ip)]);
-                            flat.insert((s.pid, comm, s.ip), id);
+                            flat.insert((s.pid, comm, ev, s.ip), id);
                             id
                         }
                     }
@@ -328,11 +365,12 @@ impl Stacks {
                     probe.extend(unwound.iter().rev().map(|&a| number(a)));
                     probe.extend(callers.iter().rev().map(|&a| number(a)));
                     probe.push(number(s.ip));
-                    let h = hash_ids(s.pid, comm, &probe);
+                    let h = hash_ids(s.pid, comm, ev, &probe);
                     let same = |&i: &u32| {
                         let r = &raw[i as usize];
                         r.pid == s.pid
                             && r.comm == comm
+                            && r.event == ev
                             && arena[r.start..r.start + r.len as usize] == probe[..]
                     };
                     match by_content.find(h, same).copied() {
@@ -341,7 +379,12 @@ impl Stacks {
                             let id = new_raw(&mut raw, arena, &probe);
                             by_content.insert_unique(h, id, |&i| {
                                 let r = &raw[i as usize];
-                                hash_ids(r.pid, r.comm, &arena[r.start..r.start + r.len as usize])
+                                hash_ids(
+                                    r.pid,
+                                    r.comm,
+                                    r.event,
+                                    &arena[r.start..r.start + r.len as usize],
+                                )
                             });
                             id
                         }
@@ -357,17 +400,18 @@ impl Stacks {
                 e.samples += 1;
                 e.period = e.period.saturating_add(s.period);
                 if keep {
-                    let thread = *thread_of.entry((s.pid, s.tid)).or_insert_with(|| {
+                    let thread = *thread_of.entry((s.pid, s.tid, ev)).or_insert_with(|| {
                         threads.push(Thread {
                             run,
                             pid: s.pid,
                             tid: s.tid,
+                            event: ev,
                         });
                         threads.len() as u32 - 1
                     });
                     rows.push(SampleRow {
                         thread,
-                        event: s.event,
+                        event: ev,
                         stack: id,
                         time: s.time,
                         period: s.period,
@@ -431,6 +475,7 @@ impl Stacks {
                 (a.pid, a.comm)
                     .cmp(&(b.pid, b.comm))
                     .then_with(|| leaf_first(a).cmp(leaf_first(b)))
+                    .then(a.event.cmp(&b.event))
             });
         }
         // Each (pid and address, leaf or caller) named once: its frames outermost first, a run
@@ -445,7 +490,8 @@ impl Stacks {
             let next = index.len() as u32;
             *index.entry(f).or_insert(next)
         };
-        // Raw stacks that name the same frames are one stack (found by content).
+        // Raw stacks of one event that name the same frames are one stack (found by
+        // content).
         let mut merged: hashbrown::HashTable<u32> = hashbrown::HashTable::new();
         let mut stack_of = vec![0u32; raw.len()];
         let mut path: Vec<u32> = Vec::new();
@@ -498,21 +544,29 @@ impl Stacks {
                 self.arena.extend_from_slice(&path);
                 self.arena.len() - path.len()
             };
-            let h = hash_ids(run, 0, &path);
+            let h = hash_ids(run, 0, r.event, &path);
             let (stacks, arena) = (&mut self.stacks, &self.arena);
             let at = |s: &Stack| &arena[s.start..s.start + s.len as usize];
-            let slot = match merged.find(h, |&i| at(&stacks[i as usize]) == &path[..]) {
+            let same = |&i: &u32| {
+                let s = &stacks[i as usize];
+                s.event == r.event && at(s) == &path[..]
+            };
+            let slot = match merged.find(h, same) {
                 Some(&i) => i,
                 None => {
                     stacks.push(Stack {
                         run,
+                        event: r.event,
                         start,
                         len: path.len() as u32,
                         samples: 0,
                         period: 0,
                     });
                     let i = stacks.len() as u32 - 1;
-                    merged.insert_unique(h, i, |&i| hash_ids(run, 0, at(&stacks[i as usize])));
+                    merged.insert_unique(h, i, |&i| {
+                        let s = &stacks[i as usize];
+                        hash_ids(run, 0, s.event, at(s))
+                    });
                     i
                 }
             };
@@ -554,17 +608,39 @@ impl Stacks {
         self.runs.first().and_then(|r| r.info.header.as_ref())
     }
 
-    /// The first recording's first event (what the weights count).
+    /// The first event with samples (what the weights count), else the first recording's
+    /// first event.
     fn event(&self) -> Option<&str> {
-        self.runs
-            .first()
-            .and_then(|r| r.events.first())
-            .map(String::as_str)
+        match self.sampled_events().first() {
+            Some(e) => Some(self.events.names[e.0 as usize].as_str()),
+            None => self
+                .runs
+                .first()
+                .and_then(|r| r.events.first())
+                .map(String::as_str),
+        }
     }
 
     /// Whether the weights are nanoseconds (cpu-clock and task-clock periods).
     fn weights_are_ns(&self) -> bool {
-        matches!(self.event(), Some("cpu-clock" | "task-clock"))
+        self.event().is_some_and(crate::events::is_ns)
+    }
+
+    /// The events with samples, in the order of the recordings' headers: (index into
+    /// [`Stacks::events`], samples, sum of periods).
+    pub fn sampled_events(&self) -> Vec<(u32, u64, u64)> {
+        let mut t: Vec<(u64, u64)> = vec![(0, 0); self.events.names.len()];
+        for s in &self.stacks {
+            if let Some(e) = t.get_mut(s.event as usize) {
+                e.0 += s.samples;
+                e.1 = e.1.saturating_add(s.period);
+            }
+        }
+        t.into_iter()
+            .enumerate()
+            .filter(|(_, e)| e.0 > 0)
+            .map(|(i, e)| (i as u32, e.0, e.1))
+            .collect()
     }
 
     /// A sample's wall-clock time in ns since the Unix epoch: its recording's clock mapped
@@ -601,15 +677,20 @@ const OTHERS: u32 = u32::MAX;
 /// The name of that track.
 const OTHER_THREADS: &str = "[other threads]";
 
-/// The Firefox profile's tracks (the busiest threads, and the others of each recording as
-/// one), and how deep its stacks go.
+/// The Firefox profile's tracks (the busiest threads, each event apart, and the others of
+/// each recording as one, their stacks under `THREAD (EVENT)` with several events), and how
+/// deep its stacks go.
 struct Firefox {
-    /// Per thread of [`Stacks::threads`]: its recording, and its own index or [`OTHERS`].
-    tracks: Vec<(u32, u32)>,
+    /// Per thread of [`Stacks::threads`]: its recording, its own index or [`OTHERS`], and
+    /// its event when the recordings sampled several (else 0; in [`OTHERS`], the event
+    /// keeps its stacks apart, under their own root).
+    tracks: Vec<(u32, u32, u32)>,
     /// The threads in [`OTHERS`].
     others: usize,
     /// The outer frames a stack keeps (`None`: all).
     depth: Option<usize>,
+    /// Whether the recordings sampled several events (a track per thread and event).
+    several_events: bool,
 }
 
 impl Firefox {
@@ -618,11 +699,12 @@ impl Firefox {
         for s in &st.samples {
             count[s.thread as usize] += 1;
         }
-        let mut tracks: Vec<(u32, u32)> = st
+        let several_events = st.sampled_events().len() > 1;
+        let mut tracks: Vec<(u32, u32, u32)> = st
             .threads
             .iter()
             .enumerate()
-            .map(|(i, t)| (t.run, i as u32))
+            .map(|(i, t)| (t.run, i as u32, if several_events { t.event } else { 0 }))
             .collect();
         let mut others = 0;
         if tracks.len() > FIREFOX_THREADS {
@@ -637,13 +719,15 @@ impl Firefox {
             tracks,
             others,
             depth: None,
+            several_events,
         };
         ff.depth = ff.depth(st);
         ff
     }
 
-    /// A sample's track: its recording, and its thread or [`OTHERS`].
-    fn track(&self, s: &SampleRow) -> (u32, u32) {
+    /// A sample's track: its recording, its thread or [`OTHERS`], and its event (0 with
+    /// one event).
+    fn track(&self, s: &SampleRow) -> (u32, u32, u32) {
         self.tracks[s.thread as usize]
     }
 
@@ -663,23 +747,16 @@ impl Firefox {
     /// order: a stack adds the frames it does not share with the one before.
     fn depth(&self, st: &Stacks) -> Option<usize> {
         // A sample of each (track, stack).
-        let mut pairs: Vec<(u32, u32, u32)> = st
+        let mut pairs: Vec<((u32, u32, u32), u32)> = st
             .samples
             .iter()
             .enumerate()
-            .map(|(i, s)| {
-                let t = self.track(s);
-                (t.0, t.1, i as u32)
-            })
+            .map(|(i, s)| (self.track(s), i as u32))
             .collect();
-        pairs.sort_unstable_by_key(|p| (p.0, p.1, st.samples[p.2 as usize].stack));
-        pairs.dedup_by_key(|p| (p.0, p.1, st.samples[p.2 as usize].stack));
-        let body = |p: &(u32, u32, u32)| self.body(st, &st.samples[p.2 as usize]);
-        pairs.sort_unstable_by(|a, b| {
-            (a.0, a.1)
-                .cmp(&(b.0, b.1))
-                .then_with(|| body(a).cmp(body(b)))
-        });
+        pairs.sort_unstable_by_key(|p| (p.0, st.samples[p.1 as usize].stack));
+        pairs.dedup_by_key(|p| (p.0, st.samples[p.1 as usize].stack));
+        let body = |p: &((u32, u32, u32), u32)| self.body(st, &st.samples[p.1 as usize]);
+        pairs.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| body(a).cmp(body(b))));
         // Each stack's length, and the frames it shares with the one before.
         let shape: Vec<(u32, u32)> = pairs
             .iter()
@@ -687,7 +764,7 @@ impl Firefox {
             .map(|(k, p)| {
                 let b = body(p);
                 let shared = match k.checked_sub(1).map(|j| &pairs[j]) {
-                    Some(q) if (q.0, q.1) == (p.0, p.1) => {
+                    Some(q) if q.0 == p.0 => {
                         b.iter().zip(body(q)).take_while(|(x, y)| x == y).count()
                     }
                     _ => 0,
@@ -767,11 +844,15 @@ impl Stacks {
     }
 
     /// The distinct paths, recordings merged, in the order they first come, each with the
-    /// sum of `weight` over its stacks (a stack's period, or its samples).
-    fn lines(&self, weight: impl Fn(&Stack) -> u64) -> Vec<(&[u32], u64)> {
+    /// sum of `weight` over its stacks (a stack's period, or its samples); of the stacks of
+    /// one event when `event` says which (index into [`Stacks::events`]).
+    fn lines(&self, event: Option<u32>, weight: impl Fn(&Stack) -> u64) -> Vec<(&[u32], u64)> {
         let mut line_of: HashMap<&[u32], usize> = HashMap::new();
         let mut lines: Vec<(&[u32], u64)> = Vec::new();
         for s in &self.stacks {
+            if event.is_some_and(|e| e != s.event) {
+                continue;
+            }
             let path = self.path(s);
             match line_of.get(path) {
                 Some(&i) => lines[i].1 = lines[i].1.saturating_add(weight(s)),
@@ -789,7 +870,7 @@ impl Stacks {
     /// `perf script | inferno-collapse-perf` weighs them).
     pub fn write_folded(&self, mut w: impl Write) -> std::io::Result<()> {
         let names = self.folded_names();
-        for (path, n) in self.lines(|s| s.period) {
+        for (path, n) in self.lines(None, |s| s.period) {
             for (k, &f) in path.iter().enumerate() {
                 if k > 0 {
                     w.write_all(b";")?;
@@ -810,38 +891,59 @@ impl Stacks {
 
     /// An SVG flame graph of the folded stacks, titled with the recorded command, drawn
     /// within [`crate::flame::BUDGET`]; returns a note when narrow frames had to be left out.
-    pub fn svg(&self, mut w: impl Write) -> std::io::Result<Option<String>> {
+    pub fn svg(&self, w: impl Write) -> std::io::Result<Option<String>> {
+        self.svg_of(None, w)
+    }
+
+    /// [`Stacks::svg`] of the stacks of one event (`Some`: its index into
+    /// [`Stacks::events`]; its periods never add up with another's), or of all.
+    pub fn svg_of(&self, event: Option<u32>, mut w: impl Write) -> std::io::Result<Option<String>> {
         let mut o = inferno::flamegraph::Options::default();
+        let samples: u64 = match event {
+            None => self.total_samples,
+            Some(e) => self
+                .stacks
+                .iter()
+                .filter(|s| s.event == e)
+                .map(|s| s.samples)
+                .sum(),
+        };
+        let of_event = event
+            .map(|e| {
+                format!(
+                    ", event '{}'",
+                    crate::text::show_text(&self.events.names[e as usize])
+                )
+            })
+            .unwrap_or_default();
         o.title = match (self.runs.len(), self.header()) {
             (1, Some(h)) => format!(
-                "labperf: {} on {} ({} samples)",
+                "labperf: {} on {} ({samples} samples{of_event})",
                 crate::text::show_text(&short_command(&h.command)),
                 crate::text::show_text(&h.hostname),
-                self.total_samples
             ),
             (n, _) if n > 1 => {
-                format!("labperf: {n} recordings ({} samples)", self.total_samples)
+                format!("labperf: {n} recordings ({samples} samples{of_event})")
             }
-            _ => format!("labperf ({} samples)", self.total_samples),
+            _ => format!("labperf ({samples} samples{of_event})"),
         };
         let names = self.folded_names();
         // By period; by samples when the periods, as inferno reads them from the lines, do
         // not add up in a usize (a damaged or crafted file), or are all 0.
-        let periods = self.lines(|s| s.period);
+        let periods = self.lines(event, |s| s.period);
         let mut drawn = Err(crate::flame::Error::Overflow);
         if periods.iter().any(|l| l.1 > 0) {
-            o.count_name = if self.weights_are_ns() {
-                "ns"
-            } else {
-                "events"
-            }
-            .into();
+            let ns = match event {
+                Some(e) => crate::events::is_ns(&self.events.names[e as usize]),
+                None => self.weights_are_ns(),
+            };
+            o.count_name = if ns { "ns" } else { "events" }.into();
             drawn = crate::flame::draw(&mut o, &names, &periods, &mut w);
         }
         drop(periods);
         if let Err(crate::flame::Error::Overflow) = drawn {
             o.count_name = "samples".into();
-            drawn = crate::flame::draw(&mut o, &names, &self.lines(|s| s.samples), &mut w);
+            drawn = crate::flame::draw(&mut o, &names, &self.lines(event, |s| s.samples), &mut w);
         }
         match drawn {
             Ok(None) => Ok(None),
@@ -856,29 +958,38 @@ impl Stacks {
             )),
         }
     }
-    /// pprof's profile.proto, gzipped. Values: samples, then the sum of periods (in
-    /// nanoseconds for cpu-clock and task-clock, events otherwise). Every sample carries
-    /// its recording's labels `host`, `arch` and `run`.
+    /// pprof's profile.proto, gzipped. Values: samples, then the sum of periods of each
+    /// event, a sample type per event named after it (`cpu-clock/nanoseconds`,
+    /// `page-faults/count`: nanoseconds for cpu-clock and task-clock, events otherwise), a
+    /// stack's samples counting in its own event's only. Every sample carries its
+    /// recording's labels `host`, `arch` and `run`, and with several events `event`.
     pub fn pprof(&self, w: impl Write) -> std::io::Result<()> {
         use pprof::*;
         let mut strings = Strings::default();
-        let event = self.event().unwrap_or("samples").to_string();
-        let unit = if self.weights_are_ns() {
-            "nanoseconds"
-        } else {
-            "count"
-        };
-        let period_type = ValueType {
-            r#type: strings.id(&event),
-            unit: strings.id(unit),
-        };
-        let sample_type = vec![
-            ValueType {
-                r#type: strings.id("samples"),
-                unit: strings.id("count"),
-            },
-            period_type.clone(),
-        ];
+        let sampled = self.sampled_events();
+        // The value index of each event's periods (1 + its place among the sampled ones).
+        let mut value_of: HashMap<u32, usize> = HashMap::new();
+        let mut sample_type = vec![ValueType {
+            r#type: strings.id("samples"),
+            unit: strings.id("count"),
+        }];
+        for (k, &(e, _, _)) in sampled.iter().enumerate() {
+            let name = &self.events.names[e as usize];
+            value_of.insert(e, k + 1);
+            sample_type.push(ValueType {
+                r#type: strings.id(name),
+                unit: strings.id(crate::events::unit(name)),
+            });
+        }
+        if sampled.is_empty() {
+            let event = self.event().unwrap_or("samples").to_string();
+            sample_type.push(ValueType {
+                r#type: strings.id(&event),
+                unit: strings.id(crate::events::unit(&event)),
+            });
+        }
+        let period_type = sample_type[1].clone();
+        let several = sampled.len() > 1;
         // One mapping per file, one function and one location per frame (ids from 1).
         let mut mappings: Vec<Mapping> = Vec::new();
         let mut mapping_of: HashMap<&str, u64> = HashMap::new();
@@ -926,9 +1037,12 @@ impl Stacks {
                 ]
             })
             .collect();
+        let event_key = strings.id("event");
+        let event_labels: Vec<i64> = self.events.names.iter().map(|n| strings.id(n)).collect();
         let header = self.header();
         // The samples are written one by one between the sample types (field 1) and the
         // tables (fields 3 on): the fields in order, and never the whole profile in memory.
+        let sample_type_len = sample_type.len();
         let head = Profile {
             sample_type,
             ..Profile::default()
@@ -941,9 +1055,13 @@ impl Stacks {
             time_nanos: header.map_or(0, |h| h.start_realtime_ns.min(i64::MAX as u64) as i64),
             duration_nanos: 0,
             period_type: Some(period_type),
-            // The fixed period (none with a frequency: flag bit 10).
+            // The fixed period of the first sampled event (none with a frequency: flag
+            // bit 10).
             period: header
-                .and_then(|h| h.events.first())
+                .and_then(|h| {
+                    let name = self.event()?;
+                    h.events.iter().find(|e| e.name == name)
+                })
                 .filter(|e| e.attr.flags & (1 << 10) == 0)
                 .map_or(0, |e| {
                     e.attr.sample_period_or_freq.min(i64::MAX as u64) as i64
@@ -955,11 +1073,19 @@ impl Stacks {
         gz.write_all(&prost::Message::encode_to_vec(&head))?;
         let mut buf = Vec::new();
         for s in &self.stacks {
+            let mut value = vec![0i64; sample_type_len];
+            value[0] = s.samples as i64;
+            value[value_of.get(&s.event).copied().unwrap_or(1)] =
+                s.period.min(i64::MAX as u64) as i64;
+            let mut label = labels.get(s.run as usize).cloned().unwrap_or_default();
+            if several {
+                label.push(Label::str(event_key, event_labels[s.event as usize]));
+            }
             let sample = Sample {
                 // Leaf first.
                 location_id: self.path(s).iter().rev().map(|&i| i as u64 + 1).collect(),
-                value: vec![s.samples as i64, s.period.min(i64::MAX as u64) as i64],
-                label: labels.get(s.run as usize).cloned().unwrap_or_default(),
+                value,
+                label,
             };
             buf.clear();
             prost::encoding::message::encode(2, &sample, &mut buf);
@@ -973,7 +1099,9 @@ impl Stacks {
     /// The Firefox Profiler's processed profile (needs [`Stacks::samples`]): a process per
     /// recording and pid, a thread per tid, each sample at its wall-clock time with its
     /// stack's function names embedded (no symbol server needed). For cpu-clock and
-    /// task-clock the sample's period is its CPU time. Its tables cost about 3 KiB a thread
+    /// task-clock the sample's period is its CPU time. With several events, a process per
+    /// pid and event, its threads named `THREAD (EVENT)`: a track's samples are of one
+    /// event. Its tables cost about 3 KiB a thread
     /// and 100 bytes a stack node: the [`FIREFOX_THREADS`] busiest threads are their own,
     /// the others one thread per recording, `[other threads]` (each stack under its
     /// thread's name); and it holds at most about [`FIREFOX_NODES`] stack nodes (deeper
@@ -1005,18 +1133,18 @@ impl Stacks {
         );
         // Every frame is a name already: nothing for the profiler to look up.
         p.set_symbolicated(true);
-        let mut processes: HashMap<(u32, u32), fx::ProcessHandle> = HashMap::new();
-        let mut threads: HashMap<(u32, u32), fx::ThreadHandle> = HashMap::new();
+        let mut processes: HashMap<(u32, u32, u32), fx::ProcessHandle> = HashMap::new();
+        let mut threads: HashMap<(u32, u32, u32), fx::ThreadHandle> = HashMap::new();
         let mut handles: HashMap<(fx::ThreadHandle, u32), Option<fx::StackHandle>> = HashMap::new();
-        let mut strings: HashMap<u32, fx::StringHandle> = HashMap::new();
-        // Each thread's samples in time order, threads by recording, pid and tid.
+        let mut strings: HashMap<(u32, u32), fx::StringHandle> = HashMap::new();
+        // Each thread's samples in time order, threads by recording, pid, tid and event.
         let mut order: Vec<u32> = (0..self.samples.len() as u32).collect();
         order.sort_by_key(|&i| {
             let s = &self.samples[i as usize];
             let t = self.threads[s.thread as usize];
-            match ff.track(s).1 {
-                OTHERS => (t.run, OTHERS, OTHERS, s.time),
-                _ => (t.run, t.pid, t.tid, s.time),
+            match ff.track(s) {
+                (_, OTHERS, _) => (t.run, OTHERS, OTHERS, 0, s.time),
+                (_, _, ev) => (t.run, t.pid, t.tid, ev, s.time),
             }
         });
         let category = fx::CategoryHandle::OTHER.into();
@@ -1025,31 +1153,43 @@ impl Stacks {
             let s = &self.samples[i as usize];
             let at = fx::Timestamp::from_nanos_since_reference(self.wall_ns(s) - reference);
             let path = self.path(&self.stacks[s.stack as usize]);
-            let (run, key) = ff.track(s);
+            let (run, key, ev) = ff.track(s);
             let t = self.threads[s.thread as usize];
             let own = key != OTHERS;
+            // One [other threads] track per recording, whatever the events.
+            let ev = if own { ev } else { 0 };
             let thread_name = if own {
                 path.first()
                     .map_or("", |&i| self.frames[i as usize].name.as_str())
             } else {
                 OTHER_THREADS
             };
+            // With several events, each its own process track (`prog (page-faults)`): a
+            // thread's samples, and their weights, are of one event.
+            let event = &self.events.names[s.event as usize];
             let pid = if own { t.pid } else { 0 };
             let process = *processes
-                .entry((run, if own { pid } else { OTHERS }))
+                .entry((run, if own { pid } else { OTHERS }, ev))
                 .or_insert_with(|| {
                     let r = &self.runs[run as usize];
-                    let name = if several {
+                    let mut name = if several {
                         format!("{thread_name} ({}, {})", r.host, r.name)
                     } else {
                         thread_name.to_string()
                     };
+                    if ff.several_events {
+                        name = format!("{name} ({event})");
+                    }
                     p.add_process(&name, pid, at)
                 });
-            let thread = *threads.entry((run, key)).or_insert_with(|| {
+            let thread = *threads.entry((run, key, ev)).or_insert_with(|| {
                 let tid = if own { t.tid } else { 0 };
                 let th = p.add_thread(process, tid, at, tid == pid);
-                p.set_thread_name(th, thread_name);
+                if ff.several_events {
+                    p.set_thread_name(th, &format!("{thread_name} ({event})"));
+                } else {
+                    p.set_thread_name(th, thread_name);
+                }
                 th
             });
             let handle = *handles.entry((thread, s.stack)).or_insert_with(|| {
@@ -1058,14 +1198,22 @@ impl Stacks {
                     Some(d) if body.len() > d => (&body[..d], body.last()),
                     _ => (body, None),
                 };
-                // Each name interned once (a deep stack names the same functions again).
-                let mut label = |frame: u32| {
-                    let name = *strings.entry(frame).or_insert_with(|| {
-                        p.intern_string(
-                            self.frames
-                                .get(frame as usize)
-                                .map_or(LEFT_OUT, |f| f.name.as_str()),
-                        )
+                // Each name interned once (a deep stack names the same functions again);
+                // with several events, a stack of [other threads] is under `THREAD (EVENT)`.
+                let mut label = |frame: u32, of_event: Option<u32>| {
+                    let key = (frame, of_event.unwrap_or(u32::MAX));
+                    let name = *strings.entry(key).or_insert_with(|| {
+                        let name = self
+                            .frames
+                            .get(frame as usize)
+                            .map_or(LEFT_OUT, |f| f.name.as_str());
+                        match of_event {
+                            Some(e) => p.intern_string(&format!(
+                                "{name} ({})",
+                                self.events.names[e as usize]
+                            )),
+                            None => p.intern_string(name),
+                        }
                     });
                     fx::FrameInfo {
                         frame: fx::Frame::Label(name),
@@ -1073,14 +1221,19 @@ impl Stacks {
                         flags: fx::FrameFlags::empty(),
                     }
                 };
-                let mut frames: Vec<fx::FrameInfo> = outer.iter().map(|&i| label(i)).collect();
+                let root_event = (!own && ff.several_events).then_some(s.event);
+                let mut frames: Vec<fx::FrameInfo> = outer
+                    .iter()
+                    .enumerate()
+                    .map(|(k, &i)| label(i, if k == 0 { root_event } else { None }))
+                    .collect();
                 if let Some(&leaf) = leaf {
-                    frames.push(label(u32::MAX));
-                    frames.push(label(leaf));
+                    frames.push(label(u32::MAX, None));
+                    frames.push(label(leaf, None));
                 }
                 p.intern_stack_frames(thread, frames.into_iter())
             });
-            let cpu = if ns {
+            let cpu = if crate::events::is_ns(event) {
                 fx::CpuDelta::from_nanos(s.period)
             } else {
                 fx::CpuDelta::ZERO
@@ -1222,12 +1375,9 @@ mod pq {
             .iter()
             .map(|r| [text(&r.host), text(&r.arch), text(&r.name)])
             .collect();
-        let events: Vec<Vec<ByteArray>> = st
-            .runs
-            .iter()
-            .map(|r| r.events.iter().map(|e| text(e)).collect())
-            .collect();
-        let unknown_event = text("unknown");
+        // Each sample's event by name, as reports name it (joined across recordings).
+        let events: Vec<ByteArray> = st.events.names.iter().map(|e| text(e)).collect();
+        let unknown_event = text(crate::events::UNKNOWN);
         let names: Vec<(ByteArray, ByteArray)> = st
             .frames
             .iter()
@@ -1250,7 +1400,7 @@ mod pq {
                 bytes(&|s| runs[th(s).run as usize][1].clone()),
                 bytes(&|s| runs[th(s).run as usize][2].clone()),
                 bytes(&|s| {
-                    events[th(s).run as usize]
+                    events
                         .get(s.event as usize)
                         .unwrap_or(&unknown_event)
                         .clone()

@@ -35,7 +35,7 @@ table.labperf td.green { color: #070; } table.labperf td.red { color: #b00; }
 table.facts th { text-align: right; background: none; color: #555; }
 .warnings li { color: #a40; }
 .heading { font-family: monospace; color: #444; }
-#flamegraph > svg { width: 100%; height: auto; display: block; }
+#flamegraph > svg, section.flamegraph > svg { width: 100%; height: auto; display: block; }
 svg.chart { border: 1px solid #ccc; background: #fff; }
 svg.chart text { font-family: system-ui, sans-serif; font-size: 11px; }
 ";
@@ -50,8 +50,16 @@ const PALETTE: &[&str] = &[
 const MAX_SERIES: usize = 10;
 const MAX_POINTS: usize = 2000;
 
-/// The whole page: `runs` give the header facts (empty: none), `flame` an SVG flame graph.
-pub fn page(r: &Report, runs: &[Run], flame: Option<&str>, top: usize) -> String {
+/// One flame graph of a page: its event's name (`None` when the recordings sampled one
+/// event) and the SVG.
+pub struct Flame {
+    pub event: Option<String>,
+    pub svg: String,
+}
+
+/// The whole page: `runs` give the header facts (empty: none), `flames` the SVG flame
+/// graphs, one per event.
+pub fn page(r: &Report, runs: &[Run], flames: &[Flame], top: usize) -> String {
     let mut s = String::new();
     let title = runs
         .first()
@@ -80,9 +88,28 @@ pub fn page(r: &Report, runs: &[Run], flame: Option<&str>, top: usize) -> String
         }
         s.push_str("</ul></section>\n");
     }
-    if let Some(svg) = flame {
-        s.push_str("<section id=\"flamegraph\"><h2>Flame graph</h2>\n");
-        s.push_str(inline_svg(svg));
+    for (i, f) in flames.iter().enumerate() {
+        // The first keeps the id it always had; each has its event's name in its heading
+        // and its `data-event`.
+        let id = if i == 0 {
+            "flamegraph".to_string()
+        } else {
+            format!("flamegraph-{i}")
+        };
+        match &f.event {
+            Some(e) => {
+                let _ = writeln!(
+                    s,
+                    "<section id=\"{id}\" class=\"flamegraph\" data-event=\"{}\"><h2>Flame graph: {}</h2>",
+                    escape(e),
+                    escape(e)
+                );
+            }
+            None => {
+                let _ = writeln!(s, "<section id=\"{id}\"><h2>Flame graph</h2>");
+            }
+        }
+        s.push_str(inline_svg(&f.svg));
         s.push_str("\n</section>\n");
     }
     let charts: Vec<String> = r.tables.iter().flat_map(charts).collect();
@@ -206,6 +233,7 @@ pub fn tables(r: &Report, top: usize) -> String {
     for h in &r.heading {
         let _ = writeln!(s, "<p class=\"heading\">{}</p>", escape(h));
     }
+    let mut ids: std::collections::HashMap<&str, usize> = Default::default();
     for t in &r.tables {
         if let Some(title) = &t.title {
             let _ = writeln!(s, "<h3>{}</h3>", escape(title));
@@ -213,9 +241,23 @@ pub fn tables(r: &Report, top: usize) -> String {
         let visible: Vec<usize> = (0..t.columns.len())
             .filter(|&i| !t.hidden.contains(&t.columns[i].key.as_ref()))
             .collect();
+        // Each id once: a second table of the same name (another event's) is `-2`, ...
+        let n = ids.entry(t.name.as_str()).or_default();
+        *n += 1;
+        let suffix = if *n > 1 {
+            format!("-{n}")
+        } else {
+            String::new()
+        };
+        let event = t
+            .summary
+            .get("event")
+            .and_then(|e| e.as_str())
+            .map(|e| format!(" data-event=\"{}\"", escape(e)))
+            .unwrap_or_default();
         let _ = write!(
             s,
-            "<table class=\"labperf\" id=\"table-{}\"><thead><tr>",
+            "<table class=\"labperf\" id=\"table-{}{suffix}\"{event}><thead><tr>",
             escape(&t.name)
         );
         for &i in &visible {

@@ -7,6 +7,7 @@ pub mod callers;
 pub mod deploy;
 pub mod diff;
 pub mod dump;
+pub mod events;
 pub mod export;
 pub mod flame;
 #[cfg(feature = "remote")]

@@ -213,8 +213,10 @@ pub fn peek(src: &Source) -> Result<Peek, LoadError> {
     Ok(p)
 }
 
-/// Per-(pid, ip) sample counts and periods, with the FxHash of the report's hot loop.
-pub type IpCounts = HashMap<(u32, u64), (u64, u64), BuildHasherDefault<FxHasher>>;
+/// Per-(pid, ip, event) sample counts and periods, with the FxHash of the report's hot
+/// loop. The event is the sample's index in the header's list, those at or above the
+/// list's length counted as one ([`crate::events::Names::cap`]).
+pub type IpCounts = HashMap<(u32, u64, u32), (u64, u64), BuildHasherDefault<FxHasher>>;
 
 /// What [`sample_counts`] gathers.
 pub struct Counts {
@@ -276,16 +278,16 @@ impl Side {
 /// address, and the addresses it would hide from an earlier mapping have no samples either:
 /// leaving it out changes nothing, and keeps memory in proportion to the samples, not to
 /// the mappings a file lists.
-fn side_band<'a>(
+fn side_band(
     data: &Shared,
     frames: &[FrameRef],
     side_frames: &[usize],
     forks: &[(u32, u32)],
-    sampled: impl Iterator<Item = &'a (u32, u64)> + Clone,
+    sampled: impl Iterator<Item = (u32, u64)> + Clone,
 ) -> Vec<Side> {
     let parents: HashMap<u32, u32> = forks.iter().copied().collect();
     let mut ips: HashMap<u32, Vec<u64>> = HashMap::new();
-    for &(pid, ip) in sampled.clone() {
+    for (pid, ip) in sampled.clone() {
         // The sample's process and its ancestors (whose mappings it inherited).
         let mut p = pid;
         for _ in 0..64 {
@@ -356,7 +358,13 @@ pub fn side_band_of(
         }
     }
     let all: Vec<usize> = (0..frames.len()).collect();
-    Ok(side_band(&data, &frames, &all, forks, sampled.iter()))
+    Ok(side_band(
+        &data,
+        &frames,
+        &all,
+        forks,
+        sampled.iter().copied(),
+    ))
 }
 
 /// Keeps the kernel functions of `k` that hold one of `addrs` (sorted): what a file lists
@@ -368,7 +376,7 @@ pub fn keep_sampled(k: &mut labperf_common::KernelSymbols, addrs: &[u64]) {
     });
 }
 
-/// Reads `path` and counts its samples per (pid, ip), decoding records frames on
+/// Reads `path` and counts its samples per (pid, ip, event), decoding records frames on
 /// up to `threads` threads (frames decode independently). The fast path of `report`.
 pub fn sample_counts(src: &Source, threads: usize) -> Result<Counts, LoadError> {
     let path = &src.name;
@@ -392,6 +400,8 @@ pub fn sample_counts(src: &Source, threads: usize) -> Result<Counts, LoadError> 
         }
     }
     info.losses = dec.losses().clone();
+    // Event indexes past the header's list are counted as one.
+    let cap = crate::events::Names::of(info.header.as_ref()).cap();
     let done = AtomicU64::new(0);
     struct Part {
         by_ip: IpCounter,
@@ -434,7 +444,7 @@ pub fn sample_counts(src: &Source, threads: usize) -> Result<Counts, LoadError> 
             let err = rr.for_each_light(|r| match r {
                 Light::Sample(s) => {
                     *samples += 1;
-                    by_ip.add(s.pid, s.ip, s.period)
+                    by_ip.add(s.pid, s.ip, s.event.min(cap), s.period)
                 }
                 Light::Record(r) => match *r {
                     Record::Lost(l) => *lost = lost.saturating_add(l.lost),
@@ -501,7 +511,14 @@ pub fn sample_counts(src: &Source, threads: usize) -> Result<Counts, LoadError> 
     }
     info.damage.sort_by_key(|d| d.offset);
     side_frames.sort_unstable();
-    let others = side_band(&data, &frames, &side_frames, &forks, by_ip.keys());
+    // Each (pid, ip) once per event it was sampled for: the same mappings.
+    let others = side_band(
+        &data,
+        &frames,
+        &side_frames,
+        &forks,
+        by_ip.keys().map(|&(pid, ip, _)| (pid, ip)),
+    );
     check_labperf(path, &info)?;
     // Frames in file order (a frame's own records are in order already): the last name wins.
     comms.sort_by_key(|c| c.0);
@@ -514,10 +531,11 @@ pub fn sample_counts(src: &Source, threads: usize) -> Result<Counts, LoadError> 
     })
 }
 
-/// Counts samples per (pid, ip): a direct-mapped cache in front of the hash map,
+/// Counts samples per (pid, ip, event): a direct-mapped cache in front of the hash map,
 /// since most samples hit a few hot addresses.
 struct IpCounter {
-    slots: Vec<(u32, u64, u64, u64)>,
+    /// (pid, ip, event, samples, period).
+    slots: Vec<(u32, u64, u32, u64, u64)>,
     map: IpCounts,
 }
 
@@ -526,32 +544,32 @@ impl IpCounter {
 
     fn new() -> Self {
         IpCounter {
-            slots: vec![(0, 0, 0, 0); Self::SLOTS],
+            slots: vec![(0, 0, 0, 0, 0); Self::SLOTS],
             map: IpCounts::default(),
         }
     }
 
     #[inline]
-    fn add(&mut self, pid: u32, ip: u64, period: u64) {
-        let i = (ip ^ (ip >> 12) ^ u64::from(pid)) as usize & (Self::SLOTS - 1);
+    fn add(&mut self, pid: u32, ip: u64, event: u32, period: u64) {
+        let i = (ip ^ (ip >> 12) ^ u64::from(pid) ^ u64::from(event)) as usize & (Self::SLOTS - 1);
         let s = &mut self.slots[i];
-        if s.2 > 0 && s.1 == ip && s.0 == pid {
-            s.2 += 1;
-            s.3 = s.3.saturating_add(period);
+        if s.3 > 0 && s.1 == ip && s.0 == pid && s.2 == event {
+            s.3 += 1;
+            s.4 = s.4.saturating_add(period);
             return;
         }
-        if s.2 > 0 {
-            let e = self.map.entry((s.0, s.1)).or_default();
-            e.0 += s.2;
-            e.1 = e.1.saturating_add(s.3);
+        if s.3 > 0 {
+            let e = self.map.entry((s.0, s.1, s.2)).or_default();
+            e.0 += s.3;
+            e.1 = e.1.saturating_add(s.4);
         }
-        *s = (pid, ip, 1, period);
+        *s = (pid, ip, event, 1, period);
     }
 
     fn finish(mut self) -> IpCounts {
-        for (pid, ip, n, period) in self.slots {
+        for (pid, ip, event, n, period) in self.slots {
             if n > 0 {
-                let e = self.map.entry((pid, ip)).or_default();
+                let e = self.map.entry((pid, ip, event)).or_default();
                 e.0 += n;
                 e.1 = e.1.saturating_add(period);
             }

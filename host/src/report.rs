@@ -2,6 +2,7 @@
 //! name, pid, address, source line; combinable), of one recording or of several merged
 //! (`--by host|run` keeps them apart).
 
+use crate::events::{Joined, Names, Select};
 use crate::load::{self, FileInfo, LoadError};
 use crate::symbols::{label, Location, Search, Symbolizer};
 pub use crate::table::Format;
@@ -54,20 +55,34 @@ impl By {
 /// One output row.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Row {
+    /// Its event: an index into [`Report::events`].
+    pub event: usize,
     /// The values of the report's keys, in order.
     pub keys: Vec<String>,
     pub dso: String,
     pub samples: u64,
     pub period: u64,
-    /// Share of samples, percent.
+    /// Share of its event's period, percent (of its samples where no sample has a period).
     pub percent: f64,
+}
+
+/// One sampled event of a report: its name (joined across recordings) and totals.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct EventTotal {
+    pub name: String,
+    pub samples: u64,
+    pub period: u64,
 }
 
 /// A finished report.
 #[derive(Debug)]
 pub struct Report {
+    /// Every event with samples, in the order of the recordings' headers.
+    pub events: Vec<EventTotal>,
     pub total_samples: u64,
+    /// The sum of every event's periods (meaningful with one event only).
     pub total_period: u64,
+    /// Event by event, the heaviest first.
     pub rows: Vec<Row>,
     pub info: FileInfo,
     pub warnings: Vec<String>,
@@ -77,9 +92,14 @@ pub struct Report {
     pub others: Vec<(String, FileInfo)>,
 }
 
-/// Reads `src` and aggregates its samples.
-pub fn build(src: &load::Source, by: &[By], search: Search) -> Result<Report, LoadError> {
-    build_many(std::slice::from_ref(src), by, search)
+/// Reads `src` and aggregates its samples (of the event `event` picks, or each event apart).
+pub fn build(
+    src: &load::Source,
+    by: &[By],
+    search: Search,
+    event: Option<&Select>,
+) -> Result<Report, LoadError> {
+    build_many(std::slice::from_ref(src), by, search, event)
 }
 
 /// The run name of a recording: its file name without the extension.
@@ -90,21 +110,30 @@ pub fn run_name(src: &load::Source) -> String {
     )
 }
 
-/// Reads each of `srcs` and aggregates their samples together; each file's addresses are
-/// named with its own side-band records and recording machine.
-pub fn build_many(srcs: &[load::Source], by: &[By], search: Search) -> Result<Report, LoadError> {
+/// Reads each of `srcs` and aggregates their samples together, event by event (the same
+/// event name joins across files; `event` keeps one); each file's addresses are named with
+/// its own side-band records and recording machine.
+pub fn build_many(
+    srcs: &[load::Source],
+    by: &[By],
+    search: Search,
+    event: Option<&Select>,
+) -> Result<Report, LoadError> {
     let by = By::keys(by);
     // LABPERF_THREADS caps the decoding threads (default: one per CPU).
     let threads = std::env::var("LABPERF_THREADS")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    // (keys, dso) → (samples, period): each file name held once (a file can name a new
-    // address in a few bytes, so what is kept per address is what memory is).
-    type Key = (Vec<String>, std::rc::Rc<str>);
+    // (event, keys, dso) → (samples, period): each file name held once (a file can name a
+    // new address in a few bytes, so what is kept per address is what memory is).
+    type Key = (u32, Vec<String>, std::rc::Rc<str>);
     let mut acc: HashMap<Key, (u64, u64)> = HashMap::new();
     let mut dsos: std::collections::HashSet<std::rc::Rc<str>> = Default::default();
     let (mut total, mut total_period) = (0u64, 0u64);
+    // Per joined event: (samples, period).
+    let mut joined = Joined::default();
+    let mut per_event: Vec<(u64, u64)> = Vec::new();
     let mut infos: Vec<(String, FileInfo)> = Vec::new();
     let mut warnings = Vec::new();
     for src in srcs {
@@ -125,7 +154,11 @@ pub fn build_many(srcs: &[load::Source], by: &[By], search: Search) -> Result<Re
             .as_ref()
             .map_or_else(|| "unknown".to_string(), |h| h.hostname.clone());
         let run = run_name(src);
-        for (&(pid, ip), &(n, period)) in &counts.by_ip {
+        let events = joined.of_run(&Names::of(info.header.as_ref()), event);
+        for (&(pid, ip, ev), &(n, period)) in &counts.by_ip {
+            let Some(ev) = events.id(ev) else {
+                continue;
+            };
             let Location { dso, sym: s, vaddr } = sym.resolve(pid, ip);
             let keys = by
                 .iter()
@@ -162,33 +195,55 @@ pub fn build_many(srcs: &[load::Source], by: &[By], search: Search) -> Result<Re
                     d
                 }
             };
-            let e = acc.entry((keys, dso)).or_default();
+            let e = acc.entry((ev, keys, dso)).or_default();
             e.0 += n;
             e.1 = e.1.saturating_add(period);
             total += n;
             total_period = total_period.saturating_add(period);
+            if per_event.len() <= ev as usize {
+                per_event.resize(ev as usize + 1, (0, 0));
+            }
+            let t = &mut per_event[ev as usize];
+            t.0 += n;
+            t.1 = t.1.saturating_add(period);
         }
         warnings.append(&mut sym.warnings);
         infos.push((src.name.display().to_string(), counts.info));
     }
     drop(dsos);
+    // The events with samples, numbered in order.
+    let mut events = Vec::new();
+    let mut number = vec![usize::MAX; per_event.len()];
+    for (id, &(samples, period)) in per_event.iter().enumerate() {
+        if samples > 0 {
+            number[id] = events.len();
+            events.push(EventTotal {
+                name: joined.names[id].clone(),
+                samples,
+                period,
+            });
+        }
+    }
     let mut rows: Vec<Row> = acc
         .into_iter()
-        .map(|((keys, dso), (samples, period))| Row {
-            keys,
-            dso: dso.to_string(),
-            samples,
-            period,
-            percent: if total > 0 {
-                100.0 * samples as f64 / total as f64
-            } else {
-                0.0
-            },
+        .map(|((ev, keys, dso), (samples, period))| {
+            let event = number[ev as usize];
+            let t = &events[event];
+            Row {
+                event,
+                keys,
+                dso: dso.to_string(),
+                samples,
+                period,
+                percent: share(samples, period, t.samples, t.period),
+            }
         })
         .collect();
     rows.sort_by(|a, b| {
-        b.samples
-            .cmp(&a.samples)
+        a.event
+            .cmp(&b.event)
+            .then(b.period.cmp(&a.period))
+            .then(b.samples.cmp(&a.samples))
             .then_with(|| a.keys.cmp(&b.keys))
             .then_with(|| a.dso.cmp(&b.dso))
     });
@@ -196,6 +251,7 @@ pub fn build_many(srcs: &[load::Source], by: &[By], search: Search) -> Result<Re
     warnings.dedup();
     let (_, info) = infos.remove(0);
     Ok(Report {
+        events,
         total_samples: total,
         total_period,
         rows,
@@ -206,95 +262,227 @@ pub fn build_many(srcs: &[load::Source], by: &[By], search: Search) -> Result<Re
     })
 }
 
+/// A row's share of its event, percent: of the event's period (perf's Overhead), or of its
+/// samples when no sample has a period.
+pub fn share(samples: u64, period: u64, total_samples: u64, total_period: u64) -> f64 {
+    if total_period > 0 {
+        100.0 * period as f64 / total_period as f64
+    } else if total_samples > 0 {
+        100.0 * samples as f64 / total_samples as f64
+    } else {
+        0.0
+    }
+}
+
+/// One event's weights: shares are of its period (perf's), or of its samples where no
+/// sample has a period.
+#[derive(Debug, Clone, Copy)]
+struct Weigh {
+    total_samples: u64,
+    total_period: u64,
+}
+
+impl Weigh {
+    /// What a (samples, period) pair weighs.
+    fn of(self, samples: u64, period: u64) -> u64 {
+        if self.total_period > 0 {
+            period
+        } else {
+            samples
+        }
+    }
+    fn total(self) -> u64 {
+        self.of(self.total_samples, self.total_period)
+    }
+    fn pct(self, w: u64) -> Cell {
+        let total = self.total();
+        Cell::Percent {
+            value: if total > 0 {
+                100.0 * w as f64 / total as f64
+            } else {
+                0.0
+            },
+            places: 2,
+        }
+    }
+}
+
+/// One row of the `--children` table: (frame, children samples, self samples, children
+/// weight, self weight).
+type ChildRow = (usize, u64, u64, u64, u64);
+
 /// `report --children`: per function (symbol and file), the samples whose stack holds it
 /// (Children: itself and its callees, each sample once however often the function recurs)
-/// and those sampled in it (Self), as shares of all samples; the busiest `top` rows (0:
-/// all). The stacks are `export`'s: the same names, one frame per return address.
+/// and those sampled in it (Self), as shares of its event's period (perf's Children and
+/// Self), a table per event; the busiest `top` rows (0: all). The stacks are `export`'s:
+/// the same names, one frame per return address.
 pub fn children(
     srcs: &[load::Source],
     search: Search,
     top: usize,
     graph: Option<Graph>,
+    event: Option<&Select>,
 ) -> Result<crate::table::Report, LoadError> {
-    let st = crate::export::collect_many(srcs, search, false)?;
-    // Per frame: (children, self) in samples; the thread's name (each stack's root) is
-    // not a function.
-    let mut acc: Vec<(u64, u64)> = vec![(0, 0); st.frames.len()];
+    let st = crate::export::collect_events(srcs, search, false, event)?;
+    let sampled = st.sampled_events();
+    let several = sampled.len() > 1;
+    let mut tables = Vec::new();
+    let mut titles = Vec::new();
+    let mut stacked_all = 0u64;
+    let mut events_json = Vec::new();
+    // One table (and call graph) per event; one empty table without samples.
+    let parts: Vec<Option<(u32, u64, u64)>> = if sampled.is_empty() {
+        vec![None]
+    } else {
+        sampled.iter().copied().map(Some).collect()
+    };
+    let parts_len = parts.len().max(1);
+    // Notes of call graphs cut short.
+    // The shallowest cut of every event's call graph: (function, depth, why).
+    let mut cuts: Option<Cut> = None;
+    // The stacks of each event together (a file may name many events: each event's table
+    // costs its own stacks and frames, not all of them).
+    let mut by_event: Vec<u32> = (0..st.stacks.len() as u32).collect();
+    by_event.sort_by_key(|&k| (st.stacks[k as usize].event, k));
+    // Per frame: (children, self) in samples and in weight, reset after each event (only
+    // the frames it touched); the thread's name (each stack's root) is not a function.
+    let mut acc: Vec<(u64, u64, u64, u64)> = vec![(0, 0, 0, 0); st.frames.len()];
     let mut seen: Vec<u32> = vec![u32::MAX; st.frames.len()];
-    let mut stacked = 0u64;
-    for (k, s) in st.stacks.iter().enumerate() {
-        let fr = st.path(s).get(1..).unwrap_or_default();
-        let Some((&leaf, callers)) = fr.split_last() else {
-            continue;
+    let mut touched: Vec<u32> = Vec::new();
+    for part in parts {
+        let (ev, total_samples, total_period) = part.unwrap_or((u32::MAX, 0, 0));
+        let weigh = Weigh {
+            total_samples,
+            total_period,
         };
-        if !callers.is_empty() {
-            stacked += s.samples;
-        }
-        acc[leaf as usize].1 += s.samples;
-        for &f in fr {
-            if seen[f as usize] != k as u32 {
-                seen[f as usize] = k as u32;
-                acc[f as usize].0 += s.samples;
+        let lo = by_event.partition_point(|&k| st.stacks[k as usize].event < ev);
+        let hi = by_event.partition_point(|&k| st.stacks[k as usize].event <= ev);
+        let stacks = &by_event[lo..hi];
+        let mut stacked = 0u64;
+        for &k in stacks {
+            let s = &st.stacks[k as usize];
+            let fr = st.path(s).get(1..).unwrap_or_default();
+            let Some((&leaf, callers)) = fr.split_last() else {
+                continue;
+            };
+            let w = weigh.of(s.samples, s.period);
+            if !callers.is_empty() {
+                stacked += s.samples;
+            }
+            let l = &mut acc[leaf as usize];
+            l.1 += s.samples;
+            l.3 = l.3.saturating_add(w);
+            for &f in fr {
+                if seen[f as usize] != k {
+                    seen[f as usize] = k;
+                    let a = &mut acc[f as usize];
+                    if a.0 == 0 {
+                        touched.push(f);
+                    }
+                    a.0 += s.samples;
+                    a.2 = a.2.saturating_add(w);
+                }
             }
         }
+        stacked_all += stacked;
+        let mut rows: Vec<ChildRow> = touched
+            .drain(..)
+            .map(|f| {
+                let a = std::mem::take(&mut acc[f as usize]);
+                (f as usize, a.0, a.1, a.2, a.3)
+            })
+            .filter(|r| r.1 > 0)
+            .collect();
+        rows.sort_by(|a, b| {
+            b.3.cmp(&a.3)
+                .then(b.4.cmp(&a.4))
+                .then(b.1.cmp(&a.1))
+                .then_with(|| st.frames[a.0].name.cmp(&st.frames[b.0].name))
+                .then(a.0.cmp(&b.0))
+        });
+        if top > 0 {
+            rows.truncate(top);
+        }
+        let name = part.map(|_| st.events.names[ev as usize].clone());
+        let mut t = Table::new(
+            "functions",
+            vec![
+                Column::right("children_pct", "Children", 8),
+                Column::right("self_pct", "Self", 8),
+                Column::right("children", "Samples", 9),
+                Column::right("self", "Self samples", 9),
+                Column::left("name", "Symbol", 40),
+                Column::left("dso", "DSO", 0),
+            ],
+        );
+        t.hidden = vec!["self"];
+        // The call graphs of every event share one budget.
+        let budget = GRAPH_BUDGET / parts_len as u64;
+        let mut tree = graph.map(|g| {
+            let (t, cut) = call_graph(&st, stacks, &rows, g, weigh, budget);
+            if let Some(c) = cut {
+                if cuts.as_ref().is_none_or(|k| k.1 > c.1) {
+                    cuts = Some(c);
+                }
+            }
+            t
+        });
+        t.rows = rows
+            .into_iter()
+            .map(|(i, c, s, cw, sw)| {
+                let f = &st.frames[i];
+                vec![
+                    weigh.pct(cw),
+                    weigh.pct(sw),
+                    Cell::Int(c),
+                    Cell::Int(s),
+                    Cell::text(f.name.clone()),
+                    Cell::file(&f.dso),
+                ]
+            })
+            .collect();
+        let title = name.as_ref().map(|n| {
+            format!(
+                "# {total_samples} samples of event '{n}', total period {total_period}, {stacked} with a call stack"
+            )
+        });
+        if let Some(n) = &name {
+            events_json.push(serde_json::json!({
+                "name": n, "samples": total_samples, "period": total_period, "stacked_samples": stacked
+            }));
+        }
+        if several {
+            let n = name.clone().unwrap_or_default();
+            for t in std::iter::once(&mut t).chain(tree.as_mut()) {
+                t.columns.insert(0, Column::left("event", "Event", 0));
+                for r in &mut t.rows {
+                    r.insert(0, Cell::text(n.clone()));
+                }
+                t.hidden.push("event");
+                t.summary.insert("event".into(), serde_json::json!(n));
+                t.summary
+                    .insert("total_samples".into(), serde_json::json!(total_samples));
+                t.summary
+                    .insert("total_period".into(), serde_json::json!(total_period));
+            }
+            t.title = title.clone();
+            if let Some(tr) = tree.as_mut() {
+                tr.title = tr.title.take().map(|x| format!("{x}, event '{n}'"));
+            }
+        }
+        titles.push(title);
+        tables.push(t);
+        tables.extend(tree);
     }
     let total = st.total_samples;
-    let mut rows: Vec<(usize, u64, u64)> = acc
-        .iter()
-        .enumerate()
-        .filter(|(_, a)| a.0 > 0)
-        .map(|(i, a)| (i, a.0, a.1))
-        .collect();
-    rows.sort_by(|a, b| {
-        b.1.cmp(&a.1)
-            .then(b.2.cmp(&a.2))
-            .then_with(|| st.frames[a.0].name.cmp(&st.frames[b.0].name))
-    });
-    if top > 0 {
-        rows.truncate(top);
-    }
-    let pct = |n: u64| Cell::Percent {
-        value: if total > 0 {
-            100.0 * n as f64 / total as f64
-        } else {
-            0.0
-        },
-        places: 2,
-    };
-    let mut t = Table::new(
-        "functions",
-        vec![
-            Column::right("children_pct", "Children", 8),
-            Column::right("self_pct", "Self", 8),
-            Column::right("children", "Samples", 9),
-            Column::right("self", "Self samples", 9),
-            Column::left("name", "Symbol", 40),
-            Column::left("dso", "DSO", 0),
-        ],
-    );
-    t.hidden = vec!["self"];
-    let tree = graph.map(|g| call_graph(&st, &rows, g, total));
-    let (tree, cut) = match tree {
-        Some((t, cut)) => (Some(t), cut),
-        None => (None, None),
-    };
-    t.rows = rows
-        .into_iter()
-        .map(|(i, c, s)| {
-            let f = &st.frames[i];
-            vec![
-                pct(c),
-                pct(s),
-                Cell::Int(c),
-                Cell::Int(s),
-                Cell::text(f.name.clone()),
-                Cell::file(&f.dso),
-            ]
-        })
-        .collect();
     let mut warnings: Vec<String> = st.warnings.clone();
-    warnings.extend(cut);
-    if total > 0 && stacked == 0 {
+    warnings.extend(cuts.map(|(f, depth, why)| {
+        format!(
+            "note: the call graph stops at depth {depth} (under {}), as deep as {why} allows; --depth N shows fewer levels",
+            crate::text::show(&f)
+        )
+    }));
+    if total > 0 && stacked_all == 0 {
         warnings.push("note: no sample has a call stack (record with -g, or --call-graph fp): Children equals Self".into());
     }
     let stacks: Vec<(String, Option<crate::quality::Quality>)> = srcs
@@ -310,14 +498,35 @@ pub fn children(
         .unwrap_or_default();
     let mut summary = serde_json::Map::new();
     summary.insert("total_samples".into(), serde_json::json!(total));
-    summary.insert("stacked_samples".into(), serde_json::json!(stacked));
+    summary.insert("stacked_samples".into(), serde_json::json!(stacked_all));
     summary.insert("files".into(), serde_json::json!(srcs.len()));
+    let heading = match &events_json[..] {
+        [one] => {
+            summary.insert("event".into(), one["name"].clone());
+            format!(
+                "# {total} samples of event '{}', {stacked_all} with a call stack; Children: the function and its callees",
+                one["name"].as_str().unwrap_or_default()
+            )
+        }
+        [] => format!(
+            "# {total} samples, {stacked_all} with a call stack; Children: the function and its callees"
+        ),
+        many => {
+            summary.insert("events".into(), serde_json::json!(many));
+            format!(
+                "# {total} samples of {} events ({}), each event in its own table, {stacked_all} with a call stack; Children: the function and its callees",
+                many.len(),
+                many.iter()
+                    .map(|e| e["name"].as_str().unwrap_or_default())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        }
+    };
     let mut r = crate::table::Report {
-        heading: vec![format!(
-            "# {total} samples, {stacked} with a call stack; Children: the function and its callees"
-        )],
+        heading: vec![heading],
         summary,
-        tables: std::iter::once(t).chain(tree).collect(),
+        tables,
         ..crate::table::Report::of_file("plain", &info, warnings)
     };
     crate::quality::annotate(&mut r, &stacks);
@@ -342,54 +551,55 @@ pub struct Graph {
     pub depth: usize,
 }
 
-/// Branches under this share of all samples are left out of a call graph (perf's default
-/// `--call-graph graph,0.5`).
+/// Branches under this share of the event's period (of its samples where no sample has a
+/// period) are left out of a call graph (perf's default `--call-graph graph,0.5`).
 pub const GRAPH_PERCENT_LIMIT: f64 = 0.5;
 
 /// The deepest level of a call graph (perf's default `--max-stack`).
 pub const GRAPH_MAX_DEPTH: usize = 127;
 
-/// What the `call_graph` table may hold, in bytes of its rows (estimated: each row's names,
-/// its indent and its cells), shared evenly by the listed functions: a tree that would
-/// hold more stops at the level before (a note says where).
+/// What the `call_graph` tables may hold, in bytes of their rows (estimated: each row's
+/// names, its indent and its cells), shared evenly by the events and, within an event's
+/// table, by the listed functions: a tree that would hold more stops at the level before (a
+/// note says where).
 pub const GRAPH_BUDGET: u64 = 8 << 20;
 
-/// The `call_graph` table: under each of `rows` (the listed functions, busiest first), the
-/// tree of the paths its samples take, callees (`Caller`) or callers (`Callee`), each node
-/// with the samples that pass through it. A sample counts under a function once, at the
-/// function's outermost frame (recursion does not count it twice); siblings are busiest
+/// Where a call graph stopped short: under which function, at what depth, and why.
+type Cut = (String, usize, &'static str);
+
+/// The `call_graph` table of one event's stacks (`stacks`: their indexes): under each of `rows` (the
+/// listed functions, busiest first), the tree of the paths its samples take, callees
+/// (`Caller`) or callers (`Callee`), each node with the samples that pass through it and
+/// their share of the event's weight. A sample counts under a function once, at the
+/// function's outermost frame (recursion does not count it twice); siblings are heaviest
 /// first, then by name. A tree is built a level at a time from the stacks through its
 /// function, branches under [`GRAPH_PERCENT_LIMIT`] left out as they come: its memory is
-/// that of the stacks and the rows it shows. Returns a note when a tree was cut short of
-/// `g.depth` ([`GRAPH_MAX_DEPTH`], [`GRAPH_BUDGET`]).
+/// that of the stacks and the rows it shows. `budget` (this event's share of
+/// [`GRAPH_BUDGET`]) is shared by the rows. Returns the shallowest cut when a tree was cut
+/// short of `g.depth` ([`GRAPH_MAX_DEPTH`], the budget).
 fn call_graph(
     st: &crate::export::Stacks,
-    rows: &[(usize, u64, u64)],
+    stacks: &[u32],
+    rows: &[ChildRow],
     g: Graph,
-    total: u64,
-) -> (Table, Option<String>) {
+    weigh: Weigh,
+    budget: u64,
+) -> (Table, Option<Cut>) {
     struct Node {
         frame: u32,
         samples: u64,
+        weight: u64,
         kids: Vec<usize>,
     }
     // The stacks through a node: (stack, where the node's frame is in it).
     type Members = Vec<(u32, u32)>;
-    let pct = |n: u64| Cell::Percent {
-        value: if total > 0 {
-            100.0 * n as f64 / total as f64
-        } else {
-            0.0
-        },
-        places: 2,
-    };
-    let limit = ((GRAPH_PERCENT_LIMIT / 100.0 * total as f64).ceil() as u64).max(1);
+    let limit = ((GRAPH_PERCENT_LIMIT / 100.0 * weigh.total() as f64).ceil() as u64).max(1);
     let levels = match g.depth {
         0 => GRAPH_MAX_DEPTH,
         d => d.min(GRAPH_MAX_DEPTH),
     };
-    let budget = GRAPH_BUDGET / rows.len().max(1) as u64;
-    let mut cut: Option<(String, usize, &str)> = None;
+    let budget = budget / rows.len().max(1) as u64;
+    let mut cut: Option<Cut> = None;
     let mut t = Table::new(
         "call_graph",
         vec![
@@ -418,7 +628,7 @@ fn call_graph(
         };
         fr.get(next as usize).map(|&f| (f, next))
     };
-    for &(top, children, _) in rows {
+    for &(top, children, _, weight, _) in rows {
         let top = top as u32;
         let name = &st.frames[top as usize].name;
         // What a row costs: its names (the function's, the node's twice), its file, its
@@ -432,19 +642,21 @@ fn call_graph(
         let mut nodes = vec![Node {
             frame: top,
             samples: children,
+            weight,
             kids: Vec::new(),
         }];
         // The stacks through each node of the level being built: (stack, where in it).
         let mut level: Vec<(usize, Members)> = vec![(
             0,
-            (0..st.stacks.len() as u32)
-                .filter_map(|s| Some((s, body(s).iter().position(|&f| f == top)? as u32)))
+            stacks
+                .iter()
+                .filter_map(|&s| Some((s, body(s).iter().position(|&f| f == top)? as u32)))
                 .collect(),
         )];
         for depth in 1.. {
             // Each node's children: the next frame of each of its stacks.
-            // (parent, frame, samples, its stacks) of each child.
-            let mut next: Vec<(usize, u32, u64, Members)> = Vec::new();
+            // (parent, frame, samples, weight, its stacks) of each child.
+            let mut next: Vec<(usize, u32, u64, u64, Members)> = Vec::new();
             for (parent, members) in &level {
                 let mut kid_of: HashMap<u32, usize> = HashMap::new();
                 let first = next.len();
@@ -453,16 +665,20 @@ fn call_graph(
                         continue;
                     };
                     let k = *kid_of.entry(f).or_insert_with(|| {
-                        next.push((*parent, f, 0, Vec::new()));
+                        next.push((*parent, f, 0, 0, Vec::new()));
                         next.len() - 1
                     });
-                    next[k].2 += st.stacks[s as usize].samples;
-                    next[k].3.push((s, at));
+                    let stack = &st.stacks[s as usize];
+                    next[k].2 += stack.samples;
+                    next[k].3 = next[k]
+                        .3
+                        .saturating_add(weigh.of(stack.samples, stack.period));
+                    next[k].4.push((s, at));
                 }
                 // Branches too narrow to show go now, with their stacks.
                 let mut k = first;
                 for j in first..next.len() {
-                    if next[j].2 >= limit {
+                    if next[j].3 >= limit {
                         next.swap(k, j);
                         k += 1;
                     }
@@ -492,10 +708,11 @@ fn call_graph(
             cost += more;
             level = next
                 .into_iter()
-                .map(|(parent, frame, samples, members)| {
+                .map(|(parent, frame, samples, weight, members)| {
                     nodes.push(Node {
                         frame,
                         samples,
+                        weight,
                         kids: Vec::new(),
                     });
                     let n = nodes.len() - 1;
@@ -518,7 +735,7 @@ fn call_graph(
             t.rows.push(vec![
                 Cell::text(name.clone()),
                 Cell::Int(depth as u64),
-                pct(node.samples),
+                weigh.pct(node.weight),
                 Cell::Int(node.samples),
                 Cell::text(tree),
                 Cell::text(f.name.clone()),
@@ -526,7 +743,7 @@ fn call_graph(
             ]);
             let mut kids = node.kids.clone();
             kids.sort_by(|&a, &b| {
-                nodes[b].samples.cmp(&nodes[a].samples).then_with(|| {
+                nodes[b].weight.cmp(&nodes[a].weight).then_with(|| {
                     st.frames[nodes[a].frame as usize]
                         .name
                         .cmp(&st.frames[nodes[b].frame as usize].name)
@@ -554,20 +771,19 @@ fn call_graph(
         "percent_limit".into(),
         serde_json::json!(GRAPH_PERCENT_LIMIT),
     );
-    let note = cut.map(|(f, depth, why)| {
-        format!(
-            "note: the call graph stops at depth {depth} (under {}), as deep as {why} allows; --depth N shows fewer levels",
-            crate::text::show(&f)
-        )
-    });
-    (t, note)
+    (t, cut)
 }
 
 impl Report {
-    /// Keeps the `top` busiest rows (0: all); totals and shares stay those of every row.
+    /// Keeps the `top` busiest rows of each event (0: all); totals and shares stay those of
+    /// every row.
     pub fn keep(mut self, top: usize) -> Report {
         if top > 0 {
-            self.rows.truncate(top);
+            let mut kept = vec![0usize; self.events.len()];
+            self.rows.retain(|r| {
+                kept[r.event] += 1;
+                kept[r.event] <= top
+            });
             self.rows.shrink_to_fit();
         }
         self
@@ -575,14 +791,19 @@ impl Report {
 
     /// The report in the table model: a column per key (`name` for the code key, or for
     /// the file when it is the only key, as before keys combined), then the file beside
-    /// code keys.
+    /// code keys. A recording of several events has a table per event, each titled with
+    /// its event and totals, its rows with an `event` column (not in the text table).
     pub fn table(self) -> crate::table::Report {
         let only_dso = self.by == [By::Dso];
+        let several = self.events.len() > 1;
         let mut columns = vec![
             Column::right("percent", "Overhead", 8),
             Column::right("samples", "Samples", 9),
             Column::right("period", "Period", 12),
         ];
+        if several {
+            columns.insert(0, Column::left("event", "Event", 0));
+        }
         for k in &self.by {
             columns.push(match k {
                 By::Host => Column::left("host", "Host", 12),
@@ -600,36 +821,79 @@ impl Report {
         if file_column {
             columns.push(Column::left("dso", "DSO", 0));
         }
-        let mut t = Table::new("functions", columns);
-        let by = self.by.clone();
-        t.rows = self
-            .rows
-            .into_iter()
-            .map(|r| {
-                let mut row = vec![
-                    Cell::Percent {
-                        value: r.percent,
-                        places: 2,
-                    },
-                    Cell::Int(r.samples),
-                    Cell::Int(r.period),
-                ];
-                for (k, v) in by.iter().zip(r.keys) {
-                    row.push(match k {
-                        By::Pid => v.parse().map_or(Cell::Text(v), Cell::Int),
-                        By::Dso => Cell::file(&v),
-                        _ => Cell::Text(v),
-                    });
+        let merged = if self.others.is_empty() {
+            String::new()
+        } else {
+            format!(", {} files merged", 1 + self.others.len())
+        };
+        // One table per event (one, empty, without samples).
+        let mut tables: Vec<Table> = (0..self.events.len().max(1))
+            .map(|e| {
+                let mut t = Table::new("functions", columns.clone());
+                if several {
+                    let ev = &self.events[e];
+                    t.hidden = vec!["event"];
+                    t.title = Some(event_title(ev));
+                    t.summary.insert("event".into(), json!(ev.name));
+                    t.summary.insert("total_samples".into(), json!(ev.samples));
+                    t.summary.insert("total_period".into(), json!(ev.period));
                 }
-                if file_column {
-                    row.push(Cell::file(&r.dso));
-                }
-                row
+                t
             })
             .collect();
+        let by = self.by.clone();
+        for r in self.rows {
+            let mut row = vec![
+                Cell::Percent {
+                    value: r.percent,
+                    places: 2,
+                },
+                Cell::Int(r.samples),
+                Cell::Int(r.period),
+            ];
+            if several {
+                row.insert(0, Cell::text(self.events[r.event].name.clone()));
+            }
+            for (k, v) in by.iter().zip(r.keys) {
+                row.push(match k {
+                    By::Pid => v.parse().map_or(Cell::Text(v), Cell::Int),
+                    By::Dso => Cell::file(&v),
+                    _ => Cell::Text(v),
+                });
+            }
+            if file_column {
+                row.push(Cell::file(&r.dso));
+            }
+            tables[r.event].rows.push(row);
+        }
         let mut summary = serde_json::Map::new();
         summary.insert("total_samples".into(), json!(self.total_samples));
-        summary.insert("total_period".into(), json!(self.total_period));
+        let heading = match &self.events[..] {
+            [one] => {
+                summary.insert("total_period".into(), json!(self.total_period));
+                summary.insert("event".into(), json!(one.name));
+                format!("{}{merged}", event_title(one))
+            }
+            [] => {
+                summary.insert("total_period".into(), json!(self.total_period));
+                format!(
+                    "# {} samples, total period {}{merged}",
+                    self.total_samples, self.total_period
+                )
+            }
+            many => {
+                summary.insert("events".into(), json!(many));
+                format!(
+                    "# {} samples of {} events ({}), each event in its own table{merged}",
+                    self.total_samples,
+                    many.len(),
+                    many.iter()
+                        .map(|e| e.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            }
+        };
         if !self.others.is_empty() {
             summary.insert("files".into(), json!(1 + self.others.len()));
         }
@@ -648,20 +912,19 @@ impl Report {
             warnings.push("note: the file holds no samples (was the workload too short, or the period too long?)".into());
         }
         crate::table::Report {
-            heading: vec![format!(
-                "# {} samples, total period {}{}",
-                self.total_samples,
-                self.total_period,
-                if self.others.is_empty() {
-                    String::new()
-                } else {
-                    format!(", {} files merged", 1 + self.others.len())
-                }
-            )],
+            heading: vec![heading],
             summary,
-            tables: vec![t],
+            tables,
             damaged: self.info.damaged() || damaged,
             ..crate::table::Report::of_file("plain", &self.info, warnings)
         }
     }
+}
+
+/// perf's heading of an event's table: `# 1234 samples of event 'cpu-clock', total period N`.
+pub fn event_title(e: &EventTotal) -> String {
+    format!(
+        "# {} samples of event '{}', total period {}",
+        e.samples, e.name, e.period
+    )
 }

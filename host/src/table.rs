@@ -409,7 +409,7 @@ impl Report {
                     }
                 }
             }
-            Format::Html => s = crate::html::page(self, &[], None, top),
+            Format::Html => s = crate::html::page(self, &[], &[], top),
             Format::Json => {
                 // Serialized as it goes (keys in sorted order, as a JSON map has them): a
                 // report of a million rows never becomes a million JSON value trees.

@@ -71,6 +71,9 @@ pub struct Options {
     /// The plain view keeps only the N busiest rows (0 = all), as `--top` prints them: a
     /// file with a million distinct addresses does not build a million rows to print 20.
     pub top: usize,
+    /// `--event NAME|INDEX`: the plain view of one event's samples (without it, each
+    /// event has its own table).
+    pub event: Option<crate::events::Select>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -81,6 +84,8 @@ pub enum ViewError {
     Load(#[from] LoadError),
     #[error(transparent)]
     Metrics(#[from] MetricsError),
+    #[error(transparent)]
+    Event(#[from] crate::events::NoSuchEvent),
     #[error("several files are merged in the plain view only, and {file} is shown in the {view} view{why}: report it alone, or pass --view plain")]
     NotMergeable {
         file: String,
@@ -114,8 +119,9 @@ pub fn choose(src: &Source, o: &Options) -> Result<(View, &'static str), LoadErr
 }
 
 fn check(src: &Source, o: &Options, view: View, why: &'static str) -> Result<(), ViewError> {
-    let given: [(&'static str, bool, View); 6] = [
+    let given: [(&'static str, bool, View); 7] = [
         ("--by", !o.by.is_empty(), View::Plain),
+        ("--event", o.event.is_some(), View::Plain),
         ("--children", o.children, View::Plain),
         ("--call-graph", o.graph.is_some(), View::Plain),
         ("--pc", o.pc, View::Profileme),
@@ -150,6 +156,11 @@ fn check(src: &Source, o: &Options, view: View, why: &'static str) -> Result<(),
             });
         }
     }
+    if let Some(sel) = &o.event {
+        let p = load::peek(src)?;
+        let names = crate::events::Names::of(p.header.as_ref());
+        crate::events::check(sel, [(src.name.display().to_string(), &names)])?;
+    }
     Ok(())
 }
 
@@ -171,9 +182,9 @@ pub fn build_many(srcs: &[Source], o: &Options) -> Result<Report, ViewError> {
         check(src, o, view, why)?;
     }
     let mut r = if o.children || o.graph.is_some() {
-        crate::report::children(srcs, o.search.clone(), o.top, o.graph)?
+        crate::report::children(srcs, o.search.clone(), o.top, o.graph, o.event.as_ref())?
     } else {
-        let mut r = crate::report::build_many(srcs, &o.by, o.search.clone())?
+        let mut r = crate::report::build_many(srcs, &o.by, o.search.clone(), o.event.as_ref())?
             .keep(o.top)
             .table();
         let mut stacks = Vec::new();
@@ -194,10 +205,14 @@ pub fn build(src: &Source, o: &Options) -> Result<Report, ViewError> {
     check(src, o, view, why)?;
     let search = o.search.clone();
     let mut r = match view {
-        View::Plain if o.children || o.graph.is_some() => {
-            crate::report::children(std::slice::from_ref(src), search, o.top, o.graph)?
-        }
-        View::Plain => crate::report::build(src, &o.by, search)?
+        View::Plain if o.children || o.graph.is_some() => crate::report::children(
+            std::slice::from_ref(src),
+            search,
+            o.top,
+            o.graph,
+            o.event.as_ref(),
+        )?,
+        View::Plain => crate::report::build(src, &o.by, search, o.event.as_ref())?
             .keep(o.top)
             .table(),
         View::Metrics => {

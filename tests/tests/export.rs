@@ -19,8 +19,16 @@ fn record(d: &Path) -> PathBuf {
 }
 
 fn export(file: &Path, format: &str, out: Option<&Path>) -> Vec<u8> {
+    export_with(file, format, out, &[])
+}
+
+/// [`export`] with more options.
+fn export_with(file: &Path, format: &str, out: Option<&Path>, more: &[&str]) -> Vec<u8> {
     let mut c = Command::new(bin("labperf"));
-    c.args(["export"]).arg(file).args(["--format", format]);
+    c.args(["export"])
+        .arg(file)
+        .args(["--format", format])
+        .args(more);
     if let Some(o) = out {
         c.arg("-o").arg(o);
     }
@@ -88,16 +96,18 @@ fn folded_stacks_of_a_recording_with_callchains_are_outermost_first() {
     // The v2 golden file: four samples carry callchains (return addresses, looked up one
     // byte back), in a file whose binary is not here (so file+0xADDRESS names). The
     // threads are named by the exec comm of pid 100 (tid 101 inherits it at its fork; its
-    // own name, "worker", comes after its samples).
-    let folded = export(
-        &root().join("tests/data/v2-every-record/record.lpr"),
-        "folded",
-        None,
+    // own name, "worker", comes after its samples). One sample is of its second event
+    // (instructions): a flame graph is of one event.
+    let file = root().join("tests/data/v2-every-record/record.lpr");
+    let folded = export_with(&file, "folded", None, &["--event", "instructions"]);
+    assert_eq!(
+        String::from_utf8(folded).unwrap(),
+        "labperf-bench;[unknown]+0x7fff00000fff;labperf-bench+0x2fff;labperf-bench+0x2002;labperf-bench+0x106c 100003\n"
     );
+    let folded = export_with(&file, "folded", None, &["--event", "cycles"]);
     assert_eq!(
         String::from_utf8(folded).unwrap(),
         "labperf-bench;[unknown]+0x7fff00000fff;labperf-bench+0x2fff;labperf-bench+0x2000;labperf-bench+0x1024 100004
-labperf-bench;[unknown]+0x7fff00000fff;labperf-bench+0x2fff;labperf-bench+0x2002;labperf-bench+0x106c 100003
 labperf-bench;[unknown]+0x7fff00000fff;labperf-bench+0x2fff;labperf-bench+0x2004;labperf-bench+0x10b4 100005
 labperf-bench;[unknown]+0x7fff00000fff;labperf-bench+0x2fff;labperf-bench+0x2006;labperf-bench+0x10fc 100004
 labperf-bench;labperf-bench+0x1000 100003
@@ -466,12 +476,14 @@ fn firefox_profile_keeps_each_sample_s_function_names_and_time() {
     // Times: within the 1.5 s run, from 0 (the first sample).
     let last = samples.iter().map(|s| s.3).fold(0.0, f64::max);
     assert!(last > 1000.0 && last < 3000.0, "{last} ms");
-    // A recording with callchains: each sample's stack, outermost first, as folded has it.
+    // A recording with callchains: each sample's stack, outermost first, as folded has it
+    // (of its first event: folded is of one).
     let out = d.join("golden.json");
-    export(
+    export_with(
         &root().join("tests/data/v2-every-record/record.lpr"),
         "firefox",
         Some(&out),
+        &["--event", "cycles"],
     );
     let j: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
     let mut stacks: Vec<String> = firefox_samples(&j)
@@ -479,10 +491,11 @@ fn firefox_profile_keeps_each_sample_s_function_names_and_time() {
         .map(|(thread, _, names, _)| format!("{thread};{}", names.join(";")))
         .collect();
     stacks.sort();
-    let folded = String::from_utf8(export(
+    let folded = String::from_utf8(export_with(
         &root().join("tests/data/v2-every-record/record.lpr"),
         "folded",
         None,
+        &["--event", "cycles"],
     ))
     .unwrap();
     let mut want: Vec<String> = folded

@@ -1,7 +1,7 @@
 //! `labperf diff BASE NEW`: two recordings' reports in the same view, row by row, each
 //! number as its baseline and its change (perf diff's Baseline and Delta).
 
-use super::opts::ReportOpts;
+use super::opts::{EventOpt, ReportOpts};
 use anyhow::{Context, Result};
 use std::path::PathBuf;
 
@@ -12,7 +12,9 @@ use std::path::PathBuf;
 then joined on their text columns (symbol, file...). Every numeric column becomes its baseline \
 (`<column>_base`) and its change, new minus base (`<column>_delta`); a row missing on one side \
 counts as zero for counts and shares and as nothing for ratios (CPI). Rows sort by the size \
-of the first column's change.
+of the first column's change. Recordings of several events are joined event by event (a \
+table per event; an event one side did not sample is joined against nothing); --event keeps \
+one.
 
 EXAMPLES:
   labperf diff before.lpr after.lpr
@@ -26,10 +28,13 @@ pub struct Args {
     pub new: PathBuf,
     #[command(flatten)]
     pub opts: ReportOpts,
+    #[command(flatten)]
+    pub event: EventOpt,
 }
 
 pub fn run(a: &Args) -> Result<()> {
     let mut o = a.opts.view_options();
+    o.event = a.event.select();
     if o.view.is_none() {
         // The base's view for both, so that a header difference is an error, not a mismatch.
         o.view = Some(labperf::view::choose(&a.base.as_path().into(), &o)?.0);

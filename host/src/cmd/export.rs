@@ -21,9 +21,16 @@ Parquet writes two tables: OUT (one row per sample: host, arch, run, event, pid,
 weight, stack_id, symbol, dso) and OUT's .stacks.parquet sibling (stack_id, depth, symbol, \
 dso; depth 0 is the sampled function).
 
+Several events (`record -e cpu-clock -e page-faults`) stay apart: pprof has a sample type per \
+event (cpu-clock/nanoseconds, page-faults/count; pick one with -sample_index) and an `event` \
+label, the Firefox profile a thread per thread and event (`main (page-faults)`), Parquet its \
+`event` column. A flame graph (folded, svg) adds up one event's periods: with several events \
+it needs --event NAME, and the error lists the events. --event keeps one event in every format.
+
 EXAMPLES:
   labperf export bench.lpr --format svg -o bench.svg      # open it in a browser
   labperf export bench.lpr --format folded > bench.folded
+  labperf export two.lpr --format svg --event page-faults -o faults.svg
   labperf export bench.lpr --format pprof -o bench.pb.gz
   go tool pprof -top bench.pb.gz
   labperf export bench.lpr --format firefox -o bench.json # profiler.firefox.com: Load a file
@@ -42,6 +49,10 @@ pub struct Args {
     /// device or FIFO is written straight through, a symbolic link's file is replaced.
     #[arg(short, long)]
     pub output: Option<PathBuf>,
+    /// Export only the samples of this event (its name, or its index in `labperf info`'s
+    /// list); folded and svg need it when the recordings sampled several events.
+    #[arg(long, value_name = "NAME")]
+    pub event: Option<String>,
     #[command(flatten)]
     pub symbols: SymbolOpts,
 }
@@ -52,8 +63,25 @@ pub fn run(a: &Args) -> Result<()> {
         [one] => one.display().to_string(),
         many => format!("these {} files", many.len()),
     };
-    let stacks = labperf::export::collect_many(&srcs, a.symbols.search(), a.format.per_sample())
-        .with_context(|| format!("cannot export {what}"))?;
+    let sel = a.event.clone().map(labperf::events::Select);
+    if let Some(sel) = &sel {
+        let mut names = Vec::new();
+        for s in &srcs {
+            let p = labperf::load::peek(s).with_context(|| format!("cannot export {what}"))?;
+            names.push((
+                s.name.display().to_string(),
+                labperf::events::Names::of(p.header.as_ref()),
+            ));
+        }
+        labperf::events::check(sel, names.iter().map(|(f, n)| (f.clone(), n)))?;
+    }
+    let stacks = labperf::export::collect_events(
+        &srcs,
+        a.symbols.search(),
+        a.format.per_sample(),
+        sel.as_ref(),
+    )
+    .with_context(|| format!("cannot export {what}"))?;
     for w in stacks.warnings.iter().chain(
         stacks
             .runs
@@ -75,6 +103,24 @@ pub fn run(a: &Args) -> Result<()> {
     }
     if stacks.total_samples == 0 {
         bail!("{what} holds no samples: nothing to export (record some with `labperf record`)");
+    }
+    // A flame graph adds up periods: of one event only.
+    let sampled = stacks.sampled_events();
+    if sampled.len() > 1 && matches!(a.format, Format::Folded | Format::Svg) {
+        let list: Vec<String> = sampled
+            .iter()
+            .map(|&(e, n, _)| {
+                format!(
+                    "{} ({n} samples)",
+                    labperf::text::show(&stacks.events.names[e as usize])
+                )
+            })
+            .collect();
+        bail!(
+            "{what} holds samples of {} events: {}; a flame graph adds up the periods of one: pass --event NAME (one file per event: run export once per event)",
+            sampled.len(),
+            list.join(", ")
+        );
     }
     let ext = match a.format {
         Format::Folded => None,

@@ -226,7 +226,24 @@ impl ReportOpts {
             top: self.top,
             children: self.children,
             graph: None,
+            event: None,
         }
+    }
+}
+
+/// `--event` of `report` and `diff` (`record`'s `-e/--event` names what to record).
+#[derive(Debug, Clone, clap::Args)]
+pub struct EventOpt {
+    /// Plain view: only the samples of this event (its name, or its index in `labperf
+    /// info`'s list). Without it, a recording of several events (`record -e cpu-clock -e
+    /// page-faults`) has a table per event, each with shares of that event's own period.
+    #[arg(long, value_name = "NAME")]
+    pub event: Option<String>,
+}
+
+impl EventOpt {
+    pub fn select(&self) -> Option<labperf::events::Select> {
+        self.event.clone().map(labperf::events::Select)
     }
 }
 

@@ -1,7 +1,7 @@
 //! `labperf report FILE…`: the file's view (from its header, or --view) as a table, CSV, JSON
 //! or a self-contained HTML page.
 
-use super::opts::ReportOpts;
+use super::opts::{EventOpt, ReportOpts};
 use anyhow::{Context, Result};
 use labperf::output::Dest;
 use std::io::Write;
@@ -14,8 +14,12 @@ use std::path::PathBuf;
 `record --metrics` file with CPI and miss rates, a TopDown file with its slot shares, an Alpha \
 ProfileMe or --mem file as DCPI-style summaries, a `stat -o` file interval by interval.
 
+A recording of several events (`record -e cpu-clock -e page-faults`) has a table per event, \
+each with shares of that event's own period, as perf shows them; --event NAME keeps one.
+
 EXAMPLES:
   labperf report labperf.lpr
+  labperf report two.lpr --event page-faults            # one event of several (or its index)
   labperf report bench.lpr --by dso --format csv
   labperf report bench.lpr --top 5 --format json
   labperf report m.lpr --split thread
@@ -37,9 +41,11 @@ pub struct Args {
     pub files: Vec<PathBuf>,
     #[command(flatten)]
     pub opts: ReportOpts,
+    #[command(flatten)]
+    pub event: EventOpt,
     /// Plain view: the --children table and, under each of its rows, the tree of the
     /// functions it calls (caller) or of those that call it (callee), from the call stacks
-    /// of `record -g`; branches under 0.5% of the samples are left out, as perf does.
+    /// of `record -g`; branches under 0.5% of the event's period are left out, as perf does.
     /// Metrics and TopDown views (callee only): a second table of each function's rows split
     /// by its caller path, --depth frames up (default 1; inlined frames count), from the
     /// stack of each window's end sample: `run_slice <- calls_a`.
@@ -66,7 +72,7 @@ pub fn run(a: &Args) -> Result<()> {
         .as_deref()
         .map(labperf::output::Output::create)
         .transpose()?;
-    let (text, damaged) = render(&a.files, &a.opts, graph)?;
+    let (text, damaged) = render(&a.files, &a.opts, graph, a.event.select())?;
     match out {
         Some(mut o) => {
             o.write_all(text.as_bytes())
@@ -93,14 +99,14 @@ pub fn strict_exit() -> ! {
 
 /// Builds and prints a report; warnings go to stderr. Returns whether the file was damaged.
 pub fn print(file: &std::path::Path, o: &ReportOpts) -> Result<bool> {
-    let (text, damaged) = render(std::slice::from_ref(&file.to_path_buf()), o, None)?;
+    let (text, damaged) = render(std::slice::from_ref(&file.to_path_buf()), o, None, None)?;
     print!("{text}");
     Ok(damaged)
 }
 
 /// Builds and prints one report of several files; returns whether any was damaged.
 pub fn print_many(files: &[PathBuf], o: &ReportOpts) -> Result<bool> {
-    let (text, damaged) = render(files, o, None)?;
+    let (text, damaged) = render(files, o, None, None)?;
     print!("{text}");
     Ok(damaged)
 }
@@ -111,10 +117,12 @@ fn render(
     files: &[PathBuf],
     o: &ReportOpts,
     graph: Option<labperf::report::Graph>,
+    event: Option<labperf::events::Select>,
 ) -> Result<(String, bool)> {
     let srcs: Vec<labperf::load::Source> = files.iter().map(|f| f.as_path().into()).collect();
     let vo = labperf::view::Options {
         graph,
+        event,
         ..o.view_options()
     };
     let r = match &srcs[..] {
@@ -131,16 +139,43 @@ fn render(
         eprintln!("{}", labperf::text::show_text(w));
     }
     let text = if o.format == labperf::report::Format::Html {
-        let st = labperf::export::collect_many(&srcs, o.symbols.search(), false)
+        let sel = vo.event.as_ref();
+        let st = labperf::export::collect_events(&srcs, o.symbols.search(), false, sel)
             .context("cannot read the recordings' stacks for the flame graph")?;
-        let mut flame = Vec::new();
-        if st.total_samples > 0 {
-            if let Some(n) = st.svg(&mut flame).context("cannot draw the flame graph")? {
+        let svg = |event: Option<u32>| -> Result<String> {
+            let mut flame = Vec::new();
+            if let Some(n) = st
+                .svg_of(event, &mut flame)
+                .context("cannot draw the flame graph")?
+            {
                 eprintln!("{n}");
             }
+            Ok(String::from_utf8_lossy(&flame).into_owned())
+        };
+        let sampled = st.sampled_events();
+        let mut flames = Vec::new();
+        if let [_] = &sampled[..] {
+            flames.push(labperf::html::Flame {
+                event: None,
+                svg: svg(None)?,
+            });
         }
-        let flame = String::from_utf8_lossy(&flame);
-        labperf::html::page(&r, &st.runs, (!flame.is_empty()).then_some(&*flame), o.top)
+        // Several events: a flame graph per event (their periods never add up), each drawn
+        // from the same stacks, one at a time.
+        if sampled.len() > 1 {
+            for &(e, _, _) in &sampled {
+                flames.push(labperf::html::Flame {
+                    event: Some(st.events.names[e as usize].clone()),
+                    svg: svg(Some(e))?,
+                });
+            }
+        }
+        // The facts of the recordings; their stacks go now.
+        let runs = {
+            let mut st = st;
+            std::mem::take(&mut st.runs)
+        };
+        labperf::html::page(&r, &runs, &flames, o.top)
     } else {
         r.render(o.format, o.top, colour())
     };

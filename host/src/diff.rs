@@ -239,6 +239,41 @@ fn event_of<'a>(r: &'a Report, t: &'a Table) -> Option<&'a str> {
         .and_then(Value::as_str)
 }
 
+/// A report's tables by name and event, for [`diff`]'s join.
+struct Tables<'a> {
+    /// (name, event) → the first such table.
+    by_event: HashMap<(&'a str, Option<&'a str>), usize>,
+    /// name → the first table of that name, whatever its event.
+    by_name: HashMap<&'a str, usize>,
+}
+
+impl<'a> Tables<'a> {
+    fn of(r: &'a Report) -> Tables<'a> {
+        let mut by_event = HashMap::new();
+        let mut by_name = HashMap::new();
+        for (i, t) in r.tables.iter().enumerate() {
+            by_event
+                .entry((t.name.as_str(), event_of(r, t)))
+                .or_insert(i);
+            by_name.entry(t.name.as_str()).or_insert(i);
+        }
+        Tables { by_event, by_name }
+    }
+
+    /// The first table named `name` of `event`, or without an event; any of that name for
+    /// no event.
+    fn find(&self, name: &str, event: Option<&str>) -> Option<usize> {
+        match event {
+            None => self.by_name.get(name).copied(),
+            Some(_) => {
+                let same = self.by_event.get(&(name, event)).copied();
+                let none = self.by_event.get(&(name, None)).copied();
+                same.into_iter().chain(none).min()
+            }
+        }
+    }
+}
+
 /// A table like `t` without rows: the side of a join where an event has no samples.
 fn empty_like(t: &Table) -> Table {
     Table {
@@ -260,17 +295,14 @@ pub fn diff(base: &Report, new: &Report) -> Result<Report, DiffError> {
             new: new.view,
         });
     }
-    let same = |b: &Table, t: &Table| {
-        b.name == t.name
-            && match (event_of(base, b), event_of(new, t)) {
-                (Some(x), Some(y)) => x == y,
-                _ => true,
-            }
-    };
+    // Tables are matched by name and event (a table without an event matches any): each
+    // side's tables indexed, so that recordings of many events join in linear time.
+    let base_of = Tables::of(base);
+    let new_of = Tables::of(new);
     let mut tables: Vec<Table> = Vec::new();
     for t in &new.tables {
-        match base.tables.iter().find(|b| same(b, t)) {
-            Some(b) => tables.push(diff_table(b, t)),
+        match base_of.find(&t.name, event_of(new, t)) {
+            Some(b) => tables.push(diff_table(&base.tables[b], t)),
             None => {
                 if let Some(e) = event_of(new, t) {
                     let mut d = diff_table(&empty_like(t), t);
@@ -284,7 +316,7 @@ pub fn diff(base: &Report, new: &Report) -> Result<Report, DiffError> {
     // The events only the base sampled.
     for b in &base.tables {
         if let Some(e) = event_of(base, b) {
-            if !new.tables.iter().any(|t| same(b, t)) {
+            if new_of.find(&b.name, Some(e)).is_none() {
                 let mut d = diff_table(b, &empty_like(b));
                 d.title
                     .get_or_insert_with(|| format!("# event '{e}': base only"));

@@ -10,6 +10,9 @@ use std::collections::HashMap;
 /// The name of samples whose event the header does not list.
 pub const UNKNOWN: &str = "unknown event";
 
+/// How many events a message lists (a crafted file can name thousands).
+pub const LISTED: usize = 20;
+
 /// A file without a header: event indexes below this stay apart (`event N`), the others
 /// are [`UNKNOWN`]. (A header bounds them by its own list.)
 pub const MAX_NAMELESS: u32 = 16;
@@ -29,10 +32,12 @@ impl Names {
             return Names::default();
         };
         let mut names: Vec<String> = Vec::with_capacity(h.events.len());
+        // The names given so far (a header may list thousands of events).
+        let mut given: std::collections::HashSet<&str> = Default::default();
         for (i, e) in h.events.iter().enumerate() {
             let n = if e.name.is_empty() {
                 format!("event {i}")
-            } else if names.contains(&e.name) {
+            } else if !given.insert(e.name.as_str()) {
                 format!("{}#{i}", e.name)
             } else {
                 e.name.clone()
@@ -64,17 +69,23 @@ impl Names {
         }
     }
 
-    /// The events the header lists, `NAME (INDEX)`, for messages.
+    /// The events the header lists, `NAME (INDEX)`, for messages: the first [`LISTED`],
+    /// then how many more.
     pub fn list(&self) -> String {
         if !self.header {
             return "none named (the header is lost)".into();
         }
-        self.names
+        let mut l: Vec<String> = self
+            .names
             .iter()
             .enumerate()
+            .take(LISTED)
             .map(|(i, n)| format!("{n} ({i})"))
-            .collect::<Vec<_>>()
-            .join(", ")
+            .collect();
+        if self.names.len() > l.len() {
+            l.push(format!("and {} more", self.names.len() - l.len()));
+        }
+        l.join(", ")
     }
 
     /// Whether `sel` can pick one of these events.

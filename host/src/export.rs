@@ -659,6 +659,10 @@ impl Stacks {
     }
 }
 
+/// The most events a pprof profile has a sample type for: each sample holds a value per
+/// sample type (a crafted file can name thousands of events).
+pub const PPROF_EVENTS: usize = 64;
+
 /// The most stack nodes a Firefox profile holds (about 100 bytes each in the Firefox
 /// Profiler's tables that `fxprof-processed-profile` builds).
 pub const FIREFOX_NODES: u64 = 300_000;
@@ -967,6 +971,15 @@ impl Stacks {
         use pprof::*;
         let mut strings = Strings::default();
         let sampled = self.sampled_events();
+        if sampled.len() > PPROF_EVENTS {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!(
+                    "the recordings hold samples of {} events, and pprof gives every sample a value for each: export at most {PPROF_EVENTS} at once (--event NAME keeps one)",
+                    sampled.len()
+                ),
+            ));
+        }
         // The value index of each event's periods (1 + its place among the sampled ones).
         let mut value_of: HashMap<u32, usize> = HashMap::new();
         let mut sample_type = vec![ValueType {

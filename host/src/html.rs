@@ -50,6 +50,10 @@ const PALETTE: &[&str] = &[
 const MAX_SERIES: usize = 10;
 const MAX_POINTS: usize = 2000;
 
+/// The most flame graphs a page draws (one per event): each is an SVG of its own, with its
+/// script, and a crafted file can name thousands of events.
+pub const MAX_FLAMES: usize = 16;
+
 /// One flame graph of a page: its event's name (`None` when the recordings sampled one
 /// event) and the SVG.
 pub struct Flame {

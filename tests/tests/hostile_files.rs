@@ -1,7 +1,7 @@
 //! Record files and mapped paths made to hurt the reader: devices, FIFOs, floods of frames,
-//! huge frames, floods of mappings, deep stacks over long names, many thread names, names
-//! that would forge folded lines. Every verb must finish quickly, with memory bounded by a
-//! small multiple of the file (the bound `ARCHITECTURE.md` states).
+//! huge frames, floods of mappings, deep stacks over long names, many thread names, many
+//! events, names that would forge folded lines. Every verb must finish quickly, with memory
+//! bounded by a small multiple of the file (the bound `ARCHITECTURE.md` states).
 
 use labperf_common::*;
 use labperf_tests::{bin, scratch};
@@ -905,4 +905,176 @@ fn user_stacks_past_a_frames_budget_are_damage_not_work() {
         assert!(t < Duration::from_secs(10), "{args:?}: {t:?}");
         assert!(rss <= bound_kib(size, 1), "{args:?}: {rss} KiB");
     }
+}
+
+/// What each sampled event may cost beyond [`bound_kib`], in KiB: its tables (measured at
+/// 20,000 events of one sample each, debug build: 3.5 KiB for the plain report, 6.4 with
+/// `--children`, 11.2 with a call graph: two tables, each its columns and summary).
+const EVENT_KIB: u64 = 16;
+
+/// The events of `many-events.lpr`, each sampled once.
+const EVENTS: u32 = 20_000;
+
+/// A header of `events` sampling events (`ev00000`, ...) and a sample of each, with a
+/// callchain: its own function, called from one of 100.
+fn many_events(path: &Path, events: u32) -> u64 {
+    let mut h = header();
+    let attr = h.events[0].attr.clone();
+    h.mode = "sample".into();
+    h.events = (0..events)
+        .map(|i| EventDesc {
+            name: format!("ev{i:05}"),
+            attr: attr.clone(),
+            leader: None,
+        })
+        .collect();
+    let recs: Vec<Record> = (0..events)
+        .map(|i| {
+            let ip = 0x40_1000 + 16 * u64::from(i);
+            Record::Sample(Sample {
+                event: i,
+                pid: 7,
+                tid: 7,
+                ip,
+                time: u64::from(i),
+                period: 1000,
+                callchain: vec![ip, 0x30_0000 + 16 * u64::from(i % 100)],
+                ..Default::default()
+            })
+        })
+        .collect();
+    write_with(path, &h, recs.chunks(5_000).map(<[Record]>::to_vec))
+}
+
+#[test]
+fn many_events_cost_what_their_samples_cost() {
+    // A file can name thousands of events, one sample each: a table per event must not
+    // cost a pass over every stack or frame per event (quadratic), nor a flame graph, a
+    // pprof value or a Firefox track per event whatever their number.
+    let d = scratch("hostile-events");
+    let file = d.join("many-events.lpr");
+    let size = many_events(&file, EVENTS);
+    let out = d.join("out");
+    let out = out.to_str().unwrap();
+    let names = u64::from(EVENTS) + 100 + 1;
+    let limit = Duration::from_secs(30);
+    // (verb, whether it succeeds, what its error says).
+    let verbs: &[(&[&str], bool, &str)] = &[
+        (&["report"], true, ""),
+        (&["report", "--children"], true, ""),
+        (&["report", "--call-graph", "caller"], true, ""),
+        (
+            &["report", "--call-graph", "callee", "--children"],
+            true,
+            "",
+        ),
+        (&["report", "--format", "json", "-o", out], true, ""),
+        (&["report", "--format", "html", "-o", out], true, ""),
+        (&["report", "--event", "ev12345"], true, ""),
+        (
+            &["export", "--format", "folded"],
+            false,
+            "pass --event NAME",
+        ),
+        (
+            &["export", "--format", "svg", "-o", out],
+            false,
+            "pass --event NAME",
+        ),
+        (
+            &["export", "--format", "pprof", "-o", out],
+            false,
+            "export at most 64",
+        ),
+        (&["export", "--format", "firefox", "-o", out], true, ""),
+        (&["export", "--format", "parquet", "-o", out], true, ""),
+    ];
+    let mut took = Vec::new();
+    for &(args, ok, says) in verbs {
+        let verb = args.join(" ");
+        let (o, rss, t) = measured_within(&mut labperf(args, &file), limit);
+        took.push(t);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(t < limit, "{verb} ran past {limit:?}: killed");
+        assert_eq!(o.status.success(), ok, "{verb}: {err}");
+        assert!(err.contains(says), "{verb}: {err}");
+        // An error names a few events, not all 20,000.
+        assert!(
+            err.len() < 64 << 10,
+            "{verb}: {} bytes of errors",
+            err.len()
+        );
+        let rss = rss.unwrap_or_else(|| panic!("{verb}: no peak memory: {err}"));
+        eprintln!(
+            "many-events.lpr {verb}: {} MB peak, {:.1} s",
+            rss >> 10,
+            t.as_secs_f64()
+        );
+        let bound = bound_kib(size, names)
+            + u64::from(EVENTS) * EVENT_KIB
+            + if verb.contains("firefox") {
+                u64::from(EVENTS) * FIREFOX_KIB_PER_1K_SAMPLES / 1000
+            } else {
+                0
+            };
+        assert!(
+            rss <= bound,
+            "{verb} peaked at {rss} KiB, over its bound of {bound} KiB"
+        );
+        if verb.contains("html") {
+            let page = std::fs::read_to_string(out).unwrap();
+            assert_eq!(page.matches("<h2>Flame graph: ").count(), 16, "{verb}");
+            assert!(
+                err.contains("the 16 events with the most samples of 20000"),
+                "{err}"
+            );
+        }
+    }
+    // Linear in the events: a quarter of them takes about a quarter of the time (a pass
+    // over every event per event, as naming each event once took, is 16 times).
+    let quarter = d.join("quarter.lpr");
+    many_events(&quarter, EVENTS / 4);
+    for (i, &(args, _, _)) in verbs.iter().enumerate().take(2) {
+        let (o, _, t) = measured_within(&mut labperf(args, &quarter), limit);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        eprintln!(
+            "{args:?}: {} events {t:?}, {EVENTS} {:?}",
+            EVENTS / 4,
+            took[i]
+        );
+        // 8 times leaves room for a loaded machine (and 0.5 s for the start-up).
+        assert!(
+            took[i].as_secs_f64() <= 8.0 * t.as_secs_f64() + 0.5,
+            "{args:?}: {t:?} for {} events, {:?} for {EVENTS}",
+            EVENTS / 4,
+            took[i]
+        );
+    }
+    // The file against itself: each event's table joined with its own (the JSON to a file:
+    // measured_within keeps a MiB of standard output).
+    let json = d.join("diff.json");
+    let t = Instant::now();
+    let mut child = Command::new(bin("labperf"))
+        .args(["diff", "--format", "json"])
+        .arg(&file)
+        .arg(&file)
+        .env("XDG_CACHE_HOME", file.with_extension("cache"))
+        .stdout(std::fs::File::create(&json).unwrap())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if t.elapsed() > limit {
+            child.kill().unwrap();
+            panic!("diff ran past {limit:?}: killed");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success());
+    let j: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(j["tables"].as_array().unwrap().len(), EVENTS as usize);
+    eprintln!("many-events.lpr diff: {:.1} s", t.elapsed().as_secs_f64());
 }

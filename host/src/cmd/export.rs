@@ -107,8 +107,10 @@ pub fn run(a: &Args) -> Result<()> {
     // A flame graph adds up periods: of one event only.
     let sampled = stacks.sampled_events();
     if sampled.len() > 1 && matches!(a.format, Format::Folded | Format::Svg) {
-        let list: Vec<String> = sampled
+        // The first events (a crafted file can name thousands), then how many more.
+        let mut list: Vec<String> = sampled
             .iter()
+            .take(labperf::events::LISTED)
             .map(|&(e, n, _)| {
                 format!(
                     "{} ({n} samples)",
@@ -116,6 +118,9 @@ pub fn run(a: &Args) -> Result<()> {
                 )
             })
             .collect();
+        if sampled.len() > list.len() {
+            list.push(format!("and {} more", sampled.len() - list.len()));
+        }
         bail!(
             "{what} holds samples of {} events: {}; a flame graph adds up the periods of one: pass --event NAME (one file per event: run export once per event)",
             sampled.len(),

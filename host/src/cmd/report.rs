@@ -161,9 +161,20 @@ fn render(
             });
         }
         // Several events: a flame graph per event (their periods never add up), each drawn
-        // from the same stacks, one at a time.
+        // from the same stacks, one at a time; the busiest MAX_FLAMES events only.
         if sampled.len() > 1 {
-            for &(e, _, _) in &sampled {
+            let mut drawn = sampled.clone();
+            drawn.sort_by_key(|&(e, n, _)| (std::cmp::Reverse(n), e));
+            drawn.truncate(labperf::html::MAX_FLAMES);
+            drawn.sort_by_key(|&(e, _, _)| e);
+            if sampled.len() > drawn.len() {
+                eprintln!(
+                    "note: the HTML report draws the flame graphs of the {} events with the most samples of {}; `labperf export --format svg --event NAME` draws any other",
+                    drawn.len(),
+                    sampled.len()
+                );
+            }
+            for (e, _, _) in drawn {
                 flames.push(labperf::html::Flame {
                     event: Some(st.events.names[e as usize].clone()),
                     svg: svg(Some(e))?,

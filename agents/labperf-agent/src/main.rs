@@ -3,7 +3,6 @@
 mod arch;
 mod convert;
 mod events;
-mod kallsyms;
 mod out;
 mod perf;
 mod plan;

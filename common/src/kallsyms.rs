@@ -1,7 +1,12 @@
 //! The kernel functions a recording's samples name: kernel addresses seen on the way to
-//! the file, matched against `/proc/kallsyms` when the recording ends (KSYMS records).
+//! the file, matched against the text of `/proc/kallsyms` (KSYMS records). The agent does
+//! it when a recording ends; `labperf import` with the kallsyms perf kept of the kernel a
+//! perf.data was recorded on.
 
-use labperf_common::{KernelSymbol, KernelSymbols, MAX_KSYMS};
+use crate::{KernelSymbol, KernelSymbols, MAX_KSYMS};
+use alloc::string::String;
+use alloc::vec;
+use alloc::vec::Vec;
 
 /// Most distinct kernel addresses kept (8 MiB); beyond, new addresses go unnamed.
 const MAX_ADDRS: usize = 1 << 20;

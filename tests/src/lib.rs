@@ -54,6 +54,7 @@ pub mod golden;
 pub mod lab;
 pub mod ring;
 pub mod sshd;
+pub mod views;
 
 /// Whether this machine's kernel opens the hardware cycles event for this process (user
 /// mode): asked with perf_event_open directly, independently of the agents.

@@ -1,6 +1,7 @@
 //! cargo xtask: set-up, cross builds, the demo, the test suite, benchmarks and fuzzing. One module per subcommand.
 
 mod bench;
+mod bless;
 mod build_agents;
 mod demo;
 mod dist;
@@ -16,7 +17,7 @@ use clap::{Parser, Subcommand};
 #[derive(Parser)]
 #[command(
     name = "cargo xtask",
-    after_help = "EXAMPLES:\n  cargo xtask demo                 # profile labperf-bench on this machine\n  cargo xtask test                 # everything CI runs\n  cargo xtask bench                # size and speed vs perf, plus a fuzz run\n  cargo xtask build-agents --target all"
+    after_help = "EXAMPLES:\n  cargo xtask demo                 # profile labperf-bench on this machine\n  cargo xtask test                 # everything CI runs\n  cargo xtask bench                # size and speed vs perf, plus a fuzz run\n  cargo xtask build-agents --target all\n  cargo xtask bless views          # rewrite the view goldens after a deliberate change"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -41,6 +42,9 @@ enum Cmd {
     Dist(dist::Args),
     /// The emulated Arm lab machine: up, down, ssh.
     Lab(lab::Args),
+    /// Write the goldens the tests compare against: `views` (rewrite; review the diff),
+    /// `golden` (a new wire version's recordings; never rewrites).
+    Bless(bless::Args),
 }
 
 fn main() {
@@ -71,6 +75,10 @@ fn main() {
         Cmd::Bench(a) => {
             setup::run(&setup::Args::default(), &mut s);
             bench::run(&a, &mut s);
+        }
+        Cmd::Bless(a) => {
+            setup::run(&setup::Args::default(), &mut s);
+            bless::run(&a, &mut s);
         }
         Cmd::Fuzz(a) => {
             setup::run(&setup::Args { fuzz: true }, &mut s);

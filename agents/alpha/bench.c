@@ -1,5 +1,7 @@
 /* bench.c: labperf-bench for targets without Rust (Alpha): the same behaviour classes, one
- * non-inlined function each, rotated every round, split by CPU time as the Rust bench does. */
+ * non-inlined function each, rotated every round, split by CPU time as the Rust bench does.
+ * At exit it prints the known answer in the Rust bench's form (see its --help): the CPU
+ * time each class took by the thread's CPU clock, then the process's. */
 #include "sys.h"
 
 #define NOINLINE __attribute__((noinline))
@@ -76,7 +78,7 @@ NOINLINE u64 serializing(u64 n) {
 struct cls {
     const char *name;
     u64 (*run)(u64);
-    u64 units; /* work per call: roughly 10-50 us each, so clock reads stay rare */
+    u64 units; /* work per call: roughly 10-50 us each; calibrate() scales it to a block */
 };
 static const struct cls CLASSES[] = {
     {"int_divider_stalls", int_divider_stalls, 16}, {"fp_divider_stalls", fp_divider_stalls, 256},
@@ -87,6 +89,39 @@ static const struct cls CLASSES[] = {
 #define NCLASSES 7
 
 static u64 cpu_ns(void) { return lp_clock_ns(3 /* CLOCK_THREAD_CPUTIME_ID */); }
+
+/* Work units per ~200 us block of CPU time for class c, as the Rust bench calibrates: each
+ * clock read is a system call (kernel time no user-mode sample sees), so a block long
+ * against it keeps the known answer what a profile sees. Doubling from one call's units
+ * until a call lasts 200 us; the fastest of three tries wins (a preemption cannot shrink
+ * a CPU-time block, but keep the same rule as the Rust bench). */
+#define BLOCK_NS 200000u
+static NOINLINE u64 calibrate(int c) {
+    u64 best = CLASSES[c].units;
+    for (int t = 0; t < 3; t++) {
+        for (u64 n = CLASSES[c].units;; n *= 2) {
+            u64 t0 = cpu_ns();
+            sink += CLASSES[c].run(n);
+            u64 e = cpu_ns() - t0;
+            if (e >= BLOCK_NS || n >= (1ull << 40)) {
+                /* n * BLOCK_NS / e, without a division (Alpha has none): shift down. */
+                u64 per = n;
+                while (e > 2 * BLOCK_NS && per > 1) e /= 2, per /= 2; /* e/2: a shift */
+                if (per > best) best = per;
+                break;
+            }
+        }
+    }
+    return best;
+}
+
+static long bench_tid(void) {
+#ifdef __NR_gettid
+    return SYS0(__NR_gettid);
+#else
+    return SYS0(__NR_getxpid); /* one thread: its id is the process's */
+#endif
+}
 
 /* Parses "1.5" as milliseconds (no floating point in argument handling). */
 static int parse_secs_ms(const char *s, u64 *ms) {
@@ -158,16 +193,48 @@ int lp_main(long argc, char **argv, char **envp) {
             chain[i] = chain[j], chain[j] = t;
         }
     }
+    u64 spent[NCLASSES] = {0}, calibration[NCLASSES] = {0}, block[NCLASSES] = {0};
+    for (int k = 0; k < NCLASSES; k++) {
+        if (!weight[k]) continue;
+        u64 t0 = cpu_ns();
+        block[k] = calibrate(k);
+        calibration[k] = cpu_ns() - t0;
+    }
     u64 end = lp_clock_ns(LP_CLOCK_MONOTONIC) + duration_ms * 1000000u;
     for (int first = 0; lp_clock_ns(LP_CLOCK_MONOTONIC) < end; first = first + 1 == NCLASSES ? 0 : first + 1) {
         for (int k = 0; k < NCLASSES; k++) {
             int c = first + k >= NCLASSES ? first + k - NCLASSES : first + k;
             if (!weight[c]) continue;
-            u64 stop = cpu_ns() + weight[c] * slice_ms * 1000000u;
-            while (cpu_ns() < stop) sink += CLASSES[c].run(CLASSES[c].units);
+            /* Blocks until the slice's CPU time has passed; it stops where the next block
+             * would end further past the slice's end than this one ends before it, so no
+             * class gains time by overshooting (the Rust bench's rule). */
+            u64 t0 = cpu_ns(), now = t0, stop = t0 + weight[c] * slice_ms * 1000000u;
+            for (;;) {
+                sink += CLASSES[c].run(block[c]);
+                u64 t = cpu_ns(), last = t - now;
+                now = t;
+                if (now + last / 2 >= stop) break;
+            }
+            spent[c] += now - t0;
             if (lp_clock_ns(LP_CLOCK_MONOTONIC) >= end) break;
         }
     }
+    /* The known answer, as it happened: "labperf-bench: cpu thread=main tid=T path=CLASS ns=N". */
+    long tid = bench_tid();
+    for (int pass = 0; pass < 2; pass++)
+        for (int k = 0; k < NCLASSES; k++) {
+            if (!weight[k]) continue;
+            lp_puts(2, "labperf-bench: cpu thread=main tid=");
+            lp_putu(2, (u64)tid);
+            lp_puts(2, pass ? " path=" : " path=calibrate;");
+            lp_puts(2, CLASSES[k].name);
+            lp_puts(2, " ns=");
+            lp_putu(2, pass ? spent[k] : calibration[k]);
+            lp_puts(2, "\n");
+        }
+    lp_puts(2, "labperf-bench: cpu-process ns=");
+    lp_putu(2, lp_clock_ns(2 /* CLOCK_PROCESS_CPUTIME_ID */));
+    lp_puts(2, "\n");
     return 0;
 usage:
     lp_puts(2, "usage: labperf-bench [--duration SECS] [--classes NAME[=WEIGHT],...] [--slice-ms MS] [--list]\n");

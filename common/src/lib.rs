@@ -150,6 +150,7 @@ pub mod crc;
 pub mod decode;
 pub mod encode;
 pub mod frame;
+pub mod kallsyms;
 pub mod model;
 pub mod profileme;
 pub mod topdown;

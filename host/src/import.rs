@@ -1,6 +1,8 @@
 //! `labperf import perf.data`: a recording made with plain `perf record` (read with the
 //! `linux-perf-data` crate) re-encoded as a labperf record file, so every view and export
-//! reads it.
+//! reads it. Kernel addresses are named as perf names them: from the copy of kallsyms perf
+//! kept in its build-id cache for the recorded kernel, or from this machine's when it runs
+//! that kernel with the same layout.
 
 use labperf_common::{
     Arch, Attr, Comm, CpuId, Encoder, Endian, EventDesc, Header, HeaderExt, Lost, Mmap2, Recipe,
@@ -82,11 +84,16 @@ pub struct Imported {
     pub samples: u64,
     /// perf's records labperf has no record for (context switches, aux...), by count.
     pub skipped: u64,
+    /// Where the kernel addresses the samples name were named from, or why they were not;
+    /// `None` when no sample names a kernel address.
+    pub kernel: Option<String>,
 }
 
 /// Callchain context markers (PERF_CONTEXT_*) are the top 4095 values.
 const CONTEXT_MAX: u64 = u64::MAX - 4095;
-const PERF_CONTEXT_USER: u64 = u64::MAX - 511;
+
+/// Most bytes of a kallsyms text read (this machine's is about 5 MiB with every module).
+const MAX_KALLSYMS: u64 = 64 << 20;
 
 /// PERF_SAMPLE_STACK_USER.
 const SAMPLE_STACK_USER: u64 = 1 << 13;
@@ -186,6 +193,119 @@ fn vdso_image(perf_file: &linux_perf_data::PerfFile) -> Option<Vec<u8>> {
     (elf.build_id.as_deref() == Some(&info.build_id[..])).then(|| bytes.to_vec())
 }
 
+/// The recorded kernel's build-id, as perf listed it (`perf buildid-list`).
+fn kernel_build_id(perf_file: &linux_perf_data::PerfFile) -> Option<Vec<u8>> {
+    let ids = perf_file.build_ids().ok()?;
+    ids.get(&linux_perf_data::DsoKey::Kernel)
+        .map(|i| i.build_id.clone())
+}
+
+/// The running kernel's build-id: the GNU build-id note of `/sys/kernel/notes`.
+fn running_kernel_build_id() -> Option<Vec<u8>> {
+    use std::io::Read;
+    let mut b = Vec::new();
+    std::fs::File::open("/sys/kernel/notes")
+        .ok()?
+        .take(64 << 10)
+        .read_to_end(&mut b)
+        .ok()?;
+    // ELF notes: namesz, descsz, type (native endian), the name and the desc, each padded
+    // to 4 bytes; the build-id is type 3 (NT_GNU_BUILD_ID) named "GNU".
+    let mut at = 0usize;
+    let u32_at = |at: usize| -> Option<usize> {
+        Some(u32::from_ne_bytes(b.get(at..at + 4)?.try_into().ok()?) as usize)
+    };
+    while at + 12 <= b.len() {
+        let (namesz, descsz, kind) = (u32_at(at)?, u32_at(at + 4)?, u32_at(at + 8)?);
+        let name = at + 12;
+        let desc = name + namesz.div_ceil(4) * 4;
+        let end = desc + descsz.div_ceil(4) * 4;
+        if kind == 3 && b.get(name..name + namesz)? == b"GNU\0" {
+            return b.get(desc..desc + descsz).map(<[u8]>::to_vec);
+        }
+        at = end;
+    }
+    None
+}
+
+/// The address kallsyms text gives `_text` (where the kernel image starts).
+fn text_address(kallsyms: &[u8]) -> Option<u64> {
+    kallsyms.split(|&c| c == b'\n').find_map(|l| {
+        let mut w = l.split(|&c| c == b' ' || c == b'\t');
+        let (a, _, name) = (w.next()?, w.next()?, w.next()?);
+        (name == b"_text")
+            .then(|| u64::from_str_radix(std::str::from_utf8(a).ok()?, 16).ok())
+            .flatten()
+    })
+}
+
+/// At most [`MAX_KALLSYMS`] bytes of the file at `path` (a regular file, or /proc's).
+fn read_bounded(path: &std::path::Path) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let f = std::fs::File::open(path).ok()?;
+    if !f.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut b = Vec::new();
+    f.take(MAX_KALLSYMS).read_to_end(&mut b).ok()?;
+    Some(b)
+}
+
+/// The kallsyms text that names the recorded kernel's addresses, and where it came from;
+/// else why there is none. perf's own choice, in its order: the copy perf record kept in
+/// its build-id cache (`$PERF_BUILDID_DIR` or `~/.debug`, `[kernel.kallsyms]/<build-id>/
+/// kallsyms`), then this machine's `/proc/kallsyms` when it runs the recorded kernel (the
+/// same build-id). Either must put `_text` where the recording's kernel map starts
+/// (`text`), so a kernel relocated otherwise (KASLR, another boot) names nothing wrongly.
+fn kallsyms_for(
+    perf_file: &linux_perf_data::PerfFile,
+    text: Option<u64>,
+) -> Result<(Vec<u8>, String), String> {
+    let Some(id) = kernel_build_id(perf_file) else {
+        return Err("the file names no kernel build-id (perf record -B?)".into());
+    };
+    let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+    let dir = std::env::var_os("PERF_BUILDID_DIR")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::Path::new(&h).join(".debug")));
+    let cached = dir.map(|d| d.join("[kernel.kallsyms]").join(&hex).join("kallsyms"));
+    let mut tried = Vec::new();
+    let mut candidates: Vec<(std::path::PathBuf, bool)> = Vec::new();
+    if let Some(c) = cached {
+        candidates.push((c, true));
+    }
+    let running = running_kernel_build_id();
+    candidates.push(("/proc/kallsyms".into(), running.as_deref() == Some(&id[..])));
+    for (path, same_kernel) in candidates {
+        if !same_kernel {
+            tried.push(format!(
+                "{}: this machine runs another kernel",
+                path.display()
+            ));
+            continue;
+        }
+        let Some(bytes) = read_bounded(&path) else {
+            tried.push(format!("{}: not there", path.display()));
+            continue;
+        };
+        match (text_address(&bytes), text) {
+            (Some(a), Some(t)) if a != t => tried.push(format!(
+                "{}: its _text is at {a:#x}, the recording's kernel at {t:#x}",
+                path.display()
+            )),
+            (None, _) | (Some(0), _) => tried.push(format!(
+                "{}: no address for _text (kptr_restrict?)",
+                path.display()
+            )),
+            _ => return Ok((bytes, path.display().to_string())),
+        }
+    }
+    Err(format!(
+        "no kallsyms of kernel build-id {hex}: {}",
+        tried.join("; ")
+    ))
+}
+
 /// Reads `perf_data` and writes the labperf recording `out` (by [`crate::output`]'s rule:
 /// a regular file through a temporary beside it, `-` standard output, a device or FIFO
 /// straight through).
@@ -267,6 +387,10 @@ fn write_records<R: std::io::Read + std::io::Seek>(
         ..Default::default()
     }))?;
     let mut got = Imported::default();
+    // The kernel addresses the samples name (the callchain's return addresses one byte back
+    // too, as reports look them up), and where the recording's kernel map starts.
+    let mut kernel = labperf_common::kallsyms::Seen::default();
+    let mut kernel_text = None;
     let mut lost = 0u64;
     let (mut first, mut last) = (None::<u64>, 0u64);
     while let Some(r) = record_iter.next_record(perf_file)? {
@@ -281,13 +405,17 @@ fn write_records<R: std::io::Read + std::io::Seek>(
             EventRecord::Sample(s) => {
                 let mut callchain: Vec<u64> = Vec::new();
                 if let Some(cc) = &s.callchain {
-                    let all: Vec<u64> = (0..cc.len()).filter_map(|i| cc.get(i)).collect();
-                    // The user part: after PERF_CONTEXT_USER when marked, without markers.
-                    let user = all
-                        .iter()
-                        .position(|&a| a == PERF_CONTEXT_USER)
-                        .map_or(&all[..], |i| &all[i + 1..]);
-                    callchain = user.iter().copied().filter(|&a| a < CONTEXT_MAX).collect();
+                    // Kernel and user parts, without the context markers: as the agent
+                    // keeps them.
+                    callchain = (0..cc.len())
+                        .filter_map(|i| cc.get(i))
+                        .filter(|&a| a < CONTEXT_MAX)
+                        .collect();
+                }
+                kernel.add(s.ip.unwrap_or(0));
+                for &a in callchain.iter().skip(1) {
+                    kernel.add(a);
+                    kernel.add(a.saturating_sub(1));
                 }
                 // The user stack perf copied (`--call-graph dwarf`), with the registers
                 // the unwinder reads.
@@ -354,17 +482,23 @@ fn write_records<R: std::io::Read + std::io::Seek>(
                 },
                 path: String::from_utf8_lossy(&m.path.as_slice()).into_owned(),
             }),
-            EventRecord::Mmap(m) => Record::Mmap2(Mmap2 {
-                pid: m.pid as u32,
-                tid: m.tid as u32,
-                addr: m.address,
-                len: m.length,
-                pgoff: m.page_offset,
-                prot: if m.is_executable { 5 } else { 1 },
-                flags: 2,
-                build_id: None,
-                path: String::from_utf8_lossy(&m.path.as_slice()).into_owned(),
-            }),
+            EventRecord::Mmap(m) => {
+                // perf's map of the kernel image: "[kernel.kallsyms]_text", at _text.
+                if m.path.as_slice().starts_with(b"[kernel.kallsyms]") {
+                    kernel_text = Some(m.page_offset);
+                }
+                Record::Mmap2(Mmap2 {
+                    pid: m.pid as u32,
+                    tid: m.tid as u32,
+                    addr: m.address,
+                    len: m.length,
+                    pgoff: m.page_offset,
+                    prot: if m.is_executable { 5 } else { 1 },
+                    flags: 2,
+                    build_id: None,
+                    path: String::from_utf8_lossy(&m.path.as_slice()).into_owned(),
+                })
+            }
             EventRecord::Comm(c) => Record::Comm(Comm {
                 pid: c.pid as u32,
                 tid: c.tid as u32,
@@ -414,6 +548,17 @@ fn write_records<R: std::io::Read + std::io::Seek>(
             if let Some(f) = e.flush() {
                 w.write_all(&f)?;
             }
+        }
+    }
+    if !kernel.is_empty() {
+        match kallsyms_for(perf_file, kernel_text) {
+            Ok((text, from)) => {
+                for k in kernel.symbols(&text, None) {
+                    e.push(&Record::KernelSymbols(k));
+                }
+                got.kernel = Some(format!("kernel functions named from {from}"));
+            }
+            Err(why) => got.kernel = Some(format!("kernel addresses left unnamed: {why}")),
         }
     }
     if let Some(f) = e.flush() {

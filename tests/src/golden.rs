@@ -1,9 +1,14 @@
 //! The synthetic golden recordings: every record kind and every sample flag, with a sample,
-//! a stat and a strobe header, in each wire version. `tests/golden.rs` checks the committed
-//! files against these (decoded equal, and re-encoded byte for byte); they are written once
-//! per wire version by `LABPERF_WRITE_GOLDEN=1 cargo test --test golden -- --ignored`.
+//! a stat and a strobe header, in each wire version; the user stacks version 2 gained; the
+//! ring the C agent's golden file was replayed from. `tests/golden.rs` checks the committed
+//! files against these (decoded equal, and re-encoded byte for byte); `cargo xtask bless
+//! golden` writes the directories that do not exist yet (`write_missing`), never an
+//! existing one.
 
+use crate::{bin, root};
 use labperf_common::*;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
 /// Which header a golden file has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -438,4 +443,117 @@ pub fn encode_stacks() -> Vec<u8> {
     }
     file.extend(enc.trailer_frame(&trailer(Kind::Sample)));
     file
+}
+
+/// The ring the C agent's golden file was replayed from: side band and ProfileMe samples.
+pub fn c_golden_ring() -> crate::ring::Ring {
+    use crate::ring::*;
+    let mut r = Ring::default();
+    r.comm(300, "labperf-bench");
+    r.mmap2_with(
+        300,
+        0x1_2000_0000,
+        0x10000,
+        0,
+        Some(&[0x5a; 20]),
+        "/root/labperf-bench",
+    );
+    r.task(false, 300, 300, 301, 300, 2_000);
+    for i in 0..24u64 {
+        let raw = crate::alpha::payload(
+            1,
+            0x1_2000_0100 + i * 4,
+            (i % 3) << 39,
+            2 | (i % 2) | (i << 6),
+        );
+        r.ksample(
+            PROFILEME_SAMPLE_TYPE,
+            0,
+            &KSample {
+                ip: 0x1_2000_0100 + i * 4,
+                pid: 300,
+                tid: 300 + (i % 2) as u32,
+                time: 5_000 + i * 1_000,
+                cpu: 0,
+                period: 1_000,
+                raw,
+                ..Default::default()
+            },
+        );
+    }
+    r.lost(0, 2);
+    r
+}
+
+/// The C agent's golden directory under `tests/data/`.
+pub const C_GOLDEN: &str = "c-agent-x86_64-v2-profileme";
+
+/// Where the synthetic golden file of `kind` in wire `version` lives.
+pub fn golden_dir(kind: &str, version: u16) -> PathBuf {
+    root().join("tests/data").join(format!("v{version}-{kind}"))
+}
+
+/// `labperf dump FILE`: its output.
+pub fn dump(file: &Path) -> String {
+    let o = Command::new(bin("labperf"))
+        .arg("dump")
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout).unwrap()
+}
+
+/// Writes every golden directory that does not exist yet: the synthetic files of each wire
+/// version, `v2-stacks`, and the C agent's (its x86_64 build, under `agents_dir`, replaying
+/// [`c_golden_ring`]). An existing directory is never rewritten: a new wire version gets
+/// new directories. Returns the directories written.
+pub fn write_missing(agents_dir: &Path) -> Vec<PathBuf> {
+    let mut written = Vec::new();
+    for version in [WIRE_VERSION_1, WIRE_VERSION] {
+        for (kind, name) in KINDS {
+            let d = golden_dir(name, version);
+            if d.exists() {
+                continue;
+            }
+            std::fs::create_dir_all(&d).unwrap();
+            let f = d.join("record.lpr");
+            std::fs::write(&f, encode(kind, version)).unwrap();
+            std::fs::write(d.join("dump.txt"), dump(&f)).unwrap();
+            std::fs::write(
+                d.join("README.md"),
+                format!("# v{version}-{name}: wire version {version}, synthetic ({kind:?} header)\n\nWritten by `tests/src/golden.rs` (`cargo xtask bless golden`). `record.lpr` holds {}; `dump.txt` is `labperf dump` of it. `tests/golden.rs` checks that the file decodes to exactly those records and header, that today's encoder writes it byte for byte, and that `labperf dump` still prints `dump.txt`. Never regenerate this directory: add a new one for a new version.\n", match kind { Kind::Sample => "every record kind (sample, mmap2 with and without build-id, comm, fork, exit, lost, throttle, unthrottle) and every sample flag (thread, event, cpu, period, group values, callchain, raw, data source, address)", Kind::Stat => "interval records (deltas, a per-thread one, and totals)", Kind::Strobe => "strobed long and window samples with group values" }),
+            )
+            .unwrap();
+            written.push(d);
+        }
+    }
+    let d = root().join("tests/data/v2-stacks");
+    if !d.exists() {
+        std::fs::create_dir_all(&d).unwrap();
+        let f = d.join("record.lpr");
+        std::fs::write(&f, encode_stacks()).unwrap();
+        std::fs::write(d.join("dump.txt"), dump(&f)).unwrap();
+        std::fs::write(
+            d.join("README.md"),
+            "# v2-stacks: wire version 2, synthetic (sample header)\n\nWritten by `tests/src/golden.rs` (`stack_frames`, `encode_stacks`; `cargo xtask bless golden`). `record.lpr` holds what version 2 gained that older readers skip by length: samples with user stacks (USTACK records coded against the thread's previous stack: literal, repeated with a changed word, another thread's, a new frame starting over) and kernel symbols (KSYMS, named and hidden). `dump.txt` is `labperf dump` of it. `tests/golden.rs` checks that the file decodes to exactly those records, that today's encoder writes it byte for byte, and that `labperf dump` still prints `dump.txt`. Never regenerate this directory.\n",
+        )
+        .unwrap();
+        written.push(d);
+    }
+    let d = root().join("tests/data").join(C_GOLDEN);
+    if !d.exists() {
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("ring.bin"), c_golden_ring().bytes).unwrap();
+        let agent = agents_dir.join("x86_64-unknown-linux-none/labperf-agent");
+        let st = Command::new(&agent)
+            .current_dir(&d)
+            .args(["replay", "ring.bin", "--profileme", "-o", "record.lpr"])
+            .status()
+            .unwrap_or_else(|e| panic!("{}: {e}", agent.display()));
+        assert!(st.success(), "{} replay failed", agent.display());
+        std::fs::write(d.join("README.md"), "# c-agent-x86_64-v2-profileme: wire version 2, written by the C agent\n\nThe freestanding C agent (`agents/alpha/`, its x86_64 build) replayed `ring.bin` (kernel-layout ProfileMe samples, comm, mmap2 with a build-id, fork, lost; made by `c_golden_ring` in `tests/src/golden.rs`) with `labperf-agent replay ring.bin --profileme -o record.lpr` (`cargo xtask bless golden`). `tests/golden.rs` checks that the file decodes cleanly, says ProfileMe and replayed, and holds exactly the records today's Rust agent makes of `ring.bin`: files the C agent wrote stay readable. Never regenerate this directory.\n").unwrap();
+        written.push(d);
+    }
+    written
 }

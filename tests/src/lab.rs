@@ -1,7 +1,7 @@
 //! The emulated Arm lab machines the lab tests talk to (`cargo xtask lab up aarch64
 //! [--kernel altperiod]`): ssh, uploads, fetches, and `labperf` commands aimed at them.
 
-use crate::{bin, root};
+use crate::{bin, root, BenchClock};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -167,7 +167,7 @@ impl Lab {
 /// `labperf record --host … --metrics --no-report` of the bench with `classes` on the lab
 /// machine, then a separate `labperf report FILE` with no view option (the header names
 /// the metrics view, the binary cache the record filled gives the names); returns the JSON
-/// report and the file size. The file is `<scratch name>/m.lpr`.
+/// report and the bench's own account of its CPU time. The file is `<scratch name>/m.lpr`.
 pub fn metrics_run(
     lab: &Lab,
     name: &str,
@@ -175,8 +175,8 @@ pub fn metrics_run(
     period: &str,
     secs: &str,
     classes: &str,
-) -> (serde_json::Value, u64) {
-    let (j, out) = metrics_record(
+) -> (serde_json::Value, BenchClock) {
+    let (j, out, clock) = metrics_record(
         lab,
         name,
         &["--strobe", strobe, "-c", period],
@@ -187,17 +187,19 @@ pub fn metrics_run(
         let t = labperf_common::decode_all(&std::fs::read(&out).unwrap()).trailer;
         assert_eq!(t.unwrap().dropped, 0);
     }
-    (j, std::fs::metadata(&out).unwrap().len())
+    (j, clock)
 }
 
-/// [`metrics_run`] with any record options; returns the JSON report and the file.
+/// [`metrics_run`] with any record options; returns the JSON report, the file and the
+/// bench's own account (its lines come back on `record --host`'s stderr, each prefixed
+/// with the machine's name).
 pub fn metrics_record(
     lab: &Lab,
     name: &str,
     opts: &[&str],
     secs: &str,
     classes: &str,
-) -> (serde_json::Value, PathBuf) {
+) -> (serde_json::Value, PathBuf, BenchClock) {
     lab.deploy();
     let d = crate::scratch(name);
     let out = d.join("m.lpr");
@@ -218,6 +220,7 @@ pub fn metrics_record(
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let clock = BenchClock::parse(&o.stderr);
     // The trailer counts the samples the file holds, whatever the strobing mode (a kept
     // window is two samples); samples + dropped are the samples the kernel gave.
     let dec = labperf_common::decode_all(&std::fs::read(&out).unwrap());
@@ -235,7 +238,18 @@ pub fn metrics_record(
             .env("XDG_CACHE_HOME", home.join("cache"));
     });
     assert_eq!(j["view"], "metrics", "the header names the view");
-    (j, out)
+    (j, out, clock)
+}
+
+/// Asserts that each of `names`' share of their instructions (%I) in the metrics report `j`
+/// is within `tol` points of its share of their CPU time by the bench's clock: under
+/// `-icount` a nanosecond of the guest's CPU time is an instruction.
+pub fn assert_instr_split(j: &serde_json::Value, clock: &BenchClock, names: &[&str], tol: f64) {
+    let got: std::collections::BTreeMap<String, f64> = names
+        .iter()
+        .map(|f| (f.to_string(), instr_pct(j, f).max(0.0)))
+        .collect();
+    crate::assert_split(&got, clock, names, tol);
 }
 
 /// A function's %I (share of instructions) in a metrics report (-100 when it has no row).

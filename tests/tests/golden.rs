@@ -141,69 +141,7 @@ fn damaged_golden_still_reports_and_says_exactly_what_was_lost() {
 
 use labperf_tests::golden::{self, Kind};
 
-/// Where the synthetic golden file of `kind` in wire `version` lives.
-fn golden_dir(kind: &str, version: u16) -> std::path::PathBuf {
-    root().join("tests/data").join(format!("v{version}-{kind}"))
-}
-
-fn dump(file: &std::path::Path) -> String {
-    let o = Command::new(bin("labperf"))
-        .arg("dump")
-        .arg(file)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    String::from_utf8(o.stdout).unwrap()
-}
-
-/// Writes the synthetic golden files of the current wire version, once: an existing
-/// directory is never rewritten (a new version gets new directories).
-/// `LABPERF_WRITE_GOLDEN=1 cargo test -p labperf-tests --test golden -- --ignored`
-#[test]
-#[ignore = "writes tests/data: run by hand once per new wire version"]
-fn write_golden_files() {
-    if std::env::var_os("LABPERF_WRITE_GOLDEN").is_none() {
-        return;
-    }
-    for version in [labperf_common::WIRE_VERSION_1, labperf_common::WIRE_VERSION] {
-        for (kind, name) in golden::KINDS {
-            let d = golden_dir(name, version);
-            if d.exists() {
-                continue;
-            }
-            std::fs::create_dir_all(&d).unwrap();
-            let f = d.join("record.lpr");
-            std::fs::write(&f, golden::encode(kind, version)).unwrap();
-            std::fs::write(d.join("dump.txt"), dump(&f)).unwrap();
-            std::fs::write(
-                d.join("README.md"),
-                format!("# v{version}-{name}: wire version {version}, synthetic ({kind:?} header)\n\nWritten by `tests/src/golden.rs` (`LABPERF_WRITE_GOLDEN=1 cargo test -p labperf-tests --test golden -- --ignored`). `record.lpr` holds {}; `dump.txt` is `labperf dump` of it. `tests/golden.rs` checks that the file decodes to exactly those records and header, that today's encoder writes it byte for byte, and that `labperf dump` still prints `dump.txt`. Never regenerate this directory: add a new one for a new version.\n", match kind { Kind::Sample => "every record kind (sample, mmap2 with and without build-id, comm, fork, exit, lost, throttle, unthrottle) and every sample flag (thread, event, cpu, period, group values, callchain, raw, data source, address)", Kind::Stat => "interval records (deltas, a per-thread one, and totals)", Kind::Strobe => "strobed long and window samples with group values" }),
-            )
-            .unwrap();
-        }
-    }
-}
-
-/// `tests/data/v2-stacks/`: the user stacks and kernel symbols version 2 gained, written
-/// once like the others (`LABPERF_WRITE_GOLDEN=1 cargo test -p labperf-tests --test golden
-/// -- --ignored`), never rewritten.
-#[test]
-#[ignore = "writes tests/data: run by hand once"]
-fn write_stacks_golden() {
-    let d = root().join("tests/data/v2-stacks");
-    if std::env::var_os("LABPERF_WRITE_GOLDEN").is_none() || d.exists() {
-        return;
-    }
-    std::fs::create_dir_all(&d).unwrap();
-    let f = d.join("record.lpr");
-    std::fs::write(&f, golden::encode_stacks()).unwrap();
-    std::fs::write(d.join("dump.txt"), dump(&f)).unwrap();
-    std::fs::write(
-        d.join("README.md"),
-        "# v2-stacks: wire version 2, synthetic (sample header)\n\nWritten by `tests/src/golden.rs` (`stack_frames`, `encode_stacks`; `LABPERF_WRITE_GOLDEN=1 cargo test -p labperf-tests --test golden -- --ignored`). `record.lpr` holds what version 2 gained that older readers skip by length: samples with user stacks (USTACK records coded against the thread's previous stack: literal, repeated with a changed word, another thread's, a new frame starting over) and kernel symbols (KSYMS, named and hidden). `dump.txt` is `labperf dump` of it. `tests/golden.rs` checks that the file decodes to exactly those records, that today's encoder writes it byte for byte, and that `labperf dump` still prints `dump.txt`. Never regenerate this directory.\n",
-    )
-    .unwrap();
-}
+use labperf_tests::golden::{dump, golden_dir};
 
 #[test]
 fn stacks_golden_decodes_exactly_and_reencodes_byte_for_byte() {
@@ -225,77 +163,9 @@ fn stacks_golden_decodes_exactly_and_reencodes_byte_for_byte() {
     assert_eq!(dec.trailer.unwrap().records, want.len() as u64);
 }
 
-/// The ring the C agent's golden file was replayed from: side band and ProfileMe samples.
-fn c_golden_ring() -> labperf_tests::ring::Ring {
-    use labperf_tests::ring::*;
-    let mut r = Ring::default();
-    r.comm(300, "labperf-bench");
-    r.mmap2_with(
-        300,
-        0x1_2000_0000,
-        0x10000,
-        0,
-        Some(&[0x5a; 20]),
-        "/root/labperf-bench",
-    );
-    r.task(false, 300, 300, 301, 300, 2_000);
-    for i in 0..24u64 {
-        let raw = labperf_tests::alpha::payload(
-            1,
-            0x1_2000_0100 + i * 4,
-            (i % 3) << 39,
-            2 | (i % 2) | (i << 6),
-        );
-        r.ksample(
-            PROFILEME_SAMPLE_TYPE,
-            0,
-            &KSample {
-                ip: 0x1_2000_0100 + i * 4,
-                pid: 300,
-                tid: 300 + (i % 2) as u32,
-                time: 5_000 + i * 1_000,
-                cpu: 0,
-                period: 1_000,
-                raw,
-                ..Default::default()
-            },
-        );
-    }
-    r.lost(0, 2);
-    r
-}
-
-const C_GOLDEN: &str = "c-agent-x86_64-v2-profileme";
-
-/// Writes the C agent's golden file (once): its x86_64 build replaying [`c_golden_ring`].
-#[test]
-#[ignore = "writes tests/data: run by hand once per new wire version"]
-fn write_c_agent_golden_file() {
-    if std::env::var_os("LABPERF_WRITE_GOLDEN").is_none() {
-        return;
-    }
-    let d = root().join("tests/data").join(C_GOLDEN);
-    if d.exists() {
-        return;
-    }
-    std::fs::create_dir_all(&d).unwrap();
-    std::fs::write(d.join("ring.bin"), c_golden_ring().bytes).unwrap();
-    let agent = std::env::var_os("LABPERF_AGENTS_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| root().join("target/agents"))
-        .join("x86_64-unknown-linux-none/labperf-agent");
-    let st = Command::new(agent)
-        .current_dir(&d)
-        .args(["replay", "ring.bin", "--profileme", "-o", "record.lpr"])
-        .status()
-        .unwrap();
-    assert!(st.success());
-    std::fs::write(d.join("README.md"), "# c-agent-x86_64-v2-profileme: wire version 2, written by the C agent\n\nThe freestanding C agent (`agents/alpha/`, its x86_64 build) replayed `ring.bin` (kernel-layout ProfileMe samples, comm, mmap2 with a build-id, fork, lost; made by `c_golden_ring` in `tests/golden.rs`) with `labperf-agent replay ring.bin --profileme -o record.lpr`. `tests/golden.rs` checks that the file decodes cleanly, says ProfileMe and replayed, and holds exactly the records today's Rust agent makes of `ring.bin`: files the C agent wrote stay readable. Never regenerate this directory.\n").unwrap();
-}
-
 #[test]
 fn the_c_agents_golden_file_decodes_to_what_the_rust_agent_makes_of_its_ring() {
-    let d = root().join("tests/data").join(C_GOLDEN);
+    let d = root().join("tests/data").join(golden::C_GOLDEN);
     let golden = decode_all(&std::fs::read(d.join("record.lpr")).unwrap());
     assert!(golden.losses.is_clean(), "{:?}", golden.damage);
     assert_eq!(golden.wire_version, Some(labperf_common::WIRE_VERSION_2));
@@ -306,7 +176,7 @@ fn the_c_agents_golden_file_decodes_to_what_the_rust_agent_makes_of_its_ring() {
     );
     assert_eq!(
         std::fs::read(d.join("ring.bin")).unwrap(),
-        c_golden_ring().bytes,
+        golden::c_golden_ring().bytes,
         "the ring the golden file came from"
     );
     let scratch = scratch("c-golden");

@@ -201,16 +201,10 @@ fn mapped_devices_and_fifos_are_never_read() {
     }
 }
 
-/// Writes the large crafted files into `LABPERF_HOSTILE_DIR`: run in a process of its own
-/// by the test below, so that the test process stays small (a child started by
-/// posix_spawn shares its parent's memory until exec, and its peak RSS counts it).
-#[test]
-#[ignore = "a helper of memory_is_bounded_by_a_small_multiple_of_the_file"]
-fn write_large_crafted_files() {
-    let Some(d) = std::env::var_os("LABPERF_HOSTILE_DIR") else {
-        return;
-    };
-    let d = std::path::PathBuf::from(d);
+/// Writes the large crafted files into `d`. In the test's own process: labperf's peak is
+/// the VmHWM it prints of its own address space after exec (`measured`), which nothing of
+/// this process's memory reaches.
+fn write_large_crafted_files(d: &Path) {
     // 1.5 million empty records frames: 54 MB of nothing.
     let empty = d.join("empty-frames.lpr");
     {
@@ -396,18 +390,12 @@ fn many_comms(path: &Path, threads: u32) -> u64 {
 /// The distinct callchains of `deep.lpr`.
 const DEEP: u64 = 640;
 
-/// Writes the files of the tests below into `LABPERF_HOSTILE_DIR` (a process of its own,
-/// as [`write_large_crafted_files`]): `long-names.lpr`, 100 distinct 4,096-deep callchains
+/// Writes the files of the tests below into `d` (in the test's own process, as
+/// [`write_large_crafted_files`]): `long-names.lpr`, 100 distinct 4,096-deep callchains
 /// over two kernel functions with 2 KiB names; `deep.lpr`, [`DEEP`] distinct 4,096-deep
 /// callchains over three; `maps.lpr`, 500,000 mappings; `comms-10k.lpr` and
 /// `comms-80k.lpr`, as many threads, each with its own name.
-#[test]
-#[ignore = "a helper of the deep-stack and many-name tests"]
-fn write_deep_stack_files() {
-    let Some(d) = std::env::var_os("LABPERF_HOSTILE_DIR") else {
-        return;
-    };
-    let d = std::path::PathBuf::from(d);
+fn write_deep_stack_files(d: &Path) {
     let long: Vec<String> = (0..2).map(|i| format!("{i}{}", "x".repeat(2047))).collect();
     deep_stacks(&d.join("long-names.lpr"), 100, 4096, &long);
     let short: Vec<String> = (0..3).map(|i| format!("kernel_function_{i}")).collect();
@@ -420,13 +408,7 @@ fn write_deep_stack_files() {
 /// The files of [`write_deep_stack_files`], written into a scratch directory of `test`.
 fn deep_stack_files(test: &str) -> std::path::PathBuf {
     let d = scratch(test);
-    let st = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "write_deep_stack_files", "--ignored", "--quiet"])
-        .env("LABPERF_HOSTILE_DIR", &d)
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(st.success());
+    write_deep_stack_files(&d);
     d
 }
 
@@ -754,18 +736,7 @@ fn names_cannot_forge_folded_lines_or_overflow_the_flame_graph() {
 #[test]
 fn memory_is_bounded_by_a_small_multiple_of_the_file() {
     let d = scratch("hostile-memory");
-    let st = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "write_large_crafted_files",
-            "--ignored",
-            "--quiet",
-        ])
-        .env("LABPERF_HOSTILE_DIR", &d)
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(st.success());
+    write_large_crafted_files(&d);
     let (empty, values, maps, dense) = (
         d.join("empty-frames.lpr"),
         d.join("values.lpr"),

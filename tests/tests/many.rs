@@ -1,17 +1,23 @@
 //! Several recordings as one analysis: `labperf report A B …` merged (`--by host|run`), and
-//! `labperf diff BASE NEW`, on real recordings of the bench with different class weights.
+//! `labperf diff BASE NEW`, on real recordings of the bench with different class weights,
+//! each checked against the CPU time the bench measured in its own runs.
 
-use labperf_tests::{bin, record_bench_local, root, scratch};
+use labperf_tests::{assert_split, bin, record_bench_local, root, scratch, BenchClock};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn record(d: &Path, name: &str, classes: &str) -> PathBuf {
+/// Records 2 s of the bench with `classes` into `<d>/<name>.lpr`: the file and the
+/// bench's own account.
+fn record(d: &Path, name: &str, classes: &str) -> (PathBuf, BenchClock) {
     let out = d.join(format!("{name}.lpr"));
-    record_bench_local(&out, "250000", "2", classes);
-    out
+    let clock = record_bench_local(&out, "250000", "2", classes);
+    (out, clock)
 }
+
+/// The two classes both recordings run.
+const CLASSES: [&str; 2] = ["int_divider_stalls", "nops"];
 
 fn json(args: &[&str], files: &[&Path]) -> Value {
     let o = Command::new(bin("labperf"))
@@ -45,8 +51,8 @@ fn samples(j: &Value, group: &str) -> BTreeMap<(String, String), u64> {
 #[test]
 fn merged_reports_add_up_and_by_run_or_host_keeps_them_apart() {
     let d = scratch("many-merge");
-    let a = record(&d, "even", "int_divider_stalls=1,nops=1");
-    let b = record(&d, "heavy", "int_divider_stalls=3,nops=1");
+    let (a, clock_a) = record(&d, "even", "int_divider_stalls=1,nops=1");
+    let (b, clock_b) = record(&d, "heavy", "int_divider_stalls=3,nops=1");
     let (ja, jb) = (json(&["report"], &[&a]), json(&["report"], &[&b]));
     let merged = json(&["report"], &[&a, &b]);
     assert_eq!(merged["summary"]["files"], 2);
@@ -58,6 +64,18 @@ fn merged_reports_add_up_and_by_run_or_host_keeps_them_apart() {
         }
     }
     assert_eq!(samples(&merged, "-"), want);
+    // The outside oracle: the merged classes split as the CPU time both runs of the bench
+    // measured, together (1 point, as the diff below: cpu-clock samples every 250 µs of
+    // that CPU time in both files).
+    let both = BenchClock {
+        entries: [clock_a.entries, clock_b.entries].concat(),
+        process_ns: clock_a.process_ns + clock_b.process_ns,
+    };
+    let merged_samples: BTreeMap<String, f64> = samples(&merged, "-")
+        .into_iter()
+        .map(|((_, n), v)| (n, v as f64))
+        .collect();
+    assert_split(&merged_samples, &both, &CLASSES, 1.0);
     let total: u64 = want.values().sum();
     assert_eq!(merged["summary"]["total_samples"], total);
     for r in rows(&merged) {
@@ -108,8 +126,8 @@ fn only_plain_recordings_merge_and_the_error_says_which() {
 #[test]
 fn diff_shows_each_function_s_share_and_its_change() {
     let d = scratch("many-diff");
-    let a = record(&d, "even", "int_divider_stalls=1,nops=1");
-    let b = record(&d, "heavy", "int_divider_stalls=3,nops=1");
+    let (a, clock_a) = record(&d, "even", "int_divider_stalls=1,nops=1");
+    let (b, clock_b) = record(&d, "heavy", "int_divider_stalls=3,nops=1");
     let (ja, jb) = (json(&["report"], &[&a]), json(&["report"], &[&b]));
     let diff = json(&["diff"], &[&a, &b]);
     let pct = |j: &Value, f: &str| {
@@ -138,19 +156,37 @@ fn diff_shows_each_function_s_share_and_its_change() {
         };
         assert_eq!(r["samples_delta"].as_f64().unwrap() as i64, n(&jb) - n(&ja));
     }
-    // The known answer: int_divider_stalls goes from 1/2 to 3/4 of the two classes' time,
-    // nops from 1/2 to 1/4 (compared among the two classes: the bench's own loop takes a
-    // few percent of the samples in both runs). Within 2 points.
+    // The known answer: int_divider_stalls' share of the two classes' time in each run, as
+    // each run's bench measured it (asked 1/2, then 3/4: the realized split differs by the
+    // slices' randomness, the same every run, and by what a loaded machine does to the
+    // calibration: 25.5 to 27 points where 25 were asked, on a loaded machine, so the
+    // 2 points allowed around 25 failed now and then). Compared among the two classes (the
+    // bench's own loop takes a few percent of the samples in both runs), each within 1
+    // point and the change within 1: cpu-clock samples every 250 µs of the CPU time the
+    // bench measures, and no class here thrashes the caches its clock reads need (the
+    // errors seen under load: 0.3 point at most).
     let within =
         |r: &Value| r["percent_base"].as_f64().unwrap() + r["percent_delta"].as_f64().unwrap();
     let (i, n) = (row("int_divider_stalls"), row("nops"));
     let base_share = 100.0 * i["percent_base"].as_f64().unwrap()
         / (i["percent_base"].as_f64().unwrap() + n["percent_base"].as_f64().unwrap());
     let new_share = 100.0 * within(&i) / (within(&i) + within(&n));
-    eprintln!("int_divider_stalls among the classes: {base_share:.2}% -> {new_share:.2}%");
+    let (base_clock, new_clock) = (
+        clock_a.pct_of("int_divider_stalls", &CLASSES),
+        clock_b.pct_of("int_divider_stalls", &CLASSES),
+    );
+    eprintln!(
+        "int_divider_stalls among the classes: {base_share:.2}% -> {new_share:.2}%; \
+         by the bench's clock {base_clock:.2}% -> {new_clock:.2}%"
+    );
     assert!(
-        (new_share - base_share - 25.0).abs() < 2.0,
-        "{base_share} -> {new_share}"
+        (base_share - base_clock).abs() <= 1.0 && (new_share - new_clock).abs() <= 1.0,
+        "{base_share:.2}% -> {new_share:.2}%, by the clock {base_clock:.2}% -> {new_clock:.2}%"
+    );
+    let (change, clock_change) = (new_share - base_share, new_clock - base_clock);
+    assert!(
+        (change - clock_change).abs() <= 1.0,
+        "a change of {change:.2} points, {clock_change:.2} by the bench's clock"
     );
     // Sorted by the size of the change: the two classes lead.
     let first: Vec<&str> = rows(&diff)[..2]

@@ -2,11 +2,13 @@
 //! signals, a killed agent, workload arguments and exit codes.
 
 use labperf_common::{decode_all, DamageReason, Record};
-use labperf_tests::{bin, report_json, scratch};
+use labperf_tests::{assert_split, bin, report_json, scratch, BenchClock};
+use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-/// Records the bench with a weighted split and checks every class's share.
+/// Records the bench with a weighted split and checks every class's share against the
+/// CPU time the bench measured for it.
 #[test]
 fn bench_classes_show_up_with_the_requested_time_split() {
     let d = scratch("split");
@@ -25,7 +27,7 @@ fn bench_classes_show_up_with_the_requested_time_split() {
         .map(|(n, w)| format!("{n}={w}"))
         .collect::<Vec<_>>()
         .join(",");
-    let st = Command::new(bin("labperf"))
+    let o = Command::new(bin("labperf"))
         .env("LABPERF_AGENT", bin("labperf-agent"))
         .args([
             "record",
@@ -41,38 +43,54 @@ fn bench_classes_show_up_with_the_requested_time_split() {
         .arg("--")
         .arg(bin("labperf-bench"))
         .args(["--duration", "4", "--classes", &spec])
-        .status()
+        .output()
         .unwrap();
-    assert!(st.success());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let clock = BenchClock::parse(&o.stderr);
     let j = report_json(&file, 0, |_| {});
     let rows = j["tables"][0]["rows"].as_array().unwrap();
-    let count = |name: &str| {
-        rows.iter()
-            .find(|r| r["name"] == name)
-            .map(|r| r["samples"].as_u64().unwrap())
-            .unwrap_or(0)
-    };
-    let in_classes: u64 = weights.iter().map(|(n, _)| count(n)).sum();
-    let total_w: u32 = weights.iter().map(|(_, w)| w).sum();
-    // 4 s at 5 kHz: ~20000 samples; nearly all must land in the class functions.
+    let got: BTreeMap<String, f64> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap().to_string(),
+                r["samples"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    let names: Vec<&str> = weights.iter().map(|w| w.0).collect();
+    let in_classes: f64 = names.iter().filter_map(|n| got.get(*n)).sum();
+    // A sample every 200 µs of the classes' CPU time by the bench's clock; 90% of that at
+    // least (the clock reads between blocks are kernel time no user sample sees, and a
+    // loaded machine delays the timer now and then).
+    let want = clock.classes_s() * 5000.0;
     assert!(
-        in_classes > 12000,
-        "only {in_classes} samples in the class functions"
+        in_classes > 0.9 * want,
+        "only {in_classes} samples in the class functions, {want:.0} by the bench's clock"
     );
+    // The class functions' share of all samples is their share of the process's CPU time
+    // by its own clock: 3 points (the process's clock counts kernel time too, the page
+    // faults of main's 32 MiB pointer chain among it, which no user sample sees; a
+    // loaded machine gave the set-up 15% of the 4 s run's CPU, where 85% of the samples
+    // in the classes had been asked).
+    let total = j["summary"]["total_samples"].as_f64().unwrap();
+    let (share, cpu) = (
+        100.0 * in_classes / total,
+        100.0 * clock.classes_s() * 1e9 / clock.process_ns as f64,
+    );
+    eprintln!("class functions: {share:.2}% of the samples, {cpu:.2}% of the CPU time");
     assert!(
-        in_classes as f64 > 0.85 * j["summary"]["total_samples"].as_u64().unwrap() as f64,
-        "too few samples in class functions: {j}"
+        (share - cpu).abs() <= 3.0,
+        "{share:.2}% of the samples in the class functions, {cpu:.2}% of the CPU time: {j}"
     );
-    // Tolerance: 3 percentage points of the class samples per class.
-    for (n, w) in weights {
-        let share = 100.0 * count(n) as f64 / in_classes as f64;
-        let want = 100.0 * w as f64 / total_w as f64;
-        eprintln!("{n}: {share:.1}% of {in_classes} class samples, asked for {want:.1}%");
-        assert!(
-            (share - want).abs() < 3.0,
-            "{n}: {share:.1}% of samples, asked for {want:.1}% of the time"
-        );
-    }
+    // Each class's share of the class samples against its share of the CPU time the bench
+    // measured for it: 1.5 points (3 against the asked weights before). cpu-clock samples
+    // every 200 µs of the same CPU time the bench's clock measures, so the slices' ends
+    // cost a fraction of a sample each (~800 slices: a tenth of a point); the rest is the
+    // clock reads, kernel time no user sample sees and dearer after dcache_miss thrashed
+    // the caches: that class read 0.4 to 0.6 points low in every run on a loaded machine.
+    let worst = assert_split(&got, &clock, &names, 1.5);
+    eprintln!("worst class: {worst:.2} points from the bench's clock");
 }
 
 #[test]
@@ -346,14 +364,16 @@ fn children_are_followed_and_symbolized() {
         "{b} --duration 0.8 --classes nops & {b} --duration 0.8 --classes dcache_miss; wait",
         b = b.display()
     );
-    let st = Command::new(bin("labperf-agent"))
+    let o = Command::new(bin("labperf-agent"))
         .args(["record", "-e", "cpu-clock", "-c", "500000", "-o"])
         .arg(&file)
         .args(["--", "/bin/sh", "-c", &script])
-        .stderr(Stdio::null())
-        .status()
+        .output()
         .unwrap();
-    assert!(st.success());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // Both benches' own accounts (one class each).
+    let clock = BenchClock::parse(&o.stderr);
+    assert_eq!(clock.tids().len(), 2, "{clock:?}");
     let dec = decode_all(&std::fs::read(&file).unwrap());
     let pids: std::collections::BTreeSet<u32> = dec
         .records
@@ -385,7 +405,13 @@ fn children_are_followed_and_symbolized() {
             .and_then(|l| l.split(',').nth(1))
             .and_then(|n| n.parse().ok())
             .unwrap_or(0);
-        assert!(n > 400, "{f}: {n} samples\n{csv}");
+        // A sample every 500 µs of the CPU time the bench's clock measured in the class:
+        // 90% of that at least (its clock reads are kernel time no user sample sees).
+        let want = clock.inclusive_ns(f) as f64 / 500_000.0;
+        assert!(
+            n as f64 >= 0.9 * want && n as f64 <= 1.1 * want + 2.0,
+            "{f}: {n} samples, {want:.0} by the bench's clock\n{csv}"
+        );
     }
     let out = Command::new(bin("labperf"))
         .args(["report", "--by", "dso", "--format", "json"])
@@ -408,13 +434,14 @@ fn attaching_to_a_running_process_records_its_functions() {
     // its code, so the mappings come from /proc/PID/maps rather than from mmap records.
     let d = scratch("attach");
     let file = d.join("attach.lpr");
-    let mut bench = Command::new(bin("labperf-bench"))
+    let bench = Command::new(bin("labperf-bench"))
         .args([
             "--duration",
             "2.5",
             "--classes",
             "int_divider_stalls=1,nops=1",
         ])
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(500));
@@ -424,34 +451,36 @@ fn attaching_to_a_running_process_records_its_functions() {
         .args(["--pid", &bench.id().to_string()])
         .output()
         .unwrap();
-    assert!(bench.wait().unwrap().success());
+    let pid = bench.id();
+    let bench = bench.wait_with_output().unwrap();
+    assert!(bench.status.success());
+    let clock = BenchClock::parse(&bench.stderr);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let d = decode_all(&std::fs::read(&file).unwrap());
     assert!(d.losses.is_clean(), "{:?}", d.damage);
     let h = d.header.unwrap();
-    assert_eq!(h.command, ["--pid".to_string(), bench.id().to_string()]);
+    assert_eq!(h.command, ["--pid".to_string(), pid.to_string()]);
     assert!(d
         .records
         .iter()
         .any(|r| matches!(r, Record::Mmap2(m) if m.path.ends_with("labperf-bench"))));
     let j = report_json(&file, 0, |_| {});
-    let share = |f: &str| {
-        j["tables"][0]["rows"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|r| r["name"] == f)
-            .map_or(0.0, |r| r["percent"].as_f64().unwrap())
-    };
-    // Two classes at 1:1 for the ~2 s attached: each near half (the bench's main loop and
-    // the clock take a few percent).
-    for f in ["int_divider_stalls", "nops"] {
-        assert!(
-            (35.0..=60.0).contains(&share(f)),
-            "{f}: {}% in {j}",
-            share(f)
-        );
-    }
+    let got: BTreeMap<String, f64> = j["tables"][0]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap().to_string(),
+                r["samples"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    // The two classes split as the bench's clock measured (they were asked 1:1; a range of
+    // 35 to 60% of all samples each was allowed before): 3 points. The clock covers the
+    // whole run and the recording the ~2 s after the attach; the slices before it are
+    // random around the same split, a few dozen of ~500.
+    assert_split(&got, &clock, &["int_divider_stalls", "nops"], 3.0);
     // stat attaches the same way and counts the bench's CPU time while attached.
     let mut bench = Command::new(bin("labperf-bench"))
         .args(["--duration", "1.5", "--classes", "nops=1"])

@@ -164,22 +164,34 @@ fn stat_topdown_on_this_machine_counts_or_says_what_is_missing() {
     }
 }
 
+/// Copies the directory tree `from` into `to`.
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dst = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &dst);
+        } else {
+            std::fs::copy(e.path(), dst).unwrap();
+        }
+    }
+}
+
 #[test]
 fn a_sysfs_tree_without_the_pmu_behind_it_fails_before_the_workload_runs() {
-    if machine_has_topdown() {
-        return; // the PMU is real here: opening SLOTS succeeds (the test above counts).
-    }
-    // An Ice Lake sysfs tree but no PMU behind it: opening SLOTS fails, said plainly, and
-    // the workload never runs.
+    // An Ice Lake sysfs tree whose PMU type no PMU of this kernel has (PMU types are small
+    // numbers handed out at boot): opening SLOTS fails on every machine, with a TopDown PMU
+    // or without, said plainly, and the workload never runs.
     let d = scratch("td-open");
+    let tree = d.join("sysfs");
+    copy_tree(&root().join("tests/data/sysfs/x86_64-icelake"), &tree);
+    std::fs::write(tree.join("bus/event_source/devices/cpu/type"), "1000000\n").unwrap();
     let marker = d.join("ran");
     let o = Command::new(agent())
         .args(["stat", "--topdown", "--", "/bin/touch"])
         .arg(&marker)
-        .env(
-            "LABPERF_SYSFS",
-            root().join("tests/data/sysfs/x86_64-icelake"),
-        )
+        .env("LABPERF_SYSFS", &tree)
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(125));

@@ -1,269 +1,29 @@
 //! One golden test of every report view: `labperf report FILE` (the view from the file's
-//! header) in CSV and JSON, against the files in `tests/data/views/`, and the JSON shape
-//! the README documents. Inputs are built here, byte for byte the same on every run; the
-//! plain and metrics views name functions from `tests/data/views/cxx.elf`, whose C++ names
-//! hold commas. `LABPERF_BLESS=1` rewrites the expected files (review the diff).
+//! header) in CSV, JSON and table, against the files in `tests/data/views/`, and the JSON
+//! shape the README documents. Inputs are built by `labperf_tests::views`, byte for byte
+//! the same on every run. The tests only compare: `cargo xtask bless views` rewrites the
+//! expected files (review the diff).
 
-use labperf_common::*;
-use labperf_tests::alpha::{MEM_OP_LOAD, MEM_OP_PFETCH, MEM_OP_STORE, MEM_TLB_HIT, MEM_TLB_MISS};
+use labperf_tests::views::*;
 use labperf_tests::{bin, root, scratch};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const CXX_FIND: &str =
-    "std::map<int, int, std::less<int>, std::allocator<std::pair<int const, int> > >::find(int const&) const";
-/// cxx.elf's functions (nm -S): map_find 0x40010c+0x1c, plain_c 0x400128+2.
-const FIND_AT: u64 = 0x40_0110;
-const PLAIN_AT: u64 = 0x40_0129;
-
-fn views() -> PathBuf {
-    root().join("tests/data/views")
-}
-
-fn event(name: &str, leader: Option<u32>, sample_type: u64) -> EventDesc {
-    EventDesc {
-        name: name.into(),
-        attr: Attr {
-            size: 136,
-            sample_type,
-            ..Default::default()
-        },
-        leader,
-    }
-}
-
-fn header(events: Vec<EventDesc>, r: &Recipe) -> Header {
-    Header {
-        agent_version: "golden".into(),
-        arch: Arch::X86_64,
-        endian: Endian::Little,
-        kernel_release: "6.1.0-golden".into(),
-        cpu: CpuId::Unknown {
-            cpuinfo: "golden".into(),
-        },
-        hostname: "golden".into(),
-        command: vec!["./app".into()],
-        clock_id: 1,
-        start_time_ns: 0,
-        start_realtime_ns: 0,
-        events,
-        mode: r.mode_string(),
-        notes: vec![],
-    }
-}
-
-/// A complete version-2 file: header, its recipe, the records, a trailer.
-fn file(events: Vec<EventDesc>, recipe: Recipe, records: &[Record]) -> Vec<u8> {
-    let mut e = Encoder::new();
-    let mut f = Encoder::prelude().to_vec();
-    f.extend(e.header_frame(&header(events, &recipe)));
-    f.extend(e.header_ext_frame(&HeaderExt {
-        recipe: Some(recipe),
-        ..Default::default()
-    }));
-    let samples = records
-        .iter()
-        .filter(|r| matches!(r, Record::Sample(_)))
-        .count() as u64;
-    for r in records {
-        e.push(r);
-    }
-    if let Some(fr) = e.flush() {
-        f.extend(fr);
-    }
-    f.extend(e.trailer_frame(&Trailer {
-        records: records.len() as u64,
-        frames: 1,
-        samples,
-        ..Default::default()
-    }));
-    f
-}
-
-/// The cxx.elf mapping of process 1, named by its build-id and found through --symfs.
-fn cxx_map() -> Record {
-    let data = std::fs::read(views().join("cxx.elf")).unwrap();
-    use object::Object;
-    let id = object::File::parse(&*data)
-        .unwrap()
-        .build_id()
-        .unwrap()
-        .map(<[u8]>::to_vec);
-    Record::Mmap2(Mmap2 {
-        pid: 1,
-        tid: 1,
-        addr: 0x40_0000,
-        len: 0x1000,
-        pgoff: 0,
-        prot: 5,
-        flags: 2,
-        build_id: id,
-        path: "/cxx.elf".into(),
-    })
-}
-
-fn sample(ip: u64, period: u64, values: Vec<u64>) -> Record {
-    Record::Sample(Sample {
-        pid: 1,
-        tid: 1,
-        ip,
-        period,
-        values,
-        ..Default::default()
-    })
-}
-
-fn plain() -> Vec<u8> {
-    let mut r = vec![cxx_map()];
-    r.extend((0..5).map(|_| sample(FIND_AT, 1000, vec![])));
-    r.extend((0..3).map(|_| sample(PLAIN_AT, 1000, vec![])));
-    // In the mapping but in no function; and in no mapping at all.
-    r.push(sample(0x40_0800, 1000, vec![]));
-    r.push(sample(0x7000, 1000, vec![]));
-    file(
-        vec![event("cycles", None, 0x107)],
-        Recipe::Sample { group_read: false },
-        &r,
-    )
-}
-
-fn metrics() -> Vec<u8> {
-    metrics_with(50)
-}
-
-/// [`metrics`] with `find_ins` instructions in each of `find`'s three windows (CPI
-/// 100/find_ins).
-fn metrics_with(find_ins: u64) -> Vec<u8> {
-    // Alternating periods: a 900-cycle period, then a 100-cycle window whose counts are
-    // the window's. Group {cycles, instructions, branch-misses}, cumulative.
-    let mut r = vec![cxx_map()];
-    let mut t = [0u64; 3];
-    let mut pair = |r: &mut Vec<Record>, start: u64, end: u64, ins: u64, bm: u64| {
-        t[0] += 900;
-        t[1] += 900;
-        r.push(sample(start, 900, t.to_vec()));
-        t[0] += 100;
-        t[1] += ins;
-        t[2] += bm;
-        r.push(sample(end, 100, t.to_vec()));
-    };
-    for _ in 0..3 {
-        pair(&mut r, FIND_AT, FIND_AT, find_ins, 1); // CPI 2 in metrics()
-    }
-    pair(&mut r, PLAIN_AT, PLAIN_AT, 100, 0); // CPI 1
-    pair(&mut r, FIND_AT, PLAIN_AT, 80, 0); // crosses functions: discarded
-    file(
-        vec![
-            event("cycles", None, 0x117),
-            event("instructions", Some(0), 0),
-            event("branch-misses", Some(0), 0),
-        ],
-        Recipe::Strobe {
-            mode: StrobeMode::KernelV4,
-            period: 1000,
-            window: 100,
-            jitter: false,
-        },
-        &r,
-    )
-}
-
-fn topdown() -> Vec<u8> {
-    let names = [
-        "slots",
-        "topdown-retiring",
-        "topdown-bad-spec",
-        "topdown-fe-bound",
-        "topdown-be-bound",
-    ];
-    let events = names
-        .iter()
-        .enumerate()
-        .map(|(i, n)| event(n, (i > 0).then_some(0), 0))
-        .collect();
-    let interval = |time: u64, v: [u64; 5]| {
-        Record::Interval(Interval {
-            time,
-            tid: None,
-            delta: true,
-            counts: v
-                .iter()
-                .enumerate()
-                .map(|(i, &value)| Count {
-                    event: i as u32,
-                    value,
-                    time_enabled: 1,
-                    time_running: 1,
-                })
-                .collect(),
-        })
-    };
-    file(
-        events,
-        Recipe::StatTopdown {
-            level: 1,
-            legacy: false,
-            pmu: "cpu".into(),
-        },
-        &[
-            interval(1_001_281_330, [4000, 230, 153, 296, 321]),
-            interval(2_003_009_005, [4000, 50, 68, 466, 416]),
-        ],
-    )
-}
-
-fn mem() -> Vec<u8> {
-    let mut r = vec![cxx_map()];
-    let mut push = |ip: u64, addr: u64, src: u64| {
-        r.push(Record::Sample(Sample {
-            pid: 1,
-            tid: 1,
-            ip,
-            addr: Some(addr),
-            data_src: Some(src),
-            ..Default::default()
-        }))
-    };
-    for i in 0..4 {
-        let tlb = if i == 3 { MEM_TLB_MISS } else { MEM_TLB_HIT };
-        push(FIND_AT, 0x1_4000_0000, MEM_OP_LOAD | tlb);
-    }
-    push(PLAIN_AT, 0x1_4000_2000, MEM_OP_STORE | MEM_TLB_HIT);
-    push(PLAIN_AT, 0x1_4000_0000, MEM_OP_PFETCH | MEM_TLB_MISS);
-    file(
-        vec![event("cpu/cycles,profileme/", None, 0x1_8507)],
-        Recipe::Mem,
-        &r,
-    )
-}
-
-/// `labperf report FILE --format F --top 0 --symfs tests/data/views` (no view option).
-fn report(f: &Path, format: &str) -> String {
-    let o = Command::new(bin("labperf"))
-        .args(["report", "--top", "0", "--format", format, "--symfs"])
-        .arg(views())
-        .arg(f)
-        .env("XDG_CACHE_HOME", f.with_extension("cache"))
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    String::from_utf8(o.stdout).unwrap()
-}
-
+/// The golden `name` in `tests/data/views/` against what labperf renders today. Only a
+/// comparison: `cargo xtask bless views` rewrites the goldens (then review the diff).
 fn check(name: &str, got: &str) {
     let want_path = views().join(name);
-    if std::env::var_os("LABPERF_BLESS").is_some() {
-        std::fs::write(&want_path, got).unwrap();
-        return;
-    }
     let want = std::fs::read_to_string(&want_path).unwrap_or_else(|_| {
         panic!(
-            "{} is missing: run with LABPERF_BLESS=1",
+            "{} is missing: `cargo xtask bless views` writes it",
             want_path.display()
         )
     });
-    assert_eq!(got, want, "{name} changed (LABPERF_BLESS=1 rewrites it)");
+    assert_eq!(
+        got, want,
+        "{name} changed (`cargo xtask bless views` rewrites it: review the diff)"
+    );
 }
 
 /// The JSON every view prints, as the README documents it.
@@ -297,42 +57,16 @@ fn check_shape(j: &Value, view: &str) {
 
 #[test]
 fn every_view_renders_its_golden_csv_and_json() {
-    let d = labperf_tests::scratch("views");
-    let inputs: Vec<(&str, PathBuf)> = vec![
-        ("plain", {
-            let p = d.join("plain.lpr");
-            std::fs::write(&p, plain()).unwrap();
-            p
-        }),
-        ("metrics", {
-            let p = d.join("metrics.lpr");
-            std::fs::write(&p, metrics()).unwrap();
-            p
-        }),
-        ("topdown", {
-            let p = d.join("topdown.lpr");
-            std::fs::write(&p, topdown()).unwrap();
-            p
-        }),
-        ("mem", {
-            let p = d.join("mem.lpr");
-            std::fs::write(&p, mem()).unwrap();
-            p
-        }),
-        (
-            "profileme",
-            root().join("tests/data/c-agent-x86_64-v2-profileme/record.lpr"),
-        ),
-        ("intervals", root().join("tests/data/v2-stat/record.lpr")),
-    ];
-    for (view, f) in &inputs {
-        let csv = report(f, "csv");
-        check(&format!("{view}.csv"), &csv);
-        let json = report(f, "json");
-        check(&format!("{view}.json"), &json);
-        let j: Value = serde_json::from_str(&json).unwrap();
-        check_shape(&j, view);
-        check(&format!("{view}.txt"), &report(f, "table"));
+    let d = scratch("views");
+    let all = rendered(&d);
+    // Each view in CSV, JSON and table.
+    assert_eq!(all.len(), 6 * 3);
+    for (name, got) in &all {
+        check(name, got);
+        if let Some(view) = name.strip_suffix(".json") {
+            let j: Value = serde_json::from_str(got).unwrap();
+            check_shape(&j, view);
+        }
     }
 }
 
@@ -470,26 +204,61 @@ fn a_metrics_diff_shows_each_function_s_cpi_and_its_change() {
 #[test]
 fn a_topdown_diff_joins_intervals_in_order() {
     let d = scratch("views-diff-topdown");
-    let f = d.join("td.lpr");
-    std::fs::write(&f, topdown()).unwrap();
+    let (base, new) = (d.join("base.lpr"), d.join("new.lpr"));
+    std::fs::write(&base, topdown()).unwrap();
+    // The same two intervals with other slot counts: each level's share worked out by hand
+    // (a share is of the four metrics' slots, 1000 in every interval here).
+    std::fs::write(
+        &new,
+        topdown_of(&[
+            (1_001_281_330, [4000, 400, 100, 200, 300]),
+            (2_003_009_005, [4000, 100, 100, 400, 400]),
+        ]),
+    )
+    .unwrap();
     let o = Command::new(bin("labperf"))
         .arg("diff")
-        .arg(&f)
-        .arg(&f)
+        .arg(&base)
+        .arg(&new)
         .args(["--format", "json"])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let j: Value = serde_json::from_slice(&o.stdout).unwrap();
     let rows = j["tables"][0]["rows"].as_array().unwrap();
-    // Two intervals, each against itself: the baseline is its own share, the change 0.
-    assert_eq!(rows.len(), 2);
-    for (r, retiring) in rows.iter().zip([0.23, 0.05]) {
-        assert!(
-            (r["retiring_base"].as_f64().unwrap() - retiring).abs() < 1e-9,
-            "{r}"
-        );
-        assert_eq!(r["retiring_delta"], 0.0);
+    // Two intervals joined in order: the baseline is the first file's share, the change
+    // the second's minus it.
+    assert_eq!(rows.len(), 2, "{j}");
+    let want = [
+        // (column, [base, change] of interval 1, [base, change] of interval 2)
+        ("retiring", [0.230, 0.400 - 0.230], [0.050, 0.100 - 0.050]),
+        (
+            "bad_speculation",
+            [0.153, 0.100 - 0.153],
+            [0.068, 0.100 - 0.068],
+        ),
+        (
+            "frontend_bound",
+            [0.296, 0.200 - 0.296],
+            [0.466, 0.400 - 0.466],
+        ),
+        (
+            "backend_bound",
+            [0.321, 0.300 - 0.321],
+            [0.416, 0.400 - 0.416],
+        ),
+    ];
+    for (col, first, second) in want {
+        for (r, [b, c]) in rows.iter().zip([first, second]) {
+            let got = (
+                r[format!("{col}_base")].as_f64().unwrap(),
+                r[format!("{col}_delta")].as_f64().unwrap(),
+            );
+            assert!(
+                (got.0 - b).abs() < 1e-9 && (got.1 - c).abs() < 1e-9,
+                "{col}: {got:?}, want ({b}, {c}) in {r}"
+            );
+        }
     }
     assert!(rows[0]["time_s"].as_f64().unwrap() < rows[1]["time_s"].as_f64().unwrap());
 }

@@ -1,7 +1,8 @@
 //! The whole machine (`record -a` / `-C`, `--duration`): two known busy processes show up
 //! in `report --by comm` with their CPU-time split, through the Rust agent (via `labperf
-//! record`) and the C agent; kernel samples are named from kallsyms; without the privilege
-//! both agents stop before recording and say what is needed.
+//! record`) and the C agent; the samples' CPUs are the online CPUs; kernel samples are named
+//! from kallsyms; without the privilege both agents stop before recording and say what is
+//! needed.
 
 use labperf_tests::{bin, report_json, scratch};
 use std::collections::BTreeMap;
@@ -21,13 +22,29 @@ fn c_agent() -> PathBuf {
     p
 }
 
-/// utime + stime of process `pid` (all its threads), in clock ticks.
-fn cpu_ticks(pid: u32) -> u64 {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    let after = &s[s.rfind(')').unwrap() + 2..];
-    let f: Vec<&str> = after.split(' ').collect();
-    // Fields 14 and 15 of stat(5), counted from the state (field 3) here.
-    f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()
+/// The CPU time process `pid` has run, in ns: the kernel's own account of each of its
+/// threads (`/proc/PID/task/TID/schedstat`, first field: the clock behind
+/// CLOCK_PROCESS_CPUTIME_ID; utime + stime would be in 10 ms ticks).
+fn cpu_ns(pid: u32) -> u64 {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .map(|t| {
+            let s = std::fs::read_to_string(t.unwrap().path().join("schedstat")).unwrap();
+            s.split_whitespace().next().unwrap().parse::<u64>().unwrap()
+        })
+        .sum()
+}
+
+/// The CPUs this machine has online (`/sys/devices/system/cpu/online`: "0-3,5,7-8").
+fn online_cpus() -> std::collections::BTreeSet<u32> {
+    let list = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    let mut cpus = std::collections::BTreeSet::new();
+    for part in list.trim().split(',') {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        cpus.extend(a.parse::<u32>().unwrap()..=b.parse::<u32>().unwrap());
+    }
+    assert!(!cpus.is_empty(), "no online CPU in '{list}'");
+    cpus
 }
 
 /// Two busy processes of known names: copies of labperf-bench named busy-a (two threads)
@@ -62,8 +79,8 @@ impl Busy {
         Busy { procs }
     }
 
-    fn ticks(&self) -> Vec<u64> {
-        self.procs.iter().map(|(_, c)| cpu_ticks(c.id())).collect()
+    fn cpu_ns(&self) -> Vec<u64> {
+        self.procs.iter().map(|(_, c)| cpu_ns(c.id())).collect()
     }
 }
 
@@ -78,15 +95,16 @@ impl Drop for Busy {
 
 /// Runs `record` (which records the whole machine into `file`) while the two busy
 /// processes run; asserts each one's share of their samples in `report --by comm` is
-/// within 5 points of its share of their CPU time over the recording, and that kernel
-/// samples are there and named from kallsyms.
+/// within 5 points of its share of their CPU time over the recording, that the samples'
+/// CPUs are exactly the online CPUs, and that kernel samples are there and named from
+/// kallsyms.
 fn busy_split(test: &str, record: impl FnOnce(&Path)) {
     let d = scratch(test);
     let file = d.join("box.lpr");
     let busy = Busy::start(&d);
-    let before = busy.ticks();
+    let before = busy.cpu_ns();
     record(&file);
-    let after = busy.ticks();
+    let after = busy.cpu_ns();
     let pids: Vec<u64> = busy.procs.iter().map(|(_, c)| u64::from(c.id())).collect();
     drop(busy);
     let cpu: Vec<f64> = before
@@ -108,6 +126,22 @@ fn busy_split(test: &str, record: impl FnOnce(&Path)) {
             )
         })
         .collect();
+    // -a samples every online CPU (busy or idle, cpu-clock ticks on each) and no other.
+    let rec = labperf_common::decode_all(&std::fs::read(&file).unwrap());
+    let mut per_cpu = BTreeMap::<u32, u64>::new();
+    for r in &rec.records {
+        if let labperf_common::Record::Sample(s) = r {
+            *per_cpu.entry(s.cpu).or_default() += 1;
+        }
+    }
+    assert_eq!(
+        per_cpu
+            .keys()
+            .copied()
+            .collect::<std::collections::BTreeSet<u32>>(),
+        online_cpus(),
+        "the samples' CPUs (with their counts: {per_cpu:?}) against the online CPUs"
+    );
     let samples = [by_comm.get("busy-a"), by_comm.get("busy-b")];
     let [Some(&a), Some(&b)] = samples else {
         panic!("both busy processes in --by comm: {by_comm:?}");
@@ -116,9 +150,9 @@ fn busy_split(test: &str, record: impl FnOnce(&Path)) {
         100.0 * a as f64 / (a + b) as f64,
         100.0 * cpu[0] / (cpu[0] + cpu[1]),
     );
-    eprintln!("{test}: busy-a {sa:.2}% of their samples ({a} of {}), {ca:.2}% of their CPU time ({} of {} ticks)", a + b, cpu[0], cpu[0] + cpu[1]);
+    eprintln!("{test}: busy-a {sa:.2}% of their samples ({a} of {}), {ca:.2}% of their CPU time ({} of {} ns)", a + b, cpu[0], cpu[0] + cpu[1]);
     // 5 points: the acceptance's tolerance; CPU time is read from /proc around the
-    // recording (a few ms either side) and ticks are 10 ms.
+    // recording (the agent's start and finish: a few ms either side of its 2 s).
     assert!(
         (sa - ca).abs() <= 5.0,
         "busy-a {sa:.2}% of samples vs {ca:.2}% of CPU time"

@@ -1,10 +1,12 @@
 //! cargo xtask: set-up, cross builds, the demo, the test suite, benchmarks and fuzzing. One module per subcommand.
 
 mod bench;
+mod bless;
 mod build_agents;
 mod demo;
 mod dist;
 mod fuzz;
+mod hwcheck;
 mod lab;
 mod setup;
 mod test;
@@ -16,7 +18,7 @@ use clap::{Parser, Subcommand};
 #[derive(Parser)]
 #[command(
     name = "cargo xtask",
-    after_help = "EXAMPLES:\n  cargo xtask demo                 # profile labperf-bench on this machine\n  cargo xtask test                 # everything CI runs\n  cargo xtask bench                # size and speed vs perf, plus a fuzz run\n  cargo xtask build-agents --target all"
+    after_help = "EXAMPLES:\n  cargo xtask demo                 # profile labperf-bench on this machine\n  cargo xtask test                 # everything CI runs\n  cargo xtask bench                # size and speed vs perf, plus a fuzz run\n  cargo xtask build-agents --target all\n  cargo xtask bless views          # rewrite the view goldens after a deliberate change\n  cargo xtask hwcheck              # TopDown known answers on this Intel machine (exit 3: none here)"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -41,12 +43,20 @@ enum Cmd {
     Dist(dist::Args),
     /// The emulated Arm lab machine: up, down, ssh.
     Lab(lab::Args),
+    /// Write the goldens the tests compare against: `views` (rewrite; review the diff),
+    /// `golden` (a new wire version's recordings; never rewrites).
+    Bless(bless::Args),
+    /// Intel TopDown known-answer checks on this machine's PMU (Ice Lake and later); exits
+    /// 3 when it has none (nothing checked).
+    Hwcheck(hwcheck::Args),
 }
 
 fn main() {
     let cli = Cli::parse();
     let mut s = util::Summary::default();
     match cli.cmd {
+        // Detection first: a machine without the PMU needs nothing set up or built.
+        Cmd::Hwcheck(a) => std::process::exit(hwcheck::run(&a)),
         Cmd::Setup(a) => setup::run(&a, &mut s),
         Cmd::BuildAgents(a) => {
             setup::run(&setup::Args::default(), &mut s);
@@ -71,6 +81,10 @@ fn main() {
         Cmd::Bench(a) => {
             setup::run(&setup::Args::default(), &mut s);
             bench::run(&a, &mut s);
+        }
+        Cmd::Bless(a) => {
+            setup::run(&setup::Args::default(), &mut s);
+            bless::run(&a, &mut s);
         }
         Cmd::Fuzz(a) => {
             setup::run(&setup::Args { fuzz: true }, &mut s);

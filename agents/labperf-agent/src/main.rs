@@ -4,7 +4,6 @@ mod arch;
 mod convert;
 mod dest;
 mod events;
-mod kallsyms;
 mod out;
 mod perf;
 mod plan;

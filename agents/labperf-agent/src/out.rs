@@ -27,7 +27,7 @@ pub struct Out {
     /// Samples written (after any decimation): the trailer's `samples`.
     pub samples: u64,
     /// The kernel addresses samples name, for the KSYMS records written at the end.
-    kernel: crate::kallsyms::Seen,
+    kernel: labperf_common::kallsyms::Seen,
 }
 
 impl Out {

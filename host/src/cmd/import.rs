@@ -7,7 +7,10 @@ use std::path::PathBuf;
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Samples (with their callchains), mappings with their build-ids, comm, fork, exit, \
-lost and throttle records are kept; other records are counted and left out. The result gets \
+lost and throttle records are kept; other records are counted and left out. Kernel addresses \
+are named as perf names them: from the kallsyms copy perf keeps in its build-id cache \
+(~/.debug/[kernel.kallsyms]/<build-id>/kallsyms), or from /proc/kallsyms when this machine runs \
+the recorded kernel at the same address. The result gets \
 every labperf view and export. Binaries are found as for any recording (--symfs, the binary \
 cache, the recorded paths).
 
@@ -51,6 +54,9 @@ pub fn run(a: &Args) -> Result<()> {
             );
         }
     };
+    if let Some(k) = &got.kernel {
+        eprintln!("labperf: {k}");
+    }
     eprintln!(
         "labperf: {} records ({} samples) written to {}{}",
         got.records,

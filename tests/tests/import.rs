@@ -540,12 +540,22 @@ fn no_failed_import_leaves_its_part_file() {
 #[test]
 fn what_the_fuzzer_found_is_a_clear_error() {
     let d = scratch("import-fuzz-finds");
-    let cases = [(
-        // EVENT_DESC whose attr says 127 bytes (between PERF_ATTR_SIZE_VER6 and VER7): the
-        // parser read 120, skipped 1 and took the name's length (32 MiB) from the attr.
-        "fuzz-event-desc-attr-size-127.data",
-        "event 0: its attr's size 127 is not a perf_event_attr's",
-    )];
+    let cases = [
+        (
+            // EVENT_DESC whose attr says 127 bytes (between PERF_ATTR_SIZE_VER6 and VER7):
+            // the parser read 120, skipped 1 and took the name's length (32 MiB) from the
+            // attr.
+            "fuzz-event-desc-attr-size-127.data",
+            "event 0: its attr's size 127 is not a perf_event_attr's",
+        ),
+        (
+            // CMDLINE's section starts 2 bytes before the feature table: its count, checked
+            // in the file, was read by the parser through the rewritten table (391 million
+            // strings: a 6.3 GB reservation).
+            "fuzz-cmdline-overlaps-feature-table.data",
+            "its CMDLINE feature (141 bytes at 5972) overlaps the feature table (64 bytes at 5974)",
+        ),
+    ];
     for (file, says) in cases {
         let data = labperf_tests::root().join("tests/data/import").join(file);
         let out = d.join("out.lpr");

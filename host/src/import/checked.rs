@@ -306,6 +306,21 @@ impl<R: Read + Seek> Checked<R> {
             let name = feature_name(f).map_or(format!("feature {f}"), |n| format!("{n} feature"));
             inside(&name, off, size)?;
             if KEPT.contains(&f) {
+                // The parser reads a kept section through the header and the table this
+                // module rewrites: one that overlaps them would read other bytes than the
+                // ones checked here (a fuzzer's find). perf never writes one.
+                let overlaps =
+                    |start: u64, len: u64| size > 0 && off < start + len && start < off + size;
+                for (what, start, len) in [
+                    ("header", 0, HEADER as u64),
+                    ("feature table", table_at, t.len() as u64),
+                ] {
+                    if overlaps(start, len) {
+                        return Err(damaged(format!(
+                            "its {name} ({size} bytes at {off}) overlaps the {what} ({len} bytes at {start})"
+                        )));
+                    }
+                }
                 kept.push((f, off, size));
             }
         }

@@ -7,7 +7,9 @@ fn main() {
     if target.ends_with("-linux-musl") && release {
         let dir = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default();
         // rust-lld links both musl agents (see .cargo/config.toml): identical code folding,
-        // no page-aligned code segment, and no unwind tables (panic=abort).
+        // no page-aligned code segment, and no unwind tables (panic=abort: the `agent`
+        // profile, which inherits release, so PROFILE is "release"; main.rs refuses an
+        // optimized musl build that would unwind).
         for a in [
             "--icf=all".to_string(),
             "-znoseparate-code".into(),

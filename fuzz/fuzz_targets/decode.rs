@@ -218,7 +218,12 @@ fuzz_target!(|data: &[u8]| {
         let children = view == Some(View::Plain) && pick & 4 != 0;
         let o = Options {
             view,
-            by: (view == Some(View::Plain) && !children).then_some(by),
+            // One --by key, or two combined (as perf's --sort).
+            by: match (view == Some(View::Plain) && !children, pick & 2 != 0) {
+                (false, _) => vec![],
+                (true, false) => vec![by],
+                (true, true) => vec![labperf::report::By::Dso, by],
+            },
             pc: view == Some(View::Profileme) && mode & 0x80 != 0,
             discard: (view == Some(View::Metrics)).then_some(discard),
             split: (view == Some(View::Metrics)).then_some(split),
@@ -246,7 +251,7 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     // The input merged with itself (`report A B`), and exported in every format.
-    if let Ok(r) = labperf::view::build_many(&[src.clone(), src.clone()], &Options { by: Some(by), search: Search::nothing(), ..Options::default() }) {
+    if let Ok(r) = labperf::view::build_many(&[src.clone(), src.clone()], &Options { by: vec![by], search: Search::nothing(), ..Options::default() }) {
         let _ = r.render(formats[pick % 3], 5, false);
     }
     if let Ok(st) = labperf::export::collect_many(&[src.clone(), src.clone()], Search::nothing(), true) {

@@ -6,7 +6,7 @@
 
 use labperf_common::{
     Arch, Attr, Comm, CpuId, Encoder, Endian, EventDesc, Header, HeaderExt, Lost, Mmap2, Recipe,
-    Record, Sample, Task, Throttle, Trailer,
+    Record, Sample, Task, Throttle, Trailer, MAX_CALLCHAIN,
 };
 use linux_perf_data::linux_perf_event_reader::{
     EventRecord, HardwareEventId, Mmap2FileId, PerfEventType, SamplingPolicy, SoftwareCounterType,
@@ -14,67 +14,29 @@ use linux_perf_data::linux_perf_event_reader::{
 use linux_perf_data::{PerfFileReader, PerfFileRecord};
 use std::io::Write;
 
+mod checked;
+
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {
     #[error("not a perf.data file perf can write ({0})")]
     Parse(#[from] linux_perf_data::Error),
     #[error(transparent)]
     Io(#[from] std::io::Error),
-    #[error("not a perf.data file perf can write ({0})")]
+    /// A section outside the file, or a count its bytes cannot hold (checked before the
+    /// parser reads it: see `checked.rs`).
+    #[error("a damaged perf.data file: {0}")]
     Sections(String),
     #[error(transparent)]
     Output(#[from] crate::output::OutputError),
 }
 
-/// Checks that every section perf.data's header names (attrs, data, event types, and each
-/// feature's, listed after the data) lies inside the file, before the parser allocates a
-/// buffer of each section's size: a damaged size would otherwise ask for petabytes.
-pub fn check_sections(f: &mut (impl std::io::Read + std::io::Seek)) -> Result<(), ImportError> {
-    use std::io::SeekFrom;
-    let len = f.seek(SeekFrom::End(0))?;
-    let mut h = [0u8; 104];
-    f.seek(SeekFrom::Start(0))?;
-    if f.read_exact(&mut h).is_err() {
-        return Err(ImportError::Sections("shorter than its header".into()));
-    }
-    let le = match &h[..8] {
-        b"PERFILE2" => true,
-        b"2ELIFREP" => false,
-        _ => return Ok(()), // not perf.data: the parser says so
-    };
-    let u64_at = |b: &[u8], at: usize| {
-        let w: [u8; 8] = b[at..at + 8].try_into().expect("8 bytes");
-        if le {
-            u64::from_le_bytes(w)
-        } else {
-            u64::from_be_bytes(w)
+impl From<checked::CheckError> for ImportError {
+    fn from(e: checked::CheckError) -> Self {
+        match e {
+            checked::CheckError::Io(e) => Self::Io(e),
+            checked::CheckError::Damaged(why) => Self::Sections(why),
         }
-    };
-    let inside = |what: &str, off: u64, size: u64| {
-        if off.checked_add(size).is_none_or(|end| end > len) {
-            Err(ImportError::Sections(format!(
-                "its {what} section ({size} bytes at {off}) ends past the file's {len} bytes"
-            )))
-        } else {
-            Ok(())
-        }
-    };
-    inside("attrs", u64_at(&h, 24), u64_at(&h, 32))?;
-    let (data_off, data_size) = (u64_at(&h, 40), u64_at(&h, 48));
-    inside("data", data_off, data_size)?;
-    inside("event types", u64_at(&h, 56), u64_at(&h, 64))?;
-    // The feature bitmap: 256 bits; each set bit has a {offset, size} after the data.
-    let features: u32 = h[72..104].iter().map(|b| b.count_ones()).sum();
-    let table = u64::from(features) * 16;
-    inside("feature table", data_off + data_size, table)?;
-    f.seek(SeekFrom::Start(data_off + data_size))?;
-    let mut t = vec![0u8; table as usize];
-    f.read_exact(&mut t)?;
-    for e in t.chunks_exact(16) {
-        inside("feature", u64_at(e, 0), u64_at(e, 8))?;
     }
-    f.seek(SeekFrom::Start(0))?;
-    Ok(())
 }
 
 /// What an import found.
@@ -87,6 +49,13 @@ pub struct Imported {
     /// Where the kernel addresses the samples name were named from, or why they were not;
     /// `None` when no sample names a kernel address.
     pub kernel: Option<String>,
+    /// Records whose contents the parser cannot take (an MMAP2 build-id of more than 20
+    /// bytes, which the parser asserts against), left out.
+    pub damaged: u64,
+    /// Samples whose callchain was cut to labperf's [`MAX_CALLCHAIN`] innermost frames.
+    pub cut_callchains: u64,
+    /// Features of the file left out because their contents are damaged: (name, why).
+    pub left_out: Vec<(&'static str, String)>,
 }
 
 /// Callchain context markers (PERF_CONTEXT_*) are the top 4095 values.
@@ -310,14 +279,28 @@ fn kallsyms_for(
 /// a regular file through a temporary beside it, `-` standard output, a device or FIFO
 /// straight through).
 pub fn import(
-    mut perf_data: impl std::io::Read + std::io::Seek,
+    perf_data: impl std::io::Read + std::io::Seek,
     out: &std::path::Path,
 ) -> Result<Imported, ImportError> {
-    check_sections(&mut perf_data)?;
+    // Dropped on an error (or a panic unwinding), its temporary file is removed.
+    let mut w = crate::output::Output::create(out)?;
+    let got = import_to(perf_data, &mut w)?;
+    w.commit()?;
+    Ok(got)
+}
+
+/// Reads `perf_data` and writes the labperf recording to `w`: the header and the features
+/// checked first (`checked.rs`), so the parser never allocates more than the file holds.
+pub fn import_to(
+    perf_data: impl std::io::Read + std::io::Seek,
+    w: &mut impl Write,
+) -> Result<Imported, ImportError> {
+    let mut checked = checked::Checked::new(perf_data)?;
+    let left_out = std::mem::take(&mut checked.left_out);
     let PerfFileReader {
         mut perf_file,
         mut record_iter,
-    } = PerfFileReader::parse_file(std::io::BufReader::new(perf_data))?;
+    } = PerfFileReader::parse_file(std::io::BufReader::new(checked))?;
     let arch = match perf_file.arch()?.unwrap_or("") {
         "x86_64" => Arch::X86_64,
         "aarch64" | "arm64" => Arch::Aarch64,
@@ -358,11 +341,22 @@ pub fn import(
         mode: Recipe::Sample { group_read: false }.mode_string(),
         notes: vec!["imported from perf.data".into()],
     };
-    // Dropped on an error (or a panic unwinding), its temporary file is removed.
-    let mut w = crate::output::Output::create(out)?;
-    let got = write_records(&mut perf_file, &mut record_iter, &header, &mut w)?;
-    w.commit()?;
+    let mut got = write_records(&mut perf_file, &mut record_iter, &header, w)?;
+    got.left_out = left_out;
     Ok(got)
+}
+
+/// PERF_RECORD_MMAP2, and its misc bit saying it carries a build-id (instead of the
+/// device and inode).
+const MMAP2: u32 = 10;
+const MISC_MMAP_BUILD_ID: u16 = 1 << 14;
+
+/// An MMAP2 record whose build-id length (the byte after pid, tid, addr, len and pgoff)
+/// is over 20: `linux-perf-event-reader` asserts against it.
+fn bad_mmap2_build_id(r: &linux_perf_data::linux_perf_event_reader::RawEventRecord) -> bool {
+    r.record_type.0 == MMAP2
+        && r.misc & MISC_MMAP_BUILD_ID != 0
+        && r.data.get(32..33).is_some_and(|b| b.as_slice()[0] > 20)
 }
 
 /// The labperf file's frames, from the header to the trailer.
@@ -397,8 +391,12 @@ fn write_records<R: std::io::Read + std::io::Seek>(
         let PerfFileRecord::EventRecord { attr_index, record } = r else {
             continue;
         };
+        if bad_mmap2_build_id(&record) {
+            got.damaged += 1;
+            continue;
+        }
         let Ok(parsed) = record.parse() else {
-            got.skipped += 1;
+            got.damaged += 1;
             continue;
         };
         let rec = match parsed {
@@ -411,6 +409,12 @@ fn write_records<R: std::io::Read + std::io::Seek>(
                         .filter_map(|i| cc.get(i))
                         .filter(|&a| a < CONTEXT_MAX)
                         .collect();
+                    // A labperf sample holds the innermost MAX_CALLCHAIN frames (a perf
+                    // record of 64 KiB holds up to 8,190).
+                    if callchain.len() > MAX_CALLCHAIN {
+                        callchain.truncate(MAX_CALLCHAIN);
+                        got.cut_callchains += 1;
+                    }
                 }
                 kernel.add(s.ip.unwrap_or(0));
                 for &a in callchain.iter().skip(1) {

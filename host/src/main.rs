@@ -1,5 +1,11 @@
 //! labperf: the host CLI. Parses the command line and dispatches to `cmd/<verb>.rs`.
 
+// `labperf import` turns a panic in the perf.data parser into an error (catch_unwind),
+// which only an unwinding build can do: Cargo.toml's release profile unwinds, the agents'
+// profile aborts.
+#[cfg(not(panic = "unwind"))]
+compile_error!("labperf must be built with panic = \"unwind\" (see Cargo.toml's profiles)");
+
 mod cmd;
 
 use clap::{Parser, Subcommand};

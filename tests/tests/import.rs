@@ -14,8 +14,15 @@ fn perf_record(
     duration: &str,
     classes: &str,
 ) -> BenchClock {
+    perf_record_with(data, &["-e", event, "-c", period], duration, classes)
+}
+
+/// `perf record OPTIONS` of the bench into `data`: the bench's own account.
+fn perf_record_with(data: &Path, options: &[&str], duration: &str, classes: &str) -> BenchClock {
     let o = Command::new("perf")
-        .args(["record", "-q", "-e", event, "-c", period, "-o"])
+        .args(["record", "-q"])
+        .args(options)
+        .arg("-o")
         .arg(data)
         .arg("--")
         .arg(bin("labperf-bench"))
@@ -244,4 +251,328 @@ fn the_folded_stacks_of_an_import_are_inferno_s_of_perf_script() {
     let (ours, theirs) = (lines(&ours.stdout), lines(&theirs.stdout));
     assert!(ours.len() >= 3, "{ours:?}");
     assert_eq!(ours, theirs);
+}
+
+/// A little-endian perf.data file's layout: the data section, and each set feature bit's
+/// {offset, size} entry (its place in the file) with the section it names.
+struct PerfData {
+    data: (usize, usize),
+    features: Vec<(u32, usize, usize, usize)>,
+}
+
+fn u64_at(v: &[u8], at: usize) -> usize {
+    u64::from_le_bytes(v[at..at + 8].try_into().unwrap()) as usize
+}
+
+fn u32_at(v: &[u8], at: usize) -> usize {
+    u32::from_le_bytes(v[at..at + 4].try_into().unwrap()) as usize
+}
+
+fn layout(v: &[u8]) -> PerfData {
+    assert_eq!(&v[..8], b"PERFILE2");
+    let data = (u64_at(v, 40), u64_at(v, 48));
+    let mut features = Vec::new();
+    for f in 0..256u32 {
+        if v[72 + f as usize / 8] & (1 << (f % 8)) != 0 {
+            let entry = data.0 + data.1 + 16 * features.len();
+            features.push((f, entry, u64_at(v, entry), u64_at(v, entry + 8)));
+        }
+    }
+    PerfData { data, features }
+}
+
+impl PerfData {
+    /// The file offset of feature `f`'s section (perf's HEADER_* number).
+    fn section(&self, f: u32) -> usize {
+        self.features
+            .iter()
+            .find(|x| x.0 == f)
+            .unwrap_or_else(|| panic!("perf wrote no feature {f}"))
+            .2
+    }
+    /// Each record of the data section: (file offset, type, misc, size).
+    fn records(&self, v: &[u8]) -> Vec<(usize, u32, u16, usize)> {
+        let (mut at, mut out) = (self.data.0, Vec::new());
+        while at < self.data.0 + self.data.1 {
+            let size = u16::from_le_bytes([v[at + 6], v[at + 7]]) as usize;
+            out.push((
+                at,
+                u32_at(v, at) as u32,
+                u16::from_le_bytes([v[at + 4], v[at + 5]]),
+                size,
+            ));
+            at += size;
+        }
+        out
+    }
+}
+
+/// `labperf import` in an address space of at most 2 GiB: an allocation of the sizes a
+/// damaged count asks for fails (and aborts the process) instead of being granted lazily.
+fn import_bounded(data: &Path, out: &Path) -> std::process::Output {
+    use std::os::unix::process::CommandExt;
+    let mut c = Command::new(bin("labperf"));
+    c.arg("import").arg(data).arg("-o").arg(out);
+    // SAFETY: setrlimit is async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        c.pre_exec(|| {
+            let l = libc::rlimit {
+                rlim_cur: 2 << 30,
+                rlim_max: 2 << 30,
+            };
+            if libc::setrlimit(libc::RLIMIT_AS, &l) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    c.output().unwrap()
+}
+
+/// perf's feature numbers (HEADER_* in tools/perf/util/header.h).
+const HOSTNAME: u32 = 3;
+const CMDLINE: u32 = 11;
+const EVENT_DESC: u32 = 12;
+
+#[test]
+fn counts_inside_feature_sections_are_bounded_by_the_file_never_allocated_from() {
+    let d = scratch("import-counts");
+    let data = d.join("perf.data");
+    perf_record(&data, "cpu-clock:u", "500000", "0.2", "nops");
+    let whole = std::fs::read(&data).unwrap();
+    let l = layout(&whole);
+    let ed = l.section(EVENT_DESC);
+    let attr_size = u32_at(&whole, ed + 4);
+    assert!(attr_size >= 64, "EVENT_DESC's attr size {attr_size}");
+    // EVENT_DESC: u32 nr, u32 attr_size, then per event the attr, u32 nr_ids, the name as
+    // {u32 len, bytes}, the ids. The parser reserves nr events, nr_ids ids and len bytes
+    // before reading them: 0x7fffffff events are some 400 GB.
+    let attr_end = ed + 8 + attr_size;
+    let refused: [(&[(usize, u32)], &str); 4] = [
+        (&[(ed, 0x7fff_ffff)], "2147483647 events of at least"),
+        (&[(attr_end, 0xffff_ffff)], "4294967295 ids claimed"),
+        (
+            &[(attr_end + 4, 0xffff_fff0)],
+            "event 0's name: 4294967280 bytes claimed",
+        ),
+        // The attr's own size between PERF_ATTR_SIZE_VER2 (80) and VER3 (96): the parser
+        // reads 80 bytes, skips attr_size - 95 and so ends 15 bytes early, where it takes
+        // the name's length from the attr's tail (the fuzzer's find, made to ask 4 GB).
+        (
+            &[(ed + 8 + 4, 95), (attr_end - 11, 0xffff_fff0)],
+            "event 0: its attr's size 95 is not a perf_event_attr's",
+        ),
+    ];
+    // String features: the command line's count (a 32 GB reservation of string slices)
+    // and the hostname's length; labperf leaves them out and imports the rest.
+    let left_out: [(&[(usize, u32)], &str); 2] = [
+        (
+            &[(l.section(CMDLINE), 0x7fff_ffff)],
+            "CMDLINE feature is damaged",
+        ),
+        (
+            &[(l.section(HOSTNAME), 0xffff_ff00)],
+            "HOSTNAME feature is damaged",
+        ),
+    ];
+    let bad = d.join("bad.data");
+    let out = d.join("bad.lpr");
+    let part = d.join("bad.lpr.part");
+    for (patches, says) in refused.iter().chain(&left_out) {
+        let mut v = whole.clone();
+        for &(at, value) in *patches {
+            v[at..at + 4].copy_from_slice(&value.to_le_bytes());
+        }
+        std::fs::write(&bad, &v).unwrap();
+        let _ = std::fs::remove_file(&out);
+        let t = std::time::Instant::now();
+        let o = import_bounded(&bad, &out);
+        let e = String::from_utf8_lossy(&o.stderr);
+        let refuse = refused.iter().any(|r| r.1 == *says);
+        eprintln!("{says}: {:?} in {:?}: {e}", o.status, t.elapsed());
+        assert_eq!(
+            o.status.code(),
+            Some(if refuse { 1 } else { 0 }),
+            "{says}: {e}"
+        );
+        assert!(e.contains(says), "{says}: {e}");
+        assert!(!part.exists(), "{says}");
+        assert_eq!(out.exists(), !refuse, "{says}");
+        if refuse {
+            assert!(e.contains("cannot import"), "{e}");
+        } else {
+            // Every sample is there.
+            let ours = report_json(&out, 0, |_| {});
+            let good = d.join("good.lpr");
+            assert!(import(&data, &good).status.success());
+            let theirs = report_json(&good, 0, |_| {});
+            assert_eq!(
+                ours["summary"]["total_samples"],
+                theirs["summary"]["total_samples"]
+            );
+            assert!(ours["summary"]["total_samples"].as_u64().unwrap() > 10);
+        }
+    }
+}
+
+#[test]
+fn an_mmap2_build_id_over_20_bytes_is_a_damaged_record_not_a_parser_assertion() {
+    let d = scratch("import-mmap2");
+    let data = d.join("perf.data");
+    // MMAP2 records with the mapped files' build-ids (PERF_RECORD_MISC_MMAP_BUILD_ID).
+    perf_record_with(
+        &data,
+        &["-e", "cpu-clock:u", "-c", "500000", "--buildid-mmap"],
+        "0.2",
+        "nops",
+    );
+    let whole = std::fs::read(&data).unwrap();
+    let l = layout(&whole);
+    let (at, ..) = *l
+        .records(&whole)
+        .iter()
+        .find(|r| r.1 == 10 && r.2 & (1 << 14) != 0)
+        .expect("an MMAP2 record with a build-id");
+    // After the 8-byte header: pid, tid (4 each), addr, len, pgoff (8 each), then the
+    // build-id's length, which linux-perf-event-reader asserts is at most 20.
+    assert!(whole[at + 8 + 32] <= 20);
+    let mut v = whole.clone();
+    v[at + 8 + 32] = 21;
+    let bad = d.join("bad.data");
+    std::fs::write(&bad, &v).unwrap();
+    let out = d.join("bad.lpr");
+    let o = import_bounded(&bad, &out);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{:?}: {e}", o.status);
+    assert!(e.contains("; 1 damaged records left out"), "{e}");
+    assert!(!d.join("bad.lpr.part").exists());
+    // Every sample is kept.
+    let good = d.join("good.lpr");
+    assert!(import(&data, &good).status.success());
+    let (ours, theirs) = (report_json(&out, 0, |_| {}), report_json(&good, 0, |_| {}));
+    assert_eq!(
+        ours["summary"]["total_samples"],
+        theirs["summary"]["total_samples"]
+    );
+}
+
+#[test]
+fn a_callchain_longer_than_a_labperf_sample_holds_is_cut_not_written_unreadable() {
+    let d = scratch("import-deep");
+    let data = d.join("perf.data");
+    perf_record_with(
+        &data,
+        &["-e", "cpu-clock:u", "-c", "500000", "-g"],
+        "0.2",
+        "nops",
+    );
+    let whole = std::fs::read(&data).unwrap();
+    let l = layout(&whole);
+    // The sample's fields before the callchain: IDENTIFIER, IP, TID, TIME, ADDR, ID,
+    // STREAM_ID, CPU, PERIOD (8 bytes each), from the attr's sample_type.
+    let st = u64_at(&whole, u64_at(&whole, 24) + 24) as u64;
+    assert!(
+        st & (1 << 5) != 0 && st & (1 << 4) == 0,
+        "sample_type {st:#x}"
+    );
+    let before = [16, 0, 1, 2, 3, 6, 9, 7, 8]
+        .iter()
+        .filter(|&&b| st & (1 << b) != 0)
+        .count();
+    let (at, _, _, size) = *l
+        .records(&whole)
+        .iter()
+        .find(|r| r.1 == 9)
+        .expect("a sample");
+    let nr_at = at + 8 + 8 * before;
+    let nr = u64_at(&whole, nr_at);
+    // 5,000 frames: the sample's own, then copies of its last.
+    let add = 5000 - nr;
+    let last = whole[nr_at + 8 * nr..nr_at + 8 * nr + 8].to_vec();
+    let mut v = whole[..nr_at + 8 + 8 * nr].to_vec();
+    for _ in 0..add {
+        v.extend_from_slice(&last);
+    }
+    v.extend_from_slice(&whole[nr_at + 8 + 8 * nr..]);
+    v[nr_at..nr_at + 8].copy_from_slice(&5000u64.to_le_bytes());
+    let grown = 8 * add;
+    v[at + 6..at + 8].copy_from_slice(&((size + grown) as u16).to_le_bytes());
+    v[48..56].copy_from_slice(&((l.data.1 + grown) as u64).to_le_bytes());
+    // The feature sections follow the data: each moves with it.
+    for &(_, entry, off, _) in &l.features {
+        v[entry + grown..entry + grown + 8].copy_from_slice(&((off + grown) as u64).to_le_bytes());
+    }
+    let deep = d.join("deep.data");
+    std::fs::write(&deep, &v).unwrap();
+    // perf reads it: the file is sound.
+    let p = Command::new("perf")
+        .args(["script", "-F", "ip", "-i"])
+        .arg(&deep)
+        .output()
+        .unwrap();
+    assert!(p.status.success(), "{}", String::from_utf8_lossy(&p.stderr));
+    let out = d.join("deep.lpr");
+    let o = import(&deep, &out);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{e}");
+    assert!(
+        e.contains("; 1 callchains cut to their innermost 4096 frames"),
+        "{e}"
+    );
+    // The file labperf wrote reads back whole, every sample in it.
+    let good = d.join("good.lpr");
+    assert!(import(&data, &good).status.success());
+    let (ours, theirs) = (report_json(&out, 0, |_| {}), report_json(&good, 0, |_| {}));
+    assert_eq!(ours["damaged"], false, "{ours}");
+    assert_eq!(
+        ours["summary"]["total_samples"],
+        theirs["summary"]["total_samples"]
+    );
+}
+
+#[test]
+fn no_failed_import_leaves_its_part_file() {
+    let d = scratch("import-part");
+    let data = d.join("perf.data");
+    perf_record(&data, "cpu-clock:u", "500000", "0.1", "nops");
+    // The output is a directory: the import is written, and the rename fails.
+    let out = d.join("out.lpr");
+    std::fs::create_dir(&out).unwrap();
+    let o = import(&data, &out);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(!d.join("out.lpr.part").exists(), "{e}");
+    assert!(out.is_dir());
+}
+
+/// Inputs `cargo xtask fuzz` found (made small), each a clear error or an import, never an
+/// abort or an allocation the file does not justify.
+#[test]
+fn what_the_fuzzer_found_is_a_clear_error() {
+    let d = scratch("import-fuzz-finds");
+    let cases = [
+        (
+            // EVENT_DESC whose attr says 127 bytes (between PERF_ATTR_SIZE_VER6 and VER7):
+            // the parser read 120, skipped 1 and took the name's length (32 MiB) from the
+            // attr.
+            "fuzz-event-desc-attr-size-127.data",
+            "event 0: its attr's size 127 is not a perf_event_attr's",
+        ),
+        (
+            // CMDLINE's section starts 2 bytes before the feature table: its count, checked
+            // in the file, was read by the parser through the rewritten table (391 million
+            // strings: a 6.3 GB reservation).
+            "fuzz-cmdline-overlaps-feature-table.data",
+            "its CMDLINE feature (141 bytes at 5972) overlaps the feature table (64 bytes at 5974)",
+        ),
+    ];
+    for (file, says) in cases {
+        let data = labperf_tests::root().join("tests/data/import").join(file);
+        let out = d.join("out.lpr");
+        let o = import_bounded(&data, &out);
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{file}: {e}");
+        assert!(e.contains(says), "{file}: {e}");
+        assert!(!out.exists() && !d.join("out.lpr.part").exists(), "{file}");
+    }
 }

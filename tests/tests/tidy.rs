@@ -1,6 +1,7 @@
 //! Tidy tests (rust-analyzer style): conventions that no compiler checks. Every external
 //! program the code starts has its Debian package in `xtask/src/setup.rs` (so a fresh
-//! machine's `cargo xtask setup` installs it), and every source file says what it owns.
+//! machine's `cargo xtask setup` installs it), every source file says what it owns, and the
+//! release `labperf` unwinds on panic while the agents abort.
 
 use labperf_tests::root;
 use std::path::{Path, PathBuf};
@@ -561,4 +562,65 @@ fn every_source_file_starts_with_what_it_owns() {
         bad.is_empty(),
         "files without a leading `//!` line: {bad:?}"
     );
+}
+
+/// The release `labperf` unwinds, so `labperf import` turns a panic in the perf.data parser
+/// into an error instead of an abort (the tests run a debug build, which always unwinds:
+/// only the profiles say what the shipped binary does); the agents abort (their size
+/// budget, and build.rs drops their unwind tables).
+#[test]
+fn the_host_s_release_profile_unwinds_and_the_agents_abort() {
+    let read = |p: &str| std::fs::read_to_string(root().join(p)).unwrap();
+    let manifest: toml::Table = read("Cargo.toml").parse().unwrap();
+    let profile = |name: &str| -> toml::Table {
+        manifest["profile"]
+            .get(name)
+            .and_then(toml::Value::as_table)
+            .cloned()
+            .unwrap_or_else(|| panic!("Cargo.toml has no [profile.{name}]"))
+    };
+    let panic_of = |t: &toml::Table| {
+        t.get("panic")
+            .and_then(toml::Value::as_str)
+            .map(String::from)
+    };
+    let release = profile("release");
+    assert!(
+        matches!(panic_of(&release).as_deref(), None | Some("unwind")),
+        "[profile.release] sets panic = {:?}: the release labperf would abort on a panic that \
+         `labperf import` catches (give the agents their own profile)",
+        panic_of(&release)
+    );
+    let agent = profile("agent");
+    assert_eq!(
+        agent.get("inherits").and_then(toml::Value::as_str),
+        Some("release")
+    );
+    assert_eq!(
+        panic_of(&agent).as_deref(),
+        Some("abort"),
+        "[profile.agent]"
+    );
+    // No cargo configuration overrides a profile.
+    let config: toml::Table = read(".cargo/config.toml").parse().unwrap();
+    assert!(
+        !config.contains_key("profile"),
+        ".cargo/config.toml sets a profile"
+    );
+    // `cargo xtask build-agents` (so `test`, `demo` and `dist`) builds both with it.
+    let xtask = read("xtask/src/build_agents.rs");
+    assert!(xtask.contains("pub const PROFILE: &str = \"agent\";"));
+    let builds: Vec<&str> = xtask
+        .lines()
+        .filter(|l| l.contains("-p labperf-agent") || l.contains("-p labperf-bench"))
+        .collect();
+    assert_eq!(builds.len(), 3, "{builds:#?}");
+    for l in builds {
+        assert!(
+            l.contains("--profile {PROFILE}") && !l.contains("--release"),
+            "{l}"
+        );
+    }
+    // And the host refuses to build with abort at all.
+    assert!(read("host/src/main.rs").contains("#[cfg(not(panic = \"unwind\"))]\ncompile_error!"));
 }

@@ -272,7 +272,7 @@ pub fn run(a: &Args, s: &mut Summary) {
             &format!("fuzz the decoder for {} s", a.fuzz_seconds),
             || {
                 let jobs = std::thread::available_parallelism().map_or(1, |n| n.get() as u64);
-                let o = crate::fuzz::fuzz(0, Some(a.fuzz_seconds), jobs)?;
+                let o = crate::fuzz::fuzz("decode", 0, Some(a.fuzz_seconds), jobs)?;
                 Ok(format!(
                     "{} executions in {} s, no failure",
                     o.runs, o.seconds

@@ -10,7 +10,8 @@ pub struct Args {
     /// Which target: x86_64, aarch64, alpha, or all (the default).
     #[arg(long, default_value = "all")]
     pub target: String,
-    /// Accepted for symmetry: agents are always built with the release profile.
+    /// Accepted for symmetry: agents are always built with the `agent` profile (release,
+    /// with panic = "abort").
     #[arg(long)]
     pub release: bool,
 }
@@ -31,13 +32,17 @@ fn install(src: &std::path::Path, dst_dir: &std::path::Path, name: &str) -> anyh
     Ok(())
 }
 
+/// The cargo profile of the agents and the bench: the release profile with panic =
+/// "abort" (Cargo.toml), so the host's release profile can unwind.
+pub const PROFILE: &str = "agent";
+
 /// Builds the Rust agent and bench for a musl triple.
 pub fn build(triple: &str) -> anyhow::Result<String> {
     let sh = Shell::new()?;
     sh.change_dir(root());
     cmd!(
         sh,
-        "cargo build --release --target {triple} -p labperf-agent"
+        "cargo build --profile {PROFILE} --target {triple} -p labperf-agent"
     )
     .run()
     .with_context(|| {
@@ -47,7 +52,7 @@ pub fn build(triple: &str) -> anyhow::Result<String> {
     // (`--calls`); the agent, size-bound, does not.
     cmd!(
         sh,
-        "cargo rustc --release --target {triple} -p labperf-bench -- -C force-frame-pointers=yes"
+        "cargo rustc --profile {PROFILE} --target {triple} -p labperf-bench -- -C force-frame-pointers=yes"
     )
     .run()
     .with_context(|| {
@@ -55,7 +60,7 @@ pub fn build(triple: &str) -> anyhow::Result<String> {
     })?;
     for b in ["labperf-agent", "labperf-bench"] {
         install(
-            &target_dir().join(triple).join("release").join(b),
+            &target_dir().join(triple).join(PROFILE).join(b),
             &agents_dir(triple),
             b,
         )?;
@@ -66,12 +71,12 @@ pub fn build(triple: &str) -> anyhow::Result<String> {
     let nofp = target_dir().join("nofp");
     cmd!(
         sh,
-        "cargo rustc --release --target {triple} --target-dir {nofp} -p labperf-bench -- -C force-frame-pointers=no"
+        "cargo rustc --profile {PROFILE} --target {triple} --target-dir {nofp} -p labperf-bench -- -C force-frame-pointers=no"
     )
     .run()
     .with_context(|| format!("the {triple} bench build (no frame pointers) failed"))?;
     install(
-        &nofp.join(triple).join("release").join("labperf-bench"),
+        &nofp.join(triple).join(PROFILE).join("labperf-bench"),
         &agents_dir(triple),
         "labperf-bench-nofp",
     )?;

@@ -1,5 +1,7 @@
-//! `cargo xtask fuzz`: the decoder-and-reports fuzz target (fuzz/) with cargo-fuzz on nightly,
-//! for a number of executions (10 million by default) or seconds, on every core.
+//! `cargo xtask fuzz`: the fuzz targets (fuzz/) with cargo-fuzz on nightly, at the release
+//! profile: `decode` (the decoder and every report) and `import` (`labperf import` of
+//! perf.data, seeded with files perf records here), each for a number of executions (10
+//! million by default) or seconds, on every core.
 
 use crate::util::{root, Summary};
 use anyhow::{bail, Context};
@@ -7,16 +9,22 @@ use xshell::{cmd, Shell};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Executions in all (split over the jobs).
+    /// Executions in all, per target (split over the jobs).
     #[arg(long, default_value_t = 10_000_000)]
     pub runs: u64,
-    /// Fuzz for this many seconds instead of a number of executions.
+    /// Fuzz for this many seconds per target instead of a number of executions.
     #[arg(long)]
     pub seconds: Option<u64>,
     /// Fuzzing processes at once [default: one per CPU].
     #[arg(long)]
     pub jobs: Option<u64>,
+    /// Which target: decode, import, or all (the default).
+    #[arg(long, default_value = "all")]
+    pub target: String,
 }
+
+/// The fuzz targets, in the order `all` runs them.
+pub const TARGETS: [&str; 2] = ["decode", "import"];
 
 /// What a fuzz run did: executions, seconds, and libFuzzer's closing line.
 pub struct Outcome {
@@ -24,24 +32,90 @@ pub struct Outcome {
     pub seconds: u64,
 }
 
-/// Fuzzes for `runs` executions (or `seconds`) in `jobs` processes; fails on any crash.
-pub fn fuzz(runs: u64, seconds: Option<u64>, jobs: u64) -> anyhow::Result<Outcome> {
+/// The `perf record` options of each import seed: plain samples, frame-pointer and DWARF
+/// callchains, build-id mmaps, two events (sample ids), a group read, kernel samples with
+/// addresses, CPUs and context switches, page faults.
+const SEEDS: &[&[&str]] = &[
+    &["-e", "cpu-clock:u", "-c", "200000"],
+    &["-e", "cpu-clock:u", "-c", "200000", "-g"],
+    &["-e", "cpu-clock:u", "-c", "200000", "--buildid-mmap"],
+    &["-e", "cpu-clock:u,task-clock:u", "-c", "200000"],
+    &[
+        "-e",
+        "cpu-clock",
+        "-c",
+        "200000",
+        "-g",
+        "-T",
+        "--sample-cpu",
+        "-d",
+        "--switch-events",
+    ],
+    &["-e", "{cpu-clock:u,task-clock:u}:S", "-c", "200000"],
+    &[
+        "-e",
+        "cpu-clock:u",
+        "-c",
+        "1000000",
+        "--call-graph",
+        "dwarf,64",
+    ],
+    &["-e", "page-faults:u", "-c", "1", "-g"],
+];
+
+/// The largest input the import target takes: the seeds are 10 to 30 KiB.
+const IMPORT_MAX_LEN: u64 = 64 << 10;
+
+/// Records the import target's seed corpus (small perf.data files of a shell loop) into
+/// `fuzz/corpus/import/seed-N`, replacing earlier seeds; returns how many.
+pub fn import_seeds(sh: &Shell) -> anyhow::Result<usize> {
+    let dir = root().join("fuzz/corpus/import");
+    std::fs::create_dir_all(&dir)?;
+    for (n, opts) in SEEDS.iter().enumerate() {
+        let out = dir.join(format!("seed-{n}"));
+        let opts = opts.iter().copied();
+        // -N: no copies of the binaries in ~/.debug. The workload: about 50 ms of shell.
+        let work = "i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done";
+        cmd!(sh, "perf record -q -N {opts...} -o {out} -- sh -c {work}")
+            .quiet()
+            .run()
+            .context("perf record failed (`cargo xtask setup` installs linux-perf)")?;
+        let size = std::fs::metadata(&out)?.len();
+        if size > IMPORT_MAX_LEN {
+            bail!(
+                "the seed {} is {size} bytes, over {IMPORT_MAX_LEN}",
+                out.display()
+            );
+        }
+    }
+    Ok(SEEDS.len())
+}
+
+/// Fuzzes `target` for `runs` executions (or `seconds`) in `jobs` processes; fails on any
+/// crash.
+pub fn fuzz(target: &str, runs: u64, seconds: Option<u64>, jobs: u64) -> anyhow::Result<Outcome> {
     let sh = Shell::new()?;
     let dir = root().join("fuzz");
     sh.change_dir(&dir);
     for j in 0..jobs {
         let _ = std::fs::remove_file(dir.join(format!("fuzz-{j}.log")));
     }
+    let mut extra = Vec::new();
+    if target == "import" {
+        import_seeds(&sh)?;
+        extra.push(format!("-max_len={IMPORT_MAX_LEN}"));
+    }
     let limit = match seconds {
         Some(s) => format!("-max_total_time={s}"),
         None => format!("-runs={}", runs.div_ceil(jobs)),
     };
     let (j, w) = (format!("-jobs={jobs}"), format!("-workers={jobs}"));
+    // The release profile (-O), as labperf ships: no debug assertions or overflow checks.
     // No sanitizer: the code under test is safe Rust, and without ASan it runs about 7
-    // times faster; overflow checks and debug assertions stay on (cargo-fuzz's default).
+    // times faster.
     let out = cmd!(
         sh,
-        "cargo +nightly fuzz run -s none decode -- {limit} {j} {w}"
+        "cargo +nightly fuzz run -O -s none {target} -- {limit} {j} {w} {extra...}"
     )
     .ignore_status()
     .output()?;
@@ -50,6 +124,9 @@ pub fn fuzz(runs: u64, seconds: Option<u64>, jobs: u64) -> anyhow::Result<Outcom
         seconds: 0,
     };
     let mut failed = !out.status.success();
+    if failed {
+        eprint!("{}", String::from_utf8_lossy(&out.stderr));
+    }
     for job in 0..jobs {
         let log = std::fs::read_to_string(dir.join(format!("fuzz-{job}.log")))
             .with_context(|| format!("fuzz job {job} wrote no log"))?;
@@ -78,7 +155,7 @@ pub fn fuzz(runs: u64, seconds: Option<u64>, jobs: u64) -> anyhow::Result<Outcom
         }
     }
     if failed {
-        bail!("the fuzzer found a failure (the log is above; the input is under fuzz/artifacts/decode/)");
+        bail!("the fuzzer found a failure (the log is above; the input is under fuzz/artifacts/{target}/)");
     }
     Ok(total)
 }
@@ -87,13 +164,29 @@ pub fn run(a: &Args, s: &mut Summary) {
     let jobs = a
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get() as u64));
-    s.step("fuzz the decoder and every report", || {
-        let o = fuzz(a.runs, a.seconds, jobs)?;
-        let line = format!(
-            "{} executions in {} s on {jobs} jobs, no failure",
-            o.runs, o.seconds
-        );
-        println!("BENCH fuzz: {line}");
-        Ok(line)
-    });
+    let targets: Vec<&str> = match a.target.as_str() {
+        "all" => TARGETS.to_vec(),
+        t if TARGETS.contains(&t) => vec![t],
+        t => {
+            s.step("fuzz", || {
+                bail!("unknown target '{t}': use decode, import or all")
+            });
+            return;
+        }
+    };
+    for t in targets {
+        let what = match t {
+            "decode" => "fuzz decode: the decoder and every report",
+            _ => "fuzz import: labperf import of mutated perf.data",
+        };
+        s.step(what, || {
+            let o = fuzz(t, a.runs, a.seconds, jobs)?;
+            let line = format!(
+                "{} executions in {} s on {jobs} jobs, no failure",
+                o.runs, o.seconds
+            );
+            println!("BENCH fuzz {t}: {line}");
+            Ok(line)
+        });
+    }
 }

@@ -568,3 +568,11 @@ mod tests {
         }
     }
 }
+
+// The agent is built with panic = "abort" (`cargo xtask build-agents`: the `agent` profile):
+// build.rs drops the unwind tables of its optimized musl builds, which only abort can do
+// without. (At the end of the file, so that no panic location's line moves.)
+#[cfg(all(target_env = "musl", not(debug_assertions), not(panic = "abort")))]
+compile_error!(
+    "build the agent with `cargo xtask build-agents` (cargo's `--profile agent`, panic = \"abort\")"
+);

@@ -36,7 +36,8 @@ pub fn run(a: &Args) -> Result<()> {
     let (f, _, _) = labperf::load::open_regular(&a.perf_data, u64::MAX)
         .with_context(|| format!("cannot open {}", a.perf_data.display()))?;
     // perf.data is untrusted input read by another crate's parser: a panic there is a
-    // malformed file, said as such, and leaves no output behind.
+    // malformed file, said as such (the release build unwinds too: see Cargo.toml), and
+    // leaves no output behind (import's `.part` guard is dropped while unwinding).
     let out = a.output.clone();
     let r = std::panic::catch_unwind(move || labperf::import::import(f, &out));
     let got = match r {
@@ -46,19 +47,40 @@ pub fn run(a: &Args) -> Result<()> {
                 a.perf_data.display()
             )
         })?,
-        // Unwinding dropped the output, which removed its temporary file.
-        Err(_) => {
-            anyhow::bail!(
-                "cannot import {}: the perf.data parser failed on it (a malformed file)",
-                a.perf_data.display()
-            );
-        }
+        Err(_) => anyhow::bail!(
+            "cannot import {}: the perf.data parser failed on it (a malformed file)",
+            a.perf_data.display()
+        ),
     };
+    for (feature, why) in &got.left_out {
+        eprintln!(
+            "labperf: warning: {}'s {feature} feature is damaged ({}): left out",
+            labperf::text::show(&a.perf_data.display().to_string()),
+            labperf::text::show(why)
+        );
+    }
     if let Some(k) = &got.kernel {
         eprintln!("labperf: {k}");
     }
+    let mut notes = String::new();
+    if got.skipped > 0 {
+        notes += &format!(
+            "; {} records of kinds labperf does not keep left out",
+            got.skipped
+        );
+    }
+    if got.cut_callchains > 0 {
+        notes += &format!(
+            "; {} callchains cut to their innermost {} frames",
+            got.cut_callchains,
+            labperf_common::MAX_CALLCHAIN
+        );
+    }
+    if got.damaged > 0 {
+        notes += &format!("; {} damaged records left out", got.damaged);
+    }
     eprintln!(
-        "labperf: {} records ({} samples) written to {}{}",
+        "labperf: {} records ({} samples) written to {}{notes}",
         got.records,
         got.samples,
         if labperf::output::is_stdout(&a.output) {
@@ -66,14 +88,6 @@ pub fn run(a: &Args) -> Result<()> {
         } else {
             a.output.display().to_string()
         },
-        if got.skipped > 0 {
-            format!(
-                "; {} records of kinds labperf does not keep left out",
-                got.skipped
-            )
-        } else {
-            String::new()
-        }
     );
     Ok(())
 }

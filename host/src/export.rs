@@ -304,12 +304,13 @@ impl Stacks {
         }
         drop(kernel);
         drop(side);
+        let counted = |id: u32| fp_samples.get(id as usize).copied().unwrap_or(0);
+        let mut raw: Vec<_> = raw.into_iter().collect();
         if let Some(q) = quality.as_mut() {
             if let Some(u) = &unwind {
                 q.merge(&u.quality);
                 self.warnings.extend(u.warnings.iter().cloned());
             }
-            let counted = |id: u32| fp_samples.get(id as usize).copied().unwrap_or(0);
             let max = q.max_frames;
             let mut ends = crate::quality::FpEnds::default();
             for ((pid, _, ip), v) in &flat {
@@ -318,10 +319,14 @@ impl Stacks {
                     q.add(&e, counted(v.2));
                 }
             }
-            for ((pid, _, addrs), v) in &raw {
+            // Callchains (`-g`) whose sampled function had no frame of its own: the caller
+            // the kernel's walk skipped, put back where its call instruction names it.
+            let mut chains = crate::fpchain::FpChains::default();
+            for ((pid, _, addrs), v) in &mut raw {
                 if counted(v.2) > 0 {
                     let e = ends.end(&mut sym, *pid, addrs, max);
                     q.add(&e, counted(v.2));
+                    q.add_leaf(chains.fix(&mut sym, *pid, addrs), counted(v.2));
                 }
             }
         }
@@ -332,7 +337,6 @@ impl Stacks {
         // held once, by `index` (made a list when every file is read).
         let mut flat: Vec<_> = flat.into_iter().collect();
         flat.sort_unstable_by_key(|e| e.0);
-        let mut raw: Vec<_> = raw.into_iter().collect();
         raw.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let mut intern = |f: Frame| -> u32 {
             let next = index.len() as u32;

@@ -8,6 +8,7 @@ pub mod deploy;
 pub mod diff;
 pub mod dump;
 pub mod export;
+pub mod fpchain;
 #[cfg(feature = "remote")]
 pub mod hosts;
 pub mod html;

@@ -126,6 +126,8 @@ pub struct Unwind {
     /// Files without usable unwind tables that frames landed in, said once each.
     pub warnings: Vec<String>,
     warned: std::collections::HashSet<Arc<str>>,
+    /// The files' CFI, for telling a frame whose code no entry covers.
+    cfi: crate::fpchain::Files,
 }
 
 /// Where register `bit` of `mask` sits among the sampled registers (ascending bits).
@@ -176,6 +178,7 @@ impl Unwind {
             quality,
             warnings: Vec::new(),
             warned: Default::default(),
+            cfi: Default::default(),
         })
     }
 
@@ -291,10 +294,36 @@ impl Unwind {
         v.get(i).filter(|m| addr < m.range.end)
     }
 
+    /// The first of `frames` (the sampled address, then return addresses) whose code no
+    /// entry of its file's CFI covers (hand-written assembly, or a C library built
+    /// without unwind tables, as musl's is): framehop unwound its caller from the frame
+    /// pointer, which such code may use for anything.
+    fn uncovered(&mut self, pid: u32, frames: &[u64]) -> Option<usize> {
+        (0..frames.len()).find(|&i| {
+            let at = if i == 0 {
+                frames[i]
+            } else {
+                frames[i].saturating_sub(1)
+            };
+            let Some((elf, bias)) = self
+                .mapping(pid, at)
+                .filter(|m| m.state == State::Used)
+                .and_then(|m| m.elf.clone())
+            else {
+                return false;
+            };
+            self.cfi
+                .code(&elf)
+                .and_then(|c| c.covers(at.wrapping_sub(bias)))
+                == Some(false)
+        })
+    }
+
     /// Where a stack unwound to `frames` (the sampled address, then return addresses)
-    /// ended, given how the unwinder finished (`None`: at the frame limit) and the stack
-    /// copy it read (from `sp`, `len` bytes). Files without usable unwind tables that a
-    /// frame lands in are named in [`Unwind::warnings`].
+    /// ended, given how the unwinder finished (`None`: at the frame limit), the stack copy
+    /// it read (from `sp`, `len` bytes), and the frame whose code no CFI covers (where the
+    /// stack was cut). Files without usable unwind tables that a frame lands in are named
+    /// in [`Unwind::warnings`].
     fn end(
         &mut self,
         pid: u32,
@@ -302,6 +331,7 @@ impl Unwind {
         fin: Option<Result<(), framehop::Error>>,
         sp: u64,
         len: u64,
+        uncovered: Option<usize>,
     ) -> End {
         // Each frame's address as it is looked up: a return address one byte back.
         let at = |i: usize, a: u64| if i == 0 { a } else { a.saturating_sub(1) };
@@ -315,6 +345,16 @@ impl Unwind {
         });
         if entry {
             return End::Outermost;
+        }
+        if let Some(i) = uncovered {
+            let file = self
+                .mapping(pid, at(i, frames[i]))
+                .map_or_else(|| "[unknown]".to_string(), |m| m.path.to_string());
+            return End::Stopped {
+                stop: Stop::NoUnwindInfo,
+                file,
+                leaf: i == 0,
+            };
         }
         // The first frame unwound without the file's tables (framehop then follows frame
         // pointers, which may be anything): the stack is trusted up to there.
@@ -462,7 +502,12 @@ impl Unwind {
                 walk(&mut || it.next());
             }
         }
-        let end = self.end(s.pid, &frames, fin, u.sp, u.data.len() as u64);
+        // Frames past code without CFI are the frame pointer's guesses: not kept.
+        let uncovered = self.uncovered(s.pid, &frames);
+        if let Some(i) = uncovered {
+            frames.truncate(i + 1);
+        }
+        let end = self.end(s.pid, &frames, fin, u.sp, u.data.len() as u64, uncovered);
         self.quality.add(&end, 1);
         // The return addresses: every frame but the sampled one.
         if !frames.is_empty() {

@@ -6,8 +6,8 @@
  *   word_count   -> next_token
  *   crc32_buf
  *   recurse      -> fib (recursive, 25 deep)
- *   vm_run       -> op_0 .. op_511 (a bytecode loop through a table of generated functions:
- *                   the bulk of the binary's code)
+ *   vm_run       -> op_100 .. op_777 (a bytecode loop through a table of 448 generated
+ *                   functions: the bulk of the binary's code)
  * argv[1]: rounds (each about 10 ms of CPU time). Prints "split total T name t ...". */
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,7 +147,7 @@ NOINLINE void recurse(unsigned n) {
     t_recurse += PROCESS_NOW() - t0;
 }
 
-/* --- a bytecode loop over 512 generated operations --- */
+/* --- a bytecode loop over 448 generated operations --- */
 #define OP(n)                                                                       \
     NOINLINE unsigned long op_##n(unsigned long x) {                                \
         for (int i = 0; i < 3 + (n) % 5; i++)                                       \

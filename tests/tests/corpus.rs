@@ -717,13 +717,11 @@ fn shell_pipeline_forks_and_execs_both_ends() {
         dwarf_unknown: &[],
         timed: &[
             Timed("main", "total", Some(&["produce", "consume"])),
-            Timed("produce", "produce", Some(&["generate_block"])),
+            // produce's and consume's own time is the pipe's: in the kernel, which user-mode
+            // samples do not see, and in stdio. Their Self is not known.
+            Timed("produce", "produce", None),
             Timed("generate_block", "generate_block", Some(&[])),
-            Timed(
-                "consume",
-                "consume",
-                Some(&["parse_block", "checksum_block"]),
-            ),
+            Timed("consume", "consume", None),
             Timed("parse_block", "parse_block", Some(&[])),
             Timed("checksum_block", "checksum_block", Some(&[])),
         ],
@@ -733,7 +731,7 @@ fn shell_pipeline_forks_and_execs_both_ends() {
     let cmd: Vec<OsString> = vec![
         "sh".into(),
         "-c".into(),
-        "\"$0\" produce 300 | \"$0\" consume".into(),
+        "\"$0\" produce 150 | \"$0\" consume".into(),
         prog.into_os_string(),
     ];
     check(&case, &scratch("corpus-pipeline"), &cmd);

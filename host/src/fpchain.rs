@@ -8,7 +8,9 @@
 //! canonical frame address is not counted from the frame pointer; aarch64: the link register
 //! is not saved); the caller is restored when the instruction before the next return address
 //! is a direct call (it names the caller), and counted as missed otherwise (an indirect
-//! call: a thread's start, a function pointer).
+//! call: a thread's start, a function pointer). Where no CFI covers the sampled place
+//! (hand-written assembly), the caller is restored only when that call names a function of
+//! the same file that calls the sampled one directly.
 
 use crate::symbols::{Elf, Symbolizer, MAX_ELF};
 use gimli::{LittleEndian, UnwindSection};
@@ -187,6 +189,31 @@ impl Code {
         }
     }
 
+    /// Whether the instruction before file address `ret` is a call (direct or through a
+    /// register or memory): `ret` may be a return address.
+    pub fn after_call(&self, ret: u64) -> bool {
+        match self.isa {
+            Isa::X86_64 => {
+                let byte = |back: u64| {
+                    ret.checked_sub(back)
+                        .and_then(|a| self.code(a, 1))
+                        .map(|b| b[0])
+                };
+                // e8 rel32; ff /2 with a register (2 bytes), a base (3: disp8 or SIB), rip or
+                // disp32 (6), SIB and disp32 (7).
+                let ff2 = |back: u64| {
+                    byte(back) == Some(0xff) && byte(back - 1).is_some_and(|m| m & 0x38 == 0x10)
+                };
+                byte(5) == Some(0xe8) || ff2(2) || ff2(3) || ff2(6) || ff2(7)
+            }
+            Isa::Aarch64 => ret
+                .checked_sub(4)
+                .and_then(|a| self.code(a, 4))
+                .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")))
+                .is_some_and(|i| bl_target(0, i).is_some() || i & 0xffff_fc1f == 0xd63f_0000),
+        }
+    }
+
     /// The return address (a file address) of the first direct call to `target` in the
     /// code between `start` and `end`.
     fn call_site(&self, start: u64, end: u64, target: u64) -> Option<u64> {
@@ -270,7 +297,11 @@ impl FpChains {
         let Some(code) = self.code(&elf) else {
             return Leaf::Whole;
         };
-        if code.framed(at) != Some(false) {
+        // Without CFI for the sampled place (hand-written assembly: musl's memset), only a
+        // caller that calls the sampled function directly, named by the call before the
+        // next return address, tells that the walk skipped it.
+        let judged = code.framed(at);
+        if judged == Some(true) {
             return Leaf::Whole;
         }
         // The caller is missing. The return address after the sampled one is in its
@@ -295,11 +326,20 @@ impl FpChains {
             // source line then), else at the caller's first instruction.
             let site = leaf
                 .filter(|_| same)
-                .and_then(|l| rcode.call_site(start, end, l))
-                .unwrap_or(start + 1);
-            Some(ret.wrapping_sub(rat).wrapping_add(site))
+                .and_then(|l| rcode.call_site(start, end, l));
+            if judged.is_none() && site.is_none() {
+                return None;
+            }
+            Some(
+                ret.wrapping_sub(rat)
+                    .wrapping_add(site.unwrap_or(start + 1)),
+            )
         })();
-        restored.map_or(Leaf::Missed, Leaf::Restored)
+        match (restored, judged) {
+            (Some(r), _) => Leaf::Restored(r),
+            (None, Some(false)) => Leaf::Missed,
+            (None, _) => Leaf::Whole,
+        }
     }
 
     /// `addrs` with the missed caller put back (its return address after the sampled user

@@ -39,7 +39,7 @@ NOINLINE void sort_records(struct record *r, size_t n, unsigned seed) {
 }
 
 /* --- an open-addressing hash table --- */
-#define HBITS 15
+#define HBITS 18
 #define HMASK ((1UL << HBITS) - 1)
 static unsigned long table[1 << HBITS];
 

@@ -578,7 +578,9 @@ fn large_c_static_musl_whose_libc_has_no_unwind_tables() {
         how: "musl-gcc -static -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer",
         fp: true,
         fp_unknown: &["main", "sort_records"],
-        dwarf_unknown: &["main", "sort_records", "hash_build", "hash_clear"],
+        // musl's qsort; its memset is a leaf (its return address at the stack pointer):
+        // hash_clear's Children (about 4 %, all of it in memset) are known.
+        dwarf_unknown: &["main", "sort_records"],
         timed: LARGE,
     };
     check(

@@ -230,8 +230,9 @@ fn check_with(recorder: Recorder<'_>, case: &Case<'_>, dir: &Path, program: &[Os
         let (rows, j, s) = record(recorder, dir, mode, program);
         let total = s["total"];
         let samples = j["summary"]["total_samples"].as_u64().unwrap_or(0);
+        // Half a second of CPU here gives 2000; a machine twice as fast, 1000.
         assert!(
-            samples >= 1000,
+            samples >= 800,
             "{} {mode:?}: {samples} samples (the program ran {total} s of CPU time): too few to check shares within {TOLERANCE} points",
             case.program
         );
@@ -459,7 +460,7 @@ const LARGE: &[Timed] = &[
     Timed("vm_run", "vm_run", None),
 ];
 
-const LARGE_ARGS: &[&str] = &["200"];
+const LARGE_ARGS: &[&str] = &["60"];
 
 #[test]
 fn large_c_gcc_non_pie_with_frame_pointers() {

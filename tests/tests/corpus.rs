@@ -714,7 +714,7 @@ fn shell_pipeline_forks_and_execs_both_ends() {
     });
     let case = Case {
         program: "pipeline",
-        how: "sh -c 'pipeline produce | pipeline consume', gcc -O2 -g, frame pointers",
+        how: "sh -c: produce piped into consume, gcc -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer",
         fp: true,
         fp_unknown: &[],
         dwarf_unknown: &[],

@@ -103,6 +103,10 @@ pub fn run(a: &Args) -> anyhow::Result<String> {
     );
     table += "| Program | Built with | Mode | Checked | Worst error, points (where) |\n|---|---|---|---|---|\n";
     for l in &lines {
+        // Five cells: a sixth is a `|` inside one, which would break the table.
+        if l.matches('|').count() != 6 {
+            bail!("a table line with a `|` inside a cell: {l}");
+        }
         table += l;
         table.push('\n');
     }

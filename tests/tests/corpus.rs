@@ -64,6 +64,9 @@ struct Case<'a> {
     /// through code without frame pointers (the C library's qsort and memcpy, a thread's
     /// start calling through a pointer). The report must say that stacks fall short.
     fp_unknown: &'a [&'a str],
+    /// Whether `-g` stacks stop before their thread's first function (through a C library
+    /// without frame pointers); otherwise they reach it, callers skipped or not.
+    fp_stops: bool,
     /// With `--call-graph dwarf`, the functions whose Children go through code that no CFI
     /// covers (musl's C library): the report must say so, and keep no frames past it.
     dwarf_unknown: &'a [&'a str],
@@ -282,6 +285,13 @@ fn check_with(recorder: Recorder<'_>, case: &Case<'_>, dir: &Path, program: &[Os
                     "{mode:?}: the report does not say that stacks fall short: {st} {warnings}"
                 ));
             }
+            // Where nothing on the way lacks frame pointers, the stacks reach their threads'
+            // first functions (glibc's start_thread, on aarch64 its thread_start).
+            if mode == Mode::Fp && !case.fp_stops && 100 * outermost < 98 * n {
+                misses.push(format!(
+                    "{mode:?}: {outermost} of {n} stacks reached the outermost frame: {st}"
+                ));
+            }
             // Where no CFI covers the code, the unwinder does not guess (a frame pointer
             // code without one holds anything): the report names the reason, and no
             // frame of no file weighs a point.
@@ -384,6 +394,7 @@ fn tiny_c_gcc_pie_with_frame_pointers() {
         how: "gcc -O2 -g -fno-omit-frame-pointer, PIE",
         fp: true,
         fp_unknown: &[],
+        fp_stops: false,
         dwarf_unknown: &[],
         timed: TINY,
     };
@@ -417,6 +428,7 @@ fn tiny_c_clang_non_pie_without_frame_pointers() {
         how: "clang -O2 -g, non-PIE (no frame pointers)",
         fp: false,
         fp_unknown: &[],
+        fp_stops: false,
         dwarf_unknown: &[],
         timed: TINY,
     };
@@ -487,6 +499,7 @@ fn large_c_gcc_non_pie_with_frame_pointers() {
         fp: true,
         // glibc's qsort and memset keep no frame pointer.
         fp_unknown: &["main", "sort_records"],
+        fp_stops: true,
         dwarf_unknown: &[],
         timed: LARGE,
     };
@@ -520,6 +533,7 @@ fn large_c_clang_pie_without_frame_pointers() {
         how: "clang -O2 -g, PIE (no frame pointers)",
         fp: false,
         fp_unknown: &[],
+        fp_stops: false,
         dwarf_unknown: &[],
         timed: LARGE,
     };
@@ -554,6 +568,7 @@ fn large_c_stripped_with_a_gnu_debuglink_file() {
         how: "gcc -O2 -g, PIE, stripped with a .gnu_debuglink file (no frame pointers)",
         fp: false,
         fp_unknown: &[],
+        fp_stops: false,
         dwarf_unknown: &[],
         timed: LARGE,
     };
@@ -579,6 +594,7 @@ fn large_c_static_musl_whose_libc_has_no_unwind_tables() {
         how: "musl-gcc -static -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer",
         fp: true,
         fp_unknown: &["main", "sort_records"],
+        fp_stops: true,
         // musl's qsort; its memset is a leaf (its return address at the stack pointer):
         // hash_clear's Children (about 4 %, all of it in memset) are known.
         dwarf_unknown: &["main", "sort_records"],
@@ -609,6 +625,7 @@ fn shared_library_called_from_main_and_calling_back() {
         how: "gcc -O2 -g -fno-omit-frame-pointer, PIE + libwork.so",
         fp: true,
         fp_unknown: &[],
+        fp_stops: false,
         dwarf_unknown: &[],
         timed: &[
             Timed("main", "total", Some(&["lib_checksum", "lib_walk"])),
@@ -669,6 +686,7 @@ fn threads_glibc_with_frame_pointers() {
         fp: true,
         // The thread's function is called through a pointer: its callees' samples lack it.
         fp_unknown: &["worker", "start_thread"],
+        fp_stops: false,
         dwarf_unknown: &[],
         timed: &timed,
     };
@@ -694,6 +712,7 @@ fn threads_static_musl_with_frame_pointers() {
         fp: true,
         // The thread's function is called through a pointer: its callees' samples lack it.
         fp_unknown: &["worker", "start"],
+        fp_stops: false,
         dwarf_unknown: &[],
         timed: &timed,
     };
@@ -717,6 +736,7 @@ fn shell_pipeline_forks_and_execs_both_ends() {
         how: "sh -c: produce piped into consume, gcc -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer",
         fp: true,
         fp_unknown: &[],
+        fp_stops: false,
         dwarf_unknown: &[],
         timed: &[
             Timed("main", "total", Some(&["produce", "consume"])),
@@ -751,6 +771,7 @@ fn cxx_templates_inlining_and_exceptions() {
         how: "g++ -O2 -g (no frame pointers)",
         fp: false,
         fp_unknown: &[],
+        fp_stops: false,
         dwarf_unknown: &[],
         timed: &[
             // main's own time builds the input: in libstdc++ and glibc, which no clock
@@ -815,6 +836,7 @@ fn rust_release_with_debuginfo_and_frame_pointers() {
         fp: true,
         // The standard library keeps no frame pointers, nor glibc's memcpy and malloc.
         fp_unknown: &["corpus::main", "corpus::sort_names", "corpus::count_words"],
+        fp_stops: true,
         dwarf_unknown: &[],
         timed: RUST,
     };
@@ -850,6 +872,7 @@ fn rust_release_without_debuginfo() {
         how: "rustc -C opt-level=2 -C strip=debuginfo (cargo's release default)",
         fp: false,
         fp_unknown: &[],
+        fp_stops: false,
         dwarf_unknown: &[],
         timed: RUST,
     };
@@ -992,6 +1015,7 @@ fn arm_tiny_c_static_with_frame_pointers() {
         how: "aarch64-linux-gnu-gcc -O2 -g -fno-omit-frame-pointer -static, on the emulated Arm machine",
         fp: true,
         fp_unknown: &[],
+        fp_stops: false,
         dwarf_unknown: &[],
         timed: TINY,
     };
@@ -1032,6 +1056,7 @@ fn arm_threads_static_with_frame_pointers() {
         how: "aarch64-linux-gnu-gcc -O2 -g -fno-omit-frame-pointer -static -pthread, on the emulated Arm machine",
         fp: true,
         fp_unknown: &["worker", "start_thread"],
+        fp_stops: false,
         dwarf_unknown: &[],
         timed: &timed,
     };
@@ -1078,6 +1103,7 @@ fn arm_rust_static_musl_with_debuginfo_and_frame_pointers() {
         how: "rustc --target aarch64-unknown-linux-musl -C opt-level=2 -C debuginfo=2 -C force-frame-pointers=yes, on the emulated Arm machine",
         fp: true,
         fp_unknown: &[],
+        fp_stops: false,
         dwarf_unknown: &[],
         timed: RUST,
     };

@@ -440,6 +440,9 @@ impl Stacks {
             }
             let max = q.max_frames;
             let mut ends = crate::quality::FpEnds::default();
+            // Callchains (`-g`) whose sampled function had no frame of its own: the caller
+            // the kernel's walk skipped, put back where its call instruction names it.
+            let mut chains = crate::fpchain::FpChains::default();
             let mut chain: Vec<u64> = Vec::new();
             for (id, &n) in fp_samples.iter().enumerate() {
                 if n == 0 {
@@ -447,7 +450,7 @@ impl Stacks {
                 }
                 // The stack's addresses innermost first (the arena holds them outermost
                 // first, after the root).
-                let r = &raw[id];
+                let r = raw[id];
                 chain.clear();
                 chain.extend(
                     self.arena[r.start + 1..r.start + r.len as usize]
@@ -457,6 +460,25 @@ impl Stacks {
                 );
                 let e = ends.end(&mut sym, r.pid, &chain, max);
                 q.add(&e, n);
+                let leaf = chains.fix(&mut sym, r.pid, &mut chain);
+                q.add_leaf(leaf, n);
+                if let crate::fpchain::Leaf::Restored(site) = leaf {
+                    // The restored return address goes between the sampled user address
+                    // and the next return address: the stack is written again at the
+                    // arena's end, one frame longer.
+                    let at = 1 + chain.iter().position(|&a| a >> 63 == 0).unwrap_or(0);
+                    let (start, len) = (r.start, r.len as usize);
+                    let site_id = addrs.len() as u32;
+                    addrs.push((r.pid, site));
+                    let new_start = self.arena.len();
+                    // Innermost-first index `at` is arena index `len - at` after the root.
+                    let split = start + len - at;
+                    self.arena.extend_from_within(start..split);
+                    self.arena.push(site_id);
+                    self.arena.extend_from_within(split..start + len);
+                    raw[id].start = new_start;
+                    raw[id].len += 1;
+                }
             }
         }
         drop(fp_samples);

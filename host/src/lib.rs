@@ -10,6 +10,7 @@ pub mod dump;
 pub mod events;
 pub mod export;
 pub mod flame;
+pub mod fpchain;
 #[cfg(feature = "remote")]
 pub mod hosts;
 pub mod html;

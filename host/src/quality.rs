@@ -24,7 +24,8 @@ pub enum Mode {
 pub enum Stop {
     /// The function keeps no frame pointer: the kernel's walk ends there (`-g`).
     FramePointer,
-    /// The file has no unwind tables (`.eh_frame`, `.debug_frame`).
+    /// The file has no unwind tables (`.eh_frame`, `.debug_frame`), or none for the code
+    /// the frame is in.
     NoUnwindInfo,
     /// The file is not found here (nor in `--symfs` or the binary cache), or the
     /// recording holds no image of the vDSO.
@@ -88,6 +89,8 @@ const ENTRIES: &[&str] = &[
     "__clone3",
     "__clone_internal",
     "start_thread",
+    // glibc's aarch64 clone: the child's first function.
+    "thread_start",
     "start",
     "start_c11",
     "ret_from_fork",
@@ -120,6 +123,11 @@ pub struct Quality {
     pub at_leaf: u64,
     /// Stopped stacks by reason and file.
     pub stopped: BTreeMap<(Stop, String), u64>,
+    /// `-g`: callchains whose sampled function had no frame of its own where it was
+    /// sampled, so that the kernel's walk skipped its caller ([`crate::fpchain`]), and of
+    /// those the ones whose caller was restored from the call instruction.
+    pub skipped_caller: u64,
+    pub restored_caller: u64,
 }
 
 /// PERF_SAMPLE_CALLCHAIN and PERF_SAMPLE_STACK_USER.
@@ -164,6 +172,8 @@ impl Quality {
             cut_frames: 0,
             at_leaf: 0,
             stopped: BTreeMap::new(),
+            skipped_caller: 0,
+            restored_caller: 0,
         })
     }
 
@@ -183,6 +193,18 @@ impl Quality {
         }
     }
 
+    /// Counts `n` callchains whose sampled function's caller came out as `l`.
+    pub fn add_leaf(&mut self, l: crate::fpchain::Leaf, n: u64) {
+        match l {
+            crate::fpchain::Leaf::Whole => {}
+            crate::fpchain::Leaf::Restored(_) => {
+                self.skipped_caller += n;
+                self.restored_caller += n;
+            }
+            crate::fpchain::Leaf::Missed => self.skipped_caller += n,
+        }
+    }
+
     /// Adds another tally of the same recording (the unwinder's to the callchains').
     pub fn merge(&mut self, o: &Quality) {
         self.samples += o.samples;
@@ -191,6 +213,8 @@ impl Quality {
         self.cut_bytes += o.cut_bytes;
         self.cut_frames += o.cut_frames;
         self.at_leaf += o.at_leaf;
+        self.skipped_caller += o.skipped_caller;
+        self.restored_caller += o.restored_caller;
         for (k, v) in &o.stopped {
             *self.stopped.entry(k.clone()).or_default() += v;
         }
@@ -270,6 +294,12 @@ impl Quality {
             }
             s.push(')');
         }
+        if self.skipped_caller > 0 {
+            s += &format!(
+                "; {} skipped the caller of a function sampled without its frame, {} of them restored from the call",
+                self.skipped_caller, self.restored_caller
+            );
+        }
         if self.without > 0 {
             let n = self.without;
             s += &format!(
@@ -301,6 +331,14 @@ impl Quality {
             ));
             return w;
         }
+        let missed = self.skipped_caller - self.restored_caller;
+        // 5%, as below.
+        if 20 * missed > n {
+            w.push(format!(
+                "warning: {missed} of {n} call stacks ({:.1}%) lack the caller of the sampled function: it had no frame of its own where it was sampled (gcc builds leaf functions without one even with -fno-omit-frame-pointer, and every function is without one at its first and last instructions), so the kernel's walk skipped to the caller's caller, and the call instruction did not name the caller (a call through a pointer: a thread's start function, a callback): that caller's Children are low. Record with --call-graph dwarf.",
+                pct(missed)
+            ));
+        }
         let short = self.cut_bytes + self.cut_frames + self.stopped_total();
         // 5%: a profile whose stacks miss more than that has callers' shares off by as much.
         if 20 * short > n {
@@ -315,7 +353,7 @@ impl Quality {
                 let fix = match stop {
                     Stop::FramePointer => ": record with --call-graph dwarf, or rebuild it with -fno-omit-frame-pointer",
                     Stop::NotFound | Stop::Misplaced => ": pass --symfs DIR holding the recorded binary",
-                    Stop::NoUnwindInfo => ": it has no .eh_frame or .debug_frame (record with -g if it keeps frame pointers)",
+                    Stop::NoUnwindInfo => ": no .eh_frame or .debug_frame entry covers its code there (built without unwind tables, as musl's C library is); record with -g if it keeps frame pointers",
                     Stop::NoFile | Stop::Failed(_) => "",
                 };
                 why.push(format!(
@@ -346,6 +384,8 @@ impl Quality {
             "cut_at_frame_limit": self.cut_frames,
             "stopped": self.stopped_total(),
             "stopped_at_sampled_function": self.at_leaf,
+            "skipped_caller": self.skipped_caller,
+            "restored_caller": self.restored_caller,
             "stops": self.stops().iter().map(|(s, f, n)| json!({
                 "reason": s.text(),
                 "file": f,
@@ -451,6 +491,7 @@ pub fn measure(src: &Source, search: &Search) -> Result<Option<Quality>, LoadErr
     })?;
     let mut addrs: Vec<u64> = Vec::new();
     let mut ends = FpEnds::default();
+    let mut chains = crate::fpchain::FpChains::default();
     let max = q.max_frames;
     load::stream(src, |r| {
         let Record::Sample(s) = r else { return };
@@ -462,6 +503,7 @@ pub fn measure(src: &Source, search: &Search) -> Result<Option<Quality>, LoadErr
                 chain(&mut addrs, s);
                 let e = ends.end(&mut sym, s.pid, &addrs, max);
                 q.add(&e, 1);
+                q.add_leaf(chains.leaf(&mut sym, s.pid, &addrs), 1);
             }
             _ => q.without += 1,
         }

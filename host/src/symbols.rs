@@ -66,7 +66,7 @@ impl Elf {
             .flatten()
             .and_then(|(name, crc)| Some((std::str::from_utf8(name).ok()?.to_string(), crc)));
         // Aliases at one address: the name perf picks (its choose_best_symbol).
-        let mut ranked: Vec<(u64, Rank, u64, Box<str>)> = Vec::new();
+        let mut ranked: Vec<(u64, Rank, u64, Box<str>, bool)> = Vec::new();
         for table in [
             f.symbols().collect::<Vec<_>>(),
             f.dynamic_symbols().collect::<Vec<_>>(),
@@ -75,7 +75,8 @@ impl Elf {
                 break;
             }
             for s in table {
-                if s.kind() == SymbolKind::Text && s.address() != 0 {
+                let label = is_code_label(&f, &s);
+                if (s.kind() == SymbolKind::Text || label) && s.address() != 0 {
                     if let Ok(name) = s.name() {
                         let rank = Rank::of(s.size(), s.is_weak(), s.is_global(), name);
                         // A symbol without a size (`_init`, hand-written assembly) reaches
@@ -90,14 +91,29 @@ impl Elf {
                                 .unwrap_or(0),
                             (z, _) => z,
                         };
-                        ranked.push((s.address(), rank, size, name.into()));
+                        ranked.push((s.address(), rank, size, name.into(), label));
                     }
                 }
             }
         }
         ranked.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
         ranked.dedup_by_key(|s| s.0);
-        let syms = ranked.into_iter().map(|(a, _, z, n)| (a, z, n)).collect();
+        // A label inside a function with a size (a branch target that hand-written
+        // assembly names) does not split that function.
+        let mut covered = 0u64;
+        ranked.retain(|(a, rank, size, _, label)| {
+            if *label && *a < covered {
+                return false;
+            }
+            if !rank.0 {
+                covered = covered.max(a.saturating_add(*size));
+            }
+            true
+        });
+        let syms = ranked
+            .into_iter()
+            .map(|(a, _, z, n, _)| (a, z, n))
+            .collect();
         let has_dwarf = f.section_by_name(".debug_info").is_some();
         Ok(Elf {
             build_id,
@@ -194,6 +210,20 @@ impl Elf {
         let (a, size, name) = &self.syms[i];
         (*size == 0 || vaddr < a.saturating_add(*size)).then_some(name)
     }
+
+    /// The function containing `vaddr`: its start, its end (at most the next symbol's
+    /// start) and its (mangled) name.
+    pub fn function(&self, vaddr: u64) -> Option<(u64, u64, &str)> {
+        let i = self.syms.partition_point(|s| s.0 <= vaddr).checked_sub(1)?;
+        let (a, size, name) = &self.syms[i];
+        let next = self.syms.get(i + 1).map_or(u64::MAX, |s| s.0);
+        let end = if *size == 0 {
+            next
+        } else {
+            a.saturating_add(*size).min(next)
+        };
+        (vaddr < end).then_some((*a, end, &**name))
+    }
 }
 
 /// A loadable segment (PT_LOAD) of an ELF file.
@@ -257,6 +287,34 @@ pub fn arch_name(a: &labperf_common::Arch) -> &'static str {
         labperf_common::Arch::Alpha => "alpha",
         labperf_common::Arch::Other(_) => "unknown",
     }
+}
+
+/// Whether `s` is a label in code: a symbol of no type (`STT_NOTYPE`, as hand-written
+/// assembly defines `_start` in the dynamic loader and in musl's static binaries) in an
+/// executable section, visible (not hidden or internal), and not an Arm mapping symbol
+/// (`$x`, `$d`). perf names such places after the label; a function symbol is preferred at
+/// one address.
+fn is_code_label<'d>(f: &object::File<'d>, s: &object::Symbol<'d, '_>) -> bool {
+    if s.kind() != SymbolKind::Unknown || !s.is_definition() {
+        return false;
+    }
+    if s.name()
+        .map_or(true, |n| n.is_empty() || n.starts_with('$'))
+    {
+        return false;
+    }
+    if matches!(
+        s.flags().elf_visibility(),
+        Some(object::elf::STV_HIDDEN | object::elf::STV_INTERNAL)
+    ) {
+        return false;
+    }
+    let Some(i) = s.section_index() else {
+        return false;
+    };
+    f.section_by_index(i).is_ok_and(|sec| {
+        matches!(sec.flags(), object::SectionFlags::Elf { sh_flags, .. } if sh_flags.0 & object::elf::SHF_EXECINSTR.0 != 0)
+    })
 }
 
 /// How perf chooses among symbols at one address, best first: one with a size, a
@@ -972,6 +1030,15 @@ impl Symbolizer {
         }
     }
 
+    /// The file mapped at `ip` of process `pid`, when it is found here and fits the
+    /// mapping, and `ip` as the file's own address.
+    pub fn file_at(&mut self, pid: u32, ip: u64) -> Option<(Arc<Elf>, u64)> {
+        let m = self.find_map(pid, ip)?.clone();
+        let elf = self.elf(&m.path, m.build_id.as_ref())?;
+        let vaddr = self.file_vaddr(&m, &elf, ip)?;
+        Some((elf, vaddr))
+    }
+
     /// Whether the file mapped at `ip` of process `pid` is found here: `None` when no
     /// file is mapped there.
     pub fn found(&mut self, pid: u32, ip: u64) -> Option<bool> {
@@ -1047,6 +1114,42 @@ impl Symbolizer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn labels_in_code_are_named_unless_inside_a_function() {
+        // Hand-written assembly as ld.so's and musl's `_start` are: a label of no type and
+        // no size (named, as perf names it), a function with a size and a label inside it
+        // (the function's), a hidden label (not named).
+        let d = std::env::temp_dir().join(format!("labperf-labels-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(
+            d.join("l.s"),
+            ".text\n nop\n.globl entry\nentry:\n nop\n nop\n.globl f\n.type f,@function\nf:\n nop\ninner:\n nop\n ret\n.size f, .-f\n.globl hid\n.hidden hid\nhid:\n nop\n",
+        )
+        .unwrap();
+        let st = std::process::Command::new("gcc")
+            .args(["-c", "-o"])
+            .arg(d.join("l.o"))
+            .arg(d.join("l.s"))
+            .status()
+            .expect("gcc (cargo xtask setup installs it)");
+        assert!(st.success());
+        let data = std::fs::read(d.join("l.o")).unwrap();
+        let _ = std::fs::remove_dir_all(&d);
+        let e = Elf::parse(&data).unwrap();
+        // A nop at 0, entry at 1, f at 3 (inner at 4, its end at 6), hid at 6.
+        assert_eq!(e.symbol(1), Some("entry"), "{:?}", e.syms);
+        assert_eq!(e.symbol(2), Some("entry"), "{:?}", e.syms);
+        assert_eq!(e.symbol(4), Some("f"), "{:?}", e.syms);
+        assert_eq!(e.symbol(5), Some("f"), "{:?}", e.syms);
+        assert!(
+            e.syms.iter().all(|s| &*s.2 != "inner" && &*s.2 != "hid"),
+            "{:?}",
+            e.syms
+        );
+        assert_eq!(e.function(4), Some((3, 6, "f")));
+        assert_eq!(e.function(1), Some((1, 3, "entry")));
+    }
 
     #[test]
     fn a_symbol_without_a_size_ends_with_its_section() {

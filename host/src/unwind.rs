@@ -126,6 +126,8 @@ pub struct Unwind {
     /// Files without usable unwind tables that frames landed in, said once each.
     pub warnings: Vec<String>,
     warned: std::collections::HashSet<Arc<str>>,
+    /// The files' CFI, for telling a frame whose code no entry covers.
+    cfi: crate::fpchain::Files,
 }
 
 /// Where register `bit` of `mask` sits among the sampled registers (ascending bits).
@@ -176,6 +178,7 @@ impl Unwind {
             quality,
             warnings: Vec::new(),
             warned: Default::default(),
+            cfi: Default::default(),
         })
     }
 
@@ -299,10 +302,58 @@ impl Unwind {
         v.get(i).filter(|m| addr < m.range.end)
     }
 
+    /// The first of `frames` (the sampled address, then return addresses) whose code no
+    /// entry of its file's CFI covers (hand-written assembly, or a C library built
+    /// without unwind tables, as musl's is): framehop unwound its caller from the frame
+    /// pointer, which such code may use for anything.
+    fn uncovered(&mut self, pid: u32, frames: &[u64], from: usize) -> Option<usize> {
+        (from..frames.len()).find(|&i| {
+            let at = if i == 0 {
+                frames[i]
+            } else {
+                frames[i].saturating_sub(1)
+            };
+            let Some((elf, bias)) = self
+                .mapping(pid, at)
+                .filter(|m| m.state == State::Used)
+                .and_then(|m| m.elf.clone())
+            else {
+                return false;
+            };
+            self.cfi
+                .code(&elf)
+                .and_then(|c| c.covers(at.wrapping_sub(bias)))
+                == Some(false)
+        })
+    }
+
+    /// Whether `ret` may be the return address of a sampled function at `ip` whose code no
+    /// CFI covers: code that has not touched the stack yet (hand-written leaf functions:
+    /// musl's memcpy and memset) returns to the link register (aarch64) or to the word at
+    /// the stack pointer (x86_64). Taken when that address is right after a call, in code
+    /// the CFI covers.
+    fn leaf_returns_to(&mut self, pid: u32, ip: u64, ret: u64) -> bool {
+        if self.uncovered(pid, &[ip], 0).is_none() || ret == 0 {
+            return false;
+        }
+        let at = ret.saturating_sub(1);
+        let Some((elf, bias)) = self
+            .mapping(pid, at)
+            .filter(|m| m.state == State::Used)
+            .and_then(|m| m.elf.clone())
+        else {
+            return false;
+        };
+        self.cfi.code(&elf).is_some_and(|c| {
+            c.covers(at.wrapping_sub(bias)) == Some(true) && c.after_call(ret.wrapping_sub(bias))
+        })
+    }
+
     /// Where a stack unwound to `frames` (the sampled address, then return addresses)
-    /// ended, given how the unwinder finished (`None`: at the frame limit) and the stack
-    /// copy it read (from `sp`, `len` bytes). Files without usable unwind tables that a
-    /// frame lands in are named in [`Unwind::warnings`].
+    /// ended, given how the unwinder finished (`None`: at the frame limit), the stack copy
+    /// it read (from `sp`, `len` bytes), and the frame whose code no CFI covers (where the
+    /// stack was cut). Files without usable unwind tables that a frame lands in are named
+    /// in [`Unwind::warnings`].
     fn end(
         &mut self,
         pid: u32,
@@ -310,6 +361,7 @@ impl Unwind {
         fin: Option<Result<(), framehop::Error>>,
         sp: u64,
         len: u64,
+        uncovered: Option<usize>,
     ) -> End {
         // Each frame's address as it is looked up: a return address one byte back.
         let at = |i: usize, a: u64| if i == 0 { a } else { a.saturating_sub(1) };
@@ -323,6 +375,16 @@ impl Unwind {
         });
         if entry {
             return End::Outermost;
+        }
+        if let Some(i) = uncovered {
+            let file = self
+                .mapping(pid, at(i, frames[i]))
+                .map_or_else(|| "[unknown]".to_string(), |m| m.path.to_string());
+            return End::Stopped {
+                stop: Stop::NoUnwindInfo,
+                file,
+                leaf: i == 0,
+            };
         }
         // The first frame unwound without the file's tables (framehop then follows frame
         // pointers, which may be anything): the stack is trusted up to there.
@@ -414,63 +476,79 @@ impl Unwind {
             Ok(u64::from_le_bytes(b.try_into().map_err(|_| ())?))
         };
         let reg = |i: usize| u.regs.get(i).copied();
+        // The sampled address, its stack pointer, and where a function that has not touched
+        // the stack returns to (the link register; the word at the stack pointer).
+        let (ip, sp, leaf_ret) = match &self.machine {
+            Machine::X86_64 { sp, ip, .. } => {
+                let (ip, sp) = (reg(*ip), reg(*sp));
+                (ip, sp, sp.and_then(|sp| read(sp).ok()))
+            }
+            Machine::Aarch64 { lr, sp, pc, .. } => (reg(*pc), reg(*sp), reg(*lr)),
+        };
+        let (Some(ip), Some(sp)) = (ip, sp) else {
+            self.quality.without += 1;
+            return Vec::new();
+        };
+        let leaf = leaf_ret.filter(|&r| self.leaf_returns_to(s.pid, ip, r));
         // Every frame, the sampled address first, and how the walk finished (`None`: at
         // the frame limit).
-        let mut frames: Vec<u64> = Vec::new();
-        let mut fin = None;
-        let mut walk = |next: &mut dyn FnMut() -> Result<Option<FrameAddress>, framehop::Error>| {
-            for _ in 0..MAX_FRAMES {
-                match next() {
-                    Ok(Some(f)) => frames.push(f.address()),
-                    Ok(None) => {
-                        fin = Some(Ok(()));
-                        break;
-                    }
-                    Err(e) => {
-                        fin = Some(Err(e));
-                        break;
-                    }
-                }
+        let mut frames: Vec<u64> = vec![ip];
+        let start = match leaf {
+            Some(r) => {
+                frames.push(r);
+                FrameAddress::from_return_address(r).expect("not 0")
             }
+            None => FrameAddress::from_instruction_pointer(ip),
         };
-        match &mut self.machine {
+        let fin = match &mut self.machine {
             Machine::X86_64 {
-                bp,
-                sp,
-                ip,
-                procs,
-                cache,
+                bp, procs, cache, ..
             } => {
-                let (Some(bp), Some(sp), Some(ip)) = (reg(*bp), reg(*sp), reg(*ip)) else {
+                let Some(bp) = reg(*bp) else {
                     self.quality.without += 1;
                     return Vec::new();
                 };
-                let un = &procs[&s.pid];
-                let mut it =
-                    un.iter_frames(ip, UnwindRegsX86_64::new(ip, sp, bp), cache, &mut read);
-                walk(&mut || it.next());
+                let mut regs = match leaf {
+                    Some(r) => UnwindRegsX86_64::new(r, sp + 8, bp),
+                    None => UnwindRegsX86_64::new(ip, sp, bp),
+                };
+                walk(
+                    &procs[&s.pid],
+                    start,
+                    &mut regs,
+                    cache,
+                    &mut read,
+                    &mut frames,
+                )
             }
             Machine::Aarch64 {
                 fp,
                 lr,
-                sp,
-                pc,
                 procs,
                 cache,
+                ..
             } => {
-                let (Some(fp), Some(lr), Some(sp), Some(pc)) =
-                    (reg(*fp), reg(*lr), reg(*sp), reg(*pc))
-                else {
+                let (Some(fp), Some(lr)) = (reg(*fp), reg(*lr)) else {
                     self.quality.without += 1;
                     return Vec::new();
                 };
-                let un = &procs[&s.pid];
-                let mut it =
-                    un.iter_frames(pc, UnwindRegsAarch64::new(lr, sp, fp), cache, &mut read);
-                walk(&mut || it.next());
+                let mut regs = UnwindRegsAarch64::new(lr, sp, fp);
+                walk(
+                    &procs[&s.pid],
+                    start,
+                    &mut regs,
+                    cache,
+                    &mut read,
+                    &mut frames,
+                )
             }
+        };
+        // Frames past code without CFI are the frame pointer's guesses: not kept.
+        let uncovered = self.uncovered(s.pid, &frames, if leaf.is_some() { 1 } else { 0 });
+        if let Some(i) = uncovered {
+            frames.truncate(i + 1);
         }
-        let end = self.end(s.pid, &frames, fin, u.sp, u.data.len() as u64);
+        let end = self.end(s.pid, &frames, fin, u.sp, u.data.len() as u64, uncovered);
         self.quality.add(&end, 1);
         // The return addresses: every frame but the sampled one.
         if !frames.is_empty() {
@@ -478,4 +556,31 @@ impl Unwind {
         }
         frames
     }
+}
+
+/// Unwinds from `at` (the sampled address, or a leaf's return address) with `regs`,
+/// appending each return address to `frames`; how the walk finished (`None`: at
+/// [`MAX_FRAMES`]).
+fn walk<U: Unwinder>(
+    un: &U,
+    mut at: FrameAddress,
+    regs: &mut U::UnwindRegs,
+    cache: &mut U::Cache,
+    read: &mut impl FnMut(u64) -> Result<u64, ()>,
+    frames: &mut Vec<u64>,
+) -> Option<Result<(), framehop::Error>> {
+    while frames.len() < MAX_FRAMES {
+        match un.unwind_frame(at, regs, cache, read) {
+            Ok(Some(r)) => match FrameAddress::from_return_address(r) {
+                Some(a) => {
+                    frames.push(r);
+                    at = a;
+                }
+                None => return Some(Err(framehop::Error::ReturnAddressIsNull)),
+            },
+            Ok(None) => return Some(Ok(())),
+            Err(e) => return Some(Err(e)),
+        }
+    }
+    None
 }

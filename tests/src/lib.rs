@@ -51,6 +51,7 @@ pub fn scratch(test: &str) -> PathBuf {
 }
 pub mod alpha;
 pub mod golden;
+pub mod known;
 pub mod lab;
 pub mod ring;
 pub mod sshd;

@@ -260,6 +260,15 @@ fn programs_started(src: &str, remote: bool) -> Vec<Use> {
         {
             add(first_word(s), "Command::new");
         }
+        // compile(dir, "X", ...): the tests' compilers (tests/src/known.rs)
+        if i >= 4
+            && punct(i - 1, ',')
+            && matches!(t.get(i - 2), Some(Tok::Ident(_)))
+            && punct(i - 3, '(')
+            && ident(i - 4, "compile")
+        {
+            add(first_word(s), "compile");
+        }
         // cmd!(sh, "X ...")
         if i >= 5
             && punct(i - 1, ',')
@@ -500,6 +509,7 @@ fn the_scan_catches_a_program_without_a_package() {
             Command::new("frobnicate").arg("x");
             cmd!(sh, "zork --fast {x}").run();
             Command::new("sh").args(["-c", "cat f | quux -n && sha256sum f"]);
+            compile(dir, "frobcc", &["-O2"]);
             const S: &str = r#"#!/bin/sh
 case "$X" in
   a*) blorb 1 ;;
@@ -525,6 +535,7 @@ esac
         "blorb",
         "mkdir",
         "wibble",
+        "frobcc",
     ] {
         assert!(names.contains(&want), "{want} not found in {names:?}");
     }
@@ -536,7 +547,7 @@ esac
         .collect();
     assert_eq!(
         bad_names,
-        ["frobnicate", "zork", "quux", "blorb", "wibble"],
+        ["frobnicate", "zork", "quux", "frobcc", "blorb", "wibble"],
         "{bad:#?}"
     );
 }

@@ -11,82 +11,29 @@ use labperf_common::{
     Arch, Attr, CpuId, Encoder, Endian, EventDesc, Header, HeaderExt, Mmap2, Recipe, Record,
     Sample, Trailer, UserStack,
 };
+use labperf_tests::known::{compile, import, perf_children, report_children, split, Shares};
 use labperf_tests::{bin, report_json, scratch};
 use object::{Object, ObjectSegment, ObjectSymbol};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The functions: each times itself (CPU time of the process) and adds it to its total;
-/// fn_b calls fn_c. An executable segment well under 2 KiB, in one page: the layout whose
-/// load bias was computed past the segment (and the module's CFI skipped without a word).
-const FNS: &str = r#"
-#include <time.h>
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    return t.tv_sec + t.tv_nsec / 1e9;
-}
-double t_a, t_b, t_c;
-volatile unsigned long sink;
-__attribute__((noinline)) void fn_a(unsigned long n) {
-    double t0 = now();
-    unsigned long x = sink;
-    for (unsigned long i = 0; i < n; i++) x = x * 6364136223846793005UL + 1442695040888963407UL;
-    sink = x;
-    t_a += now() - t0;
-}
-__attribute__((noinline)) void fn_c(unsigned long n) {
-    double t0 = now();
-    unsigned long x = sink;
-    for (unsigned long i = 0; i < n; i++) x = x * 2862933555777941757UL + 3037000493UL;
-    sink = x;
-    t_c += now() - t0;
-}
-__attribute__((noinline)) void fn_b(unsigned long n) {
-    double t0 = now();
-    unsigned long x = sink;
-    for (unsigned long i = 0; i < n; i++) x = x * 6364136223846793005UL + 1442695040888963407UL;
-    sink = x;
-    fn_c(n);
-    t_b += now() - t0;
-}
-"#;
+/// The functions (`tests/corpus/tiny/fns.c`): each times itself (CPU time of the process)
+/// and adds it to its total; fn_b calls fn_c. An executable segment well under 2 KiB, in
+/// one page: the layout whose load bias was computed past the segment (and the module's
+/// CFI skipped without a word).
+const FNS: &str = include_str!("../corpus/tiny/fns.c");
 
-/// main: 10 rounds of fn_a then fn_b, timed; prints the CPU-time split (seconds).
-const MAIN: &str = r#"
-#include <stdio.h>
-#include <stdlib.h>
-#include <time.h>
-void fn_a(unsigned long); void fn_b(unsigned long);
-extern double t_a, t_b, t_c;
-int main(int argc, char **argv) {
-    struct timespec a, b;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &a);
-    unsigned long n = argc > 1 ? strtoul(argv[1], 0, 10) : 100000000UL;
-    for (int r = 0; r < 10; r++) { fn_a(n / 10); fn_b(n / 20); }
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &b);
-    printf("split total %.6f fn_a %.6f fn_b %.6f fn_c %.6f\n",
-           (b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9, t_a, t_b, t_c);
-    return 0;
-}
-"#;
+/// main (`tests/corpus/tiny/main.c`): 10 rounds of fn_a then fn_b, timed; prints the
+/// CPU-time split (seconds).
+const MAIN: &str = include_str!("../corpus/tiny/main.c");
 
 /// Iterations: about half a second of CPU time (2000+ samples at 250 µs).
 const ITERATIONS: &str = "200000000";
 
 /// gcc with `args`, in `dir`; fails with gcc's words.
 fn gcc(dir: &Path, args: &[&str]) {
-    let o = Command::new("gcc")
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("gcc (cargo xtask setup installs it)");
-    assert!(
-        o.status.success(),
-        "gcc {args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    compile(dir, "gcc", args);
 }
 
 /// How a test program is built.
@@ -140,25 +87,11 @@ fn exec_segments(path: &Path) -> Vec<(u64, u64)> {
         .collect()
 }
 
-/// The program's own account of its CPU time: "split total T fn_a A fn_b B fn_c C" as
-/// name → seconds.
-fn split(stdout: &[u8]) -> BTreeMap<String, f64> {
-    let text = String::from_utf8_lossy(stdout);
-    let line = text
-        .lines()
-        .find_map(|l| l.strip_prefix("split "))
-        .unwrap_or_else(|| panic!("the program printed no split: {text}"));
-    let w: Vec<&str> = line.split_whitespace().collect();
-    w.chunks(2)
-        .map(|p| (p[0].to_string(), p[1].parse().unwrap()))
-        .collect()
-}
-
 /// Runs `cmd` (a recorder, then `--` and the program) and returns the program's split.
 fn run(cmd: &mut Command, exe: &Path) -> BTreeMap<String, f64> {
     let o = cmd.arg("--").arg(exe).arg(ITERATIONS).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    split(&o.stdout)
+    split(&String::from_utf8_lossy(&o.stdout))
 }
 
 /// `labperf record --call-graph dwarf` of the program, every 250 µs of CPU time.
@@ -176,25 +109,8 @@ fn record_dwarf(dir: &Path, exe: &Path) -> (PathBuf, BTreeMap<String, f64>) {
 }
 
 /// `report --children --format json` as name → (children %, self %), and the report.
-fn children(f: &Path) -> (BTreeMap<String, (f64, f64)>, serde_json::Value) {
-    let j = report_json(f, 0, |c| {
-        c.arg("--children");
-    });
-    let rows = j["tables"][0]["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            (
-                r["name"].as_str().unwrap().to_string(),
-                (
-                    r["children_pct"].as_f64().unwrap(),
-                    r["self_pct"].as_f64().unwrap(),
-                ),
-            )
-        })
-        .collect();
-    (rows, j)
+fn children(f: &Path) -> (Shares, serde_json::Value) {
+    report_children(f, |_| {})
 }
 
 /// Every function's Children and Self against the program's clock, within 2 points: a
@@ -258,42 +174,6 @@ fn check_stacks(j: &serde_json::Value, what: &str) {
     );
 }
 
-/// `perf report --children` of `data` as symbol → (children %, self %).
-fn perf_children(data: &Path) -> BTreeMap<String, (f64, f64)> {
-    let o = Command::new("perf")
-        .args([
-            "report",
-            "--children",
-            "--stdio",
-            "--sort",
-            "sym",
-            "-g",
-            "none",
-        ])
-        .args(["--percent-limit", "0", "-i"])
-        .arg(data)
-        .output()
-        .expect("perf (cargo xtask setup installs linux-perf)");
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    // "    50.05%    50.05%  [.] fn_a", busiest first; a name twice (the loader's `_start`
-    // and the program's) keeps its busiest row.
-    let mut rows = BTreeMap::new();
-    for l in String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .filter(|l| !l.trim_start().starts_with('#'))
-    {
-        let w: Vec<&str> = l.split_whitespace().collect();
-        let pct = |i: usize| w.get(i)?.strip_suffix('%')?.parse::<f64>().ok();
-        let (Some(c), Some(s)) = (pct(0), pct(1)) else {
-            continue;
-        };
-        if let Some(at) = w.iter().position(|x| *x == "[.]" || *x == "[k]") {
-            rows.entry(w[at + 1..].join(" ")).or_insert((c, s));
-        }
-    }
-    rows
-}
-
 /// perf records the program with `--call-graph dwarf`; `labperf import` reads that file:
 /// labperf's Children and Self of the program's functions against perf's of the same
 /// samples (within 0.5 points: both unwind the same stack copies with the same CFI, and
@@ -308,14 +188,7 @@ fn check_against_perf(dir: &Path, exe: &Path, what: &str) {
         exe,
     );
     let f = dir.join("imported.lpr");
-    let o = Command::new(bin("labperf"))
-        .arg("import")
-        .arg(&data)
-        .arg("-o")
-        .arg(&f)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    import(&data, &f);
     let theirs = perf_children(&data);
     let (ours, j) = children(&f);
     // Every sample perf wrote, whole: 8 KiB of stack each closes frames early enough
@@ -452,9 +325,14 @@ fn symbols(exe: &Path) -> BTreeMap<String, (u64, u64)> {
 
 /// The return address of main's call of fn_a (the byte after a `call rel32` to it).
 fn main_calls_fn_a(exe: &Path, sym: &BTreeMap<String, (u64, u64)>) -> u64 {
+    calls(exe, sym, "main", "fn_a")
+}
+
+/// The return address of `caller`'s call of `callee` (the byte after a `call rel32` to it).
+fn calls(exe: &Path, sym: &BTreeMap<String, (u64, u64)>, caller: &str, callee: &str) -> u64 {
     let data = std::fs::read(exe).unwrap();
     let f = object::File::parse(&*data).unwrap();
-    let (main, size) = sym["main"];
+    let (main, size) = sym[caller];
     let seg = f
         .segments()
         .find(|s| s.address() <= main && main < s.address() + s.size())
@@ -465,10 +343,10 @@ fn main_calls_fn_a(exe: &Path, sym: &BTreeMap<String, (u64, u64)>) -> u64 {
         .find_map(|i| {
             let rel = i32::from_le_bytes(code[i + 1..i + 5].try_into().unwrap());
             let next = main + i as u64 + 5;
-            (code[i] == 0xe8 && next.wrapping_add(rel as i64 as u64) == sym["fn_a"].0)
+            (code[i] == 0xe8 && next.wrapping_add(rel as i64 as u64) == sym[callee].0)
                 .then_some(next)
         })
-        .expect("main calls fn_a")
+        .unwrap_or_else(|| panic!("{caller} calls {callee}"))
 }
 
 /// The program's executable mapping at load bias `bias`, as the kernel maps it.
@@ -671,6 +549,17 @@ fn call_stack_figures_of_crafted_files_are_exact_in_every_report_info_and_html()
     r.push(sample(0x7f00_0000_0010, vec![0x7f00_0000_0010], None));
     // 2 without a stack.
     r.extend((0..2).map(|_| sample(at("fn_a", 4), vec![], None)));
+    // 1 in fn_c, which has no frame of its own: the kernel's walk skipped fn_b and went on
+    // from main's call of fn_b; restored from that call (fn_b calls fn_c).
+    r.push(sample(
+        at("fn_c", 4),
+        vec![
+            at("fn_c", 4),
+            bias + calls(&exe, &sym, "main", "fn_b"),
+            at("_start", 5),
+        ],
+        None,
+    ));
     let f = dir.join("fp.lpr");
     write_file(
         &f,
@@ -684,12 +573,28 @@ fn call_stack_figures_of_crafted_files_are_exact_in_every_report_info_and_html()
     let (line, j) = said(&f, &dir);
     assert_eq!(
         line,
-        "call stacks (fp): 22 samples, 7 reached the outermost frame, 4 cut at the 127-frame limit, 11 stopped (10 frame pointer missing in prog, 1 binary not found in libgone.so, 8 of them at the sampled function); 2 samples without a stack"
+        "call stacks (fp): 23 samples, 8 reached the outermost frame, 4 cut at the 127-frame limit, 11 stopped (10 frame pointer missing in prog, 1 binary not found in libgone.so, 8 of them at the sampled function); 17 skipped the caller of a function sampled without its frame, 1 of them restored from the call; 2 samples without a stack"
     );
+    // Every chain of two addresses or more whose sampled function has no frame there (the
+    // program keeps none): all but the last with no direct call before the next address.
+    assert_eq!(
+        (j["skipped_caller"].clone(), j["restored_caller"].clone()),
+        (17.into(), 1.into()),
+        "{j}"
+    );
+    // fn_b's Children: its 5 own samples, the 3 of fn_c below it and the one restored.
+    let (_, rep) = report_children(&f, |_| {});
+    let fn_b = rep["tables"][0]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "fn_b")
+        .map(|r| r["children"].as_u64().unwrap());
+    assert_eq!(fn_b, Some(9), "{rep}");
     for (k, v) in [
-        ("samples", 22),
+        ("samples", 23),
         ("without_stack", 2),
-        ("outermost", 7),
+        ("outermost", 8),
         ("cut_at_frame_limit", 4),
         ("cut_at_stack_size", 0),
         ("stopped", 11),

@@ -3,6 +3,7 @@
 mod bench;
 mod bless;
 mod build_agents;
+mod corpus_table;
 mod demo;
 mod dist;
 mod fuzz;
@@ -37,6 +38,8 @@ enum Cmd {
     Test(test::Args),
     /// Measure file size and report speed against perf, and fuzz the decoder.
     Bench(bench::Args),
+    /// Run the corpus tests and print (or --write into README.md) their table.
+    CorpusTable(corpus_table::Args),
     /// Fuzz the decoder with cargo-fuzz (nightly).
     Fuzz(fuzz::Args),
     /// Pack labperf and every agent into target/dist/ (a tree and a .tar.gz).
@@ -77,6 +80,10 @@ fn main() {
         Cmd::Test(a) => {
             setup::run(&setup::Args::default(), &mut s);
             test::run(&a, &mut s);
+        }
+        Cmd::CorpusTable(a) => {
+            setup::run(&setup::Args::default(), &mut s);
+            s.step("corpus table", || corpus_table::run(&a));
         }
         Cmd::Bench(a) => {
             setup::run(&setup::Args::default(), &mut s);

@@ -18,8 +18,11 @@ pub struct Args {
 /// installs it. `cargo xtask setup` installs the package of each missing program; the
 /// tidy test (`tests/tests/tidy.rs`) fails when code starts a program not listed here.
 pub const PROGRAMS: &[(&str, &str)] = &[
-    // Compilers.
+    // Compilers: the corpus programs are built as people build them (tests/tests/corpus.rs).
     ("gcc", "gcc"),
+    ("g++", "g++"),
+    ("clang", "clang"),
+    ("musl-gcc", "musl-tools"),
     ("alpha-linux-gnu-gcc", "gcc-alpha-linux-gnu"),
     // Emulators: qemu-user for the Alpha agent and bench, the system emulator for the Arm lab.
     ("qemu-alpha", "qemu-user"),
@@ -119,6 +122,10 @@ pub const FILES: &[(&str, &str)] = &[
     // non-PIE, shared library and static (`tests/tests/unwinding.rs`); only a Recommends
     // of gcc.
     ("/usr/include/stdio.h", "libc6-dev"),
+    // The C library for aarch64 (headers, static archive): the corpus programs built for
+    // the emulated Arm machine (tests/tests/corpus.rs); only a Recommends of
+    // gcc-aarch64-linux-gnu.
+    ("/usr/aarch64-linux-gnu/lib/libc.a", "libc6-dev-arm64-cross"),
     // The Alpha C agent's kernel headers (asm/unistd.h, linux/perf_event.h): only a
     // Recommends of gcc-alpha-linux-gnu, which --no-install-recommends leaves out (a fresh
     // machine could not build the Alpha agent).

@@ -1,0 +1,128 @@
+//! `cargo xtask corpus-table`: runs the corpus tests (`tests/tests/corpus.rs`; with `--lab`
+//! the emulated Arm machine's too) and makes the README's corpus table of the lines they
+//! print (`corpus-table: | program | built | mode | checked | worst |`), with the run they
+//! came from; `--write` puts it in README.md between its markers.
+
+use crate::lab::Kernel;
+use crate::util::{agents_dir, host_musl, root, target_dir};
+use anyhow::{bail, Context};
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Also the emulated Arm machine's corpus tests (boot it first: `cargo xtask lab up
+    /// aarch64`).
+    #[arg(long)]
+    pub lab: bool,
+    /// Replace the table in README.md (between `<!-- corpus-table -->` and `<!--
+    /// /corpus-table -->`); only when every test passed.
+    #[arg(long)]
+    pub write: bool,
+}
+
+const BEGIN: &str = "<!-- corpus-table -->";
+const END: &str = "<!-- /corpus-table -->";
+
+/// The order of the table: the corpus tests print in the order nextest finishes them.
+fn key(line: &str) -> (String, String, u8) {
+    let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+    let get = |i: usize| cells.get(i).copied().unwrap_or("").to_string();
+    let mode = match get(3).as_str() {
+        "fp" => 0,
+        _ => 1,
+    };
+    (get(1), get(2), mode)
+}
+
+fn output(cmd: &str, args: &[&str]) -> String {
+    Command::new(cmd)
+        .args(args)
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default()
+}
+
+pub fn run(a: &Args) -> anyhow::Result<String> {
+    let root = root();
+    let st = Command::new("cargo")
+        .args(["build", "-q", "-p", "labperf"])
+        .current_dir(&root)
+        .status()?;
+    if !st.success() {
+        bail!("cargo build -p labperf failed");
+    }
+    let agents = agents_dir(&host_musl());
+    let mut c = Command::new("cargo");
+    c.current_dir(&root)
+        .args(["nextest", "run", "-p", "labperf-tests", "--test", "corpus"])
+        .args(["--profile", "ci", "--no-capture", "--no-fail-fast"])
+        .env("LABPERF_AGENT", agents.join("labperf-agent"))
+        .env("LABPERF_LABPERF", target_dir().join("debug/labperf"))
+        .env("LABPERF_AGENTS_DIR", target_dir().join("agents"))
+        .env("LABPERF_LAB_DIR", Kernel::Debian.dir())
+        .stdout(Stdio::piped());
+    if a.lab {
+        c.args(["--run-ignored", "all"]);
+    }
+    let mut child = c
+        .spawn()
+        .context("cargo nextest (cargo install cargo-nextest)")?;
+    let mut lines = Vec::new();
+    for l in BufReader::new(child.stdout.take().expect("piped")).lines() {
+        let l = l?;
+        println!("{l}");
+        if let Some(row) = l.strip_prefix("corpus-table: ") {
+            lines.push(row.to_string());
+        }
+    }
+    let passed = child.wait()?.success();
+    lines.sort_by_key(|l| key(l));
+    lines.dedup();
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("model name"))
+                .map(|m| m.trim_start_matches([' ', '\t', ':']).to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let mut table = format!(
+        "From `cargo xtask corpus-table{}` at commit {} on {} (Linux {}, {}, {} CPUs), {}:\n\n",
+        if a.lab { " --lab" } else { "" },
+        output("git", &["rev-parse", "--short", "HEAD"]),
+        output("date", &["-u", "+%Y-%m-%d"]),
+        output("uname", &["-r"]),
+        cpu,
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        if passed {
+            "every test passed"
+        } else {
+            "SOME TESTS FAILED"
+        },
+    );
+    table += "| Program | Built with | Mode | Checked | Worst error, points (where) |\n|---|---|---|---|---|\n";
+    for l in &lines {
+        // Five cells: a sixth is a `|` inside one, which would break the table.
+        if l.matches('|').count() != 6 {
+            bail!("a table line with a `|` inside a cell: {l}");
+        }
+        table += l;
+        table.push('\n');
+    }
+    println!("\n{table}");
+    if !passed {
+        bail!("corpus tests failed: the table above is not written");
+    }
+    if a.write {
+        let path = root.join("README.md");
+        let readme = std::fs::read_to_string(&path)?;
+        let (Some(b), Some(e)) = (readme.find(BEGIN), readme.find(END)) else {
+            bail!("README.md has no {BEGIN} ... {END} block");
+        };
+        let new = format!("{}{BEGIN}\n{table}{}", &readme[..b], &readme[e..]);
+        std::fs::write(&path, new)?;
+        return Ok(format!("{} rows written to README.md", lines.len()));
+    }
+    Ok(format!("{} rows", lines.len()))
+}

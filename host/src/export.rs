@@ -1089,6 +1089,7 @@ impl Stacks {
             string_table: strings.table,
             time_nanos: header.map_or(0, |h| h.start_realtime_ns.min(i64::MAX as u64) as i64),
             duration_nanos: 0,
+            default_sample_type: period_type.r#type,
             period_type: Some(period_type),
             // The fixed period of the first sampled event (none with a frequency: flag
             // bit 10).
@@ -1518,6 +1519,10 @@ pub mod pprof {
         pub period_type: Option<ValueType>,
         #[prost(int64, tag = "12")]
         pub period: i64,
+        /// The sample type a viewer shows first (a string id): the first event's, as
+        /// `period_type`; without it `go tool pprof` opens on the last one.
+        #[prost(int64, tag = "14")]
+        pub default_sample_type: i64,
     }
 
     #[derive(Clone, PartialEq, prost::Message)]

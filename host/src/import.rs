@@ -28,6 +28,9 @@ pub enum ImportError {
     Sections(String),
     #[error(transparent)]
     Output(#[from] crate::output::OutputError),
+    /// A file perf reads that labperf does not read yet.
+    #[error("{0}")]
+    Unsupported(String),
 }
 
 impl From<checked::CheckError> for ImportError {
@@ -35,6 +38,7 @@ impl From<checked::CheckError> for ImportError {
         match e {
             checked::CheckError::Io(e) => Self::Io(e),
             checked::CheckError::Damaged(why) => Self::Sections(why),
+            checked::CheckError::Unsupported(why) => Self::Unsupported(why),
         }
     }
 }
@@ -388,8 +392,17 @@ fn write_records<R: std::io::Read + std::io::Seek>(
     let mut lost = 0u64;
     let (mut first, mut last) = (None::<u64>, 0u64);
     while let Some(r) = record_iter.next_record(perf_file)? {
-        let PerfFileRecord::EventRecord { attr_index, record } = r else {
-            continue;
+        let (attr_index, record) = match r {
+            PerfFileRecord::EventRecord { attr_index, record } => (attr_index, record),
+            // Compressed records (PERF_RECORD_COMPRESSED 81, COMPRESSED2 83) hold the
+            // samples: a file that has them without the header's COMPRESSED bit is refused
+            // as one with it is (`checked.rs`).
+            PerfFileRecord::UserRecord(u) if matches!(u.record_type.record_type().0, 81 | 83) => {
+                return Err(ImportError::Unsupported(
+                    checked::COMPRESSED_WHY.to_string(),
+                ));
+            }
+            PerfFileRecord::UserRecord(_) => continue,
         };
         if bad_mmap2_build_id(&record) {
             got.damaged += 1;

@@ -25,8 +25,8 @@ pub enum LoadError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{path} is not a labperf record file (it does not start with the LABPERF magic and holds no labperf frames).")]
-    NotLabperf { path: PathBuf },
+    #[error("{path} is not a labperf record file (it does not start with the LABPERF magic and holds no labperf frames).{hint}")]
+    NotLabperf { path: PathBuf, hint: &'static str },
     #[error("{path} is not a regular file (a device, FIFO or directory): labperf reads record and binary files only")]
     NotRegular { path: PathBuf },
     #[error("{path} is {size} bytes, over the {max}-byte limit")]
@@ -208,7 +208,7 @@ pub fn peek(src: &Source) -> Result<Peek, LoadError> {
         }
     }
     if !labperf {
-        return Err(LoadError::NotLabperf { path: path.into() });
+        return Err(not_labperf(path));
     }
     Ok(p)
 }
@@ -682,6 +682,26 @@ pub fn map_regular(path: &Path, max: u64) -> Result<Shared, LoadError> {
 
 /// A record file as shared input (see [`map_regular`]; record files have no size limit:
 /// they are mapped, not copied).
+/// The error for a file that holds no labperf frames, with the remedy when it is perf's.
+fn not_labperf(path: &Path) -> LoadError {
+    use std::io::Read;
+    let mut magic = [0u8; 8];
+    let perf = std::fs::metadata(path).is_ok_and(|m| m.is_file())
+        && std::fs::File::open(path)
+            .and_then(|mut f| f.read_exact(&mut magic))
+            .is_ok()
+        && (&magic == b"PERFILE2" || &magic == b"2ELIFREP");
+    LoadError::NotLabperf {
+        path: path.into(),
+        hint: if perf {
+            " It is perf's perf.data: `labperf import FILE -o FILE.lpr` makes a labperf \
+             recording of it."
+        } else {
+            ""
+        },
+    }
+}
+
 pub fn map_file(path: &Path) -> Result<Shared, LoadError> {
     map_regular(path, u64::MAX)
 }
@@ -692,7 +712,7 @@ fn check_labperf(path: &Path, info: &FileInfo) -> Result<(), LoadError> {
         && info.records == 0
         && info.trailer.is_none()
     {
-        return Err(LoadError::NotLabperf { path: path.into() });
+        return Err(not_labperf(path));
     }
     Ok(())
 }
@@ -780,7 +800,7 @@ fn read_until(
         && info.records == 0
         && info.trailer.is_none()
     {
-        return Err(LoadError::NotLabperf { path: path.into() });
+        return Err(not_labperf(path));
     }
     Ok(info)
 }

@@ -578,6 +578,10 @@ fn every_export_keeps_the_events_apart() {
             );
         }
     }
+    // Without -sample_index, pprof opens on the first event's periods (the profile's
+    // default sample type), not on the last type listed.
+    let out = pprof(&d, &pb, &["-top", "-symbolize=none"]);
+    assert!(out.contains("Type: cpu-clock"), "{out}");
     // The samples count every event's; the `event` label picks one.
     let faults = pprof_top(&pprof(
         &d,

@@ -149,6 +149,56 @@ fn a_file_that_is_not_perf_data_is_a_clear_error() {
 }
 
 #[test]
+fn a_compressed_recording_is_refused_with_the_remedy_never_imported_as_no_samples() {
+    let d = scratch("import-zstd");
+    let data = d.join("perf.data");
+    perf_record_with(
+        &data,
+        &["-e", "cpu-clock:u", "-c", "500000", "-z"],
+        "0.2",
+        "nops",
+    );
+    let out = d.join("z.lpr");
+    let o = import(&data, &out);
+    let e = String::from_utf8_lossy(&o.stderr);
+    // Before: "1 records (0 samples) written", exit 0, and a report of no samples.
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(
+        e.contains("zstd-compressed") && e.contains("without -z"),
+        "{e}"
+    );
+    assert!(!out.exists() && !d.join("z.lpr.part").exists());
+}
+
+#[test]
+fn an_import_into_its_own_perf_data_is_refused_and_the_recording_kept() {
+    let d = scratch("import-self");
+    let data = d.join("perf.data");
+    perf_record(&data, "cpu-clock:u", "500000", "0.1", "nops");
+    let before = std::fs::read(&data).unwrap();
+    // The same file by another name too (a hard link).
+    let link = d.join("link.data");
+    std::fs::hard_link(&data, &link).unwrap();
+    for out in [&data, &link] {
+        let o = import(&data, out);
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{e}");
+        assert!(e.contains("into itself"), "{e}");
+        assert_eq!(std::fs::read(&data).unwrap(), before);
+    }
+    // `report` of perf's file points at import.
+    let o = Command::new(bin("labperf"))
+        .arg("report")
+        .arg(&data)
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(e.contains("It is perf's perf.data: `labperf import"), "{e}");
+    assert!(!e.contains("check the path"), "{e}");
+}
+
+#[test]
 fn a_cut_or_corrupted_perf_data_is_an_error_or_what_is_intact_never_a_crash() {
     let d = scratch("import-cut");
     let data = d.join("perf.data");

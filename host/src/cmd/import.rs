@@ -35,18 +35,25 @@ pub fn run(a: &Args) -> Result<()> {
     labperf::output::resolve(&a.output)?;
     let (f, _, _) = labperf::load::open_regular(&a.perf_data, u64::MAX)
         .with_context(|| format!("cannot open {}", a.perf_data.display()))?;
+    // `-o` naming the input itself would replace the recording with its import.
+    if let (Ok(i), Ok(o)) = (f.metadata(), std::fs::metadata(&a.output)) {
+        use std::os::unix::fs::MetadataExt;
+        if (i.dev(), i.ino()) == (o.dev(), o.ino()) {
+            anyhow::bail!(
+                "cannot import {} into itself: -o names the perf.data file being read; give \
+                 another path (for example {}.lpr)",
+                a.perf_data.display(),
+                a.perf_data.display()
+            );
+        }
+    }
     // perf.data is untrusted input read by another crate's parser: a panic there is a
     // malformed file, said as such (the release build unwinds too: see Cargo.toml), and
     // leaves no output behind (import's `.part` guard is dropped while unwinding).
     let out = a.output.clone();
     let r = std::panic::catch_unwind(move || labperf::import::import(f, &out));
     let got = match r {
-        Ok(r) => r.with_context(|| {
-            format!(
-                "cannot import {}: is it a perf.data file (not a `perf record -o -` pipe)?",
-                a.perf_data.display()
-            )
-        })?,
+        Ok(r) => r.with_context(|| format!("cannot import {}", a.perf_data.display()))?,
         Err(_) => anyhow::bail!(
             "cannot import {}: the perf.data parser failed on it (a malformed file)",
             a.perf_data.display()

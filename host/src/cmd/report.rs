@@ -126,12 +126,8 @@ fn render(
         ..o.view_options()
     };
     let r = match &srcs[..] {
-        [one] => labperf::view::build(one, &vo).with_context(|| {
-            format!(
-                "cannot report {}: check the path, or record one with `labperf record --local -- CMD`",
-                one.name.display()
-            )
-        })?,
+        [one] => labperf::view::build(one, &vo)
+            .with_context(|| format!("cannot report {}", one.name.display()))?,
         _ => labperf::view::build_many(&srcs, &vo)
             .context("cannot report these files together: check the paths")?,
     };

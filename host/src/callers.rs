@@ -66,10 +66,7 @@ impl Callers {
     /// without a stack or in a thread's first function.
     pub fn return_addresses(&mut self, s: &Sample) -> Vec<u64> {
         self.asked += 1;
-        let chain = match s.callchain.first() {
-            Some(&first) if first == s.ip => &s.callchain[1..],
-            _ => &s.callchain[..],
-        };
+        let chain = crate::quality::callers(s);
         let mut rets: Vec<u64> = chain.iter().take(self.depth).copied().collect();
         if rets.is_empty() {
             if let (Some((u, usym)), Some(_)) = (&mut self.unwind, &s.user_stack) {

@@ -358,10 +358,7 @@ impl Stacks {
                 } else {
                     probe.clear();
                     probe.push(ROOT);
-                    let callers = match s.callchain.first() {
-                        Some(&first) if first == s.ip => &s.callchain[1..],
-                        _ => &s.callchain[..],
-                    };
+                    let callers = crate::quality::callers(s);
                     probe.extend(unwound.iter().rev().map(|&a| number(a)));
                     probe.extend(callers.iter().rev().map(|&a| number(a)));
                     probe.push(number(s.ip));

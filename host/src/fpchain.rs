@@ -330,10 +330,13 @@ impl FpChains {
             if judged.is_none() && site.is_none() {
                 return None;
             }
-            Some(
-                ret.wrapping_sub(rat)
-                    .wrapping_add(site.unwrap_or(start + 1)),
-            )
+            // The file's place in the process, where `ret` says it is; a user address only
+            // (a file placed below its own addresses, or a sum past the user half, names
+            // nothing: the kernel's half would be named as a kernel frame).
+            let r = ret
+                .checked_sub(rat)?
+                .checked_add(site.unwrap_or(start + 1))?;
+            (r >> 63 == 0).then_some(r)
         })();
         match (restored, judged) {
             (Some(r), _) => Leaf::Restored(r),

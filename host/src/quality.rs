@@ -518,9 +518,35 @@ pub fn measure(src: &Source, search: &Search) -> Result<Option<Quality>, LoadErr
 pub fn chain(out: &mut Vec<u64>, s: &labperf_common::Sample) {
     out.clear();
     out.push(s.ip);
-    match s.callchain.first() {
-        Some(&first) if first == s.ip => out.extend_from_slice(&s.callchain[1..]),
-        _ => out.extend_from_slice(&s.callchain),
+    out.extend_from_slice(callers(s));
+}
+
+/// The return addresses of `s`'s callchain (without the sampled address the kernel puts
+/// first), as far as the walk went right. Kernel frames (the top bit set, on every
+/// architecture labperf records) come before user frames; a "kernel" address after a user
+/// one is the kernel's frame-pointer walk of the user stack reading a word that is no
+/// return address (a frame pointer that a function without one left, seen as
+/// 0xffffff00007fef98 under dd): the chain ends before it, as perf's user part would name
+/// it nothing.
+pub fn callers(s: &labperf_common::Sample) -> &[u64] {
+    let chain = match s.callchain.first() {
+        Some(&first) if first == s.ip => &s.callchain[1..],
+        _ => &s.callchain[..],
+    };
+    let user = if s.ip >> 63 == 0 {
+        Some(0)
+    } else {
+        chain.iter().position(|&a| a >> 63 == 0)
+    };
+    match user {
+        Some(u) => {
+            let end = chain[u..]
+                .iter()
+                .position(|&a| a >> 63 == 1)
+                .map_or(chain.len(), |k| u + k);
+            &chain[..end]
+        }
+        None => chain,
     }
 }
 
@@ -563,4 +589,35 @@ pub fn annotate(r: &mut crate::table::Report, runs: &[(String, Option<Quality>)]
         js.remove(0)
     };
     r.summary.insert("stacks".into(), v);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::callers;
+    use labperf_common::Sample;
+
+    fn sample(ip: u64, callchain: &[u64]) -> Sample {
+        Sample {
+            ip,
+            callchain: callchain.to_vec(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_kernel_looking_word_after_the_user_frames_ends_the_chain() {
+        let (k1, k2) = (0xffff_ffff_81d7_d6bf, 0xffff_ffff_8100_0130);
+        let (u1, u2) = (0x7fef_9827_f350, 0x5555_5555_1234);
+        // dd under cpu-clock:k -g: the user walk read 0xffffff00007fef98 after libc's frame.
+        let bad = 0xffff_ff00_007f_ef98;
+        let s = sample(k1, &[k1, k2, u1, bad, u2]);
+        assert_eq!(callers(&s), &[k2, u1]);
+        // A user sample: the first kernel-looking word ends it.
+        let s = sample(u1, &[u1, u2, bad]);
+        assert_eq!(callers(&s), &[u2]);
+        // Whole chains are kept whole; a chain without the sampled address first too.
+        assert_eq!(callers(&sample(k1, &[k1, k2, u1, u2])), &[k2, u1, u2]);
+        assert_eq!(callers(&sample(k1, &[k2, u1])), &[k2, u1]);
+        assert_eq!(callers(&sample(k1, &[k1, k2])), &[k2]);
+    }
 }

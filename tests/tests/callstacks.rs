@@ -324,9 +324,15 @@ fn children_agree_with_perf_report_children_on_the_bench_call_tree() {
     // labperf reads the same samples: perf's file, imported.
     let f = d.join("calls.lpr");
     import(&data, &f);
-    let (ours, _) = children(&f);
+    let (ours, summary) = children(&f);
     // Our top 10 by children, each against perf's share of the same function: the same
-    // samples and stacks, so within perf's rounding to hundredths (0.01 point).
+    // samples and stacks, so within perf's rounding to hundredths (0.01 point), but for
+    // the callers labperf restores where the kernel's walk skipped one (a leaf sampled
+    // without its frame: perf's stacks lack that caller, labperf's have it; a handful of
+    // samples in 12,000).
+    let restored = summary["stacks"]["restored_caller"].as_u64().unwrap() as f64;
+    let total = summary["total_samples"].as_u64().unwrap() as f64;
+    let tolerance = 0.01 + 100.0 * restored / total;
     let mut top: Vec<(&String, f64)> = ours.iter().map(|(k, v)| (k, v.0)).collect();
     top.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
     // The first 10 of ours that perf lists too (perf has no entry for an inlined function:
@@ -343,8 +349,9 @@ fn children_agree_with_perf_report_children_on_the_bench_call_tree() {
             continue;
         }
         assert!(
-            (pct - p).abs() <= 0.01,
-            "{name}: labperf {pct:.3}%, perf {p:.2}% of the same samples\nperf: {theirs:?}"
+            (pct - p).abs() <= tolerance,
+            "{name}: labperf {pct:.3}%, perf {p:.2}% of the same samples (tolerance \
+             {tolerance:.3}: {restored} callers restored)\nperf: {theirs:?}"
         );
         compared.push(name.clone());
     }
@@ -584,6 +591,30 @@ fn kallsyms_names() -> std::collections::BTreeSet<String> {
         .collect()
 }
 
+/// The names /proc/kallsyms gives the address (or addresses) of function `name`, `name`
+/// included: aliases of one function (`__pi___x86_indirect_thunk_rax` and
+/// `__x86_indirect_thunk_rax`), of which perf and labperf may choose different ones.
+fn kallsyms_aliases(name: &str) -> Vec<String> {
+    let text = std::fs::read_to_string("/proc/kallsyms").unwrap();
+    let entries: Vec<(&str, &str)> = text
+        .lines()
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            matches!(w.get(1), Some(&("t" | "T" | "w" | "W"))).then(|| (w[0], w[2]))
+        })
+        .collect();
+    let at: Vec<&str> = entries
+        .iter()
+        .filter(|e| e.1 == name)
+        .map(|e| e.0)
+        .collect();
+    entries
+        .iter()
+        .filter(|e| at.contains(&e.0))
+        .map(|e| e.1.to_string())
+        .collect()
+}
+
 /// `report --children --format json` rows of the kernel's functions: (name, children %).
 fn kernel_children(f: &Path) -> Vec<(String, f64)> {
     let j = report_json(f, 0, |c| {
@@ -679,8 +710,14 @@ fn kernel_frames_are_named_from_kallsyms_as_perf_names_them() {
     let mut compared = 0;
     let mut worst = 0.0f64;
     for (name, pct) in same.iter().take(10) {
+        // By name, or by another name of the same address (perf's choice among aliases).
         let p = theirs
             .get(name)
+            .or_else(|| {
+                kallsyms_aliases(name)
+                    .iter()
+                    .find_map(|a| theirs.get(a.as_str()))
+            })
             .unwrap_or_else(|| panic!("{name} not in perf's report: {theirs:?}"));
         assert!(
             (pct - p).abs() <= 0.2,

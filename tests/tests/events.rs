@@ -917,7 +917,8 @@ fn event_indexes_past_the_header_s_list_are_one_unknown_event() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let raw = String::from_utf8_lossy(&o.stdout);
     assert!(
-        raw.contains("samples/count cpu-clock/nanoseconds unknown event/count"),
+        // The first event's periods are the default sample type (`[dflt]`).
+        raw.contains("samples/count cpu-clock/nanoseconds[dflt] unknown event/count"),
         "{raw}"
     );
 }

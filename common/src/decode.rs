@@ -1,12 +1,15 @@
 //! The streaming decoder: bytes in, header/records/trailer/damage out, never a panic.
 
-use crate::encode::DeltaState;
+use crate::delta::DeltaState;
+pub use crate::error::DecodeError;
 use crate::frame::{self, FrameError, FrameHeader};
 use crate::model::*;
-use crate::varint::{get_i64, get_u64, VarintError};
-use crate::{
-    sample_flag as sf, tag, FRAME_HEADER, FRAME_HEADER_LEN, FRAME_RECORDS, FRAME_SYNC,
-    FRAME_TRAILER, MAGIC, PRELUDE_LEN,
+use crate::ustack;
+use crate::varint::{get_i64, get_u64};
+use crate::wire::{
+    ext_item, sample_flag as sf, stack_budget, tag, FRAME_HEADER, FRAME_HEADER_EXT,
+    FRAME_HEADER_LEN, FRAME_RECORDS, FRAME_SYNC, FRAME_TRAILER, MAGIC, MAX_CALLCHAIN, MAX_KSYMS,
+    MAX_VALUES, MAX_VDSO, PRELUDE_LEN,
 };
 use alloc::boxed::Box;
 use alloc::collections::VecDeque;
@@ -14,33 +17,6 @@ use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt;
-
-/// Why bytes could not be decoded. `UnexpectedEof` means "feed more bytes"
-/// (or, at the real end of input, that the file was truncated); `Malformed`
-/// means the bytes are wrong and no amount of further input will fix them.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DecodeError {
-    UnexpectedEof,
-    Malformed(&'static str),
-}
-
-impl fmt::Display for DecodeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            DecodeError::UnexpectedEof => f.write_str("the input ended in the middle of an item"),
-            DecodeError::Malformed(why) => write!(f, "malformed: {why}"),
-        }
-    }
-}
-
-impl From<VarintError> for DecodeError {
-    fn from(e: VarintError) -> Self {
-        match e {
-            VarintError::Eof => DecodeError::UnexpectedEof,
-            VarintError::Overflow => DecodeError::Malformed("varint longer than 64 bits"),
-        }
-    }
-}
 
 /// What kind of damage was found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -301,169 +277,190 @@ impl Decoder {
         r
     }
 
+    /// One step over `buf`: the prelude, then one frame (or one damaged stretch).
     fn step_on(&mut self, buf: &[u8], shared: Option<&Shared>) -> bool {
         let avail = buf.len() - self.pos;
         if !self.prelude_done {
-            if avail < PRELUDE_LEN {
-                if !self.finished {
-                    return false;
-                }
-                self.prelude_done = true;
-                if avail > 0 || !self.saw_frame {
-                    self.damage(Damage {
-                        offset: 0,
-                        len: avail as u64,
-                        reason: DamageReason::Truncated,
-                        frames_lost: 0,
-                        records_lost: None,
-                    });
-                }
-                self.pos = buf.len();
-                return self.end(buf.len());
-            }
-            self.prelude_done = true;
-            let p = &buf[self.pos..self.pos + PRELUDE_LEN];
-            if p[..8] == MAGIC {
-                let v = u16::from_le_bytes([p[8], p[9]]);
-                self.pending.push_back(Event::Version(v));
-                self.pos += PRELUDE_LEN;
-            } else {
-                // Not a prelude: maybe a damaged one; look for frames anyway.
-                self.damage(Damage {
-                    offset: 0,
-                    len: 0,
-                    reason: DamageReason::BadPrelude,
-                    frames_lost: 0,
-                    records_lost: Some(0),
-                });
-            }
-            return true;
+            return self.prelude(buf, avail);
         }
         if avail == 0 && !self.finished {
             return false;
         }
         match frame::parse(&buf[self.pos..]) {
             Ok((h, _, used)) => {
-                let at = self.pos;
-                self.close_garbage(at, Some(&h));
-                let range = at + FRAME_HEADER_LEN..at + used;
-                let payload = match shared {
-                    Some(sh) => Payload::Shared(sh.clone(), range),
-                    None => Payload::Owned(buf[range].to_vec()),
-                };
-                self.pos += used;
-                self.frame(h, payload, at);
+                self.intact_frame(buf, shared, h, used);
                 // Records are decoded lazily, one per poll: stop here so they come out in order.
                 true
             }
             Err(FrameError::BadPayload(h)) => {
-                let at = self.pos;
-                self.close_garbage(at, Some(&h));
-                let len = FRAME_HEADER_LEN as u64 + u64::from(h.payload_len);
-                self.pos += len as usize;
-                self.account(&h);
-                if h.kind == FRAME_HEADER {
-                    self.damage(Damage {
-                        offset: self.abs(at),
-                        len,
-                        reason: DamageReason::NoHeader,
-                        frames_lost: 1,
-                        records_lost: Some(0),
-                    });
-                } else {
-                    self.damage(Damage {
-                        offset: self.abs(at),
-                        len,
-                        reason: DamageReason::BadPayload,
-                        frames_lost: 1,
-                        records_lost: Some(u64::from(h.nrecords)),
-                    });
-                }
+                self.bad_payload(&h);
                 true
             }
             Err(FrameError::UnexpectedEof { header }) => {
                 if !self.finished {
                     return false;
                 }
-                let at = self.pos;
-                if avail == 0 {
-                    return self.end(buf.len());
-                }
-                if self.garbage_from.is_none() {
-                    self.garbage_from = Some(self.abs(at));
-                }
-                // The tail is a partial frame: report it with what its header says.
-                let from = self.garbage_from.take().unwrap_or(self.abs(at));
-                let len = self.abs(buf.len()) - from;
-                let (frames_lost, records_lost) = match header {
-                    Some(h) if h.kind == FRAME_RECORDS => (1, Some(u64::from(h.nrecords))),
-                    Some(_) => (1, Some(0)),
-                    None => (0, None),
-                };
-                self.damage(Damage {
-                    offset: from,
-                    len,
-                    reason: DamageReason::Truncated,
-                    frames_lost,
-                    records_lost,
-                });
-                if let Some(h) = header {
-                    self.account(&h);
-                }
-                self.pos = buf.len();
-                self.end(buf.len())
+                self.partial_frame(buf, avail, header)
             }
-            Err(FrameError::BadHeader) => {
-                if self.garbage_from.is_none() {
-                    self.garbage_from = Some(self.abs(self.pos));
-                }
-                // Scan for the next sync word.
-                let start = self.pos + 1;
-                let found = (start..buf.len()).find(|&i| {
-                    is_sync_at(buf, i) || (buf.len() - i < 4 && FRAME_SYNC.starts_with(&buf[i..]))
+            Err(FrameError::BadHeader) => self.resync(buf),
+        }
+    }
+
+    /// Reads the 12-byte prelude (or reports it truncated or missing).
+    fn prelude(&mut self, buf: &[u8], avail: usize) -> bool {
+        if avail < PRELUDE_LEN {
+            if !self.finished {
+                return false;
+            }
+            self.prelude_done = true;
+            if avail > 0 || !self.saw_frame {
+                self.damage(Damage {
+                    offset: 0,
+                    len: avail as u64,
+                    reason: DamageReason::Truncated,
+                    frames_lost: 0,
+                    records_lost: None,
                 });
-                match found {
-                    Some(i) if is_sync_at(buf, i) => {
-                        self.pos = i;
-                        true
-                    }
-                    Some(i) => {
-                        // A possible sync word cut by the end of the input.
-                        self.pos = i;
-                        if self.finished {
-                            self.pos = buf.len();
-                            let from = self.garbage_from.take().unwrap_or(0);
-                            let len = self.abs(buf.len()) - from;
-                            self.damage(Damage {
-                                offset: from,
-                                len,
-                                reason: DamageReason::Garbage,
-                                frames_lost: 0,
-                                records_lost: None,
-                            });
-                            return self.end(buf.len());
-                        }
-                        false
-                    }
-                    None => {
-                        self.pos = buf.len();
-                        if self.finished {
-                            let from = self.garbage_from.take().unwrap_or(0);
-                            let len = self.abs(buf.len()) - from;
-                            self.damage(Damage {
-                                offset: from,
-                                len,
-                                reason: DamageReason::Garbage,
-                                frames_lost: 0,
-                                records_lost: None,
-                            });
-                            return self.end(buf.len());
-                        }
-                        false
-                    }
+            }
+            self.pos = buf.len();
+            return self.end(buf.len());
+        }
+        self.prelude_done = true;
+        let p = &buf[self.pos..self.pos + PRELUDE_LEN];
+        if p[..8] == MAGIC {
+            let v = u16::from_le_bytes([p[8], p[9]]);
+            self.pending.push_back(Event::Version(v));
+            self.pos += PRELUDE_LEN;
+        } else {
+            // Not a prelude: maybe a damaged one; look for frames anyway.
+            self.damage(Damage {
+                offset: 0,
+                len: 0,
+                reason: DamageReason::BadPrelude,
+                frames_lost: 0,
+                records_lost: Some(0),
+            });
+        }
+        true
+    }
+
+    /// Takes the intact frame `h` of `used` bytes at the read position.
+    fn intact_frame(&mut self, buf: &[u8], shared: Option<&Shared>, h: FrameHeader, used: usize) {
+        let at = self.pos;
+        self.close_garbage(at, Some(&h));
+        let range = at + FRAME_HEADER_LEN..at + used;
+        let payload = match shared {
+            Some(sh) => Payload::Shared(sh.clone(), range),
+            None => Payload::Owned(buf[range].to_vec()),
+        };
+        self.pos += used;
+        self.frame(h, payload, at);
+    }
+
+    /// Skips the frame at the read position, whose payload fails its checksum.
+    fn bad_payload(&mut self, h: &FrameHeader) {
+        let at = self.pos;
+        self.close_garbage(at, Some(h));
+        let len = FRAME_HEADER_LEN as u64 + u64::from(h.payload_len);
+        self.pos += len as usize;
+        self.account(h);
+        if h.kind == FRAME_HEADER {
+            self.damage(Damage {
+                offset: self.abs(at),
+                len,
+                reason: DamageReason::NoHeader,
+                frames_lost: 1,
+                records_lost: Some(0),
+            });
+        } else {
+            self.damage(Damage {
+                offset: self.abs(at),
+                len,
+                reason: DamageReason::BadPayload,
+                frames_lost: 1,
+                records_lost: Some(u64::from(h.nrecords)),
+            });
+        }
+    }
+
+    /// At the end of input, a partial frame (or nothing) is left: reports it with what
+    /// its header says, and ends.
+    fn partial_frame(&mut self, buf: &[u8], avail: usize, header: Option<FrameHeader>) -> bool {
+        let at = self.pos;
+        if avail == 0 {
+            return self.end(buf.len());
+        }
+        if self.garbage_from.is_none() {
+            self.garbage_from = Some(self.abs(at));
+        }
+        // The tail is a partial frame: report it with what its header says.
+        let from = self.garbage_from.take().unwrap_or(self.abs(at));
+        let len = self.abs(buf.len()) - from;
+        let (frames_lost, records_lost) = match header {
+            Some(h) if h.kind == FRAME_RECORDS => (1, Some(u64::from(h.nrecords))),
+            Some(_) => (1, Some(0)),
+            None => (0, None),
+        };
+        self.damage(Damage {
+            offset: from,
+            len,
+            reason: DamageReason::Truncated,
+            frames_lost,
+            records_lost,
+        });
+        if let Some(h) = header {
+            self.account(&h);
+        }
+        self.pos = buf.len();
+        self.end(buf.len())
+    }
+
+    /// No intact frame header at the read position: skips to the next sync word.
+    fn resync(&mut self, buf: &[u8]) -> bool {
+        if self.garbage_from.is_none() {
+            self.garbage_from = Some(self.abs(self.pos));
+        }
+        // Scan for the next sync word.
+        let start = self.pos + 1;
+        let found = (start..buf.len()).find(|&i| {
+            is_sync_at(buf, i) || (buf.len() - i < 4 && FRAME_SYNC.starts_with(&buf[i..]))
+        });
+        match found {
+            Some(i) if is_sync_at(buf, i) => {
+                self.pos = i;
+                true
+            }
+            Some(i) => {
+                // A possible sync word cut by the end of the input.
+                self.pos = i;
+                if self.finished {
+                    self.pos = buf.len();
+                    return self.garbage_to_end(buf.len());
                 }
+                false
+            }
+            None => {
+                self.pos = buf.len();
+                if self.finished {
+                    return self.garbage_to_end(buf.len());
+                }
+                false
             }
         }
+    }
+
+    /// Reports the stretch being skipped, up to the end of input, as garbage, and ends.
+    fn garbage_to_end(&mut self, buf_len: usize) -> bool {
+        let from = self.garbage_from.take().unwrap_or(0);
+        let len = self.abs(buf_len) - from;
+        self.damage(Damage {
+            offset: from,
+            len,
+            reason: DamageReason::Garbage,
+            frames_lost: 0,
+            records_lost: None,
+        });
+        self.end(buf_len)
     }
 
     /// Called at the end of input once everything is consumed.
@@ -577,7 +574,7 @@ impl Decoder {
             FRAME_RECORDS => {
                 self.cur = Some(RecordReader::in_frame(payload, h.nrecords, self.abs(at)))
             }
-            crate::FRAME_HEADER_EXT => {
+            FRAME_HEADER_EXT => {
                 let (x, ok) = decode_header_ext(payload.bytes());
                 if !ok {
                     self.damage(Damage {
@@ -617,13 +614,13 @@ pub fn decode_header_ext(p: &[u8]) -> (HeaderExt, bool) {
             return (x, false);
         };
         match tag {
-            crate::ext_item::RECIPE => match postcard::from_bytes::<Recipe>(body) {
+            ext_item::RECIPE => match postcard::from_bytes::<Recipe>(body) {
                 Ok(r) => x.recipe = Some(r),
                 Err(_) => return (x, false),
             },
-            crate::ext_item::REPLAYED => x.replayed = true,
-            crate::ext_item::VDSO if body.len() <= crate::MAX_VDSO => x.vdso = Some(body.to_vec()),
-            crate::ext_item::VDSO => return (x, false),
+            ext_item::REPLAYED => x.replayed = true,
+            ext_item::VDSO if body.len() <= MAX_VDSO => x.vdso = Some(body.to_vec()),
+            ext_item::VDSO => return (x, false),
             _ => x.unknown_items = x.unknown_items.saturating_add(1),
         }
     }
@@ -674,8 +671,8 @@ impl Shape for Whole {
         if p.get(*pos) == Some(&tag::USTACK) {
             *pos += 1;
             let body = long_body(p, pos)?;
-            let budget = crate::stack_budget(p.len());
-            s.user_stack = Some(crate::ustack::decode(&mut st.stacks, h.tid, body, budget)?);
+            let budget = stack_budget(p.len());
+            s.user_stack = Some(ustack::decode(&mut st.stacks, h.tid, body, budget)?);
         }
         Ok(Record::Sample(Sample {
             event: h.event,
@@ -711,7 +708,7 @@ impl Shape for Heads {
         if p.get(*pos) == Some(&tag::USTACK) {
             *pos += 1;
             let body = long_body(p, pos)?;
-            crate::ustack::decode(&mut st.stacks, h.tid, body, crate::stack_budget(p.len()))?;
+            ustack::decode(&mut st.stacks, h.tid, body, stack_budget(p.len()))?;
         }
         Ok(Light::Sample(h))
     }
@@ -991,8 +988,8 @@ fn long_record(p: &[u8], pos: &mut usize, t: u8) -> Result<Option<Record>, Decod
             ))
         }
         tag::KSYMS => {
-            let k: crate::KernelSymbols = postcard::from_bytes(body).map_err(bad)?;
-            if k.syms.len() > crate::MAX_KSYMS {
+            let k: KernelSymbols = postcard::from_bytes(body).map_err(bad)?;
+            if k.syms.len() > MAX_KSYMS {
                 return Err(DecodeError::Malformed(
                     "more kernel symbols than a record carries",
                 ));
@@ -1079,7 +1076,7 @@ fn decode_sample_into(
     }
     if flags & sf::VALUES != 0 {
         let n = get_len(p, pos)?;
-        if n > crate::MAX_VALUES {
+        if n > MAX_VALUES {
             return Err(DecodeError::Malformed(
                 "more group values than a sample can carry",
             ));
@@ -1095,7 +1092,7 @@ fn decode_sample_into(
     }
     if flags & sf::CALLCHAIN != 0 {
         let n = get_len(p, pos)?;
-        if n > crate::MAX_CALLCHAIN {
+        if n > MAX_CALLCHAIN {
             return Err(DecodeError::Malformed(
                 "longer callchain than a sample can carry",
             ));

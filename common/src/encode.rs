@@ -1,23 +1,15 @@
 //! The encoder: turns records into frames (no I/O; the caller writes the bytes).
 
+use crate::delta::DeltaState;
+use crate::frame;
 use crate::model::*;
+use crate::ustack;
 use crate::varint::{put_i64, put_u64};
-use crate::{frame, prelude, sample_flag as sf, tag, FRAME_HEADER, FRAME_RECORDS, FRAME_TRAILER};
+use crate::wire::{
+    ext_item, prelude, sample_flag as sf, tag, FRAME_HEADER, FRAME_HEADER_EXT, FRAME_RECORDS,
+    FRAME_TRAILER, PRELUDE_LEN, WIRE_VERSION,
+};
 use alloc::vec::Vec;
-
-/// Delta state shared by the encoder and the decoder; reset at every records frame.
-#[derive(Debug, Default, Clone)]
-pub(crate) struct DeltaState {
-    pub thread: Option<u32>,
-    pub event: u32,
-    pub cpu: u32,
-    pub period: u64,
-    pub ip: u64,
-    pub time: u64,
-    pub addr: u64,
-    pub values: Vec<u64>,
-    pub stacks: crate::ustack::Stacks,
-}
 
 /// Builds a record file frame by frame.
 ///
@@ -57,8 +49,8 @@ impl Encoder {
     }
 
     /// The prelude for the current wire version.
-    pub fn prelude() -> [u8; crate::PRELUDE_LEN] {
-        prelude(crate::WIRE_VERSION)
+    pub fn prelude() -> [u8; PRELUDE_LEN] {
+        prelude(WIRE_VERSION)
     }
 
     /// The header frame (seq 0).
@@ -72,7 +64,7 @@ impl Encoder {
     /// The header-extension frame (kind 4), written right after the header frame.
     pub fn header_ext_frame(&mut self, x: &HeaderExt) -> Vec<u8> {
         let payload = encode_header_ext(x);
-        let f = frame::build(crate::FRAME_HEADER_EXT, self.seq, 0, 0, &payload);
+        let f = frame::build(FRAME_HEADER_EXT, self.seq, 0, 0, &payload);
         self.seq += 1;
         f
     }
@@ -219,7 +211,7 @@ impl Encoder {
         self.st.ip = s.ip;
         self.st.time = s.time;
         if let Some(u) = &s.user_stack {
-            crate::ustack::encode(&mut self.st.stacks, s.tid, u, &mut self.chunk);
+            ustack::encode(&mut self.st.stacks, s.tid, u, &mut self.chunk);
         }
     }
 
@@ -282,13 +274,13 @@ pub fn encode_header_ext(x: &HeaderExt) -> Vec<u8> {
         p.extend_from_slice(body);
     };
     if let Some(r) = &x.recipe {
-        item(crate::ext_item::RECIPE, &to_vec(r));
+        item(ext_item::RECIPE, &to_vec(r));
     }
     if x.replayed {
-        item(crate::ext_item::REPLAYED, &[]);
+        item(ext_item::REPLAYED, &[]);
     }
     if let Some(v) = &x.vdso {
-        item(crate::ext_item::VDSO, v);
+        item(ext_item::VDSO, v);
     }
     p
 }

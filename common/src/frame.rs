@@ -1,7 +1,7 @@
 //! Frame headers: building them and parsing them back with CRC checks.
 
 use crate::crc::crc32;
-use crate::{FRAME_HEADER_LEN, FRAME_SYNC, MAX_PAYLOAD};
+use crate::wire::{FRAME_HEADER_LEN, FRAME_SYNC, MAX_PAYLOAD};
 use alloc::vec::Vec;
 
 /// A parsed frame header.

@@ -3,7 +3,8 @@
 //! it when a recording ends; `labperf import` with the kallsyms perf kept of the kernel a
 //! perf.data was recorded on.
 
-use crate::{KernelSymbol, KernelSymbols, MAX_KSYMS};
+use crate::model::{KernelSymbol, KernelSymbols};
+use crate::wire::MAX_KSYMS;
 use alloc::string::String;
 use alloc::vec;
 use alloc::vec::Vec;

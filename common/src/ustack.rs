@@ -2,9 +2,10 @@
 //! thread's previous one in the records frame. The encoder and the decoder keep the same
 //! [`Stacks`], so what one calls "the same bytes" the other holds.
 
-use crate::decode::DecodeError;
+use crate::error::DecodeError;
+use crate::model::UserStack;
 use crate::varint::{get_i64, get_u64, put_i64, put_u64};
-use crate::{tag, UserStack, MAX_STACK_THREADS, MAX_USER_REGS, MAX_USER_STACK};
+use crate::wire::{tag, MAX_STACK_THREADS, MAX_USER_REGS, MAX_USER_STACK};
 use alloc::vec::Vec;
 
 #[derive(Debug, Clone)]

@@ -4,6 +4,7 @@ mod remote;
 
 use crate::util::{agents_dir, host_musl, target_dir, Summary};
 use anyhow::{bail, Context};
+use std::path::PathBuf;
 use std::time::Instant;
 use xshell::{cmd, Shell};
 
@@ -68,6 +69,45 @@ pub fn run(a: &Args, s: &mut Summary) {
     if a.only_remote {
         return;
     }
+    agent_sizes(s);
+    let dir = target_dir().join("bench");
+    let _ = std::fs::create_dir_all(&dir);
+    let tools = Tools {
+        agent: agents_dir(&triple).join("labperf-agent"),
+        bench: agents_dir(&triple).join("labperf-bench"),
+        labperf: target_dir().join("release/labperf"),
+        dir,
+    };
+    for size in &a.sizes {
+        let Some((secs, period)) = size.split_once(':') else {
+            s.step(&format!("size {size}"), || {
+                bail!("sizes are SECONDS:PERIOD_NS, e.g. 10:20000")
+            });
+            continue;
+        };
+        let mut m = SizeRun::new(a, &tools, secs, period);
+        if !m.record(s) {
+            continue;
+        }
+        m.bytes_per_sample(s);
+        m.report_time(s);
+        m.flame_graph(s);
+        m.parquet(s);
+    }
+    merged_report(a, s, &tools);
+    if a.stacks_seconds > 0 {
+        stacks(a, s);
+    }
+    if a.strobe_seconds > 0 {
+        strobing(a, s);
+    }
+    if a.fuzz_seconds > 0 {
+        fuzz_decoder(a, s);
+    }
+}
+
+/// The agents' sizes against their budgets, and the distribution's perf for scale.
+fn agent_sizes(s: &mut Summary) {
     s.step("agent sizes vs budgets and the distro's perf", || {
         let mut lines = Vec::new();
         for (dir, budget) in [("x86_64-unknown-linux-musl", 512), ("aarch64-unknown-linux-musl", 512), (crate::build_agents::ALPHA, 64)] {
@@ -87,18 +127,32 @@ pub fn run(a: &Args, s: &mut Summary) {
         }
         Ok(lines.join("; "))
     });
-    let dir = target_dir().join("bench");
-    let _ = std::fs::create_dir_all(&dir);
-    let agent = agents_dir(&triple).join("labperf-agent");
-    let bench = agents_dir(&triple).join("labperf-bench");
-    let labperf = target_dir().join("release/labperf");
-    for size in &a.sizes {
-        let Some((secs, period)) = size.split_once(':') else {
-            s.step(&format!("size {size}"), || {
-                bail!("sizes are SECONDS:PERIOD_NS, e.g. 10:20000")
-            });
-            continue;
-        };
+}
+
+/// What every recording size's figures run, and where their files go.
+struct Tools {
+    agent: PathBuf,
+    bench: PathBuf,
+    labperf: PathBuf,
+    dir: PathBuf,
+}
+
+/// One recording size: labperf's recording and perf's two, with their sample counts.
+struct SizeRun<'a> {
+    a: &'a Args,
+    t: &'a Tools,
+    secs: &'a str,
+    period: &'a str,
+    tag: String,
+    ours: PathBuf,
+    perf_files: [(&'static str, PathBuf); 2],
+    /// labperf's samples, then perf's (defaults, matched fields).
+    counts: (u64, [u64; 2]),
+}
+
+impl<'a> SizeRun<'a> {
+    fn new(a: &'a Args, t: &'a Tools, secs: &'a str, period: &'a str) -> Self {
+        let dir = &t.dir;
         // perf as users run it (`-e cpu-clock -c N`: perf's default sample fields, user
         // and kernel), and with the fields labperf records (user only, with the CPU).
         let ours = dir.join(format!("bench-{secs}s-{period}.lpr"));
@@ -112,9 +166,37 @@ pub fn run(a: &Args, s: &mut Summary) {
                 dir.join(format!("perf-matched-{secs}s-{period}.data")),
             ),
         ];
-        let mut counts = (0u64, [0u64; 2]);
         let tag = format!("{secs} s at {period} ns");
-        if !s.step(&format!("record {tag}: labperf-agent and perf record"), || {
+        SizeRun {
+            a,
+            t,
+            secs,
+            period,
+            tag,
+            ours,
+            perf_files,
+            counts: (0u64, [0u64; 2]),
+        }
+    }
+
+    /// Records the bench with labperf-agent and perf; false when that failed.
+    fn record(&mut self, s: &mut Summary) -> bool {
+        let Tools {
+            agent,
+            bench,
+            labperf,
+            ..
+        } = self.t;
+        let SizeRun {
+            secs,
+            period,
+            tag,
+            ours,
+            perf_files,
+            ..
+        } = &*self;
+        let mut counts = self.counts;
+        let recorded = s.step(&format!("record {tag}: labperf-agent and perf record"), || {
             let sh = Shell::new()?;
             cmd!(sh, "{agent} record -e cpu-clock -c {period} -o {ours} -- {bench} --duration {secs}").run()?;
             let (default, matched) = (&perf_files[0].1, &perf_files[1].1);
@@ -128,11 +210,22 @@ pub fn run(a: &Args, s: &mut Summary) {
             }
             counts = (ours_n, theirs);
             Ok(format!("{ours_n} samples (labperf), {} (perf defaults), {} (perf, matched fields)", theirs[0], theirs[1]))
-        }) {
-            continue;
-        }
+        });
+        self.counts = counts;
+        recorded
+    }
+
+    /// The recording's bytes per sample against perf's.
+    fn bytes_per_sample(&self, s: &mut Summary) {
+        let SizeRun {
+            tag,
+            ours,
+            perf_files,
+            counts,
+            ..
+        } = self;
         s.step(&format!("bytes per sample, {tag} (target <= 0.25x of perf with matched fields)"), || {
-            let ob = std::fs::metadata(&ours)?.len() as f64;
+            let ob = std::fs::metadata(ours)?.len() as f64;
             let on = counts.0.max(1) as f64;
             let mut lines = Vec::new();
             let mut matched = 0.0;
@@ -150,6 +243,19 @@ pub fn run(a: &Args, s: &mut Summary) {
             }
             Ok(lines.join("; "))
         });
+    }
+
+    /// `labperf report` against `perf report --stdio`.
+    fn report_time(&self, s: &mut Summary) {
+        let SizeRun {
+            a,
+            tag,
+            ours,
+            perf_files,
+            counts,
+            ..
+        } = self;
+        let labperf = &self.t.labperf;
         s.step(&format!("report time, {tag} (target >= 30x perf with matched fields)"), || {
             let sh = Shell::new()?;
             let ours_t = median_secs(a.reps, || {
@@ -158,7 +264,7 @@ pub fn run(a: &Args, s: &mut Summary) {
             })?;
             let mut lines = Vec::new();
             let mut matched = 0.0;
-            for (what, f) in &perf_files {
+            for (what, f) in perf_files {
                 let theirs_t = median_secs(a.reps, || {
                     cmd!(sh, "perf report --stdio -i {f}").quiet().ignore_stdout().ignore_stderr().run()?;
                     Ok(())
@@ -180,6 +286,21 @@ pub fn run(a: &Args, s: &mut Summary) {
             }
             Ok(line)
         });
+    }
+
+    /// `labperf export --format svg` against perf script | inferno.
+    fn flame_graph(&self, s: &mut Summary) {
+        let SizeRun {
+            a,
+            secs,
+            period,
+            tag,
+            ours,
+            perf_files,
+            counts,
+            ..
+        } = self;
+        let Tools { labperf, dir, .. } = self.t;
         s.step(&format!("flame graph, {tag} (target >= 20x perf script | inferno at >= 1M samples)"), || {
             let sh = Shell::new()?;
             let svg = dir.join(format!("bench-{secs}s-{period}.svg"));
@@ -210,6 +331,21 @@ pub fn run(a: &Args, s: &mut Summary) {
             }
             Ok(line)
         });
+    }
+
+    /// The Parquet export's bytes per sample and time.
+    fn parquet(&self, s: &mut Summary) {
+        let SizeRun {
+            a,
+            secs,
+            period,
+            tag,
+            ours,
+            perf_files,
+            counts,
+            ..
+        } = self;
+        let Tools { labperf, dir, .. } = self.t;
         s.step(&format!("Parquet export, {tag} (bytes per sample)"), || {
             let sh = Shell::new()?;
             let pq = dir.join(format!("bench-{secs}s-{period}.parquet"));
@@ -220,13 +356,18 @@ pub fn run(a: &Args, s: &mut Summary) {
             let stacks = dir.join(format!("bench-{secs}s-{period}.stacks.parquet"));
             let (pb, sb) = (std::fs::metadata(&pq)?.len(), std::fs::metadata(&stacks)?.len());
             let n = counts.0.max(1) as f64;
-            let ob = std::fs::metadata(&ours)?.len() as f64;
+            let ob = std::fs::metadata(ours)?.len() as f64;
             let tb = std::fs::metadata(&perf_files[0].1)?.len() as f64 / counts.1[0].max(1) as f64;
             let line = format!("{} samples: Parquet {:.2} B/sample ({pb} B samples + {sb} B stacks) in {:.1} ms (median of {}); the labperf recording {:.2} B/sample, perf.data (perf defaults) {tb:.2} B/sample", counts.0, (pb + sb) as f64 / n, t * 1e3, a.reps, ob / n);
             println!("BENCH parquet {tag}: {line}");
             Ok(line)
         });
     }
+}
+
+/// The merged report of ten copies of one recording against one.
+fn merged_report(a: &Args, s: &mut Summary, t: &Tools) {
+    let Tools { labperf, dir, .. } = t;
     // Many recordings at once: `report` of ten copies of the last size's recording (the
     // largest by default) against one.
     if let Some(biggest) = a.sizes.iter().filter_map(|z| z.split_once(':')).next_back() {
@@ -260,26 +401,22 @@ pub fn run(a: &Args, s: &mut Summary) {
             Ok(line)
         });
     }
-    if a.stacks_seconds > 0 {
-        stacks(a, s);
-    }
-    if a.strobe_seconds > 0 {
-        strobing(a, s);
-    }
-    if a.fuzz_seconds > 0 {
-        crate::setup::run(&crate::setup::Args { fuzz: true }, s);
-        s.step(
-            &format!("fuzz the decoder for {} s", a.fuzz_seconds),
-            || {
-                let jobs = std::thread::available_parallelism().map_or(1, |n| n.get() as u64);
-                let o = crate::fuzz::fuzz("decode", 0, Some(a.fuzz_seconds), jobs)?;
-                Ok(format!(
-                    "{} executions in {} s, no failure",
-                    o.runs, o.seconds
-                ))
-            },
-        );
-    }
+}
+
+/// Fuzzes the decoder for `--fuzz-seconds`.
+fn fuzz_decoder(a: &Args, s: &mut Summary) {
+    crate::setup::run(&crate::setup::Args { fuzz: true }, s);
+    s.step(
+        &format!("fuzz the decoder for {} s", a.fuzz_seconds),
+        || {
+            let jobs = std::thread::available_parallelism().map_or(1, |n| n.get() as u64);
+            let o = crate::fuzz::fuzz("decode", 0, Some(a.fuzz_seconds), jobs)?;
+            Ok(format!(
+                "{} executions in {} s, no failure",
+                o.runs, o.seconds
+            ))
+        },
+    );
 }
 
 /// `/usr/bin/time -f '%U %S %M'`'s figures on its last stderr line: CPU seconds, peak KiB.

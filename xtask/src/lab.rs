@@ -170,6 +170,28 @@ fn build_image(sh: &Shell, d: &Path) -> anyhow::Result<()> {
     if d.join("initrd.gz").is_file() && d.join("vmlinuz").is_file() && same_init {
         return Ok(());
     }
+    let x = unpack_packages(sh, d)?;
+    let release = std::fs::read_dir(x.join("lib/modules"))?
+        .flatten()
+        .next()
+        .context("the kernel package has no modules")?
+        .file_name()
+        .to_string_lossy()
+        .into_owned();
+    let root = d.join("root");
+    let _ = std::fs::remove_dir_all(&root);
+    fill_root(sh, &x, &root, &release)?;
+    authorize_key(sh, d, &root)?;
+    write_etc(sh, &root)?;
+    pack_initrd(sh, d, &root)?;
+    std::fs::copy(x.join(format!("boot/vmlinuz-{release}")), d.join("vmlinuz"))?;
+    std::fs::write(d.join("kernel-release"), &release)?;
+    Ok(())
+}
+
+/// Downloads the newest 6.1 arm64 kernel and [`PACKAGES`] into `d/debs` and unpacks them
+/// all into `d/x`, which it returns.
+fn unpack_packages(sh: &Shell, d: &Path) -> anyhow::Result<PathBuf> {
     let debs = d.join("debs");
     std::fs::create_dir_all(&debs)?;
     let kernels = cmd!(
@@ -199,15 +221,12 @@ fn build_image(sh: &Shell, d: &Path) -> anyhow::Result<()> {
         let p = deb.path();
         cmd!(sh, "dpkg-deb -x {p} {x}").run()?;
     }
-    let release = std::fs::read_dir(x.join("lib/modules"))?
-        .flatten()
-        .next()
-        .context("the kernel package has no modules")?
-        .file_name()
-        .to_string_lossy()
-        .into_owned();
-    let root = d.join("root");
-    let _ = std::fs::remove_dir_all(&root);
+    Ok(x)
+}
+
+/// Copies into the image's `root` what it runs from the unpacked packages `x`: busybox,
+/// the C libraries, dropbear and the kernel modules of `release`.
+fn fill_root(sh: &Shell, x: &Path, root: &Path, release: &str) -> anyhow::Result<()> {
     for sub in [
         "bin",
         "lib/modules",
@@ -239,6 +258,11 @@ fn build_image(sh: &Shell, d: &Path) -> anyhow::Result<()> {
         )
         .with_context(|| format!("module {m} missing from {release}"))?;
     }
+    Ok(())
+}
+
+/// Makes the lab's SSH key `d/id_ed25519` (once) and lets it log in as root in the image.
+fn authorize_key(sh: &Shell, d: &Path, root: &Path) -> anyhow::Result<()> {
     let key = d.join("id_ed25519");
     if !key.is_file() {
         let no_passphrase = "";
@@ -254,12 +278,22 @@ fn build_image(sh: &Shell, d: &Path) -> anyhow::Result<()> {
     )?;
     cmd!(sh, "chmod 700 {root}/root/.ssh").run()?;
     cmd!(sh, "chmod 600 {root}/root/.ssh/authorized_keys").run()?;
+    Ok(())
+}
+
+/// Writes the image's user database and its init script.
+fn write_etc(sh: &Shell, root: &Path) -> anyhow::Result<()> {
     std::fs::write(root.join("etc/passwd"), "root:x:0:0:root:/root:/bin/sh\n")?;
     std::fs::write(root.join("etc/group"), "root:x:0:\n")?;
     std::fs::write(root.join("etc/shells"), "/bin/sh\n")?;
     std::fs::write(root.join("init"), INIT)?;
     cmd!(sh, "chmod 755 {root}/init").run()?;
-    sh.change_dir(&root);
+    Ok(())
+}
+
+/// Packs `root` into `d/initrd.gz`.
+fn pack_initrd(sh: &Shell, d: &Path, root: &Path) -> anyhow::Result<()> {
+    sh.change_dir(root);
     // find | cpio > initrd, then gzip it: the file list in sorted order for a stable image.
     let list = cmd!(sh, "find .").read()?;
     let mut names: Vec<&str> = list.lines().collect();
@@ -267,7 +301,7 @@ fn build_image(sh: &Shell, d: &Path) -> anyhow::Result<()> {
     let cpio_out = d.join("initrd");
     let mut cpio = std::process::Command::new("cpio")
         .args(["-o", "-H", "newc", "--quiet"])
-        .current_dir(&root)
+        .current_dir(root)
         .stdin(std::process::Stdio::piped())
         .stdout(std::fs::File::create(&cpio_out)?)
         .spawn()
@@ -282,8 +316,6 @@ fn build_image(sh: &Shell, d: &Path) -> anyhow::Result<()> {
         bail!("cpio failed to pack {}", root.display());
     }
     cmd!(sh, "gzip -1 -f {cpio_out}").run()?;
-    std::fs::copy(x.join(format!("boot/vmlinuz-{release}")), d.join("vmlinuz"))?;
-    std::fs::write(d.join("kernel-release"), &release)?;
     Ok(())
 }
 

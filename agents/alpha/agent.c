@@ -627,6 +627,70 @@ static void kernel_addr(u64 a) {
     nkseen++;
 }
 
+/* A PERF_RECORD_SAMPLE's fields between p and end, in the layout of the sample type
+ * (and read format); a record too short for them, or with a larger group or callchain
+ * than any, is dropped. */
+static void convert_sample(struct conv *c, const u8 *p, const u8 *end) {
+    struct lp_sample s;
+    u64 st = c->sample_type;
+    memset(&s, 0, sizeof s);
+    /* Fields in the kernel's order (perf_output_sample); each is checked against the end. */
+#define NEED_BYTES(n) \
+    if (p + (n) > end) return
+    if (st & PERF_SAMPLE_IDENTIFIER) { NEED_BYTES(8); s.event = event_of(c, rd64(p)), p += 8; }
+    if (st & PERF_SAMPLE_IP) { NEED_BYTES(8); s.ip = rd64(p), p += 8; }
+    if (st & PERF_SAMPLE_TID) { NEED_BYTES(8); s.pid = rd32(p), s.tid = rd32(p + 4), p += 8; }
+    if (st & PERF_SAMPLE_TIME) { NEED_BYTES(8); s.time = rd64(p), p += 8; }
+    if (st & PERF_SAMPLE_ADDR) { NEED_BYTES(8); s.addr = rd64(p), s.has_addr = 1, p += 8; }
+    if (st & PERF_SAMPLE_ID) { NEED_BYTES(8); p += 8; }
+    if (st & PERF_SAMPLE_STREAM_ID) { NEED_BYTES(8); p += 8; }
+    if (st & PERF_SAMPLE_CPU) { NEED_BYTES(8); s.cpu = rd32(p), p += 8; }
+    if (st & PERF_SAMPLE_PERIOD) { NEED_BYTES(8); s.period = rd64(p), p += 8; }
+    if (st & PERF_SAMPLE_READ) {
+        /* A group read (PERF_FORMAT_GROUP): nr, [enabled], [running], {value, [id]} x nr. */
+        u64 rf = c->read_format;
+        NEED_BYTES(8);
+        u64 nr = rd64(p);
+        p += 8;
+        if (nr > LP_MAX_VALUES) return; /* no group is this large: a corrupt record */
+        if (rf & PERF_FORMAT_TOTAL_TIME_ENABLED) { NEED_BYTES(8); p += 8; }
+        if (rf & PERF_FORMAT_TOTAL_TIME_RUNNING) { NEED_BYTES(8); p += 8; }
+        for (u64 i = 0; i < nr; i++) {
+            NEED_BYTES(8);
+            s.values[s.nvalues++] = rd64(p);
+            p += 8;
+            if (rf & PERF_FORMAT_ID) { NEED_BYTES(8); p += 8; }
+        }
+    }
+    if (st & PERF_SAMPLE_CALLCHAIN) {
+        NEED_BYTES(8);
+        u64 nr = rd64(p);
+        p += 8;
+        if (nr > LP_MAX_CALLCHAIN) return;
+        for (u64 i = 0; i < nr; i++) {
+            NEED_BYTES(8);
+            u64 e = rd64(p);
+            p += 8;
+            if (e < 0xfffffffffffff000ull) s.callchain[s.ncallchain++] = e; /* no context markers */
+        }
+    }
+    if (st & PERF_SAMPLE_RAW) {
+        NEED_BYTES(4);
+        u32 n = rd32(p);
+        p += 4;
+        NEED_BYTES(n);
+        s.raw = p, s.raw_len = n, s.has_raw = 1;
+        p += n;
+    }
+    if (st & PERF_SAMPLE_WEIGHT) { NEED_BYTES(8); p += 8; }
+    if (st & PERF_SAMPLE_DATA_SRC) { NEED_BYTES(8); s.data_src = rd64(p), s.has_data_src = 1, p += 8; }
+#undef NEED_BYTES
+    kernel_addr(s.ip);
+    for (u32 i = 0; i < s.ncallchain; i++) kernel_addr(s.callchain[i]);
+    w_sample(c->w, &s);
+    c->samples++;
+}
+
 static void convert(struct conv *c, const u8 *rec, u32 size) {
     if (c->dump_fd > 0) lp_write_all(c->dump_fd, rec, size);
     u32 type = rd32(rec);
@@ -634,67 +698,9 @@ static void convert(struct conv *c, const u8 *rec, u32 size) {
     const u8 *p = rec + 8, *end = rec + size;
     struct buf b;
     switch (type) {
-    case PERF_RECORD_SAMPLE: {
-        struct lp_sample s;
-        u64 st = c->sample_type;
-        memset(&s, 0, sizeof s);
-        /* Fields in the kernel's order (perf_output_sample); each is checked against the end. */
-#define NEED_BYTES(n) \
-    if (p + (n) > end) return
-        if (st & PERF_SAMPLE_IDENTIFIER) { NEED_BYTES(8); s.event = event_of(c, rd64(p)), p += 8; }
-        if (st & PERF_SAMPLE_IP) { NEED_BYTES(8); s.ip = rd64(p), p += 8; }
-        if (st & PERF_SAMPLE_TID) { NEED_BYTES(8); s.pid = rd32(p), s.tid = rd32(p + 4), p += 8; }
-        if (st & PERF_SAMPLE_TIME) { NEED_BYTES(8); s.time = rd64(p), p += 8; }
-        if (st & PERF_SAMPLE_ADDR) { NEED_BYTES(8); s.addr = rd64(p), s.has_addr = 1, p += 8; }
-        if (st & PERF_SAMPLE_ID) { NEED_BYTES(8); p += 8; }
-        if (st & PERF_SAMPLE_STREAM_ID) { NEED_BYTES(8); p += 8; }
-        if (st & PERF_SAMPLE_CPU) { NEED_BYTES(8); s.cpu = rd32(p), p += 8; }
-        if (st & PERF_SAMPLE_PERIOD) { NEED_BYTES(8); s.period = rd64(p), p += 8; }
-        if (st & PERF_SAMPLE_READ) {
-            /* A group read (PERF_FORMAT_GROUP): nr, [enabled], [running], {value, [id]} x nr. */
-            u64 rf = c->read_format;
-            NEED_BYTES(8);
-            u64 nr = rd64(p);
-            p += 8;
-            if (nr > LP_MAX_VALUES) return; /* no group is this large: a corrupt record */
-            if (rf & PERF_FORMAT_TOTAL_TIME_ENABLED) { NEED_BYTES(8); p += 8; }
-            if (rf & PERF_FORMAT_TOTAL_TIME_RUNNING) { NEED_BYTES(8); p += 8; }
-            for (u64 i = 0; i < nr; i++) {
-                NEED_BYTES(8);
-                s.values[s.nvalues++] = rd64(p);
-                p += 8;
-                if (rf & PERF_FORMAT_ID) { NEED_BYTES(8); p += 8; }
-            }
-        }
-        if (st & PERF_SAMPLE_CALLCHAIN) {
-            NEED_BYTES(8);
-            u64 nr = rd64(p);
-            p += 8;
-            if (nr > LP_MAX_CALLCHAIN) return;
-            for (u64 i = 0; i < nr; i++) {
-                NEED_BYTES(8);
-                u64 e = rd64(p);
-                p += 8;
-                if (e < 0xfffffffffffff000ull) s.callchain[s.ncallchain++] = e; /* no context markers */
-            }
-        }
-        if (st & PERF_SAMPLE_RAW) {
-            NEED_BYTES(4);
-            u32 n = rd32(p);
-            p += 4;
-            NEED_BYTES(n);
-            s.raw = p, s.raw_len = n, s.has_raw = 1;
-            p += n;
-        }
-        if (st & PERF_SAMPLE_WEIGHT) { NEED_BYTES(8); p += 8; }
-        if (st & PERF_SAMPLE_DATA_SRC) { NEED_BYTES(8); s.data_src = rd64(p), s.has_data_src = 1, p += 8; }
-#undef NEED_BYTES
-        kernel_addr(s.ip);
-        for (u32 i = 0; i < s.ncallchain; i++) kernel_addr(s.callchain[i]);
-        w_sample(c->w, &s);
-        c->samples++;
+    case PERF_RECORD_SAMPLE:
+        convert_sample(c, p, end);
         return;
-    }
     case PERF_RECORD_MMAP2: {
         if (p + 64 > end) return;
         scratch(&b, 256 + size);
@@ -1193,59 +1199,68 @@ static void write_ksyms(struct writer *w) {
     if (count) put_ksyms(w, &out, count);
 }
 
-static int record(struct opts *o, char **envp) {
-    if (!o->ncommand && !o->system) die("no workload: give a command after --", 0, 2);
-    if (o->system) may_record_cpus();
-    require_profileme(o, !o->replay_ring);
+/* A recording under way: the workload, the rings per CPU, the converter and the file. */
+struct rec {
+    long pid; /* the workload's, -1 without a command */
     int gate[2], status[2];
-    long pid = -1;
-    if (o->ncommand) {
+    int cpus[MAX_CPUS], ncpus;
+    int rings[MAX_CPUS];
+    u8 *maps[MAX_CPUS];
+    u64 data_size, start;
+    struct perf_event_attr attrs[MAX_EVENTS];
+    const char *note; /* the header's note: a hardware event fell back to cpu-clock */
+    struct conv *c;
+    struct writer *w;
+    int wstatus, ended;
+};
+
+/* With a command: forks the workload, held on the gate pipe until the events are open;
+ * the agent then ignores Ctrl-C. */
+static void spawn_workload(struct rec *r, struct opts *o, char **envp) {
+    if (!o->ncommand) return;
     /* Close-on-exec: the exec closes the child's end of `status`, which is how the agent
      * learns the workload started (end of file), and the workload inherits neither pipe. */
-    if (SYS2(__NR_pipe2, gate, LP_O_CLOEXEC) < 0 || SYS2(__NR_pipe2, status, LP_O_CLOEXEC) < 0)
+    if (SYS2(__NR_pipe2, r->gate, LP_O_CLOEXEC) < 0 || SYS2(__NR_pipe2, r->status, LP_O_CLOEXEC) < 0)
         die("cannot create a pipe", 0, 125);
-    pid = SYS0(__NR_fork);
-    if (pid < 0) die("cannot fork the workload", 0, 125);
-    if (pid == 0) {
+    r->pid = SYS0(__NR_fork);
+    if (r->pid < 0) die("cannot fork the workload", 0, 125);
+    if (r->pid == 0) {
         char b;
-        SYS1(__NR_close, gate[1]);
-        SYS1(__NR_close, status[0]);
+        SYS1(__NR_close, r->gate[1]);
+        SYS1(__NR_close, r->status[0]);
         /* A killed agent takes its workload with it (PR_SET_PDEATHSIG = 1). If the agent
          * died before this, the gate read below sees end of file and the child exits. */
         SYS5(__NR_prctl, 1, LP_SIGKILL, 0, 0, 0);
-        if (SYS3(__NR_read, gate[0], &b, 1) != 1) lp_exit(125);
+        if (SYS3(__NR_read, r->gate[0], &b, 1) != 1) lp_exit(125);
         long e = SYS3(__NR_execve, o->command[0], o->command, envp);
         int err = (int)-e;
-        lp_write_all(status[1], &err, 4);
+        lp_write_all(r->status[1], &err, 4);
         lp_exit(127);
     }
-    SYS1(__NR_close, gate[0]);
-    SYS1(__NR_close, status[1]);
-    }
-    {
-        /* Ctrl-C reaches the workload from the terminal; the agent ignores it, sees the
-         * workload exit and finishes the file. (Set after fork: exec keeps ignored signals.)
-         * SIG_IGN with zero flags and mask reads the same in x86_64's and Alpha's sigaction;
-         * Alpha's extra restorer argument is 0. A whole-machine recording without a command
-         * keeps the default: Ctrl-C ends it, as --duration would not yet. */
-        long act[4] = {1 /* SIG_IGN */, 0, 0, 0};
-        if (o->ncommand) SYS5(__NR_rt_sigaction, LP_SIGINT, act, 0, 8, 0);
-    }
+    SYS1(__NR_close, r->gate[0]);
+    SYS1(__NR_close, r->status[1]);
+    /* Ctrl-C reaches the workload from the terminal; the agent ignores it, sees the
+     * workload exit and finishes the file. (Set after fork: exec keeps ignored signals.)
+     * SIG_IGN with zero flags and mask reads the same in x86_64's and Alpha's sigaction;
+     * Alpha's extra restorer argument is 0. A whole-machine recording without a command
+     * keeps the default: Ctrl-C ends it, as --duration would not yet. */
+    long act[4] = {1 /* SIG_IGN */, 0, 0, 0};
+    SYS5(__NR_rt_sigaction, LP_SIGINT, act, 0, 8, 0);
+}
 
-    int cpus[MAX_CPUS];
-    int ncpus = o->ncpus ? o->ncpus : online_cpus(cpus);
-    if (o->ncpus) memcpy(cpus, o->cpus, sizeof cpus);
-    const char *note = 0;
-    struct perf_event_attr attrs[MAX_EVENTS];
-    int rings[MAX_CPUS];
-    u8 *maps[MAX_CPUS];
-    u64 data_size = o->mmap_pages * PAGE;
-    struct conv *c = lp_alloc(sizeof *c);
+/* Opens each event on each CPU, the first of a CPU with its ring and the others writing
+ * into it; a hardware event the machine lacks falls back to cpu-clock once. With
+ * --replay-ring, nothing is opened. */
+static void open_events(struct rec *r, struct opts *o) {
+    r->ncpus = o->ncpus ? o->ncpus : online_cpus(r->cpus);
+    if (o->ncpus) memcpy(r->cpus, o->cpus, sizeof r->cpus);
+    r->data_size = o->mmap_pages * PAGE;
+    struct conv *c = r->c = lp_alloc(sizeof *c);
     memset(c, 0, sizeof *c);
     if (!o->nevents) parse_event("cycles", &o->events[o->nevents++]);
     if (o->replay_ring) {
-        ncpus = 0; /* no perf events: the samples come from the saved ring bytes */
-        for (int i = 0; i < o->nevents; i++) make_attr(o, &o->events[i], i == 0, 1, o->nevents > 1, &attrs[i]);
+        r->ncpus = 0; /* no perf events: the samples come from the saved ring bytes */
+        for (int i = 0; i < o->nevents; i++) make_attr(o, &o->events[i], i == 0, 1, o->nevents > 1, &r->attrs[i]);
         lp_puts(2, "labperf-agent: notice: --replay-ring: no perf events are opened; the samples come from ");
         lp_puts(2, o->replay_ring);
         lp_puts(2, "\n");
@@ -1253,16 +1268,16 @@ static int record(struct opts *o, char **envp) {
     for (int attempt = 0; attempt < 2 && !o->replay_ring; attempt++) {
         int failed = 0;
         c->nids = 0;
-        for (int i = 0; i < o->nevents; i++) make_attr(o, &o->events[i], i == 0, !o->system, o->nevents > 1, &attrs[i]);
-        for (int k = 0; k < ncpus && !failed; k++) {
-            rings[k] = -1;
+        for (int i = 0; i < o->nevents; i++) make_attr(o, &o->events[i], i == 0, !o->system, o->nevents > 1, &r->attrs[i]);
+        for (int k = 0; k < r->ncpus && !failed; k++) {
+            r->rings[k] = -1;
             for (int i = 0; i < o->nevents; i++) {
-                long fd = SYS5(__NR_perf_event_open, &attrs[i], o->system ? -1 : pid, cpus[k], -1, 8 /* CLOEXEC */);
+                long fd = SYS5(__NR_perf_event_open, &r->attrs[i], o->system ? -1 : r->pid, r->cpus[k], -1, 8 /* CLOEXEC */);
                 if (fd < 0) {
-                    if (attempt == 0 && attrs[i].type == 0 && (fd == -LP_ENOENT || fd == -LP_EOPNOTSUPP || fd == -LP_ENODEV)) {
+                    if (attempt == 0 && r->attrs[i].type == 0 && (fd == -LP_ENOENT || fd == -LP_EOPNOTSUPP || fd == -LP_ENODEV)) {
                         failed = 1;
                         parse_event("cpu-clock", &o->events[i]);
-                        note = "a hardware event is not available here; fell back to cpu-clock";
+                        r->note = "a hardware event is not available here; fell back to cpu-clock";
                         lp_puts(2, "labperf-agent: notice: hardware event not available here; falling back to cpu-clock\n");
                         break;
                     }
@@ -1275,50 +1290,64 @@ static int record(struct opts *o, char **envp) {
                 SYS3(__NR_ioctl, fd, PERF_EVENT_IOC_ID, &id);
                 c->ids[c->nids] = id;
                 c->id_event[c->nids++] = i;
-                if (rings[k] < 0) {
+                if (r->rings[k] < 0) {
                     long m = SYS6(__NR_mmap, 0, (o->mmap_pages + 1) * PAGE, LP_PROT_READ | LP_PROT_WRITE, LP_MAP_SHARED, fd, 0);
                     if (m < 0 && m > -4096)
                         die("cannot map the perf ring buffer: the locked-memory limit (kernel.perf_event_mlock_kb, ulimit -l) is too small; use fewer --mmap-pages", 0, 125);
-                    rings[k] = (int)fd;
-                    maps[k] = (u8 *)m;
+                    r->rings[k] = (int)fd;
+                    r->maps[k] = (u8 *)m;
                 } else {
-                    SYS3(__NR_ioctl, fd, PERF_EVENT_IOC_SET_OUTPUT, rings[k]);
+                    SYS3(__NR_ioctl, fd, PERF_EVENT_IOC_SET_OUTPUT, r->rings[k]);
                 }
             }
         }
         if (!failed) break;
     }
-    struct writer *w = lp_alloc(sizeof *w);
+}
+
+/* Creates the record file (and the --dump-ring file) and writes its header; the converter
+ * writes into it. */
+static void create_file(struct rec *r, struct opts *o) {
+    struct writer *w = r->w = lp_alloc(sizeof *w);
     if (w_open(w, o->output, o->flush_ms) < 0) die_open(w, o->output);
     if (o->dump) {
         long d = SYS4(__NR_openat, LP_AT_FDCWD, o->dump, LP_O_WRONLY_CREAT_TRUNC, 0644);
         if (d < 0) die("cannot create the ring dump ", o->dump, 125);
-        c->dump_fd = (int)d;
+        r->c->dump_fd = (int)d;
     }
-    u64 start = lp_clock_ns(LP_CLOCK_MONOTONIC);
+    r->start = lp_clock_ns(LP_CLOCK_MONOTONIC);
     struct buf h;
-    build_header(&h, o, attrs, o->nevents, o->replay_ring ? "replay" : "sample", o->replay_ring ? replay_note(o) : note,
-                 start);
+    build_header(&h, o, r->attrs, o->nevents, o->replay_ring ? "replay" : "sample", o->replay_ring ? replay_note(o) : r->note,
+                 r->start);
     w_header(w, &h);
     write_header_ext(w, o, o->replay_ring != 0);
-    c->w = w;
-    c->sample_type = attrs[0].sample_type;
-    c->read_format = attrs[0].read_format;
+    r->c->w = w;
+    r->c->sample_type = r->attrs[0].sample_type;
+    r->c->read_format = r->attrs[0].read_format;
+}
 
-    if (o->system) synthesize(w);
+/* With -a/-C, the tasks already running; then the workload is let go: exit 127 when it
+ * cannot be run (its file abandoned). */
+static void start_workload(struct rec *r, struct opts *o) {
+    if (o->system) synthesize(r->w);
     if (o->ncommand) {
         char go = 'g';
-        SYS3(__NR_write, gate[1], &go, 1);
-        SYS1(__NR_close, gate[1]);
+        SYS3(__NR_write, r->gate[1], &go, 1);
+        SYS1(__NR_close, r->gate[1]);
         int err = 0;
-        if (SYS3(__NR_read, status[0], &err, 4) == 4) {
-            w_abandon(w);
+        if (SYS3(__NR_read, r->status[0], &err, 4) == 4) {
+            w_abandon(r->w);
             die("cannot run the workload: ",
                 err == LP_ENOENT ? "no such file (the C agent does not search PATH)" : "exec failed", 127);
         }
     }
-    int wstatus = 0, ended = 0;
-    u64 said = start, secs = 0; /* counted, not divided: Alpha has no divide instruction */
+}
+
+/* Drains the rings into the file, printing --progress, until --duration passes or the
+ * workload ends (`ended`, its `wstatus`). */
+static void watch_rings(struct rec *r, struct opts *o) {
+    struct conv *c = r->c;
+    u64 said = r->start, secs = 0; /* counted, not divided: Alpha has no divide instruction */
     for (;;) {
         u64 now = lp_clock_ns(LP_CLOCK_MONOTONIC);
         if (o->progress && now - said >= 1000000000u) { /* the Rust agent's line, for labperf's board */
@@ -1328,42 +1357,49 @@ static int record(struct opts *o, char **envp) {
             lp_puts(2, " s, ");
             lp_putu(2, c->samples);
             lp_puts(2, " samples, ");
-            lp_putu(2, w->bytes >> 10);
+            lp_putu(2, r->w->bytes >> 10);
             lp_puts(2, " KiB written, ");
             lp_putu(2, c->lost);
             lp_puts(2, " lost\n");
         }
-        if (o->duration_ms && lp_clock_ns(LP_CLOCK_MONOTONIC) - start >= o->duration_ms * 1000000u) break;
+        if (o->duration_ms && lp_clock_ns(LP_CLOCK_MONOTONIC) - r->start >= o->duration_ms * 1000000u) break;
         struct lp_pollfd pfd[MAX_CPUS];
-        for (int k = 0; k < ncpus; k++) pfd[k].fd = rings[k], pfd[k].events = LP_POLLIN, pfd[k].revents = 0;
-        if (!ncpus) { /* --replay-ring: nothing to drain meanwhile */
-            if (SYS4(__NR_wait4, pid, &wstatus, 0, 0) == pid) break;
+        for (int k = 0; k < r->ncpus; k++) pfd[k].fd = r->rings[k], pfd[k].events = LP_POLLIN, pfd[k].revents = 0;
+        if (!r->ncpus) { /* --replay-ring: nothing to drain meanwhile */
+            if (SYS4(__NR_wait4, r->pid, &r->wstatus, 0, 0) == r->pid) break;
             continue;
         }
-        SYS3(__NR_poll, pfd, ncpus, 100);
-        for (int k = 0; k < ncpus; k++) drain(c, maps[k], data_size);
-        w_tick(w);
-        if (o->ncommand && SYS4(__NR_wait4, pid, &wstatus, LP_WNOHANG, 0) == pid) {
-            ended = 1;
+        SYS3(__NR_poll, pfd, r->ncpus, 100);
+        for (int k = 0; k < r->ncpus; k++) drain(c, r->maps[k], r->data_size);
+        w_tick(r->w);
+        if (o->ncommand && SYS4(__NR_wait4, r->pid, &r->wstatus, LP_WNOHANG, 0) == r->pid) {
+            r->ended = 1;
             break;
         }
     }
-    if (o->ncommand && !ended) { /* --duration ended first: the command stops with the recording */
-        SYS2(__NR_kill, pid, 15 /* SIGTERM */);
-        SYS4(__NR_wait4, pid, &wstatus, 0, 0);
+}
+
+/* Stops a command --duration outlived, drains what is left, writes the KSYMS and the
+ * trailer; the exit status: the workload's, or 0 when --duration stopped it. */
+static int finish_file(struct rec *r, struct opts *o) {
+    struct conv *c = r->c;
+    struct writer *w = r->w;
+    if (o->ncommand && !r->ended) { /* --duration ended first: the command stops with the recording */
+        SYS2(__NR_kill, r->pid, 15 /* SIGTERM */);
+        SYS4(__NR_wait4, r->pid, &r->wstatus, 0, 0);
     }
-    for (int k = 0; k < ncpus; k++) drain(c, maps[k], data_size);
+    for (int k = 0; k < r->ncpus; k++) drain(c, r->maps[k], r->data_size);
     write_ksyms(w);
     if (o->replay_ring) feed_ring_file(c, o->replay_ring);
     struct lp_rusage ru;
     memset(&ru, 0, sizeof ru);
     SYS2(__NR_getrusage, 0, &ru);
     u64 cpu_ns = (u64)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000u + (u64)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000u;
-    int sig = wstatus & 0x7f, code = (wstatus >> 8) & 0xff;
-    w_trailer(w, 0, c->samples, c->lost, c->throttled, cpu_ns, (u64)ru.ru_maxrss, code, sig, lp_clock_ns(LP_CLOCK_MONOTONIC) - start);
+    int sig = r->wstatus & 0x7f, code = (r->wstatus >> 8) & 0xff;
+    w_trailer(w, 0, c->samples, c->lost, c->throttled, cpu_ns, (u64)ru.ru_maxrss, code, sig, lp_clock_ns(LP_CLOCK_MONOTONIC) - r->start);
     if (w_finish(w) < 0) die_write(w, o->output);
     /* A command --duration stopped: the recording is what was asked, so 0; the trailer keeps the signal. */
-    if (o->ncommand && !ended) sig = code = 0;
+    if (o->ncommand && !r->ended) sig = code = 0;
     write_status("ok", 0, 0, sig ? 128 + sig : code);
     lp_puts(2, "labperf-agent: wrote ");
     lp_putu(2, c->samples);
@@ -1371,6 +1407,20 @@ static int record(struct opts *o, char **envp) {
     lp_puts(2, o->output);
     lp_puts(2, "\n");
     return sig ? 128 + sig : code;
+}
+
+static int record(struct opts *o, char **envp) {
+    if (!o->ncommand && !o->system) die("no workload: give a command after --", 0, 2);
+    if (o->system) may_record_cpus();
+    require_profileme(o, !o->replay_ring);
+    static struct rec r;
+    r.pid = -1;
+    spawn_workload(&r, o, envp);
+    open_events(&r, o);
+    create_file(&r, o);
+    start_workload(&r, o);
+    watch_rings(&r, o);
+    return finish_file(&r, o);
 }
 
 int lp_main(long argc, char **argv, char **envp) {

@@ -210,23 +210,10 @@ fn parse_opts(args: Vec<std::ffi::OsString>) -> Result<Opts, String> {
             "-c" | "--period" => o.period = Some(num(&flag, val())?),
             "-F" | "--freq" => o.freq = Some(num(&flag, val())?),
             "-g" => o.call_graph = true,
-            "--call-graph" => {
-                let mode = val().ok_or("--call-graph needs a mode: fp or dwarf[,SIZE]")?;
-                let mut parts = mode.splitn(2, ',');
-                match (parts.next().unwrap_or(""), parts.next()) {
-                    ("fp", None) => o.call_graph = true,
-                    ("dwarf", size) => {
-                        if crate::arch::DWARF_REGS == 0 {
-                            return Err("--call-graph dwarf: no register layout is known for this architecture; use --call-graph fp".into());
-                        }
-                        o.dwarf = Some(dwarf_size(size)?);
-                    }
-                    ("lbr", _) => {
-                        return Err("--call-graph lbr: this agent unwinds by frame pointers (fp) or DWARF (dwarf)".into())
-                    }
-                    _ => return Err(format!("--call-graph takes fp or dwarf[,SIZE], not '{mode}'")),
-                }
-            }
+            "--call-graph" => call_graph(
+                &mut o,
+                val().ok_or("--call-graph needs a mode: fp or dwarf[,SIZE]")?,
+            )?,
             "-o" | "--output" => o.output = Some(val().ok_or("--output needs a file name")?),
             "-p" | "--pid" => o.pid = Some(num(&flag, val())?),
             "-a" | "--all-cpus" => o.cpus = Some(o.cpus.take().unwrap_or_default()),
@@ -265,6 +252,38 @@ fn parse_opts(args: Vec<std::ffi::OsString>) -> Result<Opts, String> {
             }
         }
     }
+    check(o)
+}
+
+/// `--call-graph MODE`: `fp`, or `dwarf[,SIZE]` where this architecture's registers are known.
+fn call_graph(o: &mut Opts, mode: String) -> Result<(), String> {
+    let mut parts = mode.splitn(2, ',');
+    match (parts.next().unwrap_or(""), parts.next()) {
+        ("fp", None) => o.call_graph = true,
+        ("dwarf", size) => {
+            if crate::arch::DWARF_REGS == 0 {
+                return Err("--call-graph dwarf: no register layout is known for this architecture; use --call-graph fp".into());
+            }
+            o.dwarf = Some(dwarf_size(size)?);
+        }
+        ("lbr", _) => {
+            return Err(
+                "--call-graph lbr: this agent unwinds by frame pointers (fp) or DWARF (dwarf)"
+                    .into(),
+            )
+        }
+        _ => {
+            return Err(format!(
+                "--call-graph takes fp or dwarf[,SIZE], not '{mode}'"
+            ))
+        }
+    }
+    Ok(())
+}
+
+/// The rules between options, once all are read: what excludes what, the ranges, and
+/// the workload each kind of target needs.
+fn check(o: Opts) -> Result<Opts, String> {
     if o.period.is_some() && o.freq.is_some() {
         return Err("--period and --freq exclude each other: give one".into());
     }

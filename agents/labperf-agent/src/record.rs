@@ -740,6 +740,106 @@ pub fn clamp_freq(o: &Opts, max: Option<u64>) -> (Opts, Option<String>) {
     }
 }
 
+/// Drains every ring into the sink; the first record the file cannot take stops it.
+fn drain_all(rings: &mut [(Fd, Ring)], sink: &mut Sink) -> Result<(), Fail> {
+    for (_, ring) in rings.iter_mut() {
+        let mut err = Ok(());
+        ring.drain(|rec| {
+            if err.is_ok() {
+                err = sink.take(rec);
+            }
+        });
+        err?;
+    }
+    Ok(())
+}
+
+/// Waits up to 100 ms for a ring to fill past its watermark or the workload to exit
+/// (`exited`: its pidfd).
+fn poll(ring_fds: &[i32], exited: Option<i32>) {
+    let mut pfds: Vec<libc::pollfd> = ring_fds
+        .iter()
+        .chain(&exited)
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    // SAFETY: valid pollfd array.
+    unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, 100) };
+}
+
+/// `--progress`: the seconds since `t0`, and what was written and lost.
+fn progress(t0: Instant, sink: &Sink) {
+    eprintln!(
+        "labperf-agent: {} s, {} samples, {} KiB written, {} lost",
+        t0.elapsed().as_secs(),
+        sink.out.samples,
+        sink.out.bytes / 1024,
+        sink.conv.lost
+    );
+}
+
+/// Whether the recording's target is done, `sig` (the last SIGINT/SIGTERM, 0: none)
+/// considered: a command we started ended (`exit` says how; a signal is forwarded to it
+/// once, then SIGKILL after 3 s), the attached process ended or a signal came, or a signal
+/// came to a whole-machine recording without a command.
+fn ended(
+    target: &Target,
+    pid: i32,
+    sig: i32,
+    forwarded: &mut Option<Instant>,
+    exit: &mut ExitStatus,
+) -> bool {
+    match target {
+        Target::System(None) => sig != 0,
+        Target::Spawned(_) | Target::System(Some(_)) => {
+            if let Some(st) = workload::wait(pid, false) {
+                *exit = st;
+                return true;
+            }
+            if sig != 0 {
+                match forwarded {
+                    None => {
+                        // SAFETY: signalling our own child.
+                        unsafe { libc::kill(pid, sig) };
+                        *forwarded = Some(Instant::now());
+                    }
+                    Some(t) if t.elapsed() > Duration::from_secs(3) => {
+                        // SAFETY: as above.
+                        unsafe { libc::kill(pid, libc::SIGKILL) };
+                    }
+                    _ => {}
+                }
+            }
+            false
+        }
+        Target::Attached(p) => sig != 0 || !crate::workload::attached_alive(*p),
+    }
+}
+
+/// Creates the record file, its header saying what was opened (and the header extension:
+/// the recipe, the vDSO's image).
+fn create(o: &Opts, opened: &Opened, start: u64, path: &str) -> Result<Out, Fail> {
+    let recipe = recipe(o, opened.strobe, opened.read_format);
+    let hdr = header(
+        o,
+        opened.descs.clone(),
+        &recipe.mode_string(),
+        opened.notes.clone(),
+        start,
+    );
+    let ext = HeaderExt {
+        recipe: Some(recipe),
+        vdso: sys::vdso_image(),
+        ..Default::default()
+    };
+    Out::create(path, &hdr, &ext, o.flush_ms)
+}
+
+/// `record`: opens the events on the target, writes what they sample until it is done,
+/// then the trailer; the workload's exit status.
 pub fn run(o: &Opts) -> Result<i32, Fail> {
     workload::install_signal_handlers();
     let max_rate = std::fs::read_to_string("/proc/sys/kernel/perf_event_max_sample_rate")
@@ -761,20 +861,7 @@ pub fn run(o: &Opts) -> Result<i32, Fail> {
     opened.notes.extend(rate_note);
     let start = sys::clock_ns(libc::CLOCK_MONOTONIC);
     let path = o.output.clone().unwrap_or_else(|| "labperf.lpr".into());
-    let recipe = recipe(o, opened.strobe, opened.read_format);
-    let hdr = header(
-        o,
-        opened.descs.clone(),
-        &recipe.mode_string(),
-        opened.notes.clone(),
-        start,
-    );
-    let ext = HeaderExt {
-        recipe: Some(recipe),
-        vdso: sys::vdso_image(),
-        ..Default::default()
-    };
-    let out = match Out::create(&path, &hdr, &ext, o.flush_ms) {
+    let out = match create(o, &opened, start, &path) {
         Ok(out) => out,
         Err(e) => {
             target.abort();
@@ -802,53 +889,25 @@ pub fn run(o: &Opts) -> Result<i32, Fail> {
     }
     let pid = target.pid();
     let mut rings = std::mem::take(&mut opened.rings);
+    let mut exit = ExitStatus::default();
+    let mut pending_err: Option<Fail> = None;
     let ring_fds: Vec<i32> = rings.iter().map(|(fd, _)| fd.0).collect();
-    let drain_all = |rings: &mut Vec<(Fd, Ring)>, sink: &mut Sink| -> Result<(), Fail> {
-        for (_, ring) in rings.iter_mut() {
-            let mut err = Ok(());
-            ring.drain(|rec| {
-                if err.is_ok() {
-                    err = sink.take(rec);
-                }
-            });
-            err?;
-        }
-        Ok(())
-    };
     let t0 = Instant::now();
     let mut last_progress = Instant::now();
     let mut forwarded: Option<Instant> = None;
-    let mut exit = ExitStatus::default();
-    let mut pending_err: Option<Fail> = None;
     let exited = match &target {
         Target::Spawned(_) | Target::System(Some(_)) => sys::pidfd(pid),
         _ => None,
     };
     loop {
-        let mut pfds: Vec<libc::pollfd> = ring_fds
-            .iter()
-            .chain(&exited)
-            .map(|&fd| libc::pollfd {
-                fd,
-                events: libc::POLLIN,
-                revents: 0,
-            })
-            .collect();
-        // SAFETY: valid pollfd array.
-        unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, 100) };
+        poll(&ring_fds, exited);
         if let Err(e) = drain_all(&mut rings, &mut sink).and_then(|_| sink.out.tick()) {
             pending_err = Some(e);
             break;
         }
         if o.progress && last_progress.elapsed() >= Duration::from_secs(1) {
             last_progress = Instant::now();
-            eprintln!(
-                "labperf-agent: {} s, {} samples, {} KiB written, {} lost",
-                t0.elapsed().as_secs(),
-                sink.out.samples,
-                sink.out.bytes / 1024,
-                sink.conv.lost
-            );
+            progress(t0, &sink);
         }
         let sig = SIGNALLED.load(Ordering::SeqCst);
         if o.duration_ms
@@ -856,34 +915,8 @@ pub fn run(o: &Opts) -> Result<i32, Fail> {
         {
             break;
         }
-        match &target {
-            Target::System(None) if sig != 0 => break,
-            Target::System(None) => {}
-            Target::Spawned(_) | Target::System(Some(_)) => {
-                if let Some(st) = workload::wait(pid, false) {
-                    exit = st;
-                    break;
-                }
-                if sig != 0 {
-                    match forwarded {
-                        None => {
-                            // SAFETY: signalling our own child.
-                            unsafe { libc::kill(pid, sig) };
-                            forwarded = Some(Instant::now());
-                        }
-                        Some(t) if t.elapsed() > Duration::from_secs(3) => {
-                            // SAFETY: as above.
-                            unsafe { libc::kill(pid, libc::SIGKILL) };
-                        }
-                        _ => {}
-                    }
-                }
-            }
-            Target::Attached(p) => {
-                if sig != 0 || !crate::workload::attached_alive(*p) {
-                    break;
-                }
-            }
+        if ended(&target, pid, sig, &mut forwarded, &mut exit) {
+            break;
         }
     }
     for fd in rings.iter().map(|(f, _)| f).chain(&opened.fds) {

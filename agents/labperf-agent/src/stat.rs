@@ -127,34 +127,54 @@ pub fn run(o: &Opts) -> Result<i32, Fail> {
     }
     workload::install_signal_handlers();
     let mut target = Target::new(o)?;
+    let (mut counters, descs, notes) = match open_counters(o, &target) {
+        Ok(opened) => opened,
+        Err(e) => {
+            target.abort();
+            return Err(e);
+        }
+    };
+    let start = sys::clock_ns(libc::CLOCK_MONOTONIC);
+    let mut out = create(o, descs, Recipe::Stat, false, notes, start)?;
+    match &mut target {
+        Target::Spawned(w) | Target::System(Some(w)) => w.go().map_err(Fail::exec)?,
+        _ => counters.iter().flat_map(|c| &c.fds).for_each(Fd::enable),
+    }
+    let every = o.interval_ms.map(Duration::from_millis);
+    let t0 = Instant::now();
+    let exit = run_loop(&target, every, |t, done| {
+        if every.is_none() && done {
+            return Ok(());
+        }
+        interval(&mut counters, t, &mut out)
+    })?;
+    let totals: Vec<Count> = counters
+        .iter()
+        .enumerate()
+        .map(|(i, c)| read(c, i as u32))
+        .collect();
+    print_totals(o, &counters, &totals, t0);
+    finish(out, totals, t0, &exit, start)
+}
+
+/// The counters opened, their descriptions for the file's header, and the notices of the
+/// events left out.
+type Counters = (Vec<Counter>, Vec<EventDesc>, Vec<String>);
+
+/// Opens a counter of each event on every thread of the target: the counters, their
+/// descriptions for the file's header, and notices of default or hardware events this
+/// machine lacks (left out). Fails when an event cannot be opened or none can.
+fn open_counters(o: &Opts, target: &Target) -> Result<Counters, Fail> {
     let spawned = matches!(target, Target::Spawned(_));
     let names = names(o);
     let mut counters = Vec::new();
     let mut descs = Vec::new();
     let mut notes = Vec::new();
     for n in &names {
-        let spec = match events::parse(n) {
-            Ok(s) => s,
-            Err(e) => {
-                target.abort();
-                return Err(e.into());
-            }
-        };
+        let spec = events::parse(n)?;
         let plan = plan_for(spec, spawned, !o.no_inherit);
-        let mut fds = Vec::new();
-        let mut failed = None;
-        for tid in target.tids() {
-            let mut a = plan.to_kernel();
-            match perf::open(&mut a, tid, -1, -1) {
-                Ok(fd) => fds.push(fd),
-                Err(e) => {
-                    failed = Some(e.errno);
-                    break;
-                }
-            }
-        }
-        match failed {
-            None => {
+        match open_threads(&plan, target) {
+            Ok(fds) => {
                 descs.push(EventDesc {
                     name: n.clone(),
                     attr: perf::portable(&plan.to_kernel()),
@@ -166,7 +186,7 @@ pub fn run(o: &Opts) -> Result<i32, Fail> {
                     prev: Count::default(),
                 });
             }
-            Some(e @ (libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV))
+            Err(e @ (libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV))
                 if o.events.is_empty() || plan.spec.is_hardware() =>
             {
                 let s = format!(
@@ -176,73 +196,83 @@ pub fn run(o: &Opts) -> Result<i32, Fail> {
                 eprintln!("labperf-agent: notice: {s}");
                 notes.push(s);
             }
-            Some(e) => {
-                target.abort();
-                return Err(perf::explain(n, &plan, e).into());
-            }
+            Err(e) => return Err(perf::explain(n, &plan, e).into()),
         }
     }
     if counters.is_empty() {
-        target.abort();
         return Err("none of the events could be opened; run `labperf-agent list` to see what this machine has".into());
     }
-    let start = sys::clock_ns(libc::CLOCK_MONOTONIC);
-    let mut out = match &o.output {
-        Some(p) => Some(Out::create(
-            p,
-            &header(o, descs, &Recipe::Stat.mode_string(), notes, start),
-            &HeaderExt {
-                recipe: Some(Recipe::Stat),
-                ..Default::default()
-            },
-            o.flush_ms,
-        )?),
-        None => None,
-    };
-    match &mut target {
-        Target::Spawned(w) | Target::System(Some(w)) => w.go().map_err(Fail::exec)?,
-        _ => counters.iter().flat_map(|c| &c.fds).for_each(Fd::enable),
+    Ok((counters, descs, notes))
+}
+
+/// One event's counter on each of the target's threads; the errno of the first that
+/// cannot be opened.
+fn open_threads(plan: &AttrPlan, target: &Target) -> Result<Vec<Fd>, i32> {
+    let mut fds = Vec::new();
+    for tid in target.tids() {
+        let mut a = plan.to_kernel();
+        fds.push(perf::open(&mut a, tid, -1, -1).map_err(|e| e.errno)?);
     }
-    let every = o.interval_ms.map(Duration::from_millis);
-    let t0 = Instant::now();
-    let exit = run_loop(&target, every, |t, done| {
-        if every.is_none() && done {
-            return Ok(());
-        }
-        let mut counts = Vec::new();
-        for (i, c) in counters.iter_mut().enumerate() {
-            let now = read(c, i as u32);
-            let delta = Count {
-                event: i as u32,
-                value: now.value.wrapping_sub(c.prev.value),
-                time_enabled: now.time_enabled.wrapping_sub(c.prev.time_enabled),
-                time_running: now.time_running.wrapping_sub(c.prev.time_running),
-            };
-            eprintln!("{:>12} {:>18} {}", secs(t, 3), delta.scaled(), c.name);
-            c.prev = now;
-            counts.push(delta);
-        }
-        if let Some(out) = &mut out {
-            out.push(&Record::Interval(Interval {
-                time: t.as_nanos() as u64,
-                tid: None,
-                delta: true,
-                counts,
-            }))?;
-            out.tick()?;
-        }
-        Ok(())
-    })?;
-    let totals: Vec<Count> = counters
-        .iter()
-        .enumerate()
-        .map(|(i, c)| read(c, i as u32))
-        .collect();
+    Ok(fds)
+}
+
+/// With `-o`: the record file of a `stat`, its header naming the counted events.
+fn create(
+    o: &Opts,
+    descs: Vec<EventDesc>,
+    recipe: Recipe,
+    replayed: bool,
+    notes: Vec<String>,
+    start: u64,
+) -> Result<Option<Out>, Fail> {
+    let Some(p) = &o.output else { return Ok(None) };
+    Ok(Some(Out::create(
+        p,
+        &header(o, descs, &recipe.mode_string(), notes, start),
+        &HeaderExt {
+            recipe: Some(recipe),
+            replayed,
+            ..Default::default()
+        },
+        o.flush_ms,
+    )?))
+}
+
+/// `stat -I`: each counter's change since the previous interval, printed and recorded.
+fn interval(counters: &mut [Counter], t: Duration, out: &mut Option<Out>) -> Result<(), Fail> {
+    let mut counts = Vec::new();
+    for (i, c) in counters.iter_mut().enumerate() {
+        let now = read(c, i as u32);
+        let delta = Count {
+            event: i as u32,
+            value: now.value.wrapping_sub(c.prev.value),
+            time_enabled: now.time_enabled.wrapping_sub(c.prev.time_enabled),
+            time_running: now.time_running.wrapping_sub(c.prev.time_running),
+        };
+        eprintln!("{:>12} {:>18} {}", secs(t, 3), delta.scaled(), c.name);
+        c.prev = now;
+        counts.push(delta);
+    }
+    if let Some(out) = out {
+        out.push(&Record::Interval(Interval {
+            time: t.as_nanos() as u64,
+            tid: None,
+            delta: true,
+            counts,
+        }))?;
+        out.tick()?;
+    }
+    Ok(())
+}
+
+/// perf stat's table of the whole run: each counter's total and the share of the time it
+/// was counting, then the elapsed time.
+fn print_totals(o: &Opts, counters: &[Counter], totals: &[Count], t0: Instant) {
     eprintln!(
         "\n Performance counter stats for '{}':\n",
         o.command_text().join(" ")
     );
-    for (c, t) in counters.iter().zip(&totals) {
+    for (c, t) in counters.iter().zip(totals) {
         let bp = t.running_bp();
         eprintln!(
             "{:>18}      {:<24} ({}.{:02}%)",
@@ -253,17 +283,99 @@ pub fn run(o: &Opts) -> Result<i32, Fail> {
         );
     }
     eprintln!("\n{:>18} seconds time elapsed\n", secs(t0.elapsed(), 9));
-    finish(out, totals, t0, &exit, start)
 }
 
 /// `stat --topdown`: the TopDown group read once per interval, as perf's ratios.
 fn run_topdown(o: &Opts) -> Result<i32, Fail> {
+    use crate::topdown::{self, Kind};
+    let (recipe, replay, mut k, notes) = topdown_setup(o)?;
+    workload::install_signal_handlers();
+    let mut target = Target::new(o)?;
+    let spawned = matches!(target, Target::Spawned(_));
+    let plans = topdown::stat_plans(&recipe, spawned, !o.no_inherit);
+    let mut c = match topdown::open(
+        k.as_mut(),
+        recipe,
+        &target.tids(),
+        &sys::online_cpus(),
+        spawned,
+        !o.no_inherit,
+    ) {
+        Ok(c) => c,
+        Err(e) => {
+            target.abort();
+            return Err(e.into());
+        }
+    };
+    let mut notes = notes;
+    if replay {
+        notes.push("simulated: the group reads were replayed from LABPERF_TOPDOWN_REPLAY, not read from a PMU".into());
+    }
+    let descs = plans
+        .iter()
+        .map(|(p, l)| EventDesc {
+            name: p.spec.name.clone(),
+            attr: perf::portable(&p.to_kernel()),
+            leader: l.map(|l| l as u32),
+        })
+        .collect();
+    let r = c.recipe.clone();
+    let recipe = Recipe::StatTopdown {
+        level: r.level,
+        legacy: r.kind == Kind::Legacy,
+        pmu: r.pmu.clone(),
+    };
+    let start = sys::clock_ns(libc::CLOCK_MONOTONIC);
+    let out = create(o, descs, recipe, replay, notes, start)?;
+    if o.interval_ms.is_none() {
+        eprintln!("{}", labperf_common::topdown::LONG_RUN_WARNING);
+    }
+    let per_thread = o.per_thread && r.kind == Kind::Metrics;
+    eprintln!("{}", topdown::header_line(&r, "time", per_thread));
+    match &mut target {
+        Target::Spawned(w) | Target::System(Some(w)) => w.go().map_err(Fail::exec)?,
+        _ => c.enable(k.as_mut()),
+    }
+    let every = o.interval_ms.map(Duration::from_millis);
+    let t0 = Instant::now();
+    let mut lines = TopdownLines {
+        totals: vec![0u64; r.events.len()],
+        r,
+        per_thread,
+        out,
+    };
+    let exit = run_loop(&target, every, |t, done| {
+        let d = c.deltas(k.as_mut());
+        lines.interval(t.as_nanos() as u64, &d, !done || every.is_some())
+    })?;
+    let TopdownLines { r, out, totals, .. } = lines;
+    eprintln!(
+        "\n Performance counter stats for '{}':\n\n{}\n{}\n",
+        o.command_text().join(" "),
+        topdown::header_line(&r, "total", false),
+        labperf_common::topdown::table_line("total", None, &topdown::cells(&r, &totals))
+    );
+    finish(out, counts_of(&totals), t0, &exit, start)
+}
+
+/// The TopDown recipe, whether the reads are replayed, their source, the header's notes.
+type TopdownSetup = (
+    crate::topdown::Recipe,
+    bool,
+    Box<dyn crate::topdown::Kernel>,
+    Vec<String>,
+);
+
+/// What `stat --topdown` needs before it opens anything: the TopDown recipe this machine
+/// has, whether the group reads are replayed (`LABPERF_TOPDOWN_REPLAY`: scripted reads
+/// instead of the kernel's, for tests on machines without TopDown; the file says so), the
+/// reads' source, and the header's notes (printed here). The older events per core need
+/// root or `perf_event_paranoid` <= 0.
+fn topdown_setup(o: &Opts) -> Result<TopdownSetup, Fail> {
     use crate::topdown::{self, Kind, Real};
     let recipe = topdown::detect(&topdown::sysfs_root(), o.level)?;
-    // LABPERF_TOPDOWN_REPLAY: scripted group reads instead of the kernel's, for tests on
-    // machines without TopDown; the file says it was replayed.
     let replay = std::env::var_os("LABPERF_TOPDOWN_REPLAY");
-    let mut k: Box<dyn topdown::Kernel> = match &replay {
+    let k: Box<dyn topdown::Kernel> = match &replay {
         Some(f) => Box::new(topdown::Replay::from_file(std::path::Path::new(f))?),
         None => Box::new(Real::default()),
     };
@@ -285,78 +397,32 @@ fn run_topdown(o: &Opts) -> Result<i32, Fail> {
     for n in &recipe.notes {
         eprintln!("labperf-agent: notice: {n}");
     }
-    workload::install_signal_handlers();
-    let mut target = Target::new(o)?;
-    let spawned = matches!(target, Target::Spawned(_));
-    let plans = topdown::stat_plans(&recipe, spawned, !o.no_inherit);
-    let mut c = match topdown::open(
-        k.as_mut(),
-        recipe,
-        &target.tids(),
-        &sys::online_cpus(),
-        spawned,
-        !o.no_inherit,
-    ) {
-        Ok(c) => c,
-        Err(e) => {
-            target.abort();
-            return Err(e.into());
-        }
-    };
-    if replay.is_some() {
-        notes.push("simulated: the group reads were replayed from LABPERF_TOPDOWN_REPLAY, not read from a PMU".into());
-    }
-    let descs = plans
-        .iter()
-        .map(|(p, l)| EventDesc {
-            name: p.spec.name.clone(),
-            attr: perf::portable(&p.to_kernel()),
-            leader: l.map(|l| l as u32),
-        })
-        .collect();
-    let r = c.recipe.clone();
-    let recipe = Recipe::StatTopdown {
-        level: r.level,
-        legacy: r.kind == Kind::Legacy,
-        pmu: r.pmu.clone(),
-    };
-    let start = sys::clock_ns(libc::CLOCK_MONOTONIC);
-    let mut out = match &o.output {
-        Some(p) => Some(Out::create(
-            p,
-            &header(o, descs, &recipe.mode_string(), notes, start),
-            &HeaderExt {
-                recipe: Some(recipe),
-                replayed: replay.is_some(),
-                ..Default::default()
-            },
-            o.flush_ms,
-        )?),
-        None => None,
-    };
-    if o.interval_ms.is_none() {
-        eprintln!("{}", labperf_common::topdown::LONG_RUN_WARNING);
-    }
-    let per_thread = o.per_thread && r.kind == Kind::Metrics;
-    eprintln!("{}", topdown::header_line(&r, "time", per_thread));
-    match &mut target {
-        Target::Spawned(w) | Target::System(Some(w)) => w.go().map_err(Fail::exec)?,
-        _ => c.enable(k.as_mut()),
-    }
-    let every = o.interval_ms.map(Duration::from_millis);
-    let t0 = Instant::now();
-    let mut totals = vec![0u64; r.events.len()];
-    let exit = run_loop(&target, every, |t, done| {
-        let t = t.as_nanos() as u64;
-        let d = c.deltas(k.as_mut());
+    Ok((recipe, replay.is_some(), k, notes))
+}
+
+/// `stat --topdown`'s lines and interval records, and the whole run's totals.
+struct TopdownLines {
+    r: crate::topdown::Recipe,
+    /// One line and record per thread (`--per-thread`, TopDown metrics only).
+    per_thread: bool,
+    out: Option<Out>,
+    totals: Vec<u64>,
+}
+
+impl TopdownLines {
+    /// One interval's group deltas per thread, `d`, at `t` ns: the lines printed (the
+    /// sum's only when `line`, unless per thread) and recorded, and added to the totals.
+    fn interval(&mut self, t: u64, d: &[(Option<i32>, Vec<u64>)], line: bool) -> Result<(), Fail> {
+        use crate::topdown;
+        let r = &self.r;
         let mut sum = vec![0u64; r.events.len()];
-        for (tid, v) in &d {
+        for (tid, v) in d {
             for (s, x) in sum.iter_mut().zip(v) {
                 *s = s.wrapping_add(*x);
             }
-            if per_thread {
-                eprintln!("{}", topdown::line(t, *tid, &topdown::cells(&r, v)));
-                if let Some(out) = &mut out {
+            if self.per_thread {
+                eprintln!("{}", topdown::line(t, *tid, &topdown::cells(r, v)));
+                if let Some(out) = &mut self.out {
                     out.push(&Record::Interval(Interval {
                         time: t,
                         tid: tid.map(|t| t as u32),
@@ -366,14 +432,14 @@ fn run_topdown(o: &Opts) -> Result<i32, Fail> {
                 }
             }
         }
-        for (a, x) in totals.iter_mut().zip(&sum) {
+        for (a, x) in self.totals.iter_mut().zip(&sum) {
             *a = a.wrapping_add(*x);
         }
-        if !per_thread && (!done || every.is_some()) {
-            eprintln!("{}", topdown::line(t, None, &topdown::cells(&r, &sum)));
+        if !self.per_thread && line {
+            eprintln!("{}", topdown::line(t, None, &topdown::cells(r, &sum)));
         }
-        if let Some(out) = &mut out {
-            if !per_thread {
+        if let Some(out) = &mut self.out {
+            if !self.per_thread {
                 out.push(&Record::Interval(Interval {
                     time: t,
                     tid: None,
@@ -384,15 +450,7 @@ fn run_topdown(o: &Opts) -> Result<i32, Fail> {
             out.tick()?;
         }
         Ok(())
-    })?;
-
-    eprintln!(
-        "\n Performance counter stats for '{}':\n\n{}\n{}\n",
-        o.command_text().join(" "),
-        topdown::header_line(&r, "total", false),
-        labperf_common::topdown::table_line("total", None, &topdown::cells(&r, &totals))
-    );
-    finish(out, counts_of(&totals), t0, &exit, start)
+    }
 }
 
 /// Records the whole run's totals and the trailer, then gives the workload's exit code.

@@ -46,17 +46,81 @@ calibration, every thread and the clock reads included).
 EXAMPLE: labperf-bench --duration 3 --classes fp_divider_stalls=3,dcache_miss=1";
 
 fn main() {
-    let mut duration = 2.0f64;
-    let mut slice_ms = 5.0f64;
-    let mut sel: Vec<(usize, u32)> = Vec::new();
-    let mut calls = false;
-    let mut threads = 1usize;
+    let Some(args) = parse_args() else { return };
+    let (sel, path) = entries(args.sel, args.calls);
+    let state = classes::State::new(
+        sel.iter()
+            .any(|&(i, _)| classes::CLASSES[i].name == "dcache_miss"),
+    );
+    // Calibrate: work units per ~BLOCK_US block for each class, so the clock is read rarely.
+    // The CPU time it takes is part of the known answer (each class function runs in it).
+    let (blocks, calibration): (Vec<u64>, Vec<Duration>) = sel
+        .iter()
+        .map(|&(i, _)| {
+            let t0 = thread_cpu_time();
+            let b = calibrate(&state, i);
+            (b, thread_cpu_time().saturating_sub(t0))
+        })
+        .unzip();
+    let end = Instant::now() + Duration::from_secs_f64(args.duration);
+    let plan = Plan {
+        state: &state,
+        sel: &sel,
+        path: &path,
+        blocks: &blocks,
+        slice_ms: args.slice_ms,
+        end,
+    };
+    // The main thread rotates too; each other thread runs the same rotation with its own
+    // random slices, and returns the CPU time each entry's slices took in it.
+    let per_thread = std::thread::scope(|sc| {
+        let others: Vec<_> = (1..args.threads)
+            .map(|t| {
+                let plan = &plan;
+                std::thread::Builder::new()
+                    .name(format!("bench-{t}"))
+                    .spawn_scoped(sc, move || (gettid(), rotate(plan, t)))
+                    .unwrap_or_else(|e| fail(format!("cannot start a thread: {e}")))
+            })
+            .collect();
+        let mut all = vec![("main".to_string(), gettid(), rotate(&plan, 0))];
+        for (t, h) in others.into_iter().enumerate() {
+            let (tid, spent) = h.join().expect("a bench thread panicked");
+            all.push((format!("bench-{}", t + 1), tid, spent));
+        }
+        all
+    });
+    print_known_answer(&sel, &path, &calibration, &per_thread);
+}
+
+/// A usage error: the reason and the usage, exit status 2.
+fn fail(m: String) -> ! {
+    eprintln!("labperf-bench: {m}\n\n{USAGE}");
+    std::process::exit(2)
+}
+
+/// The command line.
+struct Args {
+    duration: f64,
+    slice_ms: f64,
+    /// `--classes`: (index into CLASSES, weight), in the order given.
+    sel: Vec<(usize, u32)>,
+    calls: bool,
+    threads: usize,
+}
+
+/// Reads the command line (exits 2 on a usage error); `None` when it asked for the
+/// class list or the help, printed here.
+fn parse_args() -> Option<Args> {
+    let mut a = Args {
+        duration: 2.0,
+        slice_ms: 5.0,
+        sel: Vec::new(),
+        calls: false,
+        threads: 1,
+    };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
-    let fail = |m: String| -> ! {
-        eprintln!("labperf-bench: {m}\n\n{USAGE}");
-        std::process::exit(2)
-    };
     while i < args.len() {
         let val = |i: usize| {
             args.get(i + 1)
@@ -65,24 +129,24 @@ fn main() {
         };
         match args[i].as_str() {
             "--calls" => {
-                calls = true;
+                a.calls = true;
                 i += 1;
                 continue;
             }
             "--duration" => {
-                duration = val(i)
+                a.duration = val(i)
                     .parse()
                     .unwrap_or_else(|_| fail("--duration expects seconds".into()))
             }
             "--threads" => {
-                threads = val(i)
+                a.threads = val(i)
                     .parse()
                     .ok()
                     .filter(|&n: &usize| (1..=64).contains(&n))
                     .unwrap_or_else(|| fail("--threads expects 1 to 64".into()))
             }
             "--slice-ms" => {
-                slice_ms = val(i)
+                a.slice_ms = val(i)
                     .parse()
                     .unwrap_or_else(|_| fail("--slice-ms expects milliseconds".into()))
             }
@@ -96,30 +160,36 @@ fn main() {
                     let w: u32 = w.parse().unwrap_or_else(|_| {
                         fail(format!("weight of '{name}' must be a whole number"))
                     });
-                    sel.push((idx, w));
+                    a.sel.push((idx, w));
                 }
             }
             "--list" => {
                 for c in classes::CLASSES {
                     println!("{:<20} {}", c.name, c.what);
                 }
-                return;
+                return None;
             }
             "-h" | "--help" => {
                 println!("{USAGE}");
-                return;
+                return None;
             }
             o => fail(format!("unknown argument '{o}'")),
         }
         i += 2;
     }
-    if !(duration > 0.0 && slice_ms > 0.0) {
+    if !(a.duration > 0.0 && a.slice_ms > 0.0) {
         fail("--duration and --slice-ms must be positive".into());
     }
-    if calls && !sel.is_empty() {
+    if a.calls && !a.sel.is_empty() {
         fail("--calls runs its own classes: drop --classes".into());
     }
-    // Each entry's caller: 0 main itself, 1 calls_a, 2 calls_b.
+    Some(a)
+}
+
+/// The entries the rotation runs, (class index, weight) with a weight above 0, and each
+/// one's caller: 0 main itself, 1 calls_a, 2 calls_b (`--calls`' tree). Every class once
+/// when none was asked.
+fn entries(mut sel: Vec<(usize, u32)>, calls: bool) -> (Vec<(usize, u32)>, Vec<u8>) {
     let mut path: Vec<u8> = Vec::new();
     if calls {
         let class = |n: &str| {
@@ -140,54 +210,20 @@ fn main() {
         sel = (0..classes::CLASSES.len()).map(|i| (i, 1)).collect();
     }
     path.resize(sel.len(), 0);
-    let (sel, path): (Vec<(usize, u32)>, Vec<u8>) = sel
-        .into_iter()
+    sel.into_iter()
         .zip(path)
         .filter(|&((_, w), _)| w > 0)
-        .unzip();
-    let state = classes::State::new(
-        sel.iter()
-            .any(|&(i, _)| classes::CLASSES[i].name == "dcache_miss"),
-    );
-    // Calibrate: work units per ~BLOCK_US block for each class, so the clock is read rarely.
-    // The CPU time it takes is part of the known answer (each class function runs in it).
-    let (blocks, calibration): (Vec<u64>, Vec<Duration>) = sel
-        .iter()
-        .map(|&(i, _)| {
-            let t0 = thread_cpu_time();
-            let b = calibrate(&state, i);
-            (b, thread_cpu_time().saturating_sub(t0))
-        })
-        .unzip();
-    let end = Instant::now() + Duration::from_secs_f64(duration);
-    let plan = Plan {
-        state: &state,
-        sel: &sel,
-        path: &path,
-        blocks: &blocks,
-        slice_ms,
-        end,
-    };
-    // The main thread rotates too; each other thread runs the same rotation with its own
-    // random slices, and returns the CPU time each entry's slices took in it.
-    let per_thread = std::thread::scope(|sc| {
-        let others: Vec<_> = (1..threads)
-            .map(|t| {
-                let plan = &plan;
-                std::thread::Builder::new()
-                    .name(format!("bench-{t}"))
-                    .spawn_scoped(sc, move || (gettid(), rotate(plan, t)))
-                    .unwrap_or_else(|e| fail(format!("cannot start a thread: {e}")))
-            })
-            .collect();
-        let mut all = vec![("main".to_string(), gettid(), rotate(&plan, 0))];
-        for (t, h) in others.into_iter().enumerate() {
-            let (tid, spent) = h.join().expect("a bench thread panicked");
-            all.push((format!("bench-{}", t + 1), tid, spent));
-        }
-        all
-    });
-    // The known answer, as it happened: one line per thread and path (see USAGE).
+        .unzip()
+}
+
+/// The known answer, as it happened: one line per thread and path (see USAGE), written
+/// to stderr at once.
+fn print_known_answer(
+    sel: &[(usize, u32)],
+    path: &[u8],
+    calibration: &[Duration],
+    per_thread: &[(String, i64, Vec<Duration>)],
+) {
     let mut out = String::new();
     let path_of = |j: usize| match path[j] {
         1 => "calls_a;",
@@ -202,7 +238,7 @@ fn main() {
             calibration[j].as_nanos()
         );
     }
-    for (name, tid, spent) in &per_thread {
+    for (name, tid, spent) in per_thread {
         for (j, &(idx, _)) in sel.iter().enumerate() {
             out += &format!(
                 "labperf-bench: cpu thread={name} tid={tid} path={}{} ns={}\n",

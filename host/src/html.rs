@@ -180,7 +180,7 @@ fn facts(runs: &[Run]) -> String {
             run.name.clone(),
             run.host.clone(),
             run.arch.clone(),
-            h.map_or("unknown".into(), |h| crate::load::cpu_name(&h.cpu)),
+            h.map_or("unknown".into(), |h| crate::cpu::cpu_name(&h.cpu)),
             h.map_or("unknown".into(), |h| h.kernel_release.clone()),
             h.map_or("unknown".into(), |h| h.command.join(" ")),
             h.map_or("unknown".into(), |h| h.mode.clone()),

@@ -160,7 +160,7 @@ fn vdso_image(perf_file: &linux_perf_data::PerfFile) -> Option<Vec<u8>> {
         .map(std::path::PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| std::path::Path::new(&h).join(".debug")))?;
     let path = dir.join("[vdso]").join(&hex).join("vdso");
-    let data = crate::load::map_regular(&path, 1 << 20).ok()?;
+    let data = crate::mapped::map_regular(&path, 1 << 20).ok()?;
     let bytes: &[u8] = (*data).as_ref();
     let elf = crate::symbols::Elf::parse(bytes).ok()?;
     (elf.build_id.as_deref() == Some(&info.build_id[..])).then(|| bytes.to_vec())

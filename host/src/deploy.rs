@@ -640,13 +640,13 @@ fn remote_sums(r: &Remote, paths: &[String]) -> Result<HashMap<String, Sum>, Rem
 
 /// The SHA-256 (hex) of a cached file.
 fn local_sum(path: &Path) -> Option<String> {
-    let data = crate::load::map_regular(path, MAX_BINARY).ok()?;
+    let data = crate::mapped::map_regular(path, MAX_BINARY).ok()?;
     Some(sha256_hex((*data).as_ref()))
 }
 
 /// A cached ELF file's build-id and whether it has a full symbol table.
 fn cached_elf(path: &Path) -> Option<(Option<Vec<u8>>, bool)> {
-    let data = crate::load::map_regular(path, MAX_BINARY).ok()?;
+    let data = crate::mapped::map_regular(path, MAX_BINARY).ok()?;
     let e = crate::symbols::Elf::parse((*data).as_ref()).ok()?;
     Some((e.build_id, e.has_symtab))
 }
@@ -750,7 +750,7 @@ pub fn fetch_binaries(
                     }
                     if same_elf {
                         // Only the debug files differ: the same ELF bytes, copied here.
-                        let copied = crate::load::map_regular(&shared, MAX_BINARY)
+                        let copied = crate::mapped::map_regular(&shared, MAX_BINARY)
                             .map_err(|e| e.to_string())
                             .and_then(|data| {
                                 let mut p = cache::Pending::new(root).map_err(|e| e.to_string())?;
@@ -897,7 +897,7 @@ impl std::io::Write for PendingWriter<'_> {
 /// Whether the fetched file is an ELF file of the recording's architecture (`arch`, as
 /// [`crate::symbols::elf_machine`] names it) with the recorded build-id.
 fn check_elf(path: &Path, want: Option<&[u8]>, arch: &str) -> Result<(), String> {
-    let data = crate::load::map_regular(path, MAX_BINARY).map_err(|e| e.to_string())?;
+    let data = crate::mapped::map_regular(path, MAX_BINARY).map_err(|e| e.to_string())?;
     let elf =
         crate::symbols::Elf::parse((*data).as_ref()).map_err(|_| "not an ELF file".to_string())?;
     match (want, elf.build_id.as_deref()) {

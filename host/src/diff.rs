@@ -77,81 +77,161 @@ fn key_text(c: &Cell) -> String {
 /// One table of each report, joined. (A table's `event` column is the same on every row:
 /// tables are matched by event, rows by their other text columns.)
 fn diff_table(base: &Table, new: &Table) -> Table {
-    // The text columns, as the side with rows shows them.
-    let keyed = if new.rows.is_empty() && base.columns.len() == new.columns.len() {
-        base
-    } else {
-        new
-    };
-    let mut keys: Vec<usize> = (0..new.columns.len())
-        .filter(|&i| new.columns[i].key != "event" && is_key(keyed, i))
-        .collect();
-    // A table without text columns (a time series: TopDown or stat intervals) is joined
-    // row by row, its first column (the time) shown as the new file's.
-    let by_position = keys.is_empty() && !new.columns.is_empty();
-    if by_position {
-        keys.push(0);
-    }
-    let nums: Vec<usize> = (0..new.columns.len())
-        .filter(|&i| {
-            !keys.contains(&i)
-                && new.columns[i].key != "event"
-                && base.columns.iter().any(|c| c.key == new.columns[i].key)
-        })
-        .collect();
-    // The base's column index of each of the new table's numeric columns.
-    let base_col: Vec<usize> = nums
-        .iter()
-        .map(|&i| {
-            base.columns
-                .iter()
-                .position(|c| c.key == new.columns[i].key)
-                .unwrap_or(i)
-        })
-        .collect();
-    let base_keys: Vec<usize> = keys
-        .iter()
-        .filter_map(|&i| {
-            base.columns
-                .iter()
-                .position(|c| c.key == new.columns[i].key)
-        })
-        .collect();
-    let key_of = |n: usize, r: &[Cell], cols: &[usize]| -> Vec<String> {
+    let j = Join::of(base, new);
+    let rows = j.rows();
+    j.table(rows)
+}
+
+/// How two tables join: the key columns of each, the numeric columns compared.
+struct Join<'a> {
+    base: &'a Table,
+    new: &'a Table,
+    /// The new table's key (text) columns.
+    keys: Vec<usize>,
+    /// The same columns in the base table.
+    base_keys: Vec<usize>,
+    /// The new table's numeric columns that the base has too.
+    nums: Vec<usize>,
+    /// The base's column index of each of `nums`.
+    base_col: Vec<usize>,
+    /// Joined row by row (no text columns: a time series).
+    by_position: bool,
+}
+
+impl<'a> Join<'a> {
+    fn of(base: &'a Table, new: &'a Table) -> Join<'a> {
+        // The text columns, as the side with rows shows them.
+        let keyed = if new.rows.is_empty() && base.columns.len() == new.columns.len() {
+            base
+        } else {
+            new
+        };
+        let mut keys: Vec<usize> = (0..new.columns.len())
+            .filter(|&i| new.columns[i].key != "event" && is_key(keyed, i))
+            .collect();
+        // A table without text columns (a time series: TopDown or stat intervals) is joined
+        // row by row, its first column (the time) shown as the new file's.
+        let by_position = keys.is_empty() && !new.columns.is_empty();
         if by_position {
+            keys.push(0);
+        }
+        let nums: Vec<usize> = (0..new.columns.len())
+            .filter(|&i| {
+                !keys.contains(&i)
+                    && new.columns[i].key != "event"
+                    && base.columns.iter().any(|c| c.key == new.columns[i].key)
+            })
+            .collect();
+        let base_col: Vec<usize> = nums
+            .iter()
+            .map(|&i| {
+                base.columns
+                    .iter()
+                    .position(|c| c.key == new.columns[i].key)
+                    .unwrap_or(i)
+            })
+            .collect();
+        let base_keys: Vec<usize> = keys
+            .iter()
+            .filter_map(|&i| {
+                base.columns
+                    .iter()
+                    .position(|c| c.key == new.columns[i].key)
+            })
+            .collect();
+        Join {
+            base,
+            new,
+            keys,
+            base_keys,
+            nums,
+            base_col,
+            by_position,
+        }
+    }
+
+    /// Row `n`'s join key: its cells in `cols`, or its position.
+    fn key_of(&self, n: usize, r: &[Cell], cols: &[usize]) -> Vec<String> {
+        if self.by_position {
             return vec![n.to_string()];
         }
         cols.iter()
             .map(|&i| r.get(i).map(key_text).unwrap_or_default())
             .collect()
-    };
-    let mut base_rows: HashMap<Vec<String>, &Vec<Cell>> = HashMap::new();
-    for (n, r) in base.rows.iter().enumerate() {
-        base_rows.entry(key_of(n, r, &base_keys)).or_insert(r);
     }
-    let mut columns: Vec<Column> = keys.iter().map(|&i| new.columns[i].clone()).collect();
-    for &i in &nums {
-        let c = &new.columns[i];
-        columns.push(Column::right(
-            format!("{}_base", c.key),
-            &format!("{} base", c.title),
-            c.title.len() + 5,
-        ));
-        columns.push(Column::right(
-            format!("{}_delta", c.key),
-            &format!("Δ{}", c.title),
-            c.title.len() + 1,
-        ));
+
+    /// The key columns, then each numeric column as its base and its change.
+    fn columns(&self) -> Vec<Column> {
+        let new = self.new;
+        let mut columns: Vec<Column> = self.keys.iter().map(|&i| new.columns[i].clone()).collect();
+        for &i in &self.nums {
+            let c = &new.columns[i];
+            columns.push(Column::right(
+                format!("{}_base", c.key),
+                &format!("{} base", c.title),
+                c.title.len() + 5,
+            ));
+            columns.push(Column::right(
+                format!("{}_delta", c.key),
+                &format!("Δ{}", c.title),
+                c.title.len() + 1,
+            ));
+        }
+        columns
     }
-    // (sort magnitude, row)
-    let mut rows: Vec<(f64, Vec<Cell>)> = Vec::new();
-    let mut seen: Vec<Vec<String>> = Vec::new();
-    let mut add = |b: Option<&Vec<Cell>>, n: Option<&Vec<Cell>>, key_cells: Vec<Cell>| {
+
+    /// The joined rows, each with its sort magnitude: the new table's rows in order, then
+    /// the base's rows the new one lacks; ranked by change when the new table is ranked.
+    fn rows(&self) -> Vec<(f64, Vec<Cell>)> {
+        let (base, new) = (self.base, self.new);
+        let mut base_rows: HashMap<Vec<String>, &Vec<Cell>> = HashMap::new();
+        for (n, r) in base.rows.iter().enumerate() {
+            base_rows
+                .entry(self.key_of(n, r, &self.base_keys))
+                .or_insert(r);
+        }
+        let mut rows: Vec<(f64, Vec<Cell>)> = Vec::new();
+        let mut seen: Vec<Vec<String>> = Vec::new();
+        for (n, r) in new.rows.iter().enumerate() {
+            let k = self.key_of(n, r, &self.keys);
+            let b = base_rows.get(&k).copied();
+            seen.push(k);
+            rows.push(self.row(
+                b,
+                Some(r),
+                self.keys.iter().map(|&i| r[i].clone()).collect(),
+            ));
+        }
+        for (n, r) in base.rows.iter().enumerate() {
+            let k = self.key_of(n, r, &self.base_keys);
+            if seen.contains(&k) {
+                continue;
+            }
+            rows.push(self.row(
+                Some(r),
+                None,
+                self.base_keys.iter().map(|&i| r[i].clone()).collect(),
+            ));
+        }
+        if new.ranked && !self.by_position {
+            rows.sort_by(|a, b| b.0.total_cmp(&a.0));
+        }
+        rows
+    }
+
+    /// One joined row: `key_cells`, then each numeric column's base (`b`'s cell) and change
+    /// to `n`'s; with the magnitude of its first change, to sort by.
+    fn row(
+        &self,
+        b: Option<&Vec<Cell>>,
+        n: Option<&Vec<Cell>>,
+        key_cells: Vec<Cell>,
+    ) -> (f64, Vec<Cell>) {
         let mut row = key_cells;
         let mut sort = None;
-        for (j, &i) in nums.iter().enumerate() {
+        for (j, &i) in self.nums.iter().enumerate() {
             let nc = n.and_then(|r| r.get(i));
-            let bc = b.and_then(|r| r.get(base_col[j]));
+            let bc = b.and_then(|r| r.get(self.base_col[j]));
             let template = nc.or(bc).unwrap_or(&Cell::Empty);
             let zero = missing_is_zero(template);
             let value = |c: Option<&Cell>, present: bool| match c.and_then(number) {
@@ -182,53 +262,39 @@ fn diff_table(base: &Table, new: &Table) -> Table {
                 (d, _) => Cell::opt_float(d, places(template).max(2)),
             });
         }
-        rows.push((sort.unwrap_or(0.0), row));
-    };
-    for (n, r) in new.rows.iter().enumerate() {
-        let k = key_of(n, r, &keys);
-        let b = base_rows.get(&k).copied();
-        seen.push(k);
-        add(b, Some(r), keys.iter().map(|&i| r[i].clone()).collect());
+        (sort.unwrap_or(0.0), row)
     }
-    for (n, r) in base.rows.iter().enumerate() {
-        let k = key_of(n, r, &base_keys);
-        if seen.contains(&k) {
-            continue;
+
+    /// The joined table: its title (both when they differ), its rows, and the event they
+    /// count (a hidden first column) when the tables are one event's of several.
+    fn table(&self, rows: Vec<(f64, Vec<Cell>)>) -> Table {
+        let (base, new) = (self.base, self.new);
+        let mut t = Table::new(&new.name, self.columns());
+        t.title = match (&base.title, &new.title) {
+            (Some(b), Some(n)) if b != n => Some(format!(
+                "# {} vs {}",
+                b.trim_start_matches("# "),
+                n.trim_start_matches("# ")
+            )),
+            (b, n) => n.clone().or_else(|| b.clone()),
+        };
+        t.ranked = new.ranked;
+        t.rows = rows.into_iter().map(|(_, r)| r).collect();
+        // A table of one event of several: its rows say which (CSV, JSON), as the reports' do.
+        if let Some(e) = new
+            .summary
+            .get("event")
+            .or_else(|| base.summary.get("event"))
+        {
+            t.summary.insert("event".into(), e.clone());
+            t.columns.insert(0, Column::left("event", "Event", 0));
+            t.hidden.push("event");
+            for r in &mut t.rows {
+                r.insert(0, Cell::Text(e.as_str().unwrap_or_default().to_string()));
+            }
         }
-        add(
-            Some(r),
-            None,
-            base_keys.iter().map(|&i| r[i].clone()).collect(),
-        );
+        t
     }
-    if new.ranked && !by_position {
-        rows.sort_by(|a, b| b.0.total_cmp(&a.0));
-    }
-    let mut t = Table::new(&new.name, columns);
-    t.title = match (&base.title, &new.title) {
-        (Some(b), Some(n)) if b != n => Some(format!(
-            "# {} vs {}",
-            b.trim_start_matches("# "),
-            n.trim_start_matches("# ")
-        )),
-        (b, n) => n.clone().or_else(|| b.clone()),
-    };
-    t.ranked = new.ranked;
-    t.rows = rows.into_iter().map(|(_, r)| r).collect();
-    // A table of one event of several: its rows say which (CSV, JSON), as the reports' do.
-    if let Some(e) = new
-        .summary
-        .get("event")
-        .or_else(|| base.summary.get("event"))
-    {
-        t.summary.insert("event".into(), e.clone());
-        t.columns.insert(0, Column::left("event", "Event", 0));
-        t.hidden.push("event");
-        for r in &mut t.rows {
-            r.insert(0, Cell::Text(e.as_str().unwrap_or_default().to_string()));
-        }
-    }
-    t
 }
 
 /// The event a table counts: its own (a report of several events), else its report's.

@@ -124,7 +124,7 @@ pub struct Stacks {
     pub warnings: Vec<String>,
 }
 
-type Fx = std::hash::BuildHasherDefault<load::FxHasher>;
+type Fx = std::hash::BuildHasherDefault<crate::fxhash::FxHasher>;
 
 /// A distinct stack of one recording while it is read: its process, its thread's name, its
 /// event, and a run of [`Stacks::arena`]: a slot for the thread's name, then its addresses'
@@ -145,7 +145,7 @@ const ROOT: u32 = u32::MAX;
 
 fn hash_ids(pid: u32, comm: u32, event: u32, ids: &[u32]) -> u64 {
     use std::hash::Hasher;
-    let mut h = load::FxHasher::default();
+    let mut h = crate::fxhash::FxHasher::default();
     h.write_u32(pid);
     h.write_u32(comm);
     h.write_u32(event);
@@ -426,7 +426,7 @@ impl Stacks {
             .iter()
             .flat_map(|&(pid, a)| [(pid, a), (pid, a.saturating_sub(1))])
             .collect();
-        for r in load::side_band_of(src, &forks, &sampled)? {
+        for r in crate::sideband::side_band_of(src, &forks, &sampled)? {
             sym.observe(&r.record());
         }
         drop((sampled, forks));

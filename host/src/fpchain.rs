@@ -52,7 +52,7 @@ impl Code {
     fn read(elf: &Elf) -> Option<Code> {
         use object::{Object, ObjectSection};
         let path = elf.file.as_ref()?;
-        let data = crate::load::map_regular(path, MAX_ELF).ok()?;
+        let data = crate::mapped::map_regular(path, MAX_ELF).ok()?;
         let f = object::File::parse((*data).as_ref()).ok()?;
         let isa = match f.architecture() {
             object::Architecture::X86_64 => Isa::X86_64,

@@ -180,7 +180,7 @@ fn facts(runs: &[Run]) -> String {
             run.name.clone(),
             run.host.clone(),
             run.arch.clone(),
-            h.map_or("unknown".into(), |h| crate::load::cpu_name(&h.cpu)),
+            h.map_or("unknown".into(), |h| crate::cpu::cpu_name(&h.cpu)),
             h.map_or("unknown".into(), |h| h.kernel_release.clone()),
             h.map_or("unknown".into(), |h| h.command.join(" ")),
             h.map_or("unknown".into(), |h| h.mode.clone()),
@@ -330,8 +330,37 @@ fn charts(t: &Table) -> Vec<String> {
     let visible: Vec<usize> = (1..t.columns.len())
         .filter(|&i| !t.hidden.contains(&t.columns[i].key.as_ref()))
         .collect();
-    let number = |c: &Cell| c.json().as_f64();
-    let numeric: Vec<usize> = visible
+    let numeric = numeric_columns(t, &visible);
+    let keys: Vec<usize> = visible
+        .iter()
+        .copied()
+        .filter(|i| !numeric.contains(i))
+        .collect();
+    // A `kind` column says which rows are totals (a stat's last line): not points in time.
+    let kind = t.columns.iter().position(|c| c.key == "kind");
+    if keys.is_empty() {
+        return charts_by_kind(t, &numeric);
+    }
+    let mut out = Vec::new();
+    for &col in &numeric {
+        let series = series_of_column(t, col, &keys, kind);
+        if series.is_empty() {
+            continue;
+        }
+        column_charts(t, col, series, &mut out);
+    }
+    out
+}
+
+/// A cell's value on a chart's axis.
+fn axis_value(c: &Cell) -> Option<f64> {
+    c.json().as_f64()
+}
+
+/// The columns of `visible` to chart: numbers in every row that has them (a thread id is
+/// not one).
+fn numeric_columns(t: &Table, visible: &[usize]) -> Vec<usize> {
+    visible
         .iter()
         .copied()
         .filter(|&i| t.columns[i].key != "tid")
@@ -340,123 +369,125 @@ fn charts(t: &Table) -> Vec<String> {
             for r in &t.rows {
                 match r.get(i) {
                     Some(Cell::Empty) | None => {}
-                    Some(c) if number(c).is_some() => any = true,
+                    Some(c) if axis_value(c).is_some() => any = true,
                     Some(_) => return false,
                 }
             }
             any
         })
-        .collect();
-    let keys: Vec<usize> = visible
-        .iter()
-        .copied()
-        .filter(|i| !numeric.contains(i))
-        .collect();
-    // A `kind` column says which rows are totals (a stat's last line): not points in time.
-    let kind = t.columns.iter().position(|c| c.key == "kind");
-    let mut out = Vec::new();
-    if keys.is_empty() {
-        // One line per row: columns of the same kind (TopDown's shares) share a chart.
-        let kind_of = |i: usize| {
-            t.rows
-                .iter()
-                .filter_map(|r| r.get(i))
-                .find(|c| **c != Cell::Empty)
-                .map_or("number", cell_kind)
-        };
-        let mut kinds: Vec<&str> = numeric.iter().map(|&i| kind_of(i)).collect();
-        kinds.dedup();
-        for kind in kinds {
-            let series: Vec<Series> = numeric
-                .iter()
-                .filter(|&&i| kind_of(i) == kind)
-                .map(|&i| Series {
-                    name: t.columns[i].title.clone(),
-                    points: t
-                        .rows
-                        .iter()
-                        .filter_map(|r| Some((number(r.first()?)?, number(r.get(i)?)?)))
-                        .collect(),
-                })
-                .collect();
-            let title = if series.len() == 1 {
-                series[0].name.clone()
-            } else {
-                series
-                    .iter()
-                    .map(|s| s.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            };
-            out.push(chart(&format!("{}-{kind}", t.name), &title, &series));
-        }
-        return out;
-    }
-    for &col in &numeric {
-        let mut series: Vec<Series> = Vec::new();
-        // Each series found by its name (a recording may count 100,000 threads).
-        let mut series_of: std::collections::HashMap<String, usize> = Default::default();
-        for r in &t.rows {
-            if kind.and_then(|k| r.get(k)) == Some(&Cell::text("total")) {
-                continue;
-            }
-            let (Some(x), Some(y)) = (r.first().and_then(number), r.get(col).and_then(number))
-            else {
-                continue;
-            };
-            let name = keys
-                .iter()
-                .filter_map(|&k| r.get(k).map(|c| (k, c)))
-                .filter(|(_, c)| **c != Cell::Empty)
-                .map(|(k, c)| {
-                    if t.columns[k].key == "tid" {
-                        format!("thread {}", c.table())
-                    } else {
-                        c.table()
-                    }
-                })
-                .collect::<Vec<_>>()
-                .join(", ");
-            match series_of.get(&name) {
-                Some(&i) => series[i].points.push((x, y)),
-                None => {
-                    series_of.insert(name.clone(), series.len());
-                    series.push(Series {
-                        name,
-                        points: vec![(x, y)],
-                    });
-                }
-            }
-        }
-        if series.is_empty() {
-            continue;
-        }
-        // The busiest series, when there are too many to tell apart.
-        let total = |s: &Series| s.points.iter().map(|p| p.1.abs()).sum::<f64>();
-        series.sort_by(|a, b| total(b).total_cmp(&total(a)));
-        series.truncate(MAX_SERIES);
-        let c = &t.columns[col];
-        let id = format!("{}-{}", t.name, c.key);
-        // Series of different magnitudes (events' counts) each get their own axis.
-        let peak = |s: &Series| s.points.iter().map(|p| p.1).fold(0.0f64, f64::max);
-        let (lo, hi) = series
+        .collect()
+}
+
+/// A table without text columns: one line per numeric column; columns of the same kind
+/// (TopDown's shares) share a chart.
+fn charts_by_kind(t: &Table, numeric: &[usize]) -> Vec<String> {
+    let kind_of = |i: usize| {
+        t.rows
             .iter()
-            .map(peak)
-            .fold((f64::INFINITY, 0.0f64), |(l, h), p| (l.min(p), h.max(p)));
-        if series.len() > 1 && hi > 20.0 * lo {
-            for (n, se) in series.iter().enumerate() {
-                let title = format!("{} of {}", c.title, se.name);
-                out.push(chart(
-                    &format!("{id}-{n}"),
-                    &title,
-                    std::slice::from_ref(se),
-                ));
-            }
+            .filter_map(|r| r.get(i))
+            .find(|c| **c != Cell::Empty)
+            .map_or("number", cell_kind)
+    };
+    let mut kinds: Vec<&str> = numeric.iter().map(|&i| kind_of(i)).collect();
+    kinds.dedup();
+    let mut out = Vec::new();
+    for kind in kinds {
+        let series: Vec<Series> = numeric
+            .iter()
+            .filter(|&&i| kind_of(i) == kind)
+            .map(|&i| Series {
+                name: t.columns[i].title.clone(),
+                points: t
+                    .rows
+                    .iter()
+                    .filter_map(|r| Some((axis_value(r.first()?)?, axis_value(r.get(i)?)?)))
+                    .collect(),
+            })
+            .collect();
+        let title = if series.len() == 1 {
+            series[0].name.clone()
         } else {
-            out.push(chart(&id, &c.title, &series));
-        }
+            series
+                .iter()
+                .map(|s| s.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        out.push(chart(&format!("{}-{kind}", t.name), &title, &series));
     }
     out
+}
+
+/// Column `col` over time: a series per distinct value of the `keys` columns (totals, by
+/// the `kind` column, left out).
+fn series_of_column(t: &Table, col: usize, keys: &[usize], kind: Option<usize>) -> Vec<Series> {
+    let mut series: Vec<Series> = Vec::new();
+    // Each series found by its name (a recording may count 100,000 threads).
+    let mut series_of: std::collections::HashMap<String, usize> = Default::default();
+    for r in &t.rows {
+        if kind.and_then(|k| r.get(k)) == Some(&Cell::text("total")) {
+            continue;
+        }
+        let (Some(x), Some(y)) = (
+            r.first().and_then(axis_value),
+            r.get(col).and_then(axis_value),
+        ) else {
+            continue;
+        };
+        let name = keys
+            .iter()
+            .filter_map(|&k| r.get(k).map(|c| (k, c)))
+            .filter(|(_, c)| **c != Cell::Empty)
+            .map(|(k, c)| {
+                if t.columns[k].key == "tid" {
+                    format!("thread {}", c.table())
+                } else {
+                    c.table()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        match series_of.get(&name) {
+            Some(&i) => series[i].points.push((x, y)),
+            None => {
+                series_of.insert(name.clone(), series.len());
+                series.push(Series {
+                    name,
+                    points: vec![(x, y)],
+                });
+            }
+        }
+    }
+    series
+}
+
+/// The chart of column `col` (its busiest series), or a chart per series where their
+/// magnitudes differ more than 20 times.
+fn column_charts(t: &Table, col: usize, mut series: Vec<Series>, out: &mut Vec<String>) {
+    // The busiest series, when there are too many to tell apart.
+    let total = |s: &Series| s.points.iter().map(|p| p.1.abs()).sum::<f64>();
+    series.sort_by(|a, b| total(b).total_cmp(&total(a)));
+    series.truncate(MAX_SERIES);
+    let c = &t.columns[col];
+    let id = format!("{}-{}", t.name, c.key);
+    // Series of different magnitudes (events' counts) each get their own axis.
+    let peak = |s: &Series| s.points.iter().map(|p| p.1).fold(0.0f64, f64::max);
+    let (lo, hi) = series
+        .iter()
+        .map(peak)
+        .fold((f64::INFINITY, 0.0f64), |(l, h), p| (l.min(p), h.max(p)));
+    if series.len() > 1 && hi > 20.0 * lo {
+        for (n, se) in series.iter().enumerate() {
+            let title = format!("{} of {}", c.title, se.name);
+            out.push(chart(
+                &format!("{id}-{n}"),
+                &title,
+                std::slice::from_ref(se),
+            ));
+        }
+    } else {
+        out.push(chart(&id, &c.title, &series));
+    }
 }
 
 /// A line chart as inline SVG: time on x (s), the value on y from 0, a legend below.

@@ -9,7 +9,8 @@ use labperf_common::{
     Record, Sample, Task, Throttle, Trailer, MAX_CALLCHAIN,
 };
 use linux_perf_data::linux_perf_event_reader::{
-    EventRecord, HardwareEventId, Mmap2FileId, PerfEventType, SamplingPolicy, SoftwareCounterType,
+    EventRecord, HardwareEventId, Mmap2FileId, PerfEventType, SampleRecord, SamplingPolicy,
+    SoftwareCounterType,
 };
 use linux_perf_data::{PerfFileReader, PerfFileRecord};
 use std::io::Write;
@@ -160,7 +161,7 @@ fn vdso_image(perf_file: &linux_perf_data::PerfFile) -> Option<Vec<u8>> {
         .map(std::path::PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| std::path::Path::new(&h).join(".debug")))?;
     let path = dir.join("[vdso]").join(&hex).join("vdso");
-    let data = crate::load::map_regular(&path, 1 << 20).ok()?;
+    let data = crate::mapped::map_regular(&path, 1 << 20).ok()?;
     let bytes: &[u8] = (*data).as_ref();
     let elf = crate::symbols::Elf::parse(bytes).ok()?;
     (elf.build_id.as_deref() == Some(&info.build_id[..])).then(|| bytes.to_vec())
@@ -370,27 +371,7 @@ fn write_records<R: std::io::Read + std::io::Seek>(
     header: &Header,
     w: &mut impl Write,
 ) -> Result<Imported, ImportError> {
-    let vdso = vdso_image(perf_file);
-    let period_of: Vec<u64> = header
-        .events
-        .iter()
-        .map(|e| e.attr.sample_period_or_freq)
-        .collect();
-    let mut e = Encoder::new();
-    w.write_all(&Encoder::prelude())?;
-    w.write_all(&e.header_frame(header))?;
-    w.write_all(&e.header_ext_frame(&HeaderExt {
-        recipe: Some(Recipe::Sample { group_read: false }),
-        vdso,
-        ..Default::default()
-    }))?;
-    let mut got = Imported::default();
-    // The kernel addresses the samples name (the callchain's return addresses one byte back
-    // too, as reports look them up), and where the recording's kernel map starts.
-    let mut kernel = labperf_common::kallsyms::Seen::default();
-    let mut kernel_text = None;
-    let mut lost = 0u64;
-    let (mut first, mut last) = (None::<u64>, 0u64);
+    let mut wr = Writer::begin(perf_file, header, w)?;
     while let Some(r) = record_iter.next_record(perf_file)? {
         let (attr_index, record) = match r {
             PerfFileRecord::EventRecord { attr_index, record } => (attr_index, record),
@@ -405,86 +386,79 @@ fn write_records<R: std::io::Read + std::io::Seek>(
             PerfFileRecord::UserRecord(_) => continue,
         };
         if bad_mmap2_build_id(&record) {
-            got.damaged += 1;
+            wr.got.damaged += 1;
             continue;
         }
+        let kind = record.record_type.0;
         let Ok(parsed) = record.parse() else {
-            got.damaged += 1;
+            wr.got.damaged += 1;
             continue;
         };
-        let rec = match parsed {
-            EventRecord::Sample(s) => {
-                let mut callchain: Vec<u64> = Vec::new();
-                if let Some(cc) = &s.callchain {
-                    // Kernel and user parts, without the context markers: as the agent
-                    // keeps them.
-                    callchain = (0..cc.len())
-                        .filter_map(|i| cc.get(i))
-                        .filter(|&a| a < CONTEXT_MAX)
-                        .collect();
-                    // A labperf sample holds the innermost MAX_CALLCHAIN frames (a perf
-                    // record of 64 KiB holds up to 8,190).
-                    if callchain.len() > MAX_CALLCHAIN {
-                        callchain.truncate(MAX_CALLCHAIN);
-                        got.cut_callchains += 1;
-                    }
-                }
-                kernel.add(s.ip.unwrap_or(0));
-                for &a in callchain.iter().skip(1) {
-                    kernel.add(a);
-                    kernel.add(a.saturating_sub(1));
-                }
-                // The user stack perf copied (`--call-graph dwarf`), with the registers
-                // the unwinder reads.
-                let user_stack = match (&s.user_regs, &s.user_stack) {
-                    (Some(regs), Some((data, dyn_size))) => {
-                        let mask = header
-                            .events
-                            .get(attr_index)
-                            .map_or(0, |e| e.attr.sample_regs_user);
-                        let values: Option<Vec<u64>> = (0..64u64)
-                            .filter(|b| mask >> b & 1 == 1)
-                            .map(|b| regs.get(b))
-                            .collect();
-                        let sp = sp_reg(&header.arch).and_then(|r| regs.get(r));
-                        match (values, sp) {
-                            (Some(regs), Some(sp)) if mask != 0 => {
-                                let bytes = data.as_slice();
-                                let n = (*dyn_size as usize)
-                                    .min(bytes.len())
-                                    .min(labperf_common::MAX_USER_STACK);
-                                Some(labperf_common::UserStack {
-                                    regs,
-                                    sp,
-                                    data: bytes[..n].to_vec(),
-                                })
-                            }
-                            _ => None,
-                        }
-                    }
-                    _ => None,
-                };
-                if let Some(t) = s.timestamp {
-                    first.get_or_insert(t);
-                    last = last.max(t);
-                }
-                got.samples += 1;
-                Record::Sample(Sample {
-                    event: attr_index as u32,
-                    pid: s.pid.unwrap_or(0) as u32,
-                    tid: s.tid.unwrap_or(0) as u32,
-                    ip: s.ip.unwrap_or(0),
-                    time: s.timestamp.unwrap_or(0),
-                    period: s
-                        .period
-                        .unwrap_or(period_of.get(attr_index).copied().unwrap_or(1)),
-                    cpu: s.cpu.unwrap_or(0),
-                    callchain,
-                    addr: s.addr,
-                    user_stack,
-                    ..Default::default()
-                })
-            }
+        let Some(rec) = wr.convert(parsed, kind, attr_index) else {
+            continue;
+        };
+        wr.push(&rec, w)?;
+    }
+    wr.finish(perf_file, w)
+}
+
+/// The import's encoder and what it has counted: the `Imported` figures, the kernel
+/// addresses samples name, the recording's span and its lost records for the trailer.
+struct Writer<'h> {
+    header: &'h Header,
+    /// Each event's sample period (or frequency), for samples that do not carry theirs.
+    period_of: Vec<u64>,
+    e: Encoder,
+    got: Imported,
+    /// The kernel addresses the samples name (the callchain's return addresses one byte
+    /// back too, as reports look them up).
+    kernel: labperf_common::kallsyms::Seen,
+    /// Where the recording's kernel map starts.
+    kernel_text: Option<u64>,
+    lost: u64,
+    first: Option<u64>,
+    last: u64,
+}
+
+impl<'h> Writer<'h> {
+    /// Writes the prelude, the header and its extension (with the recorded vDSO).
+    fn begin(
+        perf_file: &linux_perf_data::PerfFile,
+        header: &'h Header,
+        w: &mut impl Write,
+    ) -> Result<Writer<'h>, ImportError> {
+        let vdso = vdso_image(perf_file);
+        let period_of: Vec<u64> = header
+            .events
+            .iter()
+            .map(|e| e.attr.sample_period_or_freq)
+            .collect();
+        let mut e = Encoder::new();
+        w.write_all(&Encoder::prelude())?;
+        w.write_all(&e.header_frame(header))?;
+        w.write_all(&e.header_ext_frame(&HeaderExt {
+            recipe: Some(Recipe::Sample { group_read: false }),
+            vdso,
+            ..Default::default()
+        }))?;
+        Ok(Writer {
+            header,
+            period_of,
+            e,
+            got: Imported::default(),
+            kernel: labperf_common::kallsyms::Seen::default(),
+            kernel_text: None,
+            lost: 0,
+            first: None,
+            last: 0,
+        })
+    }
+
+    /// perf's record (of type `kind`) as a labperf record; `None` for one labperf has no
+    /// record for (counted as skipped).
+    fn convert(&mut self, parsed: EventRecord, kind: u32, attr_index: usize) -> Option<Record> {
+        Some(match parsed {
+            EventRecord::Sample(s) => self.sample(&s, attr_index),
             EventRecord::Mmap2(m) => Record::Mmap2(Mmap2 {
                 pid: m.pid as u32,
                 tid: m.tid as u32,
@@ -502,7 +476,7 @@ fn write_records<R: std::io::Read + std::io::Seek>(
             EventRecord::Mmap(m) => {
                 // perf's map of the kernel image: "[kernel.kallsyms]_text", at _text.
                 if m.path.as_slice().starts_with(b"[kernel.kallsyms]") {
-                    kernel_text = Some(m.page_offset);
+                    self.kernel_text = Some(m.page_offset);
                 }
                 Record::Mmap2(Mmap2 {
                     pid: m.pid as u32,
@@ -530,14 +504,14 @@ fn write_records<R: std::io::Read + std::io::Seek>(
                     ptid: f.ptid as u32,
                     time: f.timestamp,
                 };
-                if matches!(record.record_type.0, 4) {
+                if matches!(kind, 4) {
                     Record::Exit(t)
                 } else {
                     Record::Fork(t)
                 }
             }
             EventRecord::Lost(l) => {
-                lost += l.count;
+                self.lost += l.count;
                 Record::Lost(Lost {
                     event: attr_index as u32,
                     lost: l.count,
@@ -546,17 +520,67 @@ fn write_records<R: std::io::Read + std::io::Seek>(
             EventRecord::Throttle(t) | EventRecord::Unthrottle(t) => Record::Throttle(Throttle {
                 time: t.timestamp,
                 event: attr_index as u32,
-                throttle: record.record_type.0 == 5,
+                throttle: kind == 5,
             }),
             _ => {
-                got.skipped += 1;
-                continue;
+                self.got.skipped += 1;
+                return None;
             }
-        };
-        e.push(&rec);
-        got.records += 1;
-        // A frame closes on its size, and on the user stack it would have a reader
-        // rebuild (the agent's rule: a reader rebuilds at most `stack_budget` per frame).
+        })
+    }
+
+    /// A sample: its callchain without context markers and cut to [`MAX_CALLCHAIN`], its
+    /// kernel addresses noted, its user stack kept.
+    fn sample(&mut self, s: &SampleRecord, attr_index: usize) -> Record {
+        let mut callchain: Vec<u64> = Vec::new();
+        if let Some(cc) = &s.callchain {
+            // Kernel and user parts, without the context markers: as the agent
+            // keeps them.
+            callchain = (0..cc.len())
+                .filter_map(|i| cc.get(i))
+                .filter(|&a| a < CONTEXT_MAX)
+                .collect();
+            // A labperf sample holds the innermost MAX_CALLCHAIN frames (a perf
+            // record of 64 KiB holds up to 8,190).
+            if callchain.len() > MAX_CALLCHAIN {
+                callchain.truncate(MAX_CALLCHAIN);
+                self.got.cut_callchains += 1;
+            }
+        }
+        self.kernel.add(s.ip.unwrap_or(0));
+        for &a in callchain.iter().skip(1) {
+            self.kernel.add(a);
+            self.kernel.add(a.saturating_sub(1));
+        }
+        let user_stack = user_stack_of(s, attr_index, self.header);
+        if let Some(t) = s.timestamp {
+            self.first.get_or_insert(t);
+            self.last = self.last.max(t);
+        }
+        self.got.samples += 1;
+        Record::Sample(Sample {
+            event: attr_index as u32,
+            pid: s.pid.unwrap_or(0) as u32,
+            tid: s.tid.unwrap_or(0) as u32,
+            ip: s.ip.unwrap_or(0),
+            time: s.timestamp.unwrap_or(0),
+            period: s
+                .period
+                .unwrap_or(self.period_of.get(attr_index).copied().unwrap_or(1)),
+            cpu: s.cpu.unwrap_or(0),
+            callchain,
+            addr: s.addr,
+            user_stack,
+            ..Default::default()
+        })
+    }
+
+    /// Encodes `rec`; a frame closes on its size, and on the user stack it would have a
+    /// reader rebuild (the agent's rule: a reader rebuilds at most `stack_budget` per frame).
+    fn push(&mut self, rec: &Record, w: &mut impl Write) -> Result<(), ImportError> {
+        let e = &mut self.e;
+        e.push(rec);
+        self.got.records += 1;
         let stacks = e.pending_stack_bytes();
         if e.pending_bytes() >= 64 * 1024
             || stacks >= labperf_common::STACK_FRAME_FLUSH
@@ -566,30 +590,77 @@ fn write_records<R: std::io::Read + std::io::Seek>(
                 w.write_all(&f)?;
             }
         }
+        Ok(())
     }
-    if !kernel.is_empty() {
-        match kallsyms_for(perf_file, kernel_text) {
-            Ok((text, from)) => {
-                for k in kernel.symbols(&text, None) {
-                    e.push(&Record::KernelSymbols(k));
+
+    /// The kernel functions the samples name (KSYMS), the last frame and the trailer.
+    fn finish(
+        mut self,
+        perf_file: &linux_perf_data::PerfFile,
+        w: &mut impl Write,
+    ) -> Result<Imported, ImportError> {
+        let (e, got) = (&mut self.e, &mut self.got);
+        if !self.kernel.is_empty() {
+            match kallsyms_for(perf_file, self.kernel_text) {
+                Ok((text, from)) => {
+                    for k in self.kernel.symbols(&text, None) {
+                        e.push(&Record::KernelSymbols(k));
+                    }
+                    got.kernel = Some(format!("kernel functions named from {from}"));
                 }
-                got.kernel = Some(format!("kernel functions named from {from}"));
+                Err(why) => got.kernel = Some(format!("kernel addresses left unnamed: {why}")),
             }
-            Err(why) => got.kernel = Some(format!("kernel addresses left unnamed: {why}")),
         }
+        if let Some(f) = e.flush() {
+            w.write_all(&f)?;
+        }
+        let frames = e.frames();
+        w.write_all(&e.trailer_frame(&Trailer {
+            records: got.records,
+            frames,
+            samples: got.samples,
+            lost: self.lost,
+            duration_ns: self.last.saturating_sub(self.first.unwrap_or(self.last)),
+            ..Default::default()
+        }))?;
+        w.flush()?;
+        Ok(self.got)
     }
-    if let Some(f) = e.flush() {
-        w.write_all(&f)?;
+}
+
+/// The user stack perf copied (`--call-graph dwarf`), with the registers the unwinder
+/// reads; `None` without them.
+fn user_stack_of(
+    s: &SampleRecord,
+    attr_index: usize,
+    header: &Header,
+) -> Option<labperf_common::UserStack> {
+    match (&s.user_regs, &s.user_stack) {
+        (Some(regs), Some((data, dyn_size))) => {
+            let mask = header
+                .events
+                .get(attr_index)
+                .map_or(0, |e| e.attr.sample_regs_user);
+            let values: Option<Vec<u64>> = (0..64u64)
+                .filter(|b| mask >> b & 1 == 1)
+                .map(|b| regs.get(b))
+                .collect();
+            let sp = sp_reg(&header.arch).and_then(|r| regs.get(r));
+            match (values, sp) {
+                (Some(regs), Some(sp)) if mask != 0 => {
+                    let bytes = data.as_slice();
+                    let n = (*dyn_size as usize)
+                        .min(bytes.len())
+                        .min(labperf_common::MAX_USER_STACK);
+                    Some(labperf_common::UserStack {
+                        regs,
+                        sp,
+                        data: bytes[..n].to_vec(),
+                    })
+                }
+                _ => None,
+            }
+        }
+        _ => None,
     }
-    let frames = e.frames();
-    w.write_all(&e.trailer_frame(&Trailer {
-        records: got.records,
-        frames,
-        samples: got.samples,
-        lost,
-        duration_ns: last.saturating_sub(first.unwrap_or(last)),
-        ..Default::default()
-    }))?;
-    w.flush()?;
-    Ok(got)
 }

@@ -3,6 +3,8 @@
 pub mod board;
 pub mod cache;
 pub mod callers;
+pub mod counts;
+pub mod cpu;
 #[cfg(feature = "remote")]
 pub mod deploy;
 pub mod diff;
@@ -11,6 +13,7 @@ pub mod events;
 pub mod export;
 pub mod flame;
 pub mod fpchain;
+pub mod fxhash;
 #[cfg(feature = "remote")]
 pub mod hosts;
 pub mod html;
@@ -20,6 +23,7 @@ pub mod intervals;
 #[cfg(feature = "remote")]
 pub mod known_hosts;
 pub mod load;
+pub mod mapped;
 pub mod metrics;
 pub mod output;
 pub mod profileme;
@@ -29,7 +33,9 @@ pub mod push;
 pub mod quality;
 #[cfg(feature = "remote")]
 pub mod remote;
+pub mod render;
 pub mod report;
+pub mod sideband;
 pub mod symbols;
 pub mod table;
 pub mod text;

@@ -242,7 +242,7 @@ pub fn seed_cache(pushes: &[Push], root: &Path) -> Vec<String> {
             continue;
         };
         // Your own file is what the entry holds, whoever wrote it first.
-        if crate::load::map_regular(&dest, f.data.len() as u64)
+        if crate::mapped::map_regular(&dest, f.data.len() as u64)
             .is_ok_and(|d| (*d).as_ref() == f.data.as_slice())
         {
             continue;

@@ -282,7 +282,7 @@ impl Quality {
                 .take(5)
                 .map(|(stop, file, n)| match stop {
                     Stop::NoFile => format!("{n} {}", stop.text()),
-                    _ => format!("{n} {} in {}", stop.text(), crate::table::file_name(file)),
+                    _ => format!("{n} {} in {}", stop.text(), crate::text::file_name(file)),
                 })
                 .collect();
             if stops.len() > 5 {
@@ -322,7 +322,7 @@ impl Quality {
             let file = self
                 .stops()
                 .first()
-                .map(|s| crate::table::file_name(s.1).to_string())
+                .map(|s| crate::text::file_name(s.1).to_string())
                 .unwrap_or_default();
             w.push(format!(
                 "warning: {} of {n} call stacks ({:.1}%) stop at the sampled function: its frame pointer does not lead to its caller ({file} was built without frame pointers, as -O2 builds are by default), so Children and callers miss most of the time. Record with --call-graph dwarf, or rebuild with -fno-omit-frame-pointer.",
@@ -568,7 +568,7 @@ pub fn annotate(r: &mut crate::table::Report, runs: &[(String, Option<Quality>)]
     for (name, q) in with {
         let q = q.as_ref().expect("filtered");
         let who = if several {
-            format!("{}: ", crate::table::file_name(name))
+            format!("{}: ", crate::text::file_name(name))
         } else {
             String::new()
         };

@@ -137,14 +137,14 @@ pub fn build_many(
     let mut infos: Vec<(String, FileInfo)> = Vec::new();
     let mut warnings = Vec::new();
     for src in srcs {
-        let counts = load::sample_counts(src, threads)?;
+        let counts = crate::counts::sample_counts(src, threads)?;
         // Addresses are resolved once every side-band record (mmap2, fork) is known.
         let mut sym = Symbolizer::new(search.clone());
         let info = &counts.info;
         sym.recorded_on(src, info.header.as_ref(), info.header_ext.as_ref());
         let mut parents = HashMap::new();
         for r in counts.others.iter().cloned() {
-            if let load::Side::Fork { pid, ppid } = r {
+            if let crate::sideband::Side::Fork { pid, ppid } = r {
                 parents.insert(pid, ppid);
             }
             sym.observe(&r.record());
@@ -171,7 +171,7 @@ pub fn build_many(
                     By::Dso => dso.to_string(),
                     By::Srcline => match sym.source(pid, ip).line {
                         Some((file, line)) => {
-                            format!("{}:{line}", crate::table::file_name(&file))
+                            format!("{}:{line}", crate::text::file_name(&file))
                         }
                         None => label(&dso, s.as_deref(), vaddr),
                     },

@@ -377,7 +377,7 @@ pub struct Location {
 pub fn label(dso: &str, sym: Option<&str>, vaddr: u64) -> String {
     match sym {
         Some(s) => s.to_string(),
-        None => format!("{}+{vaddr:#x}", crate::table::file_name(dso)),
+        None => format!("{}+{vaddr:#x}", crate::text::file_name(dso)),
     }
 }
 
@@ -385,7 +385,7 @@ pub fn label(dso: &str, sym: Option<&str>, vaddr: u64) -> String {
 /// label of an unknown function ([`label`]: `file+0xADDRESS`).
 pub fn place(dso: &str, sym: Option<&str>, vaddr: u64) -> String {
     match sym {
-        Some(s) => format!("{} {s}", crate::table::file_name(dso)),
+        Some(s) => format!("{} {s}", crate::text::file_name(dso)),
         None => label(dso, None, vaddr),
     }
 }
@@ -795,7 +795,7 @@ impl Symbolizer {
 
     /// Loads `c` (a regular file, at most [`MAX_ELF`] bytes), once per file.
     fn load(&mut self, c: &Path) -> Option<Arc<Elf>> {
-        let (data, id) = crate::load::map_regular_id(c, MAX_ELF).ok()?;
+        let (data, id) = crate::mapped::map_regular_id(c, MAX_ELF).ok()?;
         if let Some(e) = self.by_inode.get(&id) {
             return e.clone();
         }
@@ -878,7 +878,7 @@ impl Symbolizer {
             if c == file {
                 continue;
             }
-            let Ok((data, id)) = crate::load::map_regular_id(&c, MAX_ELF) else {
+            let Ok((data, id)) = crate::mapped::map_regular_id(&c, MAX_ELF) else {
                 continue;
             };
             if elf_machine((*data).as_ref()) != elf.machine {
@@ -992,7 +992,7 @@ impl Symbolizer {
         let lines = match self.lines.get(&path) {
             Some(l) => l.clone(),
             None => {
-                let l = crate::load::map_regular_id(&path, MAX_ELF)
+                let l = crate::mapped::map_regular_id(&path, MAX_ELF)
                     .ok()
                     .and_then(|(data, _)| Lines::parse((*data).as_ref()))
                     .map(Arc::new);

@@ -1,8 +1,9 @@
 //! The one table model every report view fills: a heading, tables of typed cells, notes;
-//! rendered once, here, to a text table, CSV or JSON (and to HTML by [`crate::html`]). Text from a recording is escaped in
-//! the text table and in CSV (JSON escapes it itself).
+//! rendered here to a text table, CSV or JSON (`render.rs` picks the renderer, HTML
+//! included). Text from a recording is escaped in the text table and in CSV (JSON escapes it
+//! itself).
 
-use crate::text::show;
+use crate::text::{file_name, show};
 use labperf_common::topdown::Colour;
 use serde_json::{json, Map, Value};
 use std::fmt::Write;
@@ -172,11 +173,6 @@ impl Cell {
     }
 }
 
-/// The file name of a path (a DSO's, say).
-pub fn file_name(path: &str) -> &str {
-    path.rsplit('/').next().unwrap_or(path)
-}
-
 fn share(num: u64, den: u64) -> f64 {
     if den == 0 {
         0.0
@@ -306,123 +302,139 @@ fn paint(text: String, c: Colour, colour: bool) -> String {
     }
 }
 
-impl Report {
-    /// Renders the report; `top` keeps the first N rows of ranked tables (0 = all);
-    /// `colour` paints the text table.
-    pub fn render(&self, format: Format, top: usize, colour: bool) -> String {
-        let rows = |t: &Table| -> usize {
-            if t.ranked && top > 0 {
-                top.min(t.rows.len())
-            } else {
-                t.rows.len()
+impl Table {
+    /// How many of its rows the table shows: the first `top` of a ranked table (0 = all).
+    fn shown_rows(&self, top: usize) -> usize {
+        if self.ranked && top > 0 {
+            top.min(self.rows.len())
+        } else {
+            self.rows.len()
+        }
+    }
+}
+
+/// The text table's lines of one table: its title's line aside, the column titles, its
+/// first `rows` rows and its footer, `colour` painting the painted cells.
+fn write_text_table(s: &mut String, t: &Table, rows: usize, colour: bool) {
+    // The columns the text table shows, by index.
+    let visible: Vec<usize> = (0..t.columns.len())
+        .filter(|&i| !t.hidden.contains(&t.columns[i].key.as_ref()))
+        .collect();
+    let columns: Vec<&Column> = visible.iter().map(|&i| &t.columns[i]).collect();
+    let ncol = columns.len();
+    let cells: Vec<Vec<&Cell>> = t.rows[..rows]
+        .iter()
+        .chain(&t.footer)
+        .map(|r| visible.iter().filter_map(|&i| r.get(i)).collect())
+        .collect();
+    let shown: Vec<Vec<String>> = cells
+        .iter()
+        .map(|r| r.iter().map(|c| c.table()).collect())
+        .collect();
+    // Each column as wide as its widest cell, at least its set width.
+    let widths: Vec<usize> = columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            shown
+                .iter()
+                .filter_map(|r| r.get(i))
+                .map(|x| x.chars().count())
+                .chain([c.width, c.title.chars().count()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut line = String::new();
+    for (i, c) in columns.iter().enumerate() {
+        if i > 0 {
+            line.push_str(c.gap);
+        }
+        pad(&mut line, &c.title, c, widths[i], i + 1 == ncol);
+    }
+    if t.hash_header && !line.is_empty() {
+        line.replace_range(..1, "#");
+    }
+    let _ = writeln!(s, "{}", line.trim_end());
+    for (r, texts) in cells.iter().zip(&shown) {
+        let mut line = String::new();
+        for (i, (c, cell)) in columns.iter().zip(r).enumerate() {
+            if i > 0 {
+                line.push_str(c.gap);
             }
-        };
-        let mut s = String::new();
-        match format {
-            Format::Table => {
-                for h in &self.heading {
-                    let _ = writeln!(s, "{}", show(h));
-                }
-                for (n, t) in self.tables.iter().enumerate() {
-                    if n > 0 || (!self.heading.is_empty() && t.title.is_some()) {
-                        s.push('\n');
-                    }
-                    if let Some(title) = &t.title {
-                        let _ = writeln!(s, "{}", show(title));
-                    }
-                    // The columns the text table shows, by index.
-                    let visible: Vec<usize> = (0..t.columns.len())
-                        .filter(|&i| !t.hidden.contains(&t.columns[i].key.as_ref()))
-                        .collect();
-                    let columns: Vec<&Column> = visible.iter().map(|&i| &t.columns[i]).collect();
-                    let ncol = columns.len();
-                    let cells: Vec<Vec<&Cell>> = t.rows[..rows(t)]
-                        .iter()
-                        .chain(&t.footer)
-                        .map(|r| visible.iter().filter_map(|&i| r.get(i)).collect())
-                        .collect();
-                    let shown: Vec<Vec<String>> = cells
-                        .iter()
-                        .map(|r| r.iter().map(|c| c.table()).collect())
-                        .collect();
-                    // Each column as wide as its widest cell, at least its set width.
-                    let widths: Vec<usize> = columns
-                        .iter()
-                        .enumerate()
-                        .map(|(i, c)| {
-                            shown
-                                .iter()
-                                .filter_map(|r| r.get(i))
-                                .map(|x| x.chars().count())
-                                .chain([c.width, c.title.chars().count()])
-                                .max()
-                                .unwrap_or(0)
-                        })
-                        .collect();
-                    let mut line = String::new();
-                    for (i, c) in columns.iter().enumerate() {
-                        if i > 0 {
-                            line.push_str(c.gap);
-                        }
-                        pad(&mut line, &c.title, c, widths[i], i + 1 == ncol);
-                    }
-                    if t.hash_header && !line.is_empty() {
-                        line.replace_range(..1, "#");
-                    }
-                    let _ = writeln!(s, "{}", line.trim_end());
-                    for (r, texts) in cells.iter().zip(&shown) {
-                        let mut line = String::new();
-                        for (i, (c, cell)) in columns.iter().zip(r).enumerate() {
-                            if i > 0 {
-                                line.push_str(c.gap);
-                            }
-                            let mut text = String::new();
-                            pad(&mut text, &texts[i], c, widths[i], i + 1 == ncol);
-                            match cell {
-                                Cell::Painted(_, col) => line.push_str(&paint(text, *col, colour)),
-                                _ => line.push_str(&text),
-                            }
-                        }
-                        let _ = writeln!(s, "{}", line.trim_end());
-                    }
-                }
-            }
-            Format::Csv => {
-                let several = self.tables.len() > 1;
-                let mut last_header = String::new();
-                for t in &self.tables {
-                    let mut header: Vec<&str> = t.columns.iter().map(|c| c.key.as_ref()).collect();
-                    if several {
-                        header.insert(0, "table");
-                    }
-                    let header = header.join(",");
-                    if header != last_header {
-                        let _ = writeln!(s, "{header}");
-                        last_header = header;
-                    }
-                    for r in t.rows[..rows(t)].iter().chain(&t.footer) {
-                        let mut cells: Vec<String> = r.iter().map(Cell::csv).collect();
-                        if several {
-                            cells.insert(0, csv_field(&t.name));
-                        }
-                        let _ = writeln!(s, "{}", cells.join(","));
-                    }
-                }
-            }
-            Format::Html => s = crate::html::page(self, &[], &[], top),
-            Format::Json => {
-                // Serialized as it goes (keys in sorted order, as a JSON map has them): a
-                // report of a million rows never becomes a million JSON value trees.
-                let tables: Vec<JsonTable> = self
-                    .tables
-                    .iter()
-                    .map(|t| JsonTable { t, n: rows(t) })
-                    .collect();
-                let j = JsonReport { r: self, tables };
-                s = serde_json::to_string_pretty(&j).expect("JSON values serialize");
-                s.push('\n');
+            let mut text = String::new();
+            pad(&mut text, &texts[i], c, widths[i], i + 1 == ncol);
+            match cell {
+                Cell::Painted(_, col) => line.push_str(&paint(text, *col, colour)),
+                _ => line.push_str(&text),
             }
         }
+        let _ = writeln!(s, "{}", line.trim_end());
+    }
+}
+
+impl Report {
+    /// The report as a text table; `top` keeps the first N rows of ranked tables (0 = all);
+    /// `colour` paints it. [`Report::render`] picks this for [`Format::Table`].
+    pub fn to_text(&self, top: usize, colour: bool) -> String {
+        let mut s = String::new();
+        for h in &self.heading {
+            let _ = writeln!(s, "{}", show(h));
+        }
+        for (n, t) in self.tables.iter().enumerate() {
+            if n > 0 || (!self.heading.is_empty() && t.title.is_some()) {
+                s.push('\n');
+            }
+            if let Some(title) = &t.title {
+                let _ = writeln!(s, "{}", show(title));
+            }
+            write_text_table(&mut s, t, t.shown_rows(top), colour);
+        }
+        s
+    }
+
+    /// The report as CSV (a `table` column first when it has several tables); `top` as for
+    /// [`Report::to_text`].
+    pub fn to_csv(&self, top: usize) -> String {
+        let mut s = String::new();
+        let several = self.tables.len() > 1;
+        let mut last_header = String::new();
+        for t in &self.tables {
+            let mut header: Vec<&str> = t.columns.iter().map(|c| c.key.as_ref()).collect();
+            if several {
+                header.insert(0, "table");
+            }
+            let header = header.join(",");
+            if header != last_header {
+                let _ = writeln!(s, "{header}");
+                last_header = header;
+            }
+            for r in t.rows[..t.shown_rows(top)].iter().chain(&t.footer) {
+                let mut cells: Vec<String> = r.iter().map(Cell::csv).collect();
+                if several {
+                    cells.insert(0, csv_field(&t.name));
+                }
+                let _ = writeln!(s, "{}", cells.join(","));
+            }
+        }
+        s
+    }
+
+    /// The report as JSON; `top` as for [`Report::to_text`].
+    pub fn to_json(&self, top: usize) -> String {
+        // Serialized as it goes (keys in sorted order, as a JSON map has them): a
+        // report of a million rows never becomes a million JSON value trees.
+        let tables: Vec<JsonTable> = self
+            .tables
+            .iter()
+            .map(|t| JsonTable {
+                t,
+                n: t.shown_rows(top),
+            })
+            .collect();
+        let j = JsonReport { r: self, tables };
+        let mut s = serde_json::to_string_pretty(&j).expect("JSON values serialize");
+        s.push('\n');
         s
     }
 }

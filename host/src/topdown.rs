@@ -103,6 +103,10 @@ fn not_topdown(path: &Path) -> LoadError {
     LoadError::NotTopDown { path: path.into() }
 }
 
+/// A `record --topdown` sample as the report needs it: pid, tid, ip, its group values and
+/// its return addresses (empty unless callers are asked).
+type TdSample = (u32, u32, u64, Vec<u64>, Vec<u64>);
+
 /// Reads a `stat --topdown` or `record --topdown` recording; `by_caller` (`report
 /// --call-graph callee [--depth N]`) adds the table of each function's callers, N frames up.
 pub fn build(
@@ -116,6 +120,52 @@ pub fn build(
         None => None,
     };
     let mut sym = Symbolizer::new(search);
+    let (intervals, samples, info) = read(src, &mut sym, &mut callers)?;
+    sym.recorded_on(src, info.header.as_ref(), info.header_ext.as_ref());
+    let h = info.header.as_ref().ok_or_else(|| not_topdown(path))?;
+    let layout = layout_of(h).ok_or_else(|| not_topdown(path))?;
+    let shape = Shape {
+        layout: &layout,
+        slots_at: h.events.iter().position(|e| e.name == td::SLOTS.0),
+        n: h.events.len(),
+    };
+    let by_symbol = h.mode.starts_with("sample") || !samples.is_empty();
+    let (lines, caller_lines, total) = if !by_symbol {
+        let (lines, total) = shape.interval_lines(&intervals);
+        (lines, None, total)
+    } else {
+        let acc = shape.accumulate(samples, &mut sym, callers.as_mut());
+        let (lines, caller_lines, total) = shape.symbol_lines(acc, callers.is_some());
+        (lines, caller_lines, Some(total))
+    };
+    // Each with what it is: a symbol that could not be read, or a note of the agent's.
+    let mut warnings: Vec<String> = std::mem::take(&mut sym.warnings)
+        .into_iter()
+        .map(|w| format!("warning: {w}"))
+        .collect();
+    warnings.extend(h.notes.iter().map(|n| format!("note: {n}")));
+    warnings.extend(callers.and_then(|c| c.note()));
+    if by_caller.is_some() && !by_symbol {
+        warnings.push("note: a `stat --topdown` recording has intervals, not samples: there are no callers to expand by (record --topdown -g)".into());
+    }
+    Ok(Report {
+        layout,
+        by_symbol,
+        lines,
+        callers: caller_lines,
+        total,
+        info,
+        warnings,
+    })
+}
+
+/// The intervals and samples of `src` (each sample's return addresses when `callers` are
+/// asked); every other record goes to the symbolizer.
+fn read(
+    src: &load::Source,
+    sym: &mut Symbolizer,
+    callers: &mut Option<crate::callers::Callers>,
+) -> Result<(Vec<labperf_common::Interval>, Vec<TdSample>, FileInfo), LoadError> {
     let mut intervals = Vec::new();
     let mut samples = Vec::new();
     let info = load::stream(src, |r| match r {
@@ -129,18 +179,39 @@ pub fn build(
         }
         other => sym.observe(other),
     })?;
-    sym.recorded_on(src, info.header.as_ref(), info.header_ext.as_ref());
-    let h = info.header.as_ref().ok_or_else(|| not_topdown(path))?;
-    let layout = layout_of(h).ok_or_else(|| not_topdown(path))?;
-    let slots_at = h.events.iter().position(|e| e.name == td::SLOTS.0);
-    let n = h.events.len();
-    let mut lines = Vec::new();
-    let mut caller_lines: Option<Vec<Line>> = None;
-    let mut total = None;
-    let by_symbol = h.mode.starts_with("sample") || !samples.is_empty();
-    if !by_symbol {
-        for i in &intervals {
-            let mut v = vec![0u64; n];
+    Ok((intervals, samples, info))
+}
+
+/// A key's samples and the sum of each event's deltas.
+type Tally = (u64, Vec<u64>);
+
+/// The samples and deltas per key.
+type Acc<K> = HashMap<K, Tally>;
+
+/// What the samples add up to: per (function, file), per (function, file, caller) and in all.
+struct Accumulated {
+    acc: Acc<(String, String)>,
+    by_caller: Acc<(String, String, String)>,
+    all: Vec<u64>,
+}
+
+/// The recording's TopDown layout and where its values sit: how lines are made.
+struct Shape<'a> {
+    layout: &'a Layout,
+    /// The slots event's index, what lines are weighted by.
+    slots_at: Option<usize>,
+    /// Events in the header.
+    n: usize,
+}
+
+impl Shape<'_> {
+    /// `stat --topdown`: a line per delta interval, and the total the last cumulative one gives.
+    fn interval_lines(&self, intervals: &[labperf_common::Interval]) -> (Vec<Line>, Option<Line>) {
+        let (layout, slots_at) = (self.layout, self.slots_at);
+        let mut lines = Vec::new();
+        let mut total = None;
+        for i in intervals {
+            let mut v = vec![0u64; self.n];
             for c in &i.counts {
                 if let Some(x) = v.get_mut(c.event as usize) {
                     *x = c.value;
@@ -164,13 +235,24 @@ pub fn build(
                 total = Some(line);
             }
         }
-    } else {
-        // Group values are cumulative per thread: each sample's deltas since that
-        // thread's previous sample belong to the sample's function.
+        (lines, total)
+    }
+
+    /// `record --topdown`: group values are cumulative per thread, so each sample's deltas
+    /// since that thread's previous sample belong to the sample's function (and caller).
+    fn accumulate(
+        &self,
+        samples: Vec<TdSample>,
+        sym: &mut Symbolizer,
+        mut callers: Option<&mut crate::callers::Callers>,
+    ) -> Accumulated {
+        let n = self.n;
         let mut prev: HashMap<(u32, u32), Vec<u64>> = HashMap::new();
-        let mut acc: HashMap<(String, String), (u64, Vec<u64>)> = HashMap::new();
-        let mut by_caller: HashMap<(String, String, String), (u64, Vec<u64>)> = HashMap::new();
-        let mut all = vec![0u64; n];
+        let mut a = Accumulated {
+            acc: HashMap::new(),
+            by_caller: HashMap::new(),
+            all: vec![0u64; n],
+        };
         for (pid, tid, ip, values, ret) in samples {
             if values.len() != n {
                 continue;
@@ -194,91 +276,102 @@ pub fn build(
                 }
             };
             if let Some(c) = callers.as_mut() {
-                let k = (key.0.clone(), key.1.clone(), c.name(&mut sym, pid, &ret));
-                add(by_caller.entry(k).or_insert_with(|| (0, vec![0; n])));
+                let k = (key.0.clone(), key.1.clone(), c.name(sym, pid, &ret));
+                add(a.by_caller.entry(k).or_insert_with(|| (0, vec![0; n])));
             }
-            add(acc.entry(key).or_insert_with(|| (0, vec![0; n])));
+            add(a.acc.entry(key).or_insert_with(|| (0, vec![0; n])));
             for (i, x) in d.iter().enumerate() {
-                all[i] = all[i].saturating_add(*x);
+                a.all[i] = a.all[i].saturating_add(*x);
             }
         }
-        let mut v: Vec<_> = acc.into_iter().collect();
+        a
+    }
+
+    /// A function's line (under a caller, for the callers table).
+    fn line(
+        &self,
+        symbol: String,
+        dso: String,
+        caller: Option<String>,
+        count: u64,
+        x: &[u64],
+    ) -> Line {
+        Line {
+            time_s: None,
+            time_ns: None,
+            parts: self.layout.parts(x),
+            tid: None,
+            symbol: Some(symbol),
+            caller,
+            dso: Some(dso),
+            samples: Some(count),
+            slots: self.slots_at.map(|s| x[s]),
+            ratios: self.layout.fractions(x),
+        }
+    }
+
+    /// The functions by slots, their callers' lines (when `callers` are asked) and the total.
+    fn symbol_lines(&self, a: Accumulated, callers: bool) -> (Vec<Line>, Option<Vec<Line>>, Line) {
+        let slots_at = self.slots_at;
+        let mut v: Vec<_> = a.acc.into_iter().collect();
         let weight = |x: &Vec<u64>| slots_at.map_or(0, |s| x[s]);
         v.sort_by(|a, b| {
             weight(&b.1 .1)
                 .cmp(&weight(&a.1 .1))
                 .then_with(|| a.0.cmp(&b.0))
         });
-        let line =
-            |symbol: String, dso: String, caller: Option<String>, count: u64, x: &[u64]| Line {
-                time_s: None,
-                time_ns: None,
-                parts: layout.parts(x),
-                tid: None,
-                symbol: Some(symbol),
-                caller,
-                dso: Some(dso),
-                samples: Some(count),
-                slots: slots_at.map(|s| x[s]),
-                ratios: layout.fractions(x),
-            };
         // Under each function (in the table's order), its callers by slots.
-        if callers.is_some() {
-            let rank: HashMap<&(String, String), usize> =
-                v.iter().enumerate().map(|(i, (k, _))| (k, i)).collect();
-            let mut c: Vec<_> = by_caller.into_iter().collect();
-            c.sort_by(|a, b| {
-                let r = |k: &(String, String, String)| {
-                    rank.get(&(k.0.clone(), k.1.clone()))
-                        .copied()
-                        .unwrap_or(usize::MAX)
-                };
-                r(&a.0)
-                    .cmp(&r(&b.0))
-                    .then_with(|| weight(&b.1 .1).cmp(&weight(&a.1 .1)))
-                    .then_with(|| a.0.cmp(&b.0))
-            });
-            caller_lines = Some(
-                c.into_iter()
-                    .map(|((s, d, c), (count, x))| line(s, d, Some(c), count, &x))
-                    .collect(),
-            );
-        }
+        let caller_lines = callers.then(|| self.caller_lines(&v, a.by_caller));
+        let mut lines = Vec::new();
         for ((symbol, dso), (count, x)) in v {
-            lines.push(line(symbol, dso, None, count, &x));
+            lines.push(self.line(symbol, dso, None, count, &x));
         }
-        total = Some(Line {
+        let all = a.all;
+        let total = Line {
             time_s: None,
             time_ns: None,
-            parts: layout.parts(&all),
+            parts: self.layout.parts(&all),
             tid: None,
             symbol: Some("[total]".into()),
             caller: None,
             dso: None,
             samples: Some(lines.iter().filter_map(|l| l.samples).sum()),
             slots: slots_at.map(|s| all[s]),
-            ratios: layout.fractions(&all),
+            ratios: self.layout.fractions(&all),
+        };
+        (lines, caller_lines, total)
+    }
+
+    /// Each function's callers, under it in the order of `ranked` (the functions' table),
+    /// by slots.
+    fn caller_lines(
+        &self,
+        ranked: &[((String, String), Tally)],
+        by_caller: Acc<(String, String, String)>,
+    ) -> Vec<Line> {
+        let slots_at = self.slots_at;
+        let weight = |x: &Vec<u64>| slots_at.map_or(0, |s| x[s]);
+        let rank: HashMap<&(String, String), usize> = ranked
+            .iter()
+            .enumerate()
+            .map(|(i, (k, _))| (k, i))
+            .collect();
+        let mut c: Vec<_> = by_caller.into_iter().collect();
+        c.sort_by(|a, b| {
+            let r = |k: &(String, String, String)| {
+                rank.get(&(k.0.clone(), k.1.clone()))
+                    .copied()
+                    .unwrap_or(usize::MAX)
+            };
+            r(&a.0)
+                .cmp(&r(&b.0))
+                .then_with(|| weight(&b.1 .1).cmp(&weight(&a.1 .1)))
+                .then_with(|| a.0.cmp(&b.0))
         });
+        c.into_iter()
+            .map(|((s, d, c), (count, x))| self.line(s, d, Some(c), count, &x))
+            .collect()
     }
-    // Each with what it is: a symbol that could not be read, or a note of the agent's.
-    let mut warnings: Vec<String> = std::mem::take(&mut sym.warnings)
-        .into_iter()
-        .map(|w| format!("warning: {w}"))
-        .collect();
-    warnings.extend(h.notes.iter().map(|n| format!("note: {n}")));
-    warnings.extend(callers.and_then(|c| c.note()));
-    if by_caller.is_some() && !by_symbol {
-        warnings.push("note: a `stat --topdown` recording has intervals, not samples: there are no callers to expand by (record --topdown -g)".into());
-    }
-    Ok(Report {
-        layout,
-        by_symbol,
-        lines,
-        callers: caller_lines,
-        total,
-        info,
-        warnings,
-    })
 }
 
 impl Report {

@@ -225,7 +225,7 @@ impl Unwind {
                     let s = elf
                         .file
                         .as_ref()
-                        .and_then(|f| crate::load::map_regular_id(f, MAX_ELF).ok())
+                        .and_then(|f| crate::mapped::map_regular_id(f, MAX_ELF).ok())
                         .and_then(|(d, _)| Sections::read((*d).as_ref()))
                         .map(Arc::new);
                     self.sections.insert(key, s.clone());

@@ -33,7 +33,7 @@ pub struct Args {
 pub fn run(a: &Args) -> Result<()> {
     // A directory or a socket is refused before anything is read.
     labperf::output::resolve(&a.output)?;
-    let (f, _, _) = labperf::load::open_regular(&a.perf_data, u64::MAX)
+    let (f, _, _) = labperf::mapped::open_regular(&a.perf_data, u64::MAX)
         .with_context(|| format!("cannot open {}", a.perf_data.display()))?;
     // `-o` naming the input itself would replace the recording with its import.
     if let (Ok(i), Ok(o)) = (f.metadata(), std::fs::metadata(&a.output)) {

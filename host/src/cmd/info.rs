@@ -50,10 +50,7 @@ pub fn run(a: &Args) -> Result<()> {
                 h.endian,
                 show(&h.kernel_release)
             );
-            println!(
-                "cpu:             {}",
-                show(&labperf::load::cpu_name(&h.cpu))
-            );
+            println!("cpu:             {}", show(&labperf::cpu::cpu_name(&h.cpu)));
             println!("hostname:        {}", show(&h.hostname));
             // Where labperf fetched it from: the binary cache's index, not the file.
             match labperf::cache::origin(&labperf::cache::binaries(), &a.file) {

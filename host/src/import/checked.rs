@@ -245,134 +245,14 @@ impl<R: Read + Seek> Checked<R> {
     /// than its section holds. A damaged string feature (names, the command line) is left
     /// out and listed in `left_out`; damaged event descriptions refuse the file.
     pub fn new(mut inner: R) -> Result<Self, CheckError> {
-        let len = inner.seek(SeekFrom::End(0))?;
-        inner.seek(SeekFrom::Start(0))?;
-        let mut h = [0u8; HEADER];
-        let got = read_up_to(&mut inner, &mut h)?;
-        let le = match &h[..8] {
-            b"PERFILE2" => true,
-            b"2ELIFREP" => false,
-            _ if got < 8 => return Err(damaged("shorter than perf.data's magic number".into())),
-            m => {
-                return Err(damaged(format!(
-                    "its magic number is {:?}, not perf.data's PERFILE2",
-                    String::from_utf8_lossy(m)
-                )))
-            }
-        };
-        let e = Endian { le };
-        // A `perf record -o -` stream has a 16-byte header and no sections.
-        if e.u64(&h, 8) == Some(16) {
-            return Err(CheckError::Unsupported(
-                "it is a `perf record -o -` stream; `perf inject -i FILE -o perf.data` makes \
-                 a file of it"
-                    .into(),
-            ));
-        }
-        if got < HEADER {
-            return Err(damaged(format!(
-                "shorter ({got} bytes) than perf.data's {HEADER}-byte header"
-            )));
-        }
-        let at = |o: usize| e.u64(&h, o).expect("within the header");
-        let inside = |what: &str, off: u64, size: u64| -> Result<(), CheckError> {
-            if off.checked_add(size).is_none_or(|end| end > len) {
-                Err(damaged(format!(
-                    "its {what} section ({size} bytes at {off}) ends past the file's {len} bytes"
-                )))
-            } else {
-                Ok(())
-            }
-        };
-        let attr_size = at(16);
-        let (attrs_off, attrs_size) = (at(24), at(32));
-        inside("attrs", attrs_off, attrs_size)?;
-        // The parser divides the attrs section by the attr size and reserves that many.
-        if !(ATTR_MIN..=len.max(ATTR_MIN)).contains(&attr_size) {
-            return Err(damaged(format!(
-                "its attr size ({attr_size}) is not a perf_event_attr's (at least {ATTR_MIN}, at \
-                 most the file)"
-            )));
-        }
-        let (data_off, data_size) = (at(40), at(48));
-        inside("data", data_off, data_size)?;
-        inside("event types", at(56), at(64))?;
-        let bits: [u64; 4] = std::array::from_fn(|i| at(72 + 8 * i));
-        let set: Vec<u32> = (0..256u32)
-            .filter(|&f| bits[(f / 64) as usize] & (1 << (f % 64)) != 0)
-            .collect();
-        // HEADER_COMPRESSED: `perf record -z` wrote the records zstd-compressed
-        // (PERF_RECORD_COMPRESSED), which the parser passes on unread: without this every
-        // sample would be lost without a word.
-        if set.contains(&COMPRESSED) {
-            return Err(CheckError::Unsupported(COMPRESSED_WHY.into()));
-        }
-        let table_at = data_off + data_size;
-        inside("feature table", table_at, set.len() as u64 * 16)?;
-        let mut t = vec![0u8; set.len() * 16];
-        inner.seek(SeekFrom::Start(table_at))?;
-        inner.read_exact(&mut t)?;
-        let mut kept = Vec::new();
-        for (k, &f) in set.iter().enumerate() {
-            let (off, size) = (
-                e.u64(&t, 16 * k).expect("in the table"),
-                e.u64(&t, 16 * k + 8).expect("in the table"),
-            );
-            let name = feature_name(f).map_or(format!("feature {f}"), |n| format!("{n} feature"));
-            inside(&name, off, size)?;
-            if KEPT.contains(&f) {
-                // The parser reads a kept section through the header and the table this
-                // module rewrites: one that overlaps them would read other bytes than the
-                // ones checked here (a fuzzer's find). perf never writes one.
-                let overlaps =
-                    |start: u64, len: u64| size > 0 && off < start + len && start < off + size;
-                for (what, start, len) in [
-                    ("header", 0, HEADER as u64),
-                    ("feature table", table_at, t.len() as u64),
-                ] {
-                    if overlaps(start, len) {
-                        return Err(damaged(format!(
-                            "its {name} ({size} bytes at {off}) overlaps the {what} ({len} bytes at {start})"
-                        )));
-                    }
-                }
-                kept.push((f, off, size));
-            }
-        }
-        // Sections do not overlap in a file perf writes: the kept ones, which the parser
-        // reads into memory, hold at most the file.
-        let total: u64 = kept.iter().map(|k| k.2).sum();
-        if total > len {
-            return Err(damaged(format!(
-                "its features claim {total} bytes in all, more than the file's {len}"
-            )));
-        }
-        let mut left_out = Vec::new();
-        let mut new_bits = [0u64; 4];
-        let mut table = Vec::new();
-        for (f, off, size) in kept {
-            let mut b = vec![0u8; size as usize];
-            inner.seek(SeekFrom::Start(off))?;
-            inner.read_exact(&mut b)?;
-            match check_feature(f, e, &b) {
-                Ok(()) => {}
-                Err(why) if f == EVENT_DESC => {
-                    return Err(damaged(format!(
-                        "its EVENT_DESC feature (the events' attributes and names) is damaged: \
-                         {why}"
-                    )))
-                }
-                Err(why) => {
-                    left_out.push((feature_name(f).unwrap_or("?"), why));
-                    continue;
-                }
-            }
-            new_bits[(f / 64) as usize] |= 1 << (f % 64);
-            let mut entry = [0u8; 16];
-            e.put_u64(&mut entry, 0, off);
-            e.put_u64(&mut entry, 8, size);
-            table.extend_from_slice(&entry);
-        }
+        let (len, mut h, e) = read_header(&mut inner)?;
+        let (table_at, set) = sections(e, &h, len)?;
+        let kept = kept_features(&mut inner, e, len, &set, table_at)?;
+        let Shown {
+            left_out,
+            bits: new_bits,
+            table,
+        } = check_kept(&mut inner, e, kept)?;
         // The parser takes the event types section for attrs with id lists of their own
         // (unbounded ones) when EVENT_DESC is absent; perf writes it empty.
         e.put_u64(&mut h, 56, 0);
@@ -391,6 +271,184 @@ impl<R: Read + Seek> Checked<R> {
             left_out,
         })
     }
+}
+
+/// The file's length, its header (checked to be perf.data's, a whole file's and not a
+/// pipe's stream) and its byte order.
+fn read_header(inner: &mut (impl Read + Seek)) -> Result<(u64, [u8; HEADER], Endian), CheckError> {
+    let len = inner.seek(SeekFrom::End(0))?;
+    inner.seek(SeekFrom::Start(0))?;
+    let mut h = [0u8; HEADER];
+    let got = read_up_to(inner, &mut h)?;
+    let le = match &h[..8] {
+        b"PERFILE2" => true,
+        b"2ELIFREP" => false,
+        _ if got < 8 => return Err(damaged("shorter than perf.data's magic number".into())),
+        m => {
+            return Err(damaged(format!(
+                "its magic number is {:?}, not perf.data's PERFILE2",
+                String::from_utf8_lossy(m)
+            )))
+        }
+    };
+    let e = Endian { le };
+    // A `perf record -o -` stream has a 16-byte header and no sections.
+    if e.u64(&h, 8) == Some(16) {
+        return Err(CheckError::Unsupported(
+            "it is a `perf record -o -` stream; `perf inject -i FILE -o perf.data` makes \
+             a file of it"
+                .into(),
+        ));
+    }
+    if got < HEADER {
+        return Err(damaged(format!(
+            "shorter ({got} bytes) than perf.data's {HEADER}-byte header"
+        )));
+    }
+    Ok((len, h, e))
+}
+
+/// An error unless the `what` section (`size` bytes at `off`) lies within the file's `len`.
+fn inside(len: u64, what: &str, off: u64, size: u64) -> Result<(), CheckError> {
+    if off.checked_add(size).is_none_or(|end| end > len) {
+        Err(damaged(format!(
+            "its {what} section ({size} bytes at {off}) ends past the file's {len} bytes"
+        )))
+    } else {
+        Ok(())
+    }
+}
+
+/// Checks the header's sections (attrs, data, event types) against the file's `len`;
+/// returns where the feature table starts and the features the header's bits set.
+fn sections(e: Endian, h: &[u8; HEADER], len: u64) -> Result<(u64, Vec<u32>), CheckError> {
+    let at = |o: usize| e.u64(h, o).expect("within the header");
+    let attr_size = at(16);
+    let (attrs_off, attrs_size) = (at(24), at(32));
+    inside(len, "attrs", attrs_off, attrs_size)?;
+    // The parser divides the attrs section by the attr size and reserves that many.
+    if !(ATTR_MIN..=len.max(ATTR_MIN)).contains(&attr_size) {
+        return Err(damaged(format!(
+            "its attr size ({attr_size}) is not a perf_event_attr's (at least {ATTR_MIN}, at \
+             most the file)"
+        )));
+    }
+    let (data_off, data_size) = (at(40), at(48));
+    inside(len, "data", data_off, data_size)?;
+    inside(len, "event types", at(56), at(64))?;
+    let bits: [u64; 4] = std::array::from_fn(|i| at(72 + 8 * i));
+    let set: Vec<u32> = (0..256u32)
+        .filter(|&f| bits[(f / 64) as usize] & (1 << (f % 64)) != 0)
+        .collect();
+    // HEADER_COMPRESSED: `perf record -z` wrote the records zstd-compressed
+    // (PERF_RECORD_COMPRESSED), which the parser passes on unread: without this every
+    // sample would be lost without a word.
+    if set.contains(&COMPRESSED) {
+        return Err(CheckError::Unsupported(COMPRESSED_WHY.into()));
+    }
+    Ok((data_off + data_size, set))
+}
+
+/// Reads the feature table at `table_at` (an entry per feature of `set`), checks every
+/// section it lists lies within the file, and returns the kept features' (feature,
+/// offset, size), none overlapping the header or the table.
+fn kept_features(
+    inner: &mut (impl Read + Seek),
+    e: Endian,
+    len: u64,
+    set: &[u32],
+    table_at: u64,
+) -> Result<Vec<(u32, u64, u64)>, CheckError> {
+    inside(len, "feature table", table_at, set.len() as u64 * 16)?;
+    let mut t = vec![0u8; set.len() * 16];
+    inner.seek(SeekFrom::Start(table_at))?;
+    inner.read_exact(&mut t)?;
+    let mut kept = Vec::new();
+    for (k, &f) in set.iter().enumerate() {
+        let (off, size) = (
+            e.u64(&t, 16 * k).expect("in the table"),
+            e.u64(&t, 16 * k + 8).expect("in the table"),
+        );
+        let name = feature_name(f).map_or(format!("feature {f}"), |n| format!("{n} feature"));
+        inside(len, &name, off, size)?;
+        if KEPT.contains(&f) {
+            // The parser reads a kept section through the header and the table this
+            // module rewrites: one that overlaps them would read other bytes than the
+            // ones checked here (a fuzzer's find). perf never writes one.
+            let overlaps =
+                |start: u64, len: u64| size > 0 && off < start + len && start < off + size;
+            for (what, start, len) in [
+                ("header", 0, HEADER as u64),
+                ("feature table", table_at, t.len() as u64),
+            ] {
+                if overlaps(start, len) {
+                    return Err(damaged(format!(
+                        "its {name} ({size} bytes at {off}) overlaps the {what} ({len} bytes at {start})"
+                    )));
+                }
+            }
+            kept.push((f, off, size));
+        }
+    }
+    // Sections do not overlap in a file perf writes: the kept ones, which the parser
+    // reads into memory, hold at most the file.
+    let total: u64 = kept.iter().map(|k| k.2).sum();
+    if total > len {
+        return Err(damaged(format!(
+            "its features claim {total} bytes in all, more than the file's {len}"
+        )));
+    }
+    Ok(kept)
+}
+
+/// The kept features the parser is shown, and those left out.
+struct Shown {
+    /// Features left out because their contents are damaged: (name, why).
+    left_out: Vec<(&'static str, String)>,
+    /// The header's feature bits: the features shown.
+    bits: [u64; 4],
+    /// The feature table the parser reads: an entry per feature shown.
+    table: Vec<u8>,
+}
+
+/// Reads and checks each kept feature (an EVENT_DESC that fails refuses the file, any
+/// other is left out).
+fn check_kept(
+    inner: &mut (impl Read + Seek),
+    e: Endian,
+    kept: Vec<(u32, u64, u64)>,
+) -> Result<Shown, CheckError> {
+    let mut left_out = Vec::new();
+    let mut new_bits = [0u64; 4];
+    let mut table = Vec::new();
+    for (f, off, size) in kept {
+        let mut b = vec![0u8; size as usize];
+        inner.seek(SeekFrom::Start(off))?;
+        inner.read_exact(&mut b)?;
+        match check_feature(f, e, &b) {
+            Ok(()) => {}
+            Err(why) if f == EVENT_DESC => {
+                return Err(damaged(format!(
+                    "its EVENT_DESC feature (the events' attributes and names) is damaged: \
+                     {why}"
+                )))
+            }
+            Err(why) => {
+                left_out.push((feature_name(f).unwrap_or("?"), why));
+                continue;
+            }
+        }
+        new_bits[(f / 64) as usize] |= 1 << (f % 64);
+        let mut entry = [0u8; 16];
+        e.put_u64(&mut entry, 0, off);
+        e.put_u64(&mut entry, 8, size);
+        table.extend_from_slice(&entry);
+    }
+    Ok(Shown {
+        left_out,
+        bits: new_bits,
+        table,
+    })
 }
 
 /// Reads into `buf` until it is full or the input ends; returns the bytes read.

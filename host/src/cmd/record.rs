@@ -1,7 +1,7 @@
 //! `labperf record`: runs the agent on this machine or on lab machines, then reports.
 
 use super::lab;
-use super::opts::{RecordOpts, RemoteOpts, ReportOpts};
+use super::opts::{HostOpt, RecordOpts, RemoteOpts, ReportOpts};
 use anyhow::{bail, Result};
 use labperf::text::{show, show_text};
 use std::ffi::OsString;
@@ -17,10 +17,8 @@ pub struct Args {
     /// Run the agent on this machine (the default without --host).
     #[arg(long, conflicts_with = "host")]
     pub local: bool,
-    /// Lab machines to record on: [user@]host[:port], ~/.ssh/config or hosts-file names, or
-    /// @group of the hosts file (an Ansible inventory's groups), comma-separated.
-    #[arg(long, value_delimiter = ',')]
-    pub host: Vec<String>,
+    #[command(flatten)]
+    pub hosts: HostOpt,
     #[command(flatten)]
     pub ssh: RemoteOpts,
     /// Put FILE (or DIR and everything under it) on each lab machine first, by content hash
@@ -61,11 +59,11 @@ fn agent_args(r: &RecordOpts) -> Vec<String> {
     if r.profileme {
         v.push("--profileme".into());
     }
-    if r.topdown {
+    if r.td.topdown {
         v.extend([
             "--topdown".to_string(),
             "--level".into(),
-            r.level.to_string(),
+            r.td_level.level.to_string(),
         ]);
     }
     if r.mem {
@@ -74,7 +72,7 @@ fn agent_args(r: &RecordOpts) -> Vec<String> {
     if let Some(f) = &r.replay_ring {
         v.extend(["--replay-ring".to_string(), f.clone()]);
     }
-    for e in &r.events {
+    for e in &r.event.events {
         v.extend(["-e".to_string(), e.clone()]);
     }
     match (r.g, r.call_graph) {
@@ -113,18 +111,18 @@ pub fn run(a: &Args) -> Result<()> {
         bail!("--duration goes with -a or -C (the whole machine); a command's recording ends with the command");
     }
     let agent_args = agent_args(&a.rec);
-    if labperf::output::is_stdout(&a.rec.output) {
-        lab::record_output(&a.rec.output)?;
+    if labperf::output::is_stdout(&a.rec.file.output) {
+        lab::record_output(&a.rec.file.output)?;
     }
-    if !a.host.is_empty() {
-        let hosts = lab::expand(&a.host, &a.ssh, false)?;
+    if !a.hosts.host.is_empty() {
+        let hosts = lab::expand(&a.hosts.host, &a.ssh, false)?;
         let pushes =
             labperf::push::read(&a.push).map_err(|e| anyhow::anyhow!("{e}: nothing was run"))?;
         let job = lab::Job {
             verb: "record",
             agent_args,
             command: &a.command,
-            output: &a.rec.output,
+            output: &a.rec.file.output,
             binaries: true,
             push: &pushes,
         };
@@ -200,12 +198,12 @@ pub fn run(a: &Args) -> Result<()> {
         bail!("--profileme, --mem and --replay-ring are for the Alpha (C) agent: record on an Alpha EV67 or later lab machine with --host HOST");
     }
     // The agent writes the file by the same rule; a device or a FIFO is not read back.
-    let readable = lab::record_output(&a.rec.output)?;
+    let readable = lab::record_output(&a.rec.file.output)?;
     let agent = super::agents::find_agent()?;
     let f = super::local::run(
         &agent,
         "record",
-        Some(&a.rec.output),
+        Some(&a.rec.file.output),
         &agent_args,
         std::io::stderr().is_terminal(),
         &a.command,
@@ -213,16 +211,16 @@ pub fn run(a: &Args) -> Result<()> {
     if f.interrupted {
         eprintln!(
             "note: interrupted: the recording in {} ends there",
-            a.rec.output.display()
+            a.rec.file.output.display()
         );
     }
     if !a.no_report && !readable {
         eprintln!(
             "note: {} is not a regular file: no report (`labperf report` reads a file)",
-            a.rec.output.display()
+            a.rec.file.output.display()
         );
     } else if !a.no_report {
-        super::report::print(&a.rec.output, &a.report)?;
+        super::report::print(&a.rec.file.output, &a.report)?;
     }
     pass_on(f.status);
     Ok(())

@@ -684,9 +684,42 @@ pub fn fetch_binaries(
         );
         return Ok(warnings);
     };
-    // What the machine's files hash to, where the cache has a copy to compare with.
+    let sums = cached_sums(r, root, m, &files, &mut warnings)?;
+    let mut f = Fetching {
+        r,
+        root,
+        arch,
+        sums,
+        total: 0,
+        warnings,
+    };
+    for (path, build_id) in files {
+        if crate::interrupt::aborting() {
+            return Err(interrupted());
+        }
+        let own = cache::by_host(root, &m.host_key, &path);
+        let Some(dest) = f.dest(&path, build_id.as_deref(), own)? else {
+            continue;
+        };
+        if !f.fetch(&path, build_id.as_deref(), &dest)? {
+            break;
+        }
+    }
+    Ok(f.warnings)
+}
+
+/// What the machine's files hash to, where the cache has a copy to compare with (a shared
+/// build-id entry: the file and its debug file; else this machine's own copy). A failure
+/// other than an interrupt is a warning, and nothing is known.
+fn cached_sums(
+    r: &Remote,
+    root: &Path,
+    m: &cache::Machine,
+    files: &[MappedFile],
+    warnings: &mut Vec<String>,
+) -> Result<HashMap<String, Sum>, RemoteError> {
     let mut ask = Vec::new();
-    for (path, id) in &files {
+    for (path, id) in files {
         let shared = id.as_deref().and_then(|b| cache::by_build_id(root, b));
         if shared.as_ref().is_some_and(|s| s.is_file()) {
             ask.push(path.clone());
@@ -695,117 +728,164 @@ pub fn fetch_binaries(
             ask.push(path.clone());
         }
     }
-    let sums = match remote_sums(r, &ask) {
-        Ok(s) => s,
-        Err(e @ RemoteError::Interrupted { .. }) => return Err(e),
+    match remote_sums(r, &ask) {
+        Ok(s) => Ok(s),
+        Err(e @ RemoteError::Interrupted { .. }) => Err(e),
         Err(e) => {
             warnings.push(format!(
                 "cannot compare the cached binaries with {}'s: {e}",
                 r.name()
             ));
-            HashMap::new()
+            Ok(HashMap::new())
         }
-    };
-    let sum = |p: &str| sums.get(p).cloned().unwrap_or(Sum::Unknown);
-    let is =
-        |s: &Sum, local: &Path| matches!(s, Sum::Sha(h) if local_sum(local).as_ref() == Some(h));
-    let mut total = 0u64;
-    for (path, build_id) in files {
-        if crate::interrupt::aborting() {
-            return Err(interrupted());
-        }
-        let own = cache::by_host(root, &m.host_key, &path);
-        let remote = sum(&path);
-        let dest = match build_id.as_deref() {
-            Some(b) => match cache::by_build_id(root, b) {
-                None => {
-                    warnings.push(format!(
-                        "{} has a build-id of {} bytes, not a real one: not fetched",
-                        show(&path),
-                        b.len()
-                    ));
-                    continue;
-                }
-                Some(shared) if shared.is_file() => {
-                    let shared_debug = shared.with_file_name("debug");
-                    let needs_debug = cached_elf(&shared).is_some_and(|(_, symtab)| !symtab);
-                    let same_elf = is(&remote, &shared);
-                    let same_debug = !needs_debug
-                        || match (sum(&debug_path(b)), shared_debug.is_file()) {
-                            (Sum::Missing, false) | (Sum::Sha(_), false) => true,
-                            (s @ Sum::Sha(_), true) => is(&s, &shared_debug),
-                            _ => false,
-                        };
-                    if same_elf && same_debug {
-                        fetch_debug(r, root, &shared, arch, &mut total, &mut warnings)?;
-                        continue;
-                    }
-                    // This machine's file is not the shared one (or cannot be compared):
-                    // its own copy, kept while it is what the machine has.
-                    let own_fits = cached_elf(&own).is_some_and(|(id, _)| id.as_deref() == Some(b))
-                        && (remote == Sum::Unknown || is(&remote, &own));
-                    if own_fits {
-                        fetch_debug(r, root, &own, arch, &mut total, &mut warnings)?;
-                        continue;
-                    }
-                    if same_elf {
-                        // Only the debug files differ: the same ELF bytes, copied here.
-                        let copied = crate::mapped::map_regular(&shared, MAX_BINARY)
-                            .map_err(|e| e.to_string())
-                            .and_then(|data| {
-                                let mut p = cache::Pending::new(root).map_err(|e| e.to_string())?;
-                                p.write((*data).as_ref()).map_err(|e| e.to_string())?;
-                                p.store(&own).map_err(|e| e.to_string())
-                            });
-                        match copied {
-                            Ok(()) => fetch_debug(r, root, &own, arch, &mut total, &mut warnings)?,
-                            Err(e) => warnings.push(e),
-                        }
-                        continue;
-                    }
-                    own
-                }
-                Some(shared) => shared,
-            },
-            None => {
-                if own.is_file() && is(&remote, &own) {
-                    continue;
-                }
-                own
+    }
+}
+
+/// Whether the machine's hash `s` is that of the cached file `local`.
+fn same_as(s: &Sum, local: &Path) -> bool {
+    matches!(s, Sum::Sha(h) if local_sum(local).as_ref() == Some(h))
+}
+
+/// [`fetch_binaries`] under way: the machine's hashes, the bytes fetched so far, the
+/// warnings.
+struct Fetching<'a> {
+    r: &'a Remote,
+    root: &'a Path,
+    arch: &'static str,
+    sums: HashMap<String, Sum>,
+    total: u64,
+    warnings: Vec<String>,
+}
+
+impl Fetching<'_> {
+    /// What the machine says `p` hashes to.
+    fn sum(&self, p: &str) -> Sum {
+        self.sums.get(p).cloned().unwrap_or(Sum::Unknown)
+    }
+
+    /// Where the machine's `path` goes in the cache, or `None` when the cache has it
+    /// already (its debug file fetched when missing) or it cannot be cached. `own` is this
+    /// machine's own entry.
+    fn dest(
+        &mut self,
+        path: &str,
+        build_id: Option<&[u8]>,
+        own: std::path::PathBuf,
+    ) -> Result<Option<std::path::PathBuf>, RemoteError> {
+        let remote = self.sum(path);
+        let Some(b) = build_id else {
+            if own.is_file() && same_as(&remote, &own) {
+                return Ok(None);
             }
+            return Ok(Some(own));
         };
-        if total >= MAX_BINARIES_BYTES {
-            warnings.push(format!(
+        match cache::by_build_id(self.root, b) {
+            None => {
+                self.warnings.push(format!(
+                    "{} has a build-id of {} bytes, not a real one: not fetched",
+                    show(path),
+                    b.len()
+                ));
+                Ok(None)
+            }
+            Some(shared) if shared.is_file() => self.beside_shared(b, &remote, &shared, own),
+            Some(shared) => Ok(Some(shared)),
+        }
+    }
+
+    /// A file of build-id `b` whose shared entry exists: it serves when the machine's file
+    /// and debug file hash the same; else this machine's own copy, kept while it is what
+    /// the machine has, or made from the shared ELF bytes when only the debug files
+    /// differ; else `own` is fetched.
+    fn beside_shared(
+        &mut self,
+        b: &[u8],
+        remote: &Sum,
+        shared: &Path,
+        own: std::path::PathBuf,
+    ) -> Result<Option<std::path::PathBuf>, RemoteError> {
+        let (r, root, arch) = (self.r, self.root, self.arch);
+        let shared_debug = shared.with_file_name("debug");
+        let needs_debug = cached_elf(shared).is_some_and(|(_, symtab)| !symtab);
+        let same_elf = same_as(remote, shared);
+        let same_debug = !needs_debug
+            || match (self.sum(&debug_path(b)), shared_debug.is_file()) {
+                (Sum::Missing, false) | (Sum::Sha(_), false) => true,
+                (s @ Sum::Sha(_), true) => same_as(&s, &shared_debug),
+                _ => false,
+            };
+        if same_elf && same_debug {
+            fetch_debug(r, root, shared, arch, &mut self.total, &mut self.warnings)?;
+            return Ok(None);
+        }
+        // This machine's file is not the shared one (or cannot be compared):
+        // its own copy, kept while it is what the machine has.
+        let own_fits = cached_elf(&own).is_some_and(|(id, _)| id.as_deref() == Some(b))
+            && (*remote == Sum::Unknown || same_as(remote, &own));
+        if own_fits {
+            fetch_debug(r, root, &own, arch, &mut self.total, &mut self.warnings)?;
+            return Ok(None);
+        }
+        if same_elf {
+            // Only the debug files differ: the same ELF bytes, copied here.
+            let copied = crate::mapped::map_regular(shared, MAX_BINARY)
+                .map_err(|e| e.to_string())
+                .and_then(|data| {
+                    let mut p = cache::Pending::new(root).map_err(|e| e.to_string())?;
+                    p.write((*data).as_ref()).map_err(|e| e.to_string())?;
+                    p.store(&own).map_err(|e| e.to_string())
+                });
+            match copied {
+                Ok(()) => fetch_debug(r, root, &own, arch, &mut self.total, &mut self.warnings)?,
+                Err(e) => self.warnings.push(e),
+            }
+            return Ok(None);
+        }
+        Ok(Some(own))
+    }
+
+    /// Fetches the machine's `path` into the cache at `dest` when it is an ELF file of the
+    /// recording's architecture and build-id (then its debug file too). Returns whether
+    /// to go on: false past [`MAX_BINARIES_BYTES`] or when the cache cannot be written.
+    fn fetch(
+        &mut self,
+        path: &str,
+        build_id: Option<&[u8]>,
+        dest: &Path,
+    ) -> Result<bool, RemoteError> {
+        let (r, root, arch) = (self.r, self.root, self.arch);
+        if self.total >= MAX_BINARIES_BYTES {
+            self.warnings.push(format!(
                 "over {} GiB of binaries fetched: {} and the rest were not",
                 MAX_BINARIES_BYTES >> 30,
-                show(&path)
+                show(path)
             ));
-            break;
+            return Ok(false);
         }
         let mut pending = match cache::Pending::new(root) {
             Ok(p) => p,
             Err(e) => {
-                warnings.push(e.to_string());
-                break;
+                self.warnings.push(e.to_string());
+                return Ok(false);
             }
         };
-        let fetched = r.fetch(&path, MAX_BINARY, &mut PendingWriter(&mut pending));
+        let fetched = r.fetch(path, MAX_BINARY, &mut PendingWriter(&mut pending));
         match fetched {
             Ok(f) => {
-                total += f.size;
-                match check_elf(pending.path(), build_id.as_deref(), arch) {
-                    Ok(()) => match pending.store(&dest) {
+                self.total += f.size;
+                match check_elf(pending.path(), build_id, arch) {
+                    Ok(()) => match pending.store(dest) {
                         Ok(()) if build_id.is_some() => {
-                            fetch_debug(r, root, &dest, arch, &mut total, &mut warnings)?
+                            fetch_debug(r, root, dest, arch, &mut self.total, &mut self.warnings)?
                         }
                         Ok(()) => {}
-                        Err(e) => warnings.push(e.to_string()),
+                        Err(e) => self.warnings.push(e.to_string()),
                     },
                     Err(why) => {
                         pending.discard();
-                        warnings.push(format!(
+                        self.warnings.push(format!(
                             "{} on {}: {why}: its symbols were not cached",
-                            show(&path),
+                            show(path),
                             r.name()
                         ));
                     }
@@ -817,11 +897,12 @@ pub fn fetch_binaries(
             }
             Err(e) => {
                 pending.discard();
-                warnings.push(format!("cannot fetch {} for symbols: {e}", show(&path)));
+                self.warnings
+                    .push(format!("cannot fetch {} for symbols: {e}", show(path)));
             }
         }
+        Ok(true)
     }
-    Ok(warnings)
 }
 
 /// For a cached binary without a full symbol table (an `elf` entry), fetches its separate

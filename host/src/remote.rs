@@ -929,120 +929,182 @@ impl Remote {
         path: &str,
         limit: u64,
         dest: &mut dyn Write,
-        mut status_line: Option<&mut String>,
+        status_line: Option<&mut String>,
     ) -> Result<Option<Fetched>, RemoteError> {
-        let mut status_done = status_line.is_none();
-        let mut status_buf: Vec<u8> = Vec::new();
-        let mut head = Vec::new();
-        let mut want: Option<(u64, String)> = None;
-        let mut got = 0u64;
-        let mut hasher = Sha256::new();
-        let name = self.name();
-        let shown = show(path).into_owned();
-        let mut write_err = None;
+        let mut f = Framed {
+            status_done: status_line.is_none(),
+            status_line,
+            status_buf: Vec::new(),
+            head: Vec::new(),
+            want: None,
+            got: 0,
+            hasher: Sha256::new(),
+            name: self.name(),
+            shown: show(path).into_owned(),
+            limit,
+            dest,
+            write_err: None,
+        };
         let status = self.run_stream(cmd, None, Some(SHORT_TIMEOUT), &mut |c| {
-            let Chunk::Stdout(mut b) = c else {
+            let Chunk::Stdout(b) = c else {
                 return Ok(());
             };
-            if !status_done {
-                let i = b.iter().position(|&x| x == b'\n');
-                let take = i.map_or(b.len(), |i| i + 1);
-                status_buf.extend_from_slice(&b[..take]);
-                if status_buf.len() > 4200 {
-                    return Err(RemoteError::TooMuchOutput {
-                        host: name.clone(),
-                        during: format!("reading the status of {shown}"),
-                        limit: 4200,
-                    });
-                }
-                if i.is_none() {
-                    return Ok(());
-                }
-                status_done = true;
-                if let Some(l) = status_line.as_mut() {
-                    **l = String::from_utf8_lossy(&status_buf).into_owned();
-                }
-                b = &b[take..];
-            }
-            if want.is_none() {
-                if b.is_empty() {
-                    return Ok(());
-                }
-                let i = b.iter().position(|&x| x == b'\n');
-                let take = i.map_or(b.len(), |i| i + 1);
-                head.extend_from_slice(&b[..take]);
-                if head.len() > 200 {
-                    return Err(RemoteError::TooMuchOutput {
-                        host: name.clone(),
-                        during: format!("fetching {shown}"),
-                        limit: 200,
-                    });
-                }
-                let Some(_) = i else { return Ok(()) };
-                let line = String::from_utf8_lossy(&head).into_owned();
-                let mut it = line.split_whitespace();
-                let size: u64 = it.next().and_then(|n| n.parse().ok()).unwrap_or(u64::MAX);
-                if size > limit {
-                    return Err(RemoteError::TooLarge {
-                        host: name.clone(),
-                        path: shown.clone(),
-                        size,
-                        limit,
-                    });
-                }
-                want = Some((size, it.next().unwrap_or("").to_string()));
-                b = &b[take..];
-            }
-            let (size, _) = want.as_ref().expect("set above");
-            if got + b.len() as u64 > *size {
-                return Err(RemoteError::TooMuchOutput {
-                    host: name.clone(),
-                    during: format!("fetching {shown}"),
-                    limit: *size as usize,
-                });
-            }
-            got += b.len() as u64;
-            hasher.update(b);
-            if write_err.is_none() {
-                if let Err(e) = dest.write_all(b) {
-                    write_err = Some(e);
-                }
-            }
-            Ok(())
+            f.chunk(b)
         })?;
-        if status == 5 && !status_buf.is_empty() {
+        f.finish(self, status)
+    }
+}
+
+/// One fetch as its output comes ([`Remote::fetch_framed`]): [a status line,] the `SIZE
+/// SHA256` line, then the file's bytes, hashed and passed on to `dest`.
+struct Framed<'a> {
+    status_done: bool,
+    status_line: Option<&'a mut String>,
+    status_buf: Vec<u8>,
+    head: Vec<u8>,
+    /// The size and SHA-256 the lab machine stated.
+    want: Option<(u64, String)>,
+    got: u64,
+    hasher: Sha256,
+    name: String,
+    shown: String,
+    limit: u64,
+    dest: &'a mut dyn Write,
+    /// The first error writing to `dest` (the rest of the file is still read and hashed).
+    write_err: Option<std::io::Error>,
+}
+
+impl Framed<'_> {
+    /// One chunk of the command's standard output.
+    fn chunk(&mut self, mut b: &[u8]) -> Result<(), RemoteError> {
+        if !self.status_done {
+            match self.status(b)? {
+                Some(rest) => b = rest,
+                None => return Ok(()),
+            }
+        }
+        if self.want.is_none() {
+            if b.is_empty() {
+                return Ok(());
+            }
+            match self.size_line(b)? {
+                Some(rest) => b = rest,
+                None => return Ok(()),
+            }
+        }
+        self.body(b)
+    }
+
+    /// The status line (at most 4200 bytes): what follows it, or `None` while it is
+    /// incomplete.
+    fn status<'b>(&mut self, b: &'b [u8]) -> Result<Option<&'b [u8]>, RemoteError> {
+        let i = b.iter().position(|&x| x == b'\n');
+        let take = i.map_or(b.len(), |i| i + 1);
+        self.status_buf.extend_from_slice(&b[..take]);
+        if self.status_buf.len() > 4200 {
+            return Err(RemoteError::TooMuchOutput {
+                host: self.name.clone(),
+                during: format!("reading the status of {}", self.shown),
+                limit: 4200,
+            });
+        }
+        if i.is_none() {
+            return Ok(None);
+        }
+        self.status_done = true;
+        if let Some(l) = self.status_line.as_mut() {
+            **l = String::from_utf8_lossy(&self.status_buf).into_owned();
+        }
+        Ok(Some(&b[take..]))
+    }
+
+    /// The `SIZE SHA256` line (at most 200 bytes; a size over the limit is refused): what
+    /// follows it, or `None` while it is incomplete.
+    fn size_line<'b>(&mut self, b: &'b [u8]) -> Result<Option<&'b [u8]>, RemoteError> {
+        let i = b.iter().position(|&x| x == b'\n');
+        let take = i.map_or(b.len(), |i| i + 1);
+        self.head.extend_from_slice(&b[..take]);
+        if self.head.len() > 200 {
+            return Err(RemoteError::TooMuchOutput {
+                host: self.name.clone(),
+                during: format!("fetching {}", self.shown),
+                limit: 200,
+            });
+        }
+        let Some(_) = i else { return Ok(None) };
+        let line = String::from_utf8_lossy(&self.head).into_owned();
+        let mut it = line.split_whitespace();
+        let size: u64 = it.next().and_then(|n| n.parse().ok()).unwrap_or(u64::MAX);
+        if size > self.limit {
+            return Err(RemoteError::TooLarge {
+                host: self.name.clone(),
+                path: self.shown.clone(),
+                size,
+                limit: self.limit,
+            });
+        }
+        self.want = Some((size, it.next().unwrap_or("").to_string()));
+        Ok(Some(&b[take..]))
+    }
+
+    /// The file's bytes: never more than the stated size.
+    fn body(&mut self, b: &[u8]) -> Result<(), RemoteError> {
+        let (size, _) = self.want.as_ref().expect("set above");
+        if self.got + b.len() as u64 > *size {
+            return Err(RemoteError::TooMuchOutput {
+                host: self.name.clone(),
+                during: format!("fetching {}", self.shown),
+                limit: *size as usize,
+            });
+        }
+        self.got += b.len() as u64;
+        self.hasher.update(b);
+        if self.write_err.is_none() {
+            if let Err(e) = self.dest.write_all(b) {
+                self.write_err = Some(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// The command's exit status and what came, checked against the stated size and hash.
+    fn finish(self, r: &Remote, status: i32) -> Result<Option<Fetched>, RemoteError> {
+        let shown = self.shown;
+        if status == 5 && !self.status_buf.is_empty() {
             return Ok(None);
         }
         if status == 3 {
             return Err(RemoteError::NotRegular {
-                host: self.name(),
+                host: r.name(),
                 path: shown,
             });
         }
         if status != 0 {
             return Err(RemoteError::Remote {
-                host: self.name(),
+                host: r.name(),
                 what: format!("reading {shown}"),
                 status,
                 stderr: String::new(),
             });
         }
-        if let Some(e) = write_err {
+        if let Some(e) = self.write_err {
             return Err(RemoteError::Local {
                 path: PathBuf::from(&shown),
                 why: format!("cannot write what was fetched: {e}"),
             });
         }
-        let local: String = hasher
+        let local: String = self
+            .hasher
             .finalize()
             .iter()
             .map(|b| format!("{b:02x}"))
             .collect();
-        let (size, remote) = want.unwrap_or((u64::MAX, String::new()));
+        let (size, remote) = self.want.unwrap_or((u64::MAX, String::new()));
         let checksummed = remote.len() == 64;
+        let got = self.got;
         if got != size || (checksummed && remote != local) {
             return Err(RemoteError::Checksum {
-                host: self.name(),
+                host: r.name(),
                 path: shown,
                 remote: format!("{size} bytes {remote}"),
                 local: format!("{got} bytes {local}"),

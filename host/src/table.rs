@@ -8,8 +8,8 @@ use labperf_common::topdown::Colour;
 use serde_json::{json, Map, Value};
 use std::fmt::Write;
 
-/// Output format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+/// Output format (the CLI's `--format` maps its own value enum onto it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     Table,
     Csv,

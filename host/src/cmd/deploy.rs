@@ -2,19 +2,19 @@
 
 use super::agents::agent_for;
 use super::lab::{connect, Connected};
-use super::opts::RemoteOpts;
+use super::opts::{help, HostsArg, RemoteOpts};
 use anyhow::{bail, Result};
 use labperf::deploy;
 
 /// Upload the matching agent to lab machines.
 #[derive(Debug, clap::Args)]
 #[command(
+    mut_arg("hosts", |a| help("Hosts ([user@]host[:port], ssh config or hosts-file names), comma-separated")(a).required(true)),
     after_help = "EXAMPLES:\n  labperf deploy lab1,lab2\n  labperf deploy root@127.0.0.1:10022 --identity target/lab/aarch64/id_ed25519\n  labperf deploy arm1 --bench    # and the machine's labperf-bench: its path is printed"
 )]
 pub struct Args {
-    /// Hosts ([user@]host[:port], ssh config or hosts-file names), comma-separated.
-    #[arg(value_delimiter = ',', required = true)]
-    pub hosts: Vec<String>,
+    #[command(flatten)]
+    pub hosts: HostsArg,
     #[command(flatten)]
     pub ssh: RemoteOpts,
     /// Also push the known-answer workload, labperf-bench, of each machine's architecture
@@ -25,7 +25,7 @@ pub struct Args {
 
 pub fn run(a: &Args) -> Result<()> {
     let mut failed = 0;
-    let hosts = super::lab::expand(&a.hosts, &a.ssh, false)?;
+    let hosts = super::lab::expand(&a.hosts.hosts, &a.ssh, false)?;
     for h in &hosts {
         let r = (|| -> Result<String> {
             let Connected { remote, remote_dir } = connect(h, &a.ssh)?;

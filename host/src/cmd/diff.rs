@@ -50,9 +50,9 @@ pub fn run(a: &Args) -> Result<()> {
     }
     print!(
         "{}",
-        d.render(a.opts.format, a.opts.top, super::report::colour())
+        d.render(a.opts.format.get(), a.opts.top, super::report::colour())
     );
-    if d.damaged && a.opts.strict {
+    if d.damaged && a.opts.strict.strict {
         super::report::strict_exit();
     }
     Ok(())

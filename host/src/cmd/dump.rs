@@ -3,19 +3,23 @@
 use anyhow::{Context, Result};
 use labperf_common::Record;
 use std::io::Write;
-use std::path::PathBuf;
 
 /// Print every record of a file, decoded.
 #[derive(Debug, clap::Args)]
 #[command(
+    mut_arg(
+        "strict",
+        super::opts::help(
+            "Exit with status 3 when the file is damaged (what is intact still prints)"
+        )
+    ),
     after_help = "EXAMPLES:\n  labperf dump labperf.lpr | less\n  labperf dump bench.lpr | grep MMAP2"
 )]
 pub struct Args {
-    #[arg(default_value = "labperf.lpr")]
-    pub file: PathBuf,
-    /// Exit with status 3 when the file is damaged (what is intact still prints).
-    #[arg(long)]
-    pub strict: bool,
+    #[command(flatten)]
+    pub file: super::opts::FileArg,
+    #[command(flatten)]
+    pub strict: super::opts::StrictOpt,
 }
 
 pub fn run(a: &Args) -> Result<()> {
@@ -26,7 +30,7 @@ pub fn run(a: &Args) -> Result<()> {
     let mut pm = labperf::profileme::Skipped::default();
     let mut pm_decoded = 0u64;
     let mut types: Option<Vec<u32>> = None;
-    let info = labperf::load::stream_with_header(&a.file.as_path().into(), |h, _, r| {
+    let info = labperf::load::stream_with_header(&a.file.file.as_path().into(), |h, _, r| {
         n += 1;
         if err.is_some() {
             return;
@@ -50,7 +54,7 @@ pub fn run(a: &Args) -> Result<()> {
             err = Some(e);
         }
     })
-    .with_context(|| format!("cannot dump {}", a.file.display()))?;
+    .with_context(|| format!("cannot dump {}", a.file.file.display()))?;
     match err {
         Some(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
         Some(e) => return Err(e).context("cannot write to stdout"),
@@ -75,7 +79,7 @@ pub fn run(a: &Args) -> Result<()> {
     for d in &info.damage {
         writeln!(out, "DAMAGE {d}").ok();
     }
-    if a.strict && info.damaged() {
+    if a.strict.strict && info.damaged() {
         super::report::strict_exit();
     }
     Ok(())

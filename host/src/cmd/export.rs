@@ -1,9 +1,10 @@
 //! `labperf export FILE… --format folded|svg|firefox|pprof|parquet`: recordings' stacks for
 //! flame-graph tools, the Firefox Profiler, pprof's viewers and query engines.
 
-use super::opts::SymbolOpts;
+use super::opts::{help, EventOpt, OutputOpt, SymbolOpts};
 use anyhow::{bail, Context, Result};
-use labperf::export::Format;
+use labperf::events::Select;
+use labperf::export::{Format, Stacks};
 use labperf::output::{Dest, Output};
 use std::path::{Path, PathBuf};
 
@@ -11,6 +12,8 @@ use std::path::{Path, PathBuf};
 /// pprof profile, or Parquet tables.
 #[derive(Debug, clap::Args)]
 #[command(
+    mut_arg("output", help("Output file [default: standard output for folded; for one FILE, its name with .svg, .json, .pb.gz or .parquet]. `-` is standard output (every format but Parquet); a device or FIFO is written straight through, a symbolic link's file is replaced")),
+    mut_arg("event", help("Export only the samples of this event (its name, or its index in `labperf info`'s list); folded and svg need it when the recordings sampled several events")),
     after_help = "Stacks are the sampled function and, where the recording has callchains, its \
 callers; a recording without them gives one frame per sample. Function names are embedded: \
 the output needs neither the binaries nor a symbol server. Several files export as one, \
@@ -44,15 +47,10 @@ pub struct Args {
     /// Output format.
     #[arg(long, value_enum)]
     pub format: Format,
-    /// Output file [default: standard output for folded; for one FILE, its name with .svg,
-    /// .json, .pb.gz or .parquet]. `-` is standard output (every format but Parquet); a
-    /// device or FIFO is written straight through, a symbolic link's file is replaced.
-    #[arg(short, long)]
-    pub output: Option<PathBuf>,
-    /// Export only the samples of this event (its name, or its index in `labperf info`'s
-    /// list); folded and svg need it when the recordings sampled several events.
-    #[arg(long, value_name = "NAME")]
-    pub event: Option<String>,
+    #[command(flatten)]
+    pub output: OutputOpt,
+    #[command(flatten)]
+    pub event: EventOpt,
     #[command(flatten)]
     pub symbols: SymbolOpts,
 }
@@ -63,17 +61,9 @@ pub fn run(a: &Args) -> Result<()> {
         [one] => one.display().to_string(),
         many => format!("these {} files", many.len()),
     };
-    let sel = a.event.clone().map(labperf::events::Select);
+    let sel = a.event.select();
     if let Some(sel) = &sel {
-        let mut names = Vec::new();
-        for s in &srcs {
-            let p = labperf::load::peek(s).with_context(|| format!("cannot export {what}"))?;
-            names.push((
-                s.name.display().to_string(),
-                labperf::events::Names::of(p.header.as_ref()),
-            ));
-        }
-        labperf::events::check(sel, names.iter().map(|(f, n)| (f.clone(), n)))?;
+        check_event(&srcs, sel, &what)?;
     }
     let stacks = labperf::export::collect_events(
         &srcs,
@@ -82,6 +72,46 @@ pub fn run(a: &Args) -> Result<()> {
         sel.as_ref(),
     )
     .with_context(|| format!("cannot export {what}"))?;
+    say_warnings(&stacks);
+    if stacks.total_samples == 0 {
+        bail!("{what} holds no samples: nothing to export (record some with `labperf record`)");
+    }
+    // A flame graph adds up periods: of one event only.
+    if matches!(a.format, Format::Folded | Format::Svg) {
+        one_event(&stacks, &what)?;
+    }
+    let out = output_path(a)?;
+    if a.format == Format::Parquet {
+        let Some(out) = out.filter(|p| !labperf::output::is_stdout(p)) else {
+            bail!("Parquet is two files: name them with -o OUT.parquet, not standard output");
+        };
+        return write_parquet(&stacks, &out);
+    }
+    // Straight to the file: an export is never held whole in memory.
+    write_stream(
+        a.format,
+        &stacks,
+        &out.unwrap_or_else(|| PathBuf::from("-")),
+    )
+}
+
+/// `--event`: each file's events checked for the one selected, before any work.
+fn check_event(srcs: &[labperf::load::Source], sel: &Select, what: &str) -> Result<()> {
+    let mut names = Vec::new();
+    for s in srcs {
+        let p = labperf::load::peek(s).with_context(|| format!("cannot export {what}"))?;
+        names.push((
+            s.name.display().to_string(),
+            labperf::events::Names::of(p.header.as_ref()),
+        ));
+    }
+    labperf::events::check(sel, names.iter().map(|(f, n)| (f.clone(), n)))?;
+    Ok(())
+}
+
+/// The warnings of reading the recordings, then how far each one's stacks reach, as
+/// `report` says it.
+fn say_warnings(stacks: &Stacks) {
     for w in stacks.warnings.iter().chain(
         stacks
             .runs
@@ -101,12 +131,13 @@ pub fn run(a: &Args) -> Result<()> {
             }
         }
     }
-    if stacks.total_samples == 0 {
-        bail!("{what} holds no samples: nothing to export (record some with `labperf record`)");
-    }
-    // A flame graph adds up periods: of one event only.
+}
+
+/// A flame graph's samples are of one event: several are refused, with the first ones
+/// named.
+fn one_event(stacks: &Stacks, what: &str) -> Result<()> {
     let sampled = stacks.sampled_events();
-    if sampled.len() > 1 && matches!(a.format, Format::Folded | Format::Svg) {
+    if sampled.len() > 1 {
         // The first events (a crafted file can name thousands), then how many more.
         let mut list: Vec<String> = sampled
             .iter()
@@ -127,6 +158,12 @@ pub fn run(a: &Args) -> Result<()> {
             list.join(", ")
         );
     }
+    Ok(())
+}
+
+/// Where the export goes: `-o`, else one FILE's name with the format's extension, else
+/// standard output (`None`, folded only).
+fn output_path(a: &Args) -> Result<Option<PathBuf>> {
     let ext = match a.format {
         Format::Folded => None,
         Format::Svg => Some("svg"),
@@ -134,39 +171,40 @@ pub fn run(a: &Args) -> Result<()> {
         Format::Pprof => Some("pb.gz"),
         Format::Parquet => Some("parquet"),
     };
-    let out = match (&a.output, ext) {
+    Ok(match (&a.output.output, ext) {
         (Some(p), _) => Some(p.clone()),
         (None, None) => None,
         (None, Some(ext)) => match &a.files[..] {
             [one] => Some(one.with_extension(ext)),
             _ => bail!("several files export to one output: name it with -o OUT.{ext}"),
         },
-    };
-    if a.format == Format::Parquet {
-        let Some(out) = out.filter(|p| !labperf::output::is_stdout(p)) else {
-            bail!("Parquet is two files: name them with -o OUT.parquet, not standard output");
-        };
-        let side = stacks_path(&out);
-        let (mut samples, mut stack_rows) = (Output::create(&out)?, Output::create(&side)?);
-        stacks
-            .parquet(&mut samples, &mut stack_rows)
-            .context("cannot write the Parquet tables")?;
-        let bytes = samples.commit()?;
-        stack_rows.commit()?;
-        eprintln!(
-            "labperf: {} samples written to {} ({:.1} bytes per sample), {} stacks to {}",
-            stacks.samples.len(),
-            out.display(),
-            bytes as f64 / stacks.samples.len().max(1) as f64,
-            stacks.stacks.len(),
-            side.display()
-        );
-        return Ok(());
-    }
-    // Straight to the file: an export is never held whole in memory.
-    let path = out.unwrap_or_else(|| PathBuf::from("-"));
-    let mut out = Output::create(&path)?;
-    let note = match a.format {
+    })
+}
+
+/// Parquet's two tables: the samples to `out`, the stacks beside it.
+fn write_parquet(stacks: &Stacks, out: &Path) -> Result<()> {
+    let side = stacks_path(out);
+    let (mut samples, mut stack_rows) = (Output::create(out)?, Output::create(&side)?);
+    stacks
+        .parquet(&mut samples, &mut stack_rows)
+        .context("cannot write the Parquet tables")?;
+    let bytes = samples.commit()?;
+    stack_rows.commit()?;
+    eprintln!(
+        "labperf: {} samples written to {} ({:.1} bytes per sample), {} stacks to {}",
+        stacks.samples.len(),
+        out.display(),
+        bytes as f64 / stacks.samples.len().max(1) as f64,
+        stacks.stacks.len(),
+        side.display()
+    );
+    Ok(())
+}
+
+/// Every format but Parquet, written as it is made to `path` (`-`: standard output).
+fn write_stream(format: Format, stacks: &Stacks, path: &Path) -> Result<()> {
+    let mut out = Output::create(path)?;
+    let note = match format {
         Format::Folded => {
             stacks.write_folded(&mut out)?;
             None
@@ -183,7 +221,7 @@ pub fn run(a: &Args) -> Result<()> {
                 .context("cannot encode the pprof profile")?;
             None
         }
-        Format::Parquet => unreachable!("written above"),
+        Format::Parquet => unreachable!("written by write_parquet"),
     };
     if let Some(n) = note {
         eprintln!("{n}");

@@ -3,10 +3,10 @@
 //! perf_event_paranoid, a hardware PMU, free space), with the fix for what is missing.
 
 use super::lab::{connect, each_host, expand, Connected};
-use super::opts::RemoteOpts;
+use super::opts::{help, FormatOpt, HostsArg, HostsFileOpt, RemoteOpts};
 use anyhow::{bail, Result};
 use labperf::remote::{shell_quote, RemoteError};
-use labperf::table::{Cell, Column, Format, Table};
+use labperf::table::{Cell, Column, Table};
 use labperf::text::show;
 
 /// Check or list the lab machines of the hosts file.
@@ -28,21 +28,24 @@ pub enum What {
 }
 
 #[derive(Debug, clap::Args)]
+#[command(mut_arg("format", |a| a.help(None::<&str>)))]
 pub struct Check {
-    /// Hosts or @groups [default: every host of the hosts file].
-    #[arg(value_delimiter = ',')]
-    pub hosts: Vec<String>,
+    #[command(flatten)]
+    pub hosts: HostsArg,
     #[command(flatten)]
     pub ssh: RemoteOpts,
-    #[arg(long, value_enum, default_value = "table")]
-    pub format: Format,
+    #[command(flatten)]
+    pub format: FormatOpt,
 }
 
 #[derive(Debug, clap::Args)]
+#[command(mut_arg(
+    "hosts_file",
+    help("Hosts file [default: ~/.config/labperf/hosts.toml]")
+))]
 pub struct List {
-    /// Hosts file [default: ~/.config/labperf/hosts.toml].
-    #[arg(long, value_name = "FILE")]
-    pub hosts_file: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub hosts: HostsFileOpt,
 }
 
 /// Least free space in the remote directory for the agent and a recording.
@@ -192,7 +195,7 @@ pub fn run(a: &Args) -> Result<()> {
 }
 
 fn check(c: &Check) -> Result<()> {
-    let hosts = expand(&c.hosts, &c.ssh, true)?;
+    let hosts = expand(&c.hosts.hosts, &c.ssh, true)?;
     let verdicts = each_host(&hosts, c.ssh.jobs(), |_, h| Ok(check_one(h, &c.ssh)));
     let mut t = Table::new(
         "hosts",
@@ -256,7 +259,7 @@ fn check(c: &Check) -> Result<()> {
         tables: vec![t],
         ..Default::default()
     };
-    print!("{}", r.render(c.format, 0, false));
+    print!("{}", r.render(c.format.get(), 0, false));
     if bad > 0 {
         bail!(
             "{bad} of {} host(s) cannot record (see the Fix column)",
@@ -267,7 +270,7 @@ fn check(c: &Check) -> Result<()> {
 }
 
 fn list(l: &List) -> Result<()> {
-    let f = labperf::hosts::load(l.hosts_file.as_deref())?;
+    let f = labperf::hosts::load(l.hosts.hosts_file.as_deref())?;
     for (name, h) in &f.hosts {
         println!("{}  {}", show(name), show(&h.address));
     }

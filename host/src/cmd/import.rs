@@ -6,6 +6,7 @@ use std::path::PathBuf;
 /// Convert a perf.data file (from `perf record`) into a labperf record file.
 #[derive(Debug, clap::Args)]
 #[command(
+    mut_arg("output", super::opts::help("The labperf record file to write (`-`: standard output; a device or FIFO is written straight through, a symbolic link's file is replaced)")),
     after_help = "Samples (with their callchains), mappings with their build-ids, comm, fork, exit, \
 lost and throttle records are kept; other records are counted and left out. Kernel addresses \
 are named as perf names them: from the kallsyms copy perf keeps in its build-id cache \
@@ -24,19 +25,17 @@ pub struct Args {
     /// The perf.data file.
     #[arg(default_value = "perf.data")]
     pub perf_data: PathBuf,
-    /// The labperf record file to write (`-`: standard output; a device or FIFO is written
-    /// straight through, a symbolic link's file is replaced).
-    #[arg(short, long, default_value = "labperf.lpr")]
-    pub output: PathBuf,
+    #[command(flatten)]
+    pub file: super::opts::RecordFileOpt,
 }
 
 pub fn run(a: &Args) -> Result<()> {
     // A directory or a socket is refused before anything is read.
-    labperf::output::resolve(&a.output)?;
+    labperf::output::resolve(&a.file.output)?;
     let (f, _, _) = labperf::mapped::open_regular(&a.perf_data, u64::MAX)
         .with_context(|| format!("cannot open {}", a.perf_data.display()))?;
     // `-o` naming the input itself would replace the recording with its import.
-    if let (Ok(i), Ok(o)) = (f.metadata(), std::fs::metadata(&a.output)) {
+    if let (Ok(i), Ok(o)) = (f.metadata(), std::fs::metadata(&a.file.output)) {
         use std::os::unix::fs::MetadataExt;
         if (i.dev(), i.ino()) == (o.dev(), o.ino()) {
             anyhow::bail!(
@@ -50,7 +49,7 @@ pub fn run(a: &Args) -> Result<()> {
     // perf.data is untrusted input read by another crate's parser: a panic there is a
     // malformed file, said as such (the release build unwinds too: see Cargo.toml), and
     // leaves no output behind (import's `.part` guard is dropped while unwinding).
-    let out = a.output.clone();
+    let out = a.file.output.clone();
     let r = std::panic::catch_unwind(move || labperf::import::import(f, &out));
     let got = match r {
         Ok(r) => r.with_context(|| format!("cannot import {}", a.perf_data.display()))?,
@@ -90,10 +89,10 @@ pub fn run(a: &Args) -> Result<()> {
         "labperf: {} records ({} samples) written to {}{notes}",
         got.records,
         got.samples,
-        if labperf::output::is_stdout(&a.output) {
+        if labperf::output::is_stdout(&a.file.output) {
             "standard output".into()
         } else {
-            a.output.display().to_string()
+            a.file.output.display().to_string()
         },
     );
     Ok(())

@@ -2,19 +2,27 @@
 //! its call stacks reach.
 
 use anyhow::{Context, Result};
+use labperf::load::FileInfo;
 use labperf::text::show;
-use labperf_common::Record;
-use std::path::PathBuf;
+use labperf_common::{EventDesc, Header, Record, Trailer};
+use std::path::Path;
 
 /// Print a file's header, totals and losses.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "EXAMPLES:\n  labperf info labperf.lpr")]
+#[command(
+    mut_arg(
+        "strict",
+        super::opts::help(
+            "Exit with status 3 when the file is damaged (what is intact still prints)"
+        )
+    ),
+    after_help = "EXAMPLES:\n  labperf info labperf.lpr"
+)]
 pub struct Args {
-    #[arg(default_value = "labperf.lpr")]
-    pub file: PathBuf,
-    /// Exit with status 3 when the file is damaged (what is intact still prints).
-    #[arg(long)]
-    pub strict: bool,
+    #[command(flatten)]
+    pub file: super::opts::FileArg,
+    #[command(flatten)]
+    pub strict: super::opts::StrictOpt,
     /// Where the binaries its call stacks name are found (for the `stacks:` line).
     #[command(flatten)]
     pub symbols: super::opts::SymbolOpts,
@@ -22,16 +30,16 @@ pub struct Args {
 
 pub fn run(a: &Args) -> Result<()> {
     let (mut samples, mut lost, mut mmaps, mut other) = (0u64, 0u64, 0u64, 0u64);
-    let info = labperf::load::stream(&a.file.as_path().into(), |r| match r {
+    let info = labperf::load::stream(&a.file.file.as_path().into(), |r| match r {
         Record::Sample(_) => samples += 1,
         Record::Lost(l) => lost = lost.saturating_add(l.lost),
         Record::Mmap2(_) => mmaps += 1,
         _ => other += 1,
     })
-    .with_context(|| format!("cannot read {}", a.file.display()))?;
+    .with_context(|| format!("cannot read {}", a.file.file.display()))?;
     println!(
         "file:            {} ({} bytes)",
-        a.file.display(),
+        a.file.file.display(),
         info.bytes
     );
     println!(
@@ -42,96 +50,16 @@ pub fn run(a: &Args) -> Result<()> {
     );
     match &info.header {
         None => println!("header:          missing or damaged"),
-        Some(h) => {
-            println!("agent:           {}", show(&h.agent_version));
-            println!(
-                "target:          {} ({:?} endian), kernel {}",
-                show(h.arch.name()),
-                h.endian,
-                show(&h.kernel_release)
-            );
-            println!("cpu:             {}", show(&labperf::cpu::cpu_name(&h.cpu)));
-            println!("hostname:        {}", show(&h.hostname));
-            // Where labperf fetched it from: the binary cache's index, not the file.
-            match labperf::cache::origin(&labperf::cache::binaries(), &a.file) {
-                labperf::cache::Origin::Fetched(m) => println!(
-                    "fetched from:    {} (host key {}, {})",
-                    show(&m.name),
-                    m.fingerprint(),
-                    show(&m.arch)
-                ),
-                labperf::cache::Origin::Conflict => println!(
-                    "fetched from:    two lab machines with different host keys (the same bytes)"
-                ),
-                labperf::cache::Origin::Unknown => {}
-            }
-            println!("command:         {}", show(&h.command.join(" ")));
-            println!("mode:            {}", show(&h.mode));
-            let recipe = labperf_common::recipe_of(h, info.header_ext.as_ref());
-            println!(
-                "recipe:          {recipe:?}{} (report view: {})",
-                if info.header_ext.as_ref().is_some_and(|x| x.recipe.is_some()) {
-                    ""
-                } else {
-                    ", from the mode and events (no header extension)"
-                },
-                labperf::view::View::of(&recipe).name()
-            );
-            if let Some(x) = &info.header_ext {
-                if x.replayed {
-                    println!("replayed:        yes (re-encoded from saved ring-buffer bytes)");
-                }
-                if let Some(v) = &x.vdso {
-                    println!("vdso:            {} bytes recorded", v.len());
-                }
-            }
-            println!(
-                "clock:           id {} start {} ns (realtime {} ns)",
-                h.clock_id, h.start_time_ns, h.start_realtime_ns
-            );
-            for (i, e) in h.events.iter().enumerate() {
-                let a = &e.attr;
-                println!(
-                    "event {i}:         {}{} type={} config={:#x} config1={:#x} config2={:#x} {}={} sample_type={:#x} read_format={:#x} size={} flags=[{}]",
-                    show(&e.name),
-                    e.leader.map(|l| format!(" (group of event {l})")).unwrap_or_default(),
-                    a.type_,
-                    a.config,
-                    a.config1,
-                    a.config2,
-                    if a.is_freq() { "freq" } else { "period" },
-                    a.sample_period_or_freq,
-                    a.sample_type,
-                    a.read_format,
-                    a.size,
-                    a.flag_names().join(",")
-                );
-            }
-            for n in &h.notes {
-                println!("note:            {}", show(n));
-            }
-        }
+        Some(h) => print_header(h, &info, &a.file.file),
     }
     println!(
         "records:         {} ({samples} samples, {mmaps} mmaps, {other} other)",
         info.records
     );
-    match &info.trailer {
-        None => println!("trailer:         missing: the agent did not finish cleanly (killed?); records up to its last flush are above"),
-        Some(t) => {
-            println!("totals:          {} samples, {} lost, {} throttled, {} dropped by the agent", t.samples, t.lost, t.throttled, t.dropped);
-            println!("agent cost:      {:.3} s CPU, {} KiB peak RSS", t.agent_cpu_ns as f64 / 1e9, t.agent_peak_rss_kib);
-            println!("duration:        {:.3} s", t.duration_ns as f64 / 1e9);
-            println!("workload exit:   {}", match (t.exit.code, t.exit.signal) {
-                (Some(c), _) => format!("status {c}"),
-                (None, Some(s)) => format!("killed by signal {s}"),
-                _ => "unknown".into(),
-            });
-        }
-    }
+    print_trailer(info.trailer.as_ref());
     println!("kernel lost:     {lost} records");
     // How far the call stacks reach, as every report says it.
-    let src: labperf::load::Source = a.file.as_path().into();
+    let src: labperf::load::Source = a.file.file.as_path().into();
     if let Ok(Some(q)) = labperf::quality::measure(&src, &a.symbols.search()) {
         println!("stacks:          {}", show(&q.line()));
         for w in q.warnings() {
@@ -145,8 +73,106 @@ pub fn run(a: &Args) -> Result<()> {
     for d in &info.damage {
         println!("  - {d}");
     }
-    if a.strict && info.damaged() {
+    if a.strict.strict && info.damaged() {
         super::report::strict_exit();
     }
     Ok(())
+}
+
+/// The header's lines: the agent, the target, where the file was fetched from, the
+/// command, its recipe and view, the clock, each event as opened, the notes.
+fn print_header(h: &Header, info: &FileInfo, file: &Path) {
+    println!("agent:           {}", show(&h.agent_version));
+    println!(
+        "target:          {} ({:?} endian), kernel {}",
+        show(h.arch.name()),
+        h.endian,
+        show(&h.kernel_release)
+    );
+    println!(
+        "cpu:             {}",
+        show(&labperf::cpu::cpu_name(&h.cpu))
+    );
+    println!("hostname:        {}", show(&h.hostname));
+    // Where labperf fetched it from: the binary cache's index, not the file.
+    match labperf::cache::origin(&labperf::cache::binaries(), file) {
+        labperf::cache::Origin::Fetched(m) => println!(
+            "fetched from:    {} (host key {}, {})",
+            show(&m.name),
+            m.fingerprint(),
+            show(&m.arch)
+        ),
+        labperf::cache::Origin::Conflict => {
+            println!("fetched from:    two lab machines with different host keys (the same bytes)")
+        }
+        labperf::cache::Origin::Unknown => {}
+    }
+    println!("command:         {}", show(&h.command.join(" ")));
+    println!("mode:            {}", show(&h.mode));
+    let recipe = labperf_common::recipe_of(h, info.header_ext.as_ref());
+    println!(
+        "recipe:          {recipe:?}{} (report view: {})",
+        if info.header_ext.as_ref().is_some_and(|x| x.recipe.is_some()) {
+            ""
+        } else {
+            ", from the mode and events (no header extension)"
+        },
+        labperf::view::View::of(&recipe).name()
+    );
+    if let Some(x) = &info.header_ext {
+        if x.replayed {
+            println!("replayed:        yes (re-encoded from saved ring-buffer bytes)");
+        }
+        if let Some(v) = &x.vdso {
+            println!("vdso:            {} bytes recorded", v.len());
+        }
+    }
+    println!(
+        "clock:           id {} start {} ns (realtime {} ns)",
+        h.clock_id, h.start_time_ns, h.start_realtime_ns
+    );
+    for (i, e) in h.events.iter().enumerate() {
+        print_event(i, e);
+    }
+    for n in &h.notes {
+        println!("note:            {}", show(n));
+    }
+}
+
+/// One event as it was opened: its name, group and perf_event_attr.
+fn print_event(i: usize, e: &EventDesc) {
+    let a = &e.attr;
+    println!(
+        "event {i}:         {}{} type={} config={:#x} config1={:#x} config2={:#x} {}={} sample_type={:#x} read_format={:#x} size={} flags=[{}]",
+        show(&e.name),
+        e.leader.map(|l| format!(" (group of event {l})")).unwrap_or_default(),
+        a.type_,
+        a.config,
+        a.config1,
+        a.config2,
+        if a.is_freq() { "freq" } else { "period" },
+        a.sample_period_or_freq,
+        a.sample_type,
+        a.read_format,
+        a.size,
+        a.flag_names().join(",")
+    );
+}
+
+/// The trailer's totals, the agent's cost, the duration and the workload's exit (or that
+/// the trailer is missing).
+fn print_trailer(trailer: Option<&Trailer>) {
+    match trailer {
+        None => println!("trailer:         missing: the agent did not finish cleanly (killed?); records up to its last flush are above"),
+        Some(t) => {
+            println!("totals:          {} samples, {} lost, {} throttled, {} dropped by the agent", t.samples, t.lost, t.throttled, t.dropped);
+            println!("agent cost:      {:.3} s CPU, {} KiB peak RSS", t.agent_cpu_ns as f64 / 1e9, t.agent_peak_rss_kib);
+            println!("duration:        {:.3} s", t.duration_ns as f64 / 1e9);
+            println!("workload exit:   {}", match (t.exit.code, t.exit.signal) {
+                (Some(c), _) => format!("status {c}"),
+                (None, Some(s)) => format!("killed by signal {s}"),
+                _ => "unknown".into(),
+            });
+        }
+    }
 }

@@ -29,7 +29,7 @@ pub fn expand(given: &[String], o: &RemoteOpts, all_by_default: bool) -> Result<
     if !needs_file {
         return Ok(given.to_vec());
     }
-    let file = labperf::hosts::load(o.hosts_file.as_deref())?;
+    let file = labperf::hosts::load(o.hosts.hosts_file.as_deref())?;
     if given.is_empty() {
         if file.hosts.is_empty() {
             anyhow::bail!("no hosts: name them (HOST,... or @group) or list them in the hosts file (--hosts-file, default ~/.config/labperf/hosts.toml)");
@@ -64,7 +64,7 @@ pub fn expand(given: &[String], o: &RemoteOpts, all_by_default: bool) -> Result<
 
 /// Connects to `spec`: a name from the hosts file, or `[user@]host[:port]` / an ssh config name.
 pub fn connect(spec: &str, o: &RemoteOpts) -> Result<Connected> {
-    let hosts = labperf::hosts::load(o.hosts_file.as_deref())?;
+    let hosts = labperf::hosts::load(o.hosts.hosts_file.as_deref())?;
     let entry = hosts.hosts.get(spec).cloned().unwrap_or_default();
     let address = if entry.address.is_empty() {
         spec
@@ -286,11 +286,16 @@ fn one(
     }
     match r {
         Err(e) if e.downcast_ref::<deploy::RunError>().is_some() => Err(e),
-        _ => Err(deploy::RunError::Aborted {
-            host: show(spec).into_owned(),
-        }
-        .into()),
+        _ => Err(aborted(spec)),
     }
+}
+
+/// Aborted by a second interrupt.
+fn aborted(spec: &str) -> anyhow::Error {
+    deploy::RunError::Aborted {
+        host: show(spec).into_owned(),
+    }
+    .into()
 }
 
 fn one_flow(
@@ -307,64 +312,129 @@ fn one_flow(
     // refused, a device or a FIFO is written straight through and never read back.
     let readable = record_output(&file)?;
     let mut io = HostIo::new(spec, hosts > 1, board, index);
+    let h = HostRun {
+        spec,
+        o,
+        job,
+        board,
+        index,
+    };
     board.set(index, Phase::Connecting, "");
     let Connected {
         remote: r,
         remote_dir,
     } = connect(spec, o)?;
     let files = RunFiles::new(&remote_dir);
-    // One round trip: the architecture, the run directory, and which agent is there.
-    let candidates: Vec<deploy::Candidate> = match &o.arch {
-        Some(a) => vec![a.as_str()],
-        None => vec!["x86_64", "aarch64", "alpha"],
+    let (arch, agent) = h.place_agent(&r, &files, &remote_dir, &mut io)?;
+    let command = h.push(&r, &remote_dir, &mut io)?;
+    if labperf::interrupt::aborting() {
+        return Err(aborted(spec));
     }
-    .into_iter()
-    .filter_map(|a| {
-        let local = super::agents::agent_for(a).ok()?;
-        deploy::Candidate::read(a, &local).ok()
+    let (finished, got) = h.run(&r, &files, &agent, &command, &file, &mut io)?;
+    *fetched = Some(file.clone());
+    // A second interrupt that came as the run ended still aborts: nothing is kept.
+    // (`one` removes the file, a regular one only.)
+    if labperf::interrupt::aborting() {
+        return Err(aborted(spec));
+    }
+    if !got.checksummed {
+        io.say("warning: this machine has no SHA-256 tool (sha256sum, busybox, shasum, openssl): the record file was checked by its size only");
+    }
+    h.binaries(&r, &arch, &file, readable, &got, &mut io)?;
+    io.say(&format!("fetched {}", file.display()));
+    Ok(Done {
+        name: spec.to_string(),
+        arch,
+        file,
+        status: finished.status,
+        interrupted: finished.interrupted,
+        readable,
     })
-    .collect();
-    let ready = deploy::prepare(&r, &files, &candidates, &remote_dir)?;
-    let arch = o.arch.clone().unwrap_or(ready.arch);
-    // A pushed program that cannot run there stops the host before anything is put on it.
-    labperf::push::check_arch(job.push, spec, &arch)
-        .map_err(|e| anyhow::anyhow!("{e}: nothing was uploaded or run"))?;
-    if !ready.runs_ready {
-        deploy::make_runs_dir(&r, &files)?;
+}
+
+/// One host's run after it is connected, step by step ([`one_flow`] calls them in order):
+/// the agent placed, the pushed files, the run with its record file fetched, the binaries.
+struct HostRun<'a> {
+    spec: &'a str,
+    o: &'a RemoteOpts,
+    job: &'a Job<'a>,
+    board: &'a Board,
+    index: usize,
+}
+
+impl HostRun<'_> {
+    /// One round trip learns the architecture, the run directory, and which agent is
+    /// there; a pushed program for another architecture stops the host here, the run
+    /// directory is made, and the agent uploaded unless it is there. Returns the
+    /// architecture and the agent's path there.
+    fn place_agent(
+        &self,
+        r: &Remote,
+        files: &RunFiles,
+        remote_dir: &str,
+        io: &mut HostIo,
+    ) -> Result<(String, String)> {
+        let o = self.o;
+        let candidates: Vec<deploy::Candidate> = match &o.arch {
+            Some(a) => vec![a.as_str()],
+            None => vec!["x86_64", "aarch64", "alpha"],
+        }
+        .into_iter()
+        .filter_map(|a| {
+            let local = super::agents::agent_for(a).ok()?;
+            deploy::Candidate::read(a, &local).ok()
+        })
+        .collect();
+        let ready = deploy::prepare(r, files, &candidates, remote_dir)?;
+        let arch = o.arch.clone().unwrap_or(ready.arch);
+        // A pushed program that cannot run there stops the host before anything is put on it.
+        labperf::push::check_arch(self.job.push, self.spec, &arch)
+            .map_err(|e| anyhow::anyhow!("{e}: nothing was uploaded or run"))?;
+        if !ready.runs_ready {
+            deploy::make_runs_dir(r, files)?;
+        }
+        let there = candidates
+            .iter()
+            .zip(&ready.agents)
+            .find(|(c, _)| super::agents::triple_for(&c.arch) == super::agents::triple_for(&arch))
+            .and_then(|(_, p)| p.clone());
+        let (agent, uploaded) = match there {
+            Some(path) => (path, false),
+            None => {
+                self.board
+                    .set(self.index, Phase::Uploading, format!("{arch} agent"));
+                let local_agent = super::agents::agent_for(&arch)?;
+                deploy::ensure_agent(r, &local_agent, remote_dir)?
+            }
+        };
+        io.say(&format!(
+            "{arch}: agent {} ({})",
+            show(&agent),
+            if uploaded {
+                "uploaded"
+            } else {
+                "already there"
+            }
+        ));
+        Ok((arch, agent))
     }
-    let there = candidates
-        .iter()
-        .zip(&ready.agents)
-        .find(|(c, _)| super::agents::triple_for(&c.arch) == super::agents::triple_for(&arch))
-        .and_then(|(_, p)| p.clone());
-    let (agent, uploaded) = match there {
-        Some(path) => (path, false),
-        None => {
-            board.set(index, Phase::Uploading, format!("{arch} agent"));
-            let local_agent = super::agents::agent_for(&arch)?;
-            deploy::ensure_agent(&r, &local_agent, &remote_dir)?
+
+    /// `--push`: the files put there (each said, uploaded or already there), and the
+    /// workload's command naming the pushed copies.
+    fn push(&self, r: &Remote, remote_dir: &str, io: &mut HostIo) -> Result<Vec<OsString>> {
+        let job = self.job;
+        if job.push.is_empty() {
+            return Ok(job.command.to_vec());
         }
-    };
-    io.say(&format!(
-        "{arch}: agent {} ({})",
-        show(&agent),
-        if uploaded {
-            "uploaded"
-        } else {
-            "already there"
-        }
-    ));
-    let mut command = job.command.to_vec();
-    if !job.push.is_empty() {
-        board.set(
-            index,
+        self.board.set(
+            self.index,
             Phase::Uploading,
             format!("{} pushed", job.push.len()),
         );
-        for (p, (path, uploaded)) in
-            job.push
-                .iter()
-                .zip(labperf::push::upload(&r, job.push, &remote_dir)?)
+        for (p, (path, uploaded)) in job
+            .push
+            .iter()
+            .zip(labperf::push::upload(r, job.push, remote_dir)?)
         {
             io.say(&format!(
                 "pushed {} to {} ({})",
@@ -377,99 +447,96 @@ fn one_flow(
                 }
             ));
         }
-        command = labperf::push::rewrite(job.command, job.push, &remote_dir);
+        Ok(labperf::push::rewrite(job.command, job.push, remote_dir))
     }
-    if labperf::interrupt::aborting() {
-        return Err(deploy::RunError::Aborted {
-            host: show(spec).into_owned(),
+
+    /// Runs the agent (its progress lines feed the host's board line) and fetches its
+    /// record file to `file`; a run that did not record saves a killed agent's partial
+    /// file, or cleans up there.
+    fn run(
+        &self,
+        r: &Remote,
+        files: &RunFiles,
+        agent: &str,
+        command: &[OsString],
+        file: &Path,
+        io: &mut HostIo,
+    ) -> Result<(deploy::Finished, labperf::remote::Fetched)> {
+        let (spec, board, index) = (self.spec, self.board, self.index);
+        board.set(index, Phase::Running, "");
+        // The agent's progress lines feed the host's board line.
+        let mut agent_args = self.job.agent_args.clone();
+        agent_args.push("--progress".into());
+        let ran = deploy::run_agent(r, agent, files, self.job.verb, &agent_args, command, io);
+        io.finish();
+        if ran.is_ok() {
+            board.set(index, Phase::Fetching, "");
         }
-        .into());
-    }
-    board.set(index, Phase::Running, "");
-    // The agent's progress lines feed the host's board line.
-    let mut agent_args = job.agent_args.clone();
-    agent_args.push("--progress".into());
-    let ran = deploy::run_agent(&r, &agent, &files, job.verb, &agent_args, &command, &mut io);
-    io.finish();
-    if ran.is_ok() {
-        board.set(index, Phase::Fetching, "");
-    }
-    let done = match ran {
-        Ok(interrupted) => deploy::finish(&r, &files, interrupted, &file).map_err(|e| match e {
-            deploy::RunError::Remote(e) => anyhow::Error::from(e)
-                .context(format!("fetching the record file from {}", show(spec))),
-            e => e.into(),
-        }),
-        Err(e) => Err(e.into()),
-    };
-    let (finished, got) = match done {
-        Ok(f) => f,
-        Err(e) => {
-            return Err(match e.downcast::<deploy::RunError>() {
-                Ok(deploy::RunError::AgentKilled { host, .. })
-                    if !labperf::interrupt::aborting() =>
-                {
-                    let partial = deploy::fetch_partial(&r, &files, &file);
-                    deploy::RunError::AgentKilled { host, partial }.into()
-                }
-                Ok(e @ deploy::RunError::Aborted { .. }) => e.into(),
-                Ok(e) => {
-                    deploy::cleanup(&r, &files);
-                    e.into()
-                }
-                Err(e) => {
-                    deploy::cleanup(&r, &files);
-                    e
-                }
-            });
-        }
-    };
-    *fetched = Some(file.clone());
-    // A second interrupt that came as the run ended still aborts: nothing is kept.
-    // (`one` removes the file, a regular one only.)
-    if labperf::interrupt::aborting() {
-        return Err(deploy::RunError::Aborted {
-            host: show(spec).into_owned(),
-        }
-        .into());
-    }
-    if !got.checksummed {
-        io.say("warning: this machine has no SHA-256 tool (sha256sum, busybox, shasum, openssl): the record file was checked by its size only");
-    }
-    if job.binaries && !readable {
-        io.say(&format!(
-            "{} is not a regular file: the binaries were not fetched (record to a file for symbols)",
-            file.display()
-        ));
-    }
-    if job.binaries && readable {
-        let cache = labperf::cache::binaries();
-        // Which machine this recording came from: its host key, never what the file says.
-        let machine = labperf::cache::Machine {
-            host_key: r.host_key().to_vec(),
-            name: spec.to_string(),
-            arch: arch.clone(),
+        let done = match ran {
+            Ok(interrupted) => deploy::finish(r, files, interrupted, file).map_err(|e| match e {
+                deploy::RunError::Remote(e) => anyhow::Error::from(e)
+                    .context(format!("fetching the record file from {}", show(spec))),
+                e => e.into(),
+            }),
+            Err(e) => Err(e.into()),
         };
-        if let Err(e) = labperf::cache::note_recording(&cache, got.size, &got.sha256, &machine) {
-            io.say(&format!("warning: the binary cache's index of recordings: {e}: the report may miss this machine's own binaries"));
-        }
-        for w in labperf::push::seed_cache(job.push, &cache) {
-            io.say(&format!("warning: a pushed file's symbols: {w}"));
-        }
-        board.set(index, Phase::Fetching, "binaries");
-        for w in deploy::fetch_binaries(&r, &file, &cache, &machine)? {
-            io.say(&format!("warning: {w}"));
-        }
+        done.map_err(|e| match e.downcast::<deploy::RunError>() {
+            Ok(deploy::RunError::AgentKilled { host, .. }) if !labperf::interrupt::aborting() => {
+                let partial = deploy::fetch_partial(r, files, file);
+                deploy::RunError::AgentKilled { host, partial }.into()
+            }
+            Ok(e @ deploy::RunError::Aborted { .. }) => e.into(),
+            Ok(e) => {
+                deploy::cleanup(r, files);
+                e.into()
+            }
+            Err(e) => {
+                deploy::cleanup(r, files);
+                e
+            }
+        })
     }
-    io.say(&format!("fetched {}", file.display()));
-    Ok(Done {
-        name: spec.to_string(),
-        arch,
-        file,
-        status: finished.status,
-        interrupted: finished.interrupted,
-        readable,
-    })
+
+    /// For a recording to a regular file: the machine noted in the binary cache's index,
+    /// the pushed files' symbols seeded there, and the binaries its samples need fetched.
+    fn binaries(
+        &self,
+        r: &Remote,
+        arch: &str,
+        file: &Path,
+        readable: bool,
+        got: &labperf::remote::Fetched,
+        io: &mut HostIo,
+    ) -> Result<()> {
+        let job = self.job;
+        if job.binaries && !readable {
+            io.say(&format!(
+                "{} is not a regular file: the binaries were not fetched (record to a file for symbols)",
+                file.display()
+            ));
+        }
+        if job.binaries && readable {
+            let cache = labperf::cache::binaries();
+            // Which machine this recording came from: its host key, never what the file says.
+            let machine = labperf::cache::Machine {
+                host_key: r.host_key().to_vec(),
+                name: self.spec.to_string(),
+                arch: arch.to_string(),
+            };
+            if let Err(e) = labperf::cache::note_recording(&cache, got.size, &got.sha256, &machine)
+            {
+                io.say(&format!("warning: the binary cache's index of recordings: {e}: the report may miss this machine's own binaries"));
+            }
+            for w in labperf::push::seed_cache(job.push, &cache) {
+                io.say(&format!("warning: a pushed file's symbols: {w}"));
+            }
+            self.board.set(self.index, Phase::Fetching, "binaries");
+            for w in deploy::fetch_binaries(r, file, &cache, &machine)? {
+                io.say(&format!("warning: {w}"));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Runs `job` on every host, at most `--jobs` at once (a worker takes the next host as it

@@ -1,9 +1,142 @@
-//! The options the verbs share, each set defined once: how to reach lab machines, what a
-//! recording is, and how a report is shown.
+//! The options the verbs share, each defined once: how to reach lab machines, what a
+//! recording is, and how a report is shown. A verb whose help says an option in its own
+//! words replaces the help text only (`#[command(mut_arg(ID, help(TEXT)))]`).
 
-use labperf::report::{By, Format};
+use labperf::report::By;
 use labperf::view::View;
 use std::path::PathBuf;
+
+/// A verb's own help text for a shared option: `#[command(mut_arg("host", help("…")))]`
+/// (no trailing period, as clap prints a one-paragraph doc comment).
+pub fn help(text: &'static str) -> impl FnOnce(clap::Arg) -> clap::Arg {
+    move |a| a.help(text)
+}
+
+/// `--host`: the lab machines a verb runs on (`record`, `stat`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct HostOpt {
+    /// Lab machines to record on: [user@]host[:port], ~/.ssh/config or hosts-file names, or
+    /// @group of the hosts file (an Ansible inventory's groups), comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub host: Vec<String>,
+}
+
+/// `HOST,…`: the lab machines a verb reaches, as its positional argument (`deploy`, `probe`,
+/// `hosts check`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct HostsArg {
+    /// Hosts or @groups [default: every host of the hosts file].
+    #[arg(value_delimiter = ',')]
+    pub hosts: Vec<String>,
+}
+
+/// `FILE`: the one record file a verb reads (`dump`, `info`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct FileArg {
+    #[arg(default_value = "labperf.lpr")]
+    pub file: PathBuf,
+}
+
+/// `--hosts-file` (the verbs that reach lab machines, and `hosts list`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct HostsFileOpt {
+    /// Hosts file naming lab machines [default: ~/.config/labperf/hosts.toml].
+    #[arg(long, value_name = "FILE")]
+    pub hosts_file: Option<PathBuf>,
+}
+
+/// `-e/--event`: the events the agent samples or counts (`record`, `stat`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct EventsOpt {
+    /// Event to sample (repeatable): cycles, cpu-clock, rHEX, pmu/event/, or a group {a,b}.
+    /// Without a hardware PMU, hardware events fall back to cpu-clock.
+    #[arg(short, long = "event")]
+    pub events: Vec<String>,
+}
+
+/// A table's format as the command line spells it; the library's model is
+/// `labperf::table::Format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TableFormat {
+    Table,
+    Csv,
+    Json,
+    /// One self-contained page (no network): tables, charts over time; `report` adds the
+    /// recording's facts and its flame graph.
+    Html,
+}
+
+impl From<TableFormat> for labperf::table::Format {
+    fn from(f: TableFormat) -> labperf::table::Format {
+        use labperf::table::Format;
+        match f {
+            TableFormat::Table => Format::Table,
+            TableFormat::Csv => Format::Csv,
+            TableFormat::Json => Format::Json,
+            TableFormat::Html => Format::Html,
+        }
+    }
+}
+
+/// `--format` of a table (`report`, `diff`, `record`, `stat`, `probe`, `hosts check`).
+#[derive(Debug, Clone, Copy, clap::Args)]
+pub struct FormatOpt {
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: TableFormat,
+}
+
+impl FormatOpt {
+    /// The library's format.
+    pub fn get(self) -> labperf::table::Format {
+        self.format.into()
+    }
+}
+
+/// `--strict` (`report`, `diff`, `record`, `dump`, `info`).
+#[derive(Debug, Clone, Copy, clap::Args)]
+pub struct StrictOpt {
+    /// Exit with status 3 when the file is damaged (the report of what is intact still prints).
+    #[arg(long)]
+    pub strict: bool,
+}
+
+/// `-o/--output` where it may be left out (`report`, `stat`, `export`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct OutputOpt {
+    /// Write the report to this file instead of standard output (`-`: standard output; a
+    /// device or FIFO is written straight through, a symbolic link's file is replaced).
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+}
+
+/// `-o/--output`: the record file a verb writes (`record`, `import`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct RecordFileOpt {
+    /// Where to write the record file: a regular file (replaced once complete; through a
+    /// symbolic link, the file it names), or a device or FIFO written straight through
+    /// (then no report follows). Not `-`: the workload's output goes to standard output.
+    #[arg(short, long, default_value = "labperf.lpr")]
+    pub output: PathBuf,
+}
+
+/// `--topdown` (`record`, `stat`).
+#[derive(Debug, Clone, Copy, clap::Args)]
+pub struct TopdownOpt {
+    /// Intel TopDown: samples the {slots,SAMPLER,topdown-*} group (-e SAMPLER, default
+    /// cycles) for slot-weighted retiring, bad speculation, frontend and backend bound per
+    /// function.
+    #[arg(long)]
+    pub topdown: bool,
+}
+
+/// `--level` of TopDown (`record`, `stat`).
+#[derive(Debug, Clone, Copy, clap::Args)]
+pub struct LevelOpt {
+    /// With --topdown: TopDown level 1, or 2 (Sapphire Rapids and later).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=2))]
+    pub level: u8,
+}
 
 /// How to reach lab machines over SSH (shared by the verbs that take --host).
 #[derive(Debug, Clone, clap::Args)]
@@ -31,9 +164,8 @@ pub struct RemoteOpts {
     /// that runs foreign binaries through binfmt_misc (qemu-alpha, say).
     #[arg(long, value_name = "ARCH")]
     pub arch: Option<String>,
-    /// Hosts file naming lab machines [default: ~/.config/labperf/hosts.toml].
-    #[arg(long, value_name = "FILE")]
-    pub hosts_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub hosts: HostsFileOpt,
     /// At most N hosts at once (each host's connection, upload, run and fetch are its
     /// own; the others start as one finishes) [default: 16].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
@@ -94,21 +226,16 @@ impl CallGraph {
 /// Options that shape a recording, shared with remote recording.
 #[derive(Debug, Clone, clap::Args)]
 pub struct RecordOpts {
-    /// Event to sample (repeatable): cycles, cpu-clock, rHEX, pmu/event/, or a group {a,b}.
-    /// Without a hardware PMU, hardware events fall back to cpu-clock.
-    #[arg(short, long = "event")]
-    pub events: Vec<String>,
+    #[command(flatten)]
+    pub event: EventsOpt,
     /// Sample every N events (ns for cpu-clock).
     #[arg(short = 'c', long, conflicts_with = "freq")]
     pub period: Option<u64>,
     /// Sample about HZ times per second.
     #[arg(short = 'F', long)]
     pub freq: Option<u64>,
-    /// Where to write the record file: a regular file (replaced once complete; through a
-    /// symbolic link, the file it names), or a device or FIFO written straight through
-    /// (then no report follows). Not `-`: the workload's output goes to standard output.
-    #[arg(short, long, default_value = "labperf.lpr")]
-    pub output: PathBuf,
+    #[command(flatten)]
+    pub file: RecordFileOpt,
     /// Record the whole machine: every task on every CPU (one ring buffer per CPU), for
     /// --duration SECS or while CMD runs; events without :u/:k sample kernel mode too,
     /// named from the machine's kallsyms. Needs root, CAP_PERFMON or
@@ -143,14 +270,11 @@ pub struct RecordOpts {
     /// DCPI-style summary (killed, invalid, mispredicted, taken, stalled, PCTR1, traps).
     #[arg(long, conflicts_with_all = ["mem", "topdown"])]
     pub profileme: bool,
-    /// Intel TopDown: samples the {slots,SAMPLER,topdown-*} group (-e SAMPLER, default
-    /// cycles) for slot-weighted retiring, bad speculation, frontend and backend bound per
-    /// function.
-    #[arg(long, conflicts_with = "mem")]
-    pub topdown: bool,
+    #[command(flatten)]
+    pub td: TopdownOpt,
     /// Alpha EV67+ (with --host): DTB hits and misses (cpu/cycles,profileme/ with data
     /// source and address) of loads, stores and prefetches.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "topdown")]
     pub mem: bool,
     /// With --metrics (per-function metrics by strobing: a short counting window after
     /// each long period -c, default 1000000): the window in cycles.
@@ -162,9 +286,8 @@ pub struct RecordOpts {
     /// With --metrics: auto (kernel alternating periods when verified, else decimate), kernel, decimate or fixed.
     #[arg(long, default_value = "auto")]
     pub strobe: String,
-    /// With --topdown: TopDown level 1, or 2 (Sapphire Rapids and later).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=2))]
-    pub level: u8,
+    #[command(flatten)]
+    pub td_level: LevelOpt,
     /// C agent (Alpha): take the samples from ring-buffer bytes saved on the target (a
     /// path there) instead of perf_event_open, which emulators such as qemu-user lack.
     /// The workload still runs; the file's header says it was replayed.
@@ -193,12 +316,10 @@ pub struct ReportOpts {
     /// Show only the N busiest rows of each ranked table (0 = all; time series are whole).
     #[arg(long, default_value_t = 20)]
     pub top: usize,
-    /// Output format.
-    #[arg(long, value_enum, default_value = "table")]
-    pub format: Format,
-    /// Exit with status 3 when the file is damaged (the report of what is intact still prints).
-    #[arg(long)]
-    pub strict: bool,
+    #[command(flatten)]
+    pub format: FormatOpt,
+    #[command(flatten)]
+    pub strict: StrictOpt,
     #[command(flatten)]
     pub symbols: SymbolOpts,
     /// ProfileMe view: one row per instruction (PMPC) instead of per symbol.

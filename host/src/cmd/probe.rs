@@ -3,25 +3,24 @@
 //! once as one table.
 
 use super::lab::{connect, Connected};
-use super::opts::RemoteOpts;
+use super::opts::{help, FormatOpt, HostsArg, RemoteOpts};
 use anyhow::{bail, Result};
 use labperf::text::{show, show_text};
 
 /// Show what lab machines can measure.
 #[derive(Debug, clap::Args)]
 #[command(
+    mut_arg("hosts", help("Hosts to probe ([user@]host[:port], ssh config or hosts-file names), comma-separated [default: every host of the hosts file]. One host is shown in detail, several as a table")),
+    mut_arg("format", help("The table of several hosts as a table, CSV or JSON")),
     after_help = "EXAMPLES:\n  labperf probe lab1\n  labperf probe root@127.0.0.1:10022 --identity target/lab/aarch64/id_ed25519\n  labperf probe                     # every host of the hosts file, at once: one table\n  labperf probe arm1,arm2 --format csv"
 )]
 pub struct Args {
-    /// Hosts to probe ([user@]host[:port], ssh config or hosts-file names), comma-separated
-    /// [default: every host of the hosts file]. One host is shown in detail, several as a table.
-    #[arg(value_delimiter = ',')]
-    pub hosts: Vec<String>,
+    #[command(flatten)]
+    pub hosts: HostsArg,
     #[command(flatten)]
     pub ssh: RemoteOpts,
-    /// The table of several hosts as a table, CSV or JSON.
-    #[arg(long, value_enum, default_value = "table")]
-    pub format: labperf::table::Format,
+    #[command(flatten)]
+    pub format: FormatOpt,
 }
 
 /// Runs on the target with any POSIX sh (busybox included): one fact per line.
@@ -209,7 +208,7 @@ fn probe(h: &str, o: &RemoteOpts) -> Result<(Facts, String)> {
 }
 
 pub fn run(a: &Args) -> Result<()> {
-    let hosts = super::lab::expand(&a.hosts, &a.ssh, true)?;
+    let hosts = super::lab::expand(&a.hosts.hosts, &a.ssh, true)?;
     // Every host at once (at most --jobs), each on its own connection and timeouts.
     let results = super::lab::each_host(&hosts, a.ssh.jobs(), |_, h| probe(h, &a.ssh));
     let failed = results.iter().filter(|r| r.is_err()).count();
@@ -233,7 +232,10 @@ pub fn run(a: &Args) -> Result<()> {
                 eprintln!("[{}] error: {}", show(h), show_text(&format!("{e:#}")));
             }
         }
-        print!("{}", table(&hosts, &results).render(a.format, 0, false));
+        print!(
+            "{}",
+            table(&hosts, &results).render(a.format.get(), 0, false)
+        );
     }
     if failed > 0 {
         bail!("{failed} of {} host(s) could not be probed", hosts.len());

@@ -1,7 +1,7 @@
 //! `labperf record`: runs the agent on this machine or on lab machines, then reports.
 
 use super::lab;
-use super::opts::{RecordOpts, RemoteOpts, ReportOpts};
+use super::opts::{HostOpt, RecordOpts, RemoteOpts, ReportOpts};
 use anyhow::{bail, Result};
 use labperf::text::{show, show_text};
 use std::ffi::OsString;
@@ -17,10 +17,8 @@ pub struct Args {
     /// Run the agent on this machine (the default without --host).
     #[arg(long, conflicts_with = "host")]
     pub local: bool,
-    /// Lab machines to record on: [user@]host[:port], ~/.ssh/config or hosts-file names, or
-    /// @group of the hosts file (an Ansible inventory's groups), comma-separated.
-    #[arg(long, value_delimiter = ',')]
-    pub host: Vec<String>,
+    #[command(flatten)]
+    pub hosts: HostOpt,
     #[command(flatten)]
     pub ssh: RemoteOpts,
     /// Put FILE (or DIR and everything under it) on each lab machine first, by content hash
@@ -61,11 +59,11 @@ fn agent_args(r: &RecordOpts) -> Vec<String> {
     if r.profileme {
         v.push("--profileme".into());
     }
-    if r.topdown {
+    if r.td.topdown {
         v.extend([
             "--topdown".to_string(),
             "--level".into(),
-            r.level.to_string(),
+            r.td_level.level.to_string(),
         ]);
     }
     if r.mem {
@@ -74,7 +72,7 @@ fn agent_args(r: &RecordOpts) -> Vec<String> {
     if let Some(f) = &r.replay_ring {
         v.extend(["--replay-ring".to_string(), f.clone()]);
     }
-    for e in &r.events {
+    for e in &r.event.events {
         v.extend(["-e".to_string(), e.clone()]);
     }
     match (r.g, r.call_graph) {
@@ -113,116 +111,144 @@ pub fn run(a: &Args) -> Result<()> {
         bail!("--duration goes with -a or -C (the whole machine); a command's recording ends with the command");
     }
     let agent_args = agent_args(&a.rec);
-    if labperf::output::is_stdout(&a.rec.output) {
-        lab::record_output(&a.rec.output)?;
+    if labperf::output::is_stdout(&a.rec.file.output) {
+        lab::record_output(&a.rec.file.output)?;
     }
-    if !a.host.is_empty() {
-        let hosts = lab::expand(&a.host, &a.ssh, false)?;
-        let pushes =
-            labperf::push::read(&a.push).map_err(|e| anyhow::anyhow!("{e}: nothing was run"))?;
-        let job = lab::Job {
-            verb: "record",
-            agent_args,
-            command: &a.command,
-            output: &a.rec.output,
-            binaries: true,
-            push: &pushes,
-        };
-        let results = lab::run(&hosts, &a.ssh, &job);
-        let mut failed = lab::summary(&results);
-        // Aborted (a second interrupt): nothing is reported.
-        if labperf::interrupt::aborting() {
-            bail!("interrupted twice: aborted");
-        }
-        // From here on an interrupt ends labperf at once, as it ends `labperf report`.
-        labperf::interrupt::restore_default();
-        let mut worst = 0;
-        for (_, r) in &results {
-            let Ok(d) = r else { continue };
-            if !a.no_report && !d.readable {
-                eprintln!(
-                    "[{}] note: {} is not a regular file: no report (`labperf report` reads a file)",
-                    show(&d.name),
-                    d.file.display()
-                );
-            } else if !a.no_report {
-                if hosts.len() > 1 {
-                    println!("== {} ==", show(&d.name));
-                }
-                if let Err(e) = super::report::print(&d.file, &a.report) {
-                    eprintln!(
-                        "[{}] error: {}",
-                        show(&d.name),
-                        show_text(&format!("{e:#}"))
-                    );
-                    failed += 1;
-                }
-            }
-            if d.interrupted {
-                eprintln!(
-                    "[{}] note: interrupted: the recording in {} ends there",
-                    show(&d.name),
-                    d.file.display()
-                );
-            }
-            if d.status != 0 {
-                worst = d.status;
-            }
-        }
-        // Several hosts recorded: their merged report after the per-host ones (plain
-        // recordings; another view's files are reported one by one only).
-        let files: Vec<PathBuf> = results
-            .iter()
-            .filter_map(|(_, r)| r.as_ref().ok().filter(|d| d.readable))
-            .map(|d| d.file.clone())
-            .collect();
-        let o = a.report.view_options();
-        let plain = files.iter().all(|f| {
-            matches!(
-                labperf::view::choose(&f.as_path().into(), &o),
-                Ok((labperf::view::View::Plain, _))
-            )
-        });
-        if !a.no_report && hosts.len() > 1 && files.len() > 1 && plain {
-            println!("== {} hosts merged ==", files.len());
-            if let Err(e) = super::report::print_many(&files, &a.report) {
-                eprintln!("error: the merged report: {e:#}");
-                failed += 1;
-            }
-        }
-        if failed > 0 {
-            bail!("{failed} of {} host(s) failed (see above)", results.len());
-        }
-        pass_on(worst);
-        return Ok(());
+    if !a.hosts.host.is_empty() {
+        return on_hosts(a, agent_args);
     }
+    on_this_machine(a, &agent_args)
+}
+
+/// `--host`: the recording on each lab machine, each one's report, then the merged one.
+fn on_hosts(a: &Args, agent_args: Vec<String>) -> Result<()> {
+    let hosts = lab::expand(&a.hosts.host, &a.ssh, false)?;
+    let pushes =
+        labperf::push::read(&a.push).map_err(|e| anyhow::anyhow!("{e}: nothing was run"))?;
+    let job = lab::Job {
+        verb: "record",
+        agent_args,
+        command: &a.command,
+        output: &a.rec.file.output,
+        binaries: true,
+        push: &pushes,
+    };
+    let results = lab::run(&hosts, &a.ssh, &job);
+    let mut failed = lab::summary(&results);
+    // Aborted (a second interrupt): nothing is reported.
+    if labperf::interrupt::aborting() {
+        bail!("interrupted twice: aborted");
+    }
+    // From here on an interrupt ends labperf at once, as it ends `labperf report`.
+    labperf::interrupt::restore_default();
+    let worst = report_each(a, &results, hosts.len(), &mut failed);
+    failed += report_merged(a, &results, hosts.len());
+    if failed > 0 {
+        bail!("{failed} of {} host(s) failed (see above)", results.len());
+    }
+    pass_on(worst);
+    Ok(())
+}
+
+/// Each host's report (unless --no-report) and notes; returns the worst workload status,
+/// counting the reports that failed in `failed`.
+fn report_each(
+    a: &Args,
+    results: &[(String, Result<lab::Done>)],
+    hosts: usize,
+    failed: &mut usize,
+) -> i32 {
+    let mut worst = 0;
+    for (_, r) in results {
+        let Ok(d) = r else { continue };
+        if !a.no_report && !d.readable {
+            eprintln!(
+                "[{}] note: {} is not a regular file: no report (`labperf report` reads a file)",
+                show(&d.name),
+                d.file.display()
+            );
+        } else if !a.no_report {
+            if hosts > 1 {
+                println!("== {} ==", show(&d.name));
+            }
+            if let Err(e) = super::report::print(&d.file, &a.report) {
+                eprintln!(
+                    "[{}] error: {}",
+                    show(&d.name),
+                    show_text(&format!("{e:#}"))
+                );
+                *failed += 1;
+            }
+        }
+        if d.interrupted {
+            eprintln!(
+                "[{}] note: interrupted: the recording in {} ends there",
+                show(&d.name),
+                d.file.display()
+            );
+        }
+        if d.status != 0 {
+            worst = d.status;
+        }
+    }
+    worst
+}
+
+/// Several hosts recorded: their merged report after the per-host ones (plain recordings;
+/// another view's files are reported one by one only). Returns 1 when it failed, else 0.
+fn report_merged(a: &Args, results: &[(String, Result<lab::Done>)], hosts: usize) -> usize {
+    let mut failed = 0;
+    let files: Vec<PathBuf> = results
+        .iter()
+        .filter_map(|(_, r)| r.as_ref().ok().filter(|d| d.readable))
+        .map(|d| d.file.clone())
+        .collect();
+    let o = a.report.view_options();
+    let plain = files.iter().all(|f| {
+        matches!(
+            labperf::view::choose(&f.as_path().into(), &o),
+            Ok((labperf::view::View::Plain, _))
+        )
+    });
+    if !a.no_report && hosts > 1 && files.len() > 1 && plain {
+        println!("== {} hosts merged ==", files.len());
+        if let Err(e) = super::report::print_many(&files, &a.report) {
+            eprintln!("error: the merged report: {e:#}");
+            failed += 1;
+        }
+    }
+    failed
+}
+
+/// The recording on this machine, and its report.
+fn on_this_machine(a: &Args, agent_args: &[String]) -> Result<()> {
     if a.rec.profileme || a.rec.mem || a.rec.replay_ring.is_some() {
         bail!("--profileme, --mem and --replay-ring are for the Alpha (C) agent: record on an Alpha EV67 or later lab machine with --host HOST");
     }
     // The agent writes the file by the same rule; a device or a FIFO is not read back.
-    let readable = lab::record_output(&a.rec.output)?;
+    let readable = lab::record_output(&a.rec.file.output)?;
     let agent = super::agents::find_agent()?;
     let f = super::local::run(
         &agent,
         "record",
-        Some(&a.rec.output),
-        &agent_args,
+        Some(&a.rec.file.output),
+        agent_args,
         std::io::stderr().is_terminal(),
         &a.command,
     )?;
     if f.interrupted {
         eprintln!(
             "note: interrupted: the recording in {} ends there",
-            a.rec.output.display()
+            a.rec.file.output.display()
         );
     }
     if !a.no_report && !readable {
         eprintln!(
             "note: {} is not a regular file: no report (`labperf report` reads a file)",
-            a.rec.output.display()
+            a.rec.file.output.display()
         );
     } else if !a.no_report {
-        super::report::print(&a.rec.output, &a.report)?;
+        super::report::print(&a.rec.file.output, &a.report)?;
     }
     pass_on(f.status);
     Ok(())

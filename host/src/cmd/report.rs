@@ -1,7 +1,7 @@
 //! `labperf report FILE…`: the file's view (from its header, or --view) as a table, CSV, JSON
 //! or a self-contained HTML page.
 
-use super::opts::{EventOpt, ReportOpts};
+use super::opts::{EventOpt, OutputOpt, ReportOpts};
 use anyhow::{Context, Result};
 use labperf::output::Dest;
 use std::io::Write;
@@ -55,10 +55,8 @@ pub struct Args {
     /// --max-stack); metrics and TopDown: frames of each caller path (0: 1).
     #[arg(long, value_name = "N", default_value_t = 0, requires = "call_graph")]
     pub depth: usize,
-    /// Write the report to this file instead of standard output (`-`: standard output; a
-    /// device or FIFO is written straight through, a symbolic link's file is replaced).
-    #[arg(short, long)]
-    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: OutputOpt,
 }
 
 pub fn run(a: &Args) -> Result<()> {
@@ -68,6 +66,7 @@ pub fn run(a: &Args) -> Result<()> {
     });
     // Where it goes is checked before the work (a directory or a socket is refused).
     let out = a
+        .output
         .output
         .as_deref()
         .map(labperf::output::Output::create)
@@ -79,13 +78,13 @@ pub fn run(a: &Args) -> Result<()> {
                 .map_err(|e| anyhow::anyhow!("cannot write the report: {e}"))?;
             let dest = o.dest().clone();
             o.commit()?;
-            if let Some(p) = a.output.as_ref().filter(|_| dest != Dest::Stdout) {
+            if let Some(p) = a.output.output.as_ref().filter(|_| dest != Dest::Stdout) {
                 eprintln!("labperf: report written to {}", p.display());
             }
         }
         None => print!("{text}"),
     }
-    if damaged && a.opts.strict {
+    if damaged && a.opts.strict.strict {
         strict_exit();
     }
     Ok(())
@@ -134,7 +133,7 @@ fn render(
     for w in &r.warnings {
         eprintln!("{}", labperf::text::show_text(w));
     }
-    let text = if o.format == labperf::report::Format::Html {
+    let text = if o.format.get() == labperf::report::Format::Html {
         let sel = vo.event.as_ref();
         let st = labperf::export::collect_events(&srcs, o.symbols.search(), false, sel)
             .context("cannot read the recordings' stacks for the flame graph")?;
@@ -184,7 +183,7 @@ fn render(
         };
         labperf::html::page(&r, &runs, &flames, o.top)
     } else {
-        r.render(o.format, o.top, colour())
+        r.render(o.format.get(), o.top, colour())
     };
     Ok((text, r.damaged))
 }

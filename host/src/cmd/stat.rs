@@ -1,7 +1,9 @@
 //! `labperf stat`: counting mode with the agent, here or on lab machines (`--host`).
 
 use super::lab;
-use super::opts::RemoteOpts;
+use super::opts::{
+    help, EventsOpt, FormatOpt, HostOpt, LevelOpt, OutputOpt, RemoteOpts, TopdownOpt,
+};
 use anyhow::{bail, Context, Result};
 use labperf::text::{show, show_text};
 use std::ffi::OsString;
@@ -10,37 +12,35 @@ use std::path::{Path, PathBuf};
 /// Count events over a workload (perf stat style), optionally every -I ms.
 #[derive(Debug, clap::Args)]
 #[command(
+    mut_arg("host", help("Lab machines to count on (comma-separated); without it, this machine")),
+    mut_arg("events", help("Event to count (repeatable); the agent's default set without it")),
+    mut_arg("topdown", help("Intel TopDown: {slots,topdown-*} per thread (Ice Lake and later), or the older per-core events system-wide (needs root); the ratios as perf computes them")),
+    mut_arg("level", |a| help("With --topdown: level 1, or 2 (Sapphire Rapids and later)")(a).requires("topdown")),
+    mut_arg("format", help("With --topdown: the table printed at the end (the agent prints live lines meanwhile)")),
+    mut_arg("output", help("Also save the counts in this record file (like perf stat, nothing is written without it); a device or FIFO is written straight through (and --topdown prints no table)")),
     after_help = "EXAMPLES:\n  labperf stat -- ./my-prog\n  labperf stat -I 500 -e cycles -e instructions --host lab1 -- ./my-prog arg\n  labperf stat --topdown -I 1000 -- ./labperf-bench --duration 5\n  labperf stat --topdown --level 2 --per-thread --format csv -- ./my-prog"
 )]
 pub struct Args {
-    /// Lab machines to count on (comma-separated); without it, this machine.
-    #[arg(long, value_delimiter = ',')]
-    pub host: Vec<String>,
+    #[command(flatten)]
+    pub hosts: HostOpt,
     #[command(flatten)]
     pub ssh: RemoteOpts,
-    /// Event to count (repeatable); the agent's default set without it.
-    #[arg(short, long = "event")]
-    pub events: Vec<String>,
+    #[command(flatten)]
+    pub event: EventsOpt,
     /// Print and record the counts every MS milliseconds.
     #[arg(short = 'I', long, value_name = "MS")]
     pub interval: Option<u64>,
-    /// Intel TopDown: {slots,topdown-*} per thread (Ice Lake and later), or the older
-    /// per-core events system-wide (needs root); the ratios as perf computes them.
-    #[arg(long)]
-    pub topdown: bool,
-    /// With --topdown: level 1, or 2 (Sapphire Rapids and later).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=2), requires = "topdown")]
-    pub level: u8,
+    #[command(flatten)]
+    pub td: TopdownOpt,
+    #[command(flatten)]
+    pub td_level: LevelOpt,
     /// With --topdown: one line per thread.
     #[arg(long, requires = "topdown")]
     pub per_thread: bool,
-    /// With --topdown: the table printed at the end (the agent prints live lines meanwhile).
-    #[arg(long, value_enum, default_value = "table")]
-    pub format: labperf::report::Format,
-    /// Also save the counts in this record file (like perf stat, nothing is written without
-    /// it); a device or FIFO is written straight through (and --topdown prints no table).
-    #[arg(short, long)]
-    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub format: FormatOpt,
+    #[command(flatten)]
+    pub output: OutputOpt,
     /// The workload and its arguments, passed on exactly as given (byte for byte).
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<OsString>,
@@ -48,17 +48,17 @@ pub struct Args {
 
 fn agent_args(a: &Args) -> Vec<String> {
     let mut v = Vec::new();
-    for e in &a.events {
+    for e in &a.event.events {
         v.extend(["-e".to_string(), e.clone()]);
     }
     if let Some(i) = a.interval {
         v.extend(["-I".to_string(), i.to_string()]);
     }
-    if a.topdown {
+    if a.td.topdown {
         v.extend([
             "--topdown".to_string(),
             "--level".into(),
-            a.level.to_string(),
+            a.td_level.level.to_string(),
         ]);
         if a.per_thread {
             v.push("--per-thread".into());
@@ -69,7 +69,7 @@ fn agent_args(a: &Args) -> Vec<String> {
 
 /// With --topdown, the table (or CSV, JSON) of the recorded intervals.
 fn print_topdown(a: &Args, file: &Path) -> Result<()> {
-    if a.topdown {
+    if a.td.topdown {
         let r = labperf::topdown::build(
             &file.into(),
             labperf::symbols::Search::new(Vec::new()),
@@ -79,7 +79,10 @@ fn print_topdown(a: &Args, file: &Path) -> Result<()> {
         for w in &r.info.warnings() {
             eprintln!("{}", labperf::text::show_text(w));
         }
-        print!("{}", r.table().render(a.format, 0, super::report::colour()));
+        print!(
+            "{}",
+            r.table().render(a.format.get(), 0, super::report::colour())
+        );
     }
     Ok(())
 }
@@ -93,7 +96,7 @@ struct Out {
 
 impl Out {
     fn new(a: &Args, needed: bool) -> Option<Out> {
-        match (&a.output, needed) {
+        match (&a.output.output, needed) {
             (Some(p), _) => Some(Out {
                 path: p.clone(),
                 temporary: false,
@@ -124,13 +127,13 @@ impl Drop for Out {
 
 pub fn run(a: &Args) -> Result<()> {
     // A device or a FIFO gets the counts straight through and is not read back.
-    let readable = match &a.output {
+    let readable = match &a.output.output {
         Some(p) => lab::record_output(p)?,
         None => true,
     };
-    if a.host.is_empty() {
+    if a.hosts.host.is_empty() {
         let agent = super::agents::find_agent()?;
-        let out = Out::new(a, a.topdown);
+        let out = Out::new(a, a.td.topdown);
         let f = super::local::run(
             &agent,
             "stat",
@@ -159,7 +162,7 @@ pub fn run(a: &Args) -> Result<()> {
         binaries: false,
         push: &[],
     };
-    let hosts = lab::expand(&a.host, &a.ssh, false)?;
+    let hosts = lab::expand(&a.hosts.host, &a.ssh, false)?;
     let results = lab::run(&hosts, &a.ssh, &job);
     let mut failed = lab::summary(&results);
     // Aborted (a second interrupt): nothing is reported.

@@ -9,6 +9,7 @@ pub mod diff;
 pub mod dump;
 pub mod events;
 pub mod export;
+pub mod facts;
 pub mod flame;
 pub mod fpchain;
 #[cfg(feature = "remote")]
@@ -30,6 +31,7 @@ pub mod quality;
 #[cfg(feature = "remote")]
 pub mod remote;
 pub mod report;
+pub mod stacks;
 pub mod symbols;
 pub mod table;
 pub mod text;

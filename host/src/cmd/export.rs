@@ -75,7 +75,7 @@ pub fn run(a: &Args) -> Result<()> {
         }
         labperf::events::check(sel, names.iter().map(|(f, n)| (f.clone(), n)))?;
     }
-    let stacks = labperf::export::collect_events(
+    let stacks = labperf::stacks::collect_events(
         &srcs,
         a.symbols.search(),
         a.format.per_sample(),

@@ -254,7 +254,7 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(r) = labperf::view::build_many(&[src.clone(), src.clone()], &Options { by: vec![by], search: Search::nothing(), ..Options::default() }) {
         let _ = r.render(formats[pick % 3], 5, false);
     }
-    if let Ok(st) = labperf::export::collect_many(&[src.clone(), src.clone()], Search::nothing(), true) {
+    if let Ok(st) = labperf::stacks::collect_many(&[src.clone(), src.clone()], Search::nothing(), true) {
         let _ = st.folded();
         let _ = st.svg(std::io::sink());
         let _ = st.pprof(std::io::sink());

@@ -4,8 +4,8 @@
 //! dwarf`), named as `report --children` names that frame.
 
 use crate::load::{self, LoadError};
-use crate::symbols::{label, Search, Symbolizer};
-use crate::unwind::Unwind;
+use crate::stacks::{call_site, UserStacks};
+use crate::symbols::{Search, Symbolizer};
 use labperf_common::Sample;
 use std::collections::HashMap;
 
@@ -15,9 +15,8 @@ pub const NO_CALLER: &str = "[no caller]";
 
 /// Names callers; one per recording.
 pub struct Callers {
-    /// `--call-graph dwarf` recordings: the unwinder (every mapping read first) and the
-    /// symbolizer it reads binaries with.
-    unwind: Option<(Unwind, Symbolizer)>,
+    /// `--call-graph dwarf` recordings: their user stacks.
+    user: Option<UserStacks>,
     /// Frames named per caller path, outermost last (`--depth`, at least 1).
     depth: usize,
     /// (pid, return address) → the frames at that call site, innermost first.
@@ -36,18 +35,8 @@ impl Callers {
     /// modules before its first sample).
     pub fn of(src: &load::Source, search: &Search, depth: usize) -> Result<Callers, LoadError> {
         let peek = load::peek(src)?;
-        let mut unwind = Unwind::of(peek.header.as_ref(), peek.header_ext.as_ref());
-        let unwind = match unwind.take() {
-            Some(mut u) => {
-                let mut usym = Symbolizer::new(search.clone());
-                usym.recorded_on(src, peek.header.as_ref(), peek.header_ext.as_ref());
-                load::stream(src, |r| u.observe(r))?;
-                Some((u, usym))
-            }
-            None => None,
-        };
         Ok(Callers {
-            unwind,
+            user: UserStacks::of(src, &peek, search)?,
             depth: depth.max(1),
             frames: HashMap::new(),
             stacked: 0,
@@ -66,14 +55,15 @@ impl Callers {
     /// without a stack or in a thread's first function.
     pub fn return_addresses(&mut self, s: &Sample) -> Vec<u64> {
         self.asked += 1;
-        let chain = crate::quality::callers(s);
-        let mut rets: Vec<u64> = chain.iter().take(self.depth).copied().collect();
-        if rets.is_empty() {
-            if let (Some((u, usym)), Some(_)) = (&mut self.unwind, &s.user_stack) {
-                rets = u.unwind(usym, s);
-                rets.truncate(self.depth);
-            }
-        }
+        // A sample whose callchain names callers is not unwound: its callers are the
+        // callchain's.
+        let user = self
+            .user
+            .as_mut()
+            .filter(|_| crate::quality::callers(s).is_empty());
+        let mut rets = Vec::new();
+        crate::stacks::return_addresses(user, s, &mut rets);
+        rets.truncate(self.depth);
         self.stacked += u64::from(!rets.is_empty());
         rets
     }
@@ -88,22 +78,14 @@ impl Callers {
         }
         let mut path: Vec<&str> = Vec::with_capacity(self.depth);
         for &ret in rets {
-            // A return address is looked up one byte back (the call instruction).
-            let at = ret.saturating_sub(1);
-            self.frames.entry((pid, at)).or_insert_with(|| {
-                let mut names: Vec<String> = sym
-                    .source(pid, at)
-                    .inlined
-                    .iter()
-                    .map(|n| n.to_string())
-                    .collect();
-                let l = sym.resolve(pid, at);
-                names.push(label(&l.dso, l.sym.as_deref(), l.vaddr));
-                names
+            // Innermost first: the functions inlined at the call site, then its function.
+            self.frames.entry((pid, ret)).or_insert_with(|| {
+                let frames = call_site(sym, pid, ret);
+                frames.into_iter().rev().map(|f| f.name).collect()
             });
         }
         for &ret in rets {
-            for n in &self.frames[&(pid, ret.saturating_sub(1))] {
+            for n in &self.frames[&(pid, ret)] {
                 if path.len() < self.depth {
                     path.push(n);
                 }

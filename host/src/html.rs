@@ -3,7 +3,7 @@
 //! view's tables. The table model ([`crate::table`]) is rendered here, as it is to text,
 //! CSV and JSON there.
 
-use crate::export::Run;
+use crate::facts::Run;
 use crate::table::{Align, Cell, Report, Table};
 use labperf_common::topdown::Colour;
 use std::fmt::Write;

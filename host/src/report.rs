@@ -4,6 +4,7 @@
 
 use crate::events::{Joined, Names, Select};
 use crate::load::{self, FileInfo, LoadError};
+use crate::stacks::StackTable;
 use crate::symbols::{label, Location, Search, Symbolizer};
 pub use crate::table::Format;
 use crate::table::{Cell, Column, Table};
@@ -125,128 +126,16 @@ pub fn build_many(
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    // (event, keys, dso) → (samples, period): each file name held once (a file can name a
-    // new address in a few bytes, so what is kept per address is what memory is).
-    type Key = (u32, Vec<String>, std::rc::Rc<str>);
-    let mut acc: HashMap<Key, (u64, u64)> = HashMap::new();
-    let mut dsos: std::collections::HashSet<std::rc::Rc<str>> = Default::default();
-    let (mut total, mut total_period) = (0u64, 0u64);
-    // Per joined event: (samples, period).
-    let mut joined = Joined::default();
-    let mut per_event: Vec<(u64, u64)> = Vec::new();
+    let mut merged = Merged::default();
     let mut infos: Vec<(String, FileInfo)> = Vec::new();
     let mut warnings = Vec::new();
     for src in srcs {
-        let counts = crate::counts::sample_counts(src, threads)?;
-        // Addresses are resolved once every side-band record (mmap2, fork) is known.
-        let mut sym = Symbolizer::new(search.clone());
-        let info = &counts.info;
-        sym.recorded_on(src, info.header.as_ref(), info.header_ext.as_ref());
-        let mut parents = HashMap::new();
-        for r in counts.others.iter().cloned() {
-            if let crate::sideband::Side::Fork { pid, ppid } = r {
-                parents.insert(pid, ppid);
-            }
-            sym.observe(&r.record());
-        }
-        let host = info
-            .header
-            .as_ref()
-            .map_or_else(|| "unknown".to_string(), |h| h.hostname.clone());
-        let run = run_name(src);
-        let events = joined.of_run(&Names::of(info.header.as_ref()), event);
-        for (&(pid, ip, ev), &(n, period)) in &counts.by_ip {
-            let Some(ev) = events.id(ev) else {
-                continue;
-            };
-            let Location { dso, sym: s, vaddr } = sym.resolve(pid, ip);
-            let keys = by
-                .iter()
-                .map(|k| match k {
-                    By::Host => host.clone(),
-                    By::Run => run.clone(),
-                    By::Comm => counts.comm(pid, &parents),
-                    By::Pid => pid.to_string(),
-                    By::Symbol => label(&dso, s.as_deref(), vaddr),
-                    By::Dso => dso.to_string(),
-                    By::Srcline => match sym.source(pid, ip).line {
-                        Some((file, line)) => {
-                            format!("{}:{line}", crate::text::file_name(&file))
-                        }
-                        None => label(&dso, s.as_deref(), vaddr),
-                    },
-                    By::Pc => format!(
-                        "{vaddr:#x}{}",
-                        s.as_ref().map(|n| format!(" <{n}>")).unwrap_or_default()
-                    ),
-                })
-                .collect();
-            // The file is a column only beside code within it.
-            let dso: &str = if by.iter().any(|k| k.in_file()) {
-                &dso
-            } else {
-                ""
-            };
-            let dso = match dsos.get(dso) {
-                Some(d) => d.clone(),
-                None => {
-                    let d: std::rc::Rc<str> = dso.into();
-                    dsos.insert(d.clone());
-                    d
-                }
-            };
-            let e = acc.entry((ev, keys, dso)).or_default();
-            e.0 += n;
-            e.1 = e.1.saturating_add(period);
-            total += n;
-            total_period = total_period.saturating_add(period);
-            if per_event.len() <= ev as usize {
-                per_event.resize(ev as usize + 1, (0, 0));
-            }
-            let t = &mut per_event[ev as usize];
-            t.0 += n;
-            t.1 = t.1.saturating_add(period);
-        }
-        warnings.append(&mut sym.warnings);
-        infos.push((src.name.display().to_string(), counts.info));
+        let (info, mut w) = merged.add_file(src, &by, &search, event, threads)?;
+        warnings.append(&mut w);
+        infos.push((src.name.display().to_string(), info));
     }
-    drop(dsos);
-    // The events with samples, numbered in order.
-    let mut events = Vec::new();
-    let mut number = vec![usize::MAX; per_event.len()];
-    for (id, &(samples, period)) in per_event.iter().enumerate() {
-        if samples > 0 {
-            number[id] = events.len();
-            events.push(EventTotal {
-                name: joined.names[id].clone(),
-                samples,
-                period,
-            });
-        }
-    }
-    let mut rows: Vec<Row> = acc
-        .into_iter()
-        .map(|((ev, keys, dso), (samples, period))| {
-            let event = number[ev as usize];
-            let t = &events[event];
-            Row {
-                event,
-                keys,
-                dso: dso.to_string(),
-                samples,
-                period,
-                percent: share(samples, period, t.samples, t.period),
-            }
-        })
-        .collect();
-    rows.sort_by(|a, b| {
-        a.event
-            .cmp(&b.event)
-            .then(b.period.cmp(&a.period))
-            .then(b.samples.cmp(&a.samples))
-            .then_with(|| a.keys.cmp(&b.keys))
-            .then_with(|| a.dso.cmp(&b.dso))
-    });
+    let (total, total_period) = (merged.total, merged.total_period);
+    let (events, rows) = merged.rows();
     warnings.sort();
     warnings.dedup();
     let (_, info) = infos.remove(0);
@@ -260,6 +149,185 @@ pub fn build_many(
         by,
         others: infos,
     })
+}
+
+/// A row's key while files are merged: (event, keys, dso).
+type Key = (u32, Vec<String>, std::rc::Rc<str>);
+
+/// The plain report's rows as files are merged into it.
+#[derive(Default)]
+struct Merged {
+    /// (event, keys, dso) → (samples, period): each file name held once (a file can name a
+    /// new address in a few bytes, so what is kept per address is what memory is).
+    acc: HashMap<Key, (u64, u64)>,
+    dsos: std::collections::HashSet<std::rc::Rc<str>>,
+    total: u64,
+    total_period: u64,
+    joined: Joined,
+    /// Per joined event: (samples, period).
+    per_event: Vec<(u64, u64)>,
+}
+
+impl Merged {
+    /// Adds the samples of `src` (those of the event `event` picks), grouped by `by`; its
+    /// file's facts and its symbolizer's warnings.
+    fn add_file(
+        &mut self,
+        src: &load::Source,
+        by: &[By],
+        search: &Search,
+        event: Option<&Select>,
+        threads: usize,
+    ) -> Result<(FileInfo, Vec<String>), LoadError> {
+        let counts = crate::counts::sample_counts(src, threads)?;
+        // Addresses are resolved once every side-band record (mmap2, fork) is known.
+        let mut sym = Symbolizer::new(search.clone());
+        let info = &counts.info;
+        sym.recorded_on(src, info.header.as_ref(), info.header_ext.as_ref());
+        let mut parents = HashMap::new();
+        for r in counts.others.iter().cloned() {
+            if let crate::sideband::Side::Fork { pid, ppid } = r {
+                parents.insert(pid, ppid);
+            }
+            sym.observe(&r.record());
+        }
+        let file = FileKeys {
+            by,
+            host: info
+                .header
+                .as_ref()
+                .map_or_else(|| "unknown".to_string(), |h| h.hostname.clone()),
+            run: run_name(src),
+            counts: &counts,
+            parents: &parents,
+        };
+        let events = self.joined.of_run(&Names::of(info.header.as_ref()), event);
+        for (&(pid, ip, ev), &(n, period)) in &counts.by_ip {
+            let Some(ev) = events.id(ev) else {
+                continue;
+            };
+            let (keys, dso) = file.keys(&mut sym, pid, ip);
+            // The file is a column only beside code within it.
+            let dso: &str = if by.iter().any(|k| k.in_file()) {
+                &dso
+            } else {
+                ""
+            };
+            self.add(ev, keys, dso, n, period);
+        }
+        Ok((counts.info, std::mem::take(&mut sym.warnings)))
+    }
+
+    /// Counts `n` samples of `period` in the row of event `ev`, `keys` and file `dso`.
+    fn add(&mut self, ev: u32, keys: Vec<String>, dso: &str, n: u64, period: u64) {
+        let dso = match self.dsos.get(dso) {
+            Some(d) => d.clone(),
+            None => {
+                let d: std::rc::Rc<str> = dso.into();
+                self.dsos.insert(d.clone());
+                d
+            }
+        };
+        let e = self.acc.entry((ev, keys, dso)).or_default();
+        e.0 += n;
+        e.1 = e.1.saturating_add(period);
+        self.total += n;
+        self.total_period = self.total_period.saturating_add(period);
+        if self.per_event.len() <= ev as usize {
+            self.per_event.resize(ev as usize + 1, (0, 0));
+        }
+        let t = &mut self.per_event[ev as usize];
+        t.0 += n;
+        t.1 = t.1.saturating_add(period);
+    }
+
+    /// The events with samples, numbered in order, and the rows, event by event, the
+    /// heaviest first.
+    fn rows(self) -> (Vec<EventTotal>, Vec<Row>) {
+        let Merged {
+            acc,
+            dsos,
+            joined,
+            per_event,
+            ..
+        } = self;
+        drop(dsos);
+        let mut events = Vec::new();
+        let mut number = vec![usize::MAX; per_event.len()];
+        for (id, &(samples, period)) in per_event.iter().enumerate() {
+            if samples > 0 {
+                number[id] = events.len();
+                events.push(EventTotal {
+                    name: joined.names[id].clone(),
+                    samples,
+                    period,
+                });
+            }
+        }
+        let mut rows: Vec<Row> = acc
+            .into_iter()
+            .map(|((ev, keys, dso), (samples, period))| {
+                let event = number[ev as usize];
+                let t = &events[event];
+                Row {
+                    event,
+                    keys,
+                    dso: dso.to_string(),
+                    samples,
+                    period,
+                    percent: share(samples, period, t.samples, t.period),
+                }
+            })
+            .collect();
+        rows.sort_by(|a, b| {
+            a.event
+                .cmp(&b.event)
+                .then(b.period.cmp(&a.period))
+                .then(b.samples.cmp(&a.samples))
+                .then_with(|| a.keys.cmp(&b.keys))
+                .then_with(|| a.dso.cmp(&b.dso))
+        });
+        (events, rows)
+    }
+}
+
+/// What one file's rows are keyed by: `by`'s keys, with its host, run and processes.
+struct FileKeys<'a> {
+    by: &'a [By],
+    host: String,
+    run: String,
+    counts: &'a crate::counts::Counts,
+    parents: &'a HashMap<u32, u32>,
+}
+
+impl FileKeys<'_> {
+    /// The values of the keys for the samples at `ip` of process `pid`, and its file.
+    fn keys(&self, sym: &mut Symbolizer, pid: u32, ip: u64) -> (Vec<String>, std::sync::Arc<str>) {
+        let Location { dso, sym: s, vaddr } = sym.resolve(pid, ip);
+        let keys = self
+            .by
+            .iter()
+            .map(|k| match k {
+                By::Host => self.host.clone(),
+                By::Run => self.run.clone(),
+                By::Comm => self.counts.comm(pid, self.parents),
+                By::Pid => pid.to_string(),
+                By::Symbol => label(&dso, s.as_deref(), vaddr),
+                By::Dso => dso.to_string(),
+                By::Srcline => match sym.source(pid, ip).line {
+                    Some((file, line)) => {
+                        format!("{}:{line}", crate::text::file_name(&file))
+                    }
+                    None => label(&dso, s.as_deref(), vaddr),
+                },
+                By::Pc => format!(
+                    "{vaddr:#x}{}",
+                    s.as_ref().map(|n| format!(" <{n}>")).unwrap_or_default()
+                ),
+            })
+            .collect();
+        (keys, dso)
+    }
 }
 
 /// A row's share of its event, percent: of the event's period (perf's Overhead), or of its
@@ -314,8 +382,9 @@ type ChildRow = (usize, u64, u64, u64, u64);
 /// `report --children`: per function (symbol and file), the samples whose stack holds it
 /// (Children: itself and its callees, each sample once however often the function recurs)
 /// and those sampled in it (Self), as shares of its event's period (perf's Children and
-/// Self), a table per event; the busiest `top` rows (0: all). The stacks are `export`'s:
-/// the same names, one frame per return address.
+/// Self), a table per event; the busiest `top` rows (0: all). The stacks are the one stack
+/// model's ([`crate::stacks`]): the same names as every export, one frame per return
+/// address.
 pub fn children(
     srcs: &[load::Source],
     search: Search,
@@ -323,11 +392,10 @@ pub fn children(
     graph: Option<Graph>,
     event: Option<&Select>,
 ) -> Result<crate::table::Report, LoadError> {
-    let st = crate::export::collect_events(srcs, search, false, event)?;
+    let st = crate::stacks::collect_events(srcs, search, false, event)?;
     let sampled = st.sampled_events();
     let several = sampled.len() > 1;
     let mut tables = Vec::new();
-    let mut titles = Vec::new();
     let mut stacked_all = 0u64;
     let mut events_json = Vec::new();
     // One table (and call graph) per event; one empty table without samples.
@@ -337,29 +405,122 @@ pub fn children(
         sampled.iter().copied().map(Some).collect()
     };
     let parts_len = parts.len().max(1);
-    // Notes of call graphs cut short.
     // The shallowest cut of every event's call graph: (function, depth, why).
     let mut cuts: Option<Cut> = None;
-    // The stacks of each event together (a file may name many events: each event's table
-    // costs its own stacks and frames, not all of them).
-    let mut by_event: Vec<u32> = (0..st.stacks.len() as u32).collect();
-    by_event.sort_by_key(|&k| (st.stacks[k as usize].event, k));
-    // Per frame: (children, self) in samples and in weight, reset after each event (only
-    // the frames it touched); the thread's name (each stack's root) is not a function.
-    let mut acc: Vec<(u64, u64, u64, u64)> = vec![(0, 0, 0, 0); st.frames.len()];
-    let mut seen: Vec<u32> = vec![u32::MAX; st.frames.len()];
-    let mut touched: Vec<u32> = Vec::new();
+    let mut tally = Tally::of(&st);
     for part in parts {
         let (ev, total_samples, total_period) = part.unwrap_or((u32::MAX, 0, 0));
         let weigh = Weigh {
             total_samples,
             total_period,
         };
-        let lo = by_event.partition_point(|&k| st.stacks[k as usize].event < ev);
-        let hi = by_event.partition_point(|&k| st.stacks[k as usize].event <= ev);
-        let stacks = &by_event[lo..hi];
+        let range = tally.of_event(&st, ev);
+        let (rows, stacked) = tally.rows(&st, range.clone(), weigh, top);
+        let stacks = &tally.by_event[range];
+        stacked_all += stacked;
+        // The call graphs of every event share one budget.
+        let budget = GRAPH_BUDGET / parts_len as u64;
+        let mut tree = graph.map(|g| {
+            let (t, cut) = call_graph(&st, stacks, &rows, g, weigh, budget);
+            if let Some(c) = cut {
+                if cuts.as_ref().is_none_or(|k| k.1 > c.1) {
+                    cuts = Some(c);
+                }
+            }
+            t
+        });
+        let mut t = functions_table(&st, rows, weigh);
+        let name = part.map(|_| st.events.names[ev as usize].clone());
+        if let Some(n) = &name {
+            events_json.push(serde_json::json!({
+                "name": n, "samples": total_samples, "period": total_period, "stacked_samples": stacked
+            }));
+        }
+        if several {
+            let n = name.clone().unwrap_or_default();
+            t.title = Some(format!(
+                "# {total_samples} samples of event '{n}', total period {total_period}, {stacked} with a call stack"
+            ));
+            of_event(&mut t, tree.as_mut(), &n, weigh);
+        }
+        tables.push(t);
+        tables.extend(tree);
+    }
+    let warnings = children_warnings(&st, cuts, stacked_all);
+    let total = st.total_samples;
+    let stacks: Vec<(String, Option<crate::quality::Quality>)> = srcs
+        .iter()
+        .map(|s| s.name.display().to_string())
+        .zip(st.runs.iter().map(|r| r.stacks.clone()))
+        .collect();
+    let info = st
+        .runs
+        .into_iter()
+        .next()
+        .map(|r| r.info)
+        .unwrap_or_default();
+    let mut summary = serde_json::Map::new();
+    summary.insert("total_samples".into(), serde_json::json!(total));
+    summary.insert("stacked_samples".into(), serde_json::json!(stacked_all));
+    summary.insert("files".into(), serde_json::json!(srcs.len()));
+    let heading = children_heading(&mut summary, &events_json, total, stacked_all);
+    let mut r = crate::table::Report {
+        heading: vec![heading],
+        summary,
+        tables,
+        ..crate::table::Report::of_file("plain", &info, warnings)
+    };
+    crate::quality::annotate(&mut r, &stacks);
+    Ok(r)
+}
+
+/// Per frame of a stack table: (children, self) in samples and in weight, reset after
+/// each event (only the frames it touched); the thread's name (each stack's root) is not a
+/// function.
+struct Tally {
+    /// The stacks of each event together (a file may name many events: each event's table
+    /// costs its own stacks and frames, not all of them).
+    by_event: Vec<u32>,
+    acc: Vec<(u64, u64, u64, u64)>,
+    seen: Vec<u32>,
+    touched: Vec<u32>,
+}
+
+impl Tally {
+    fn of(st: &StackTable) -> Tally {
+        let mut by_event: Vec<u32> = (0..st.stacks.len() as u32).collect();
+        by_event.sort_by_key(|&k| (st.stacks[k as usize].event, k));
+        Tally {
+            by_event,
+            acc: vec![(0, 0, 0, 0); st.frames.len()],
+            seen: vec![u32::MAX; st.frames.len()],
+            touched: Vec::new(),
+        }
+    }
+
+    /// Where the stacks of event `ev` are in [`Tally::by_event`].
+    fn of_event(&self, st: &StackTable, ev: u32) -> std::ops::Range<usize> {
+        let lo = self
+            .by_event
+            .partition_point(|&k| st.stacks[k as usize].event < ev);
+        let hi = self
+            .by_event
+            .partition_point(|&k| st.stacks[k as usize].event <= ev);
+        lo..hi
+    }
+
+    /// The `--children` rows of the stacks of one event (`range` of
+    /// [`Tally::by_event`]), heaviest first, the busiest `top` (0: all); and how many of
+    /// their samples have a call stack.
+    fn rows(
+        &mut self,
+        st: &StackTable,
+        range: std::ops::Range<usize>,
+        weigh: Weigh,
+        top: usize,
+    ) -> (Vec<ChildRow>, u64) {
         let mut stacked = 0u64;
-        for &k in stacks {
+        for k in self.by_event[range].iter().copied() {
             let s = &st.stacks[k as usize];
             let fr = st.path(s).get(1..).unwrap_or_default();
             let Some((&leaf, callers)) = fr.split_last() else {
@@ -369,23 +530,24 @@ pub fn children(
             if !callers.is_empty() {
                 stacked += s.samples;
             }
-            let l = &mut acc[leaf as usize];
+            let l = &mut self.acc[leaf as usize];
             l.1 += s.samples;
             l.3 = l.3.saturating_add(w);
             for &f in fr {
-                if seen[f as usize] != k {
-                    seen[f as usize] = k;
-                    let a = &mut acc[f as usize];
+                if self.seen[f as usize] != k {
+                    self.seen[f as usize] = k;
+                    let a = &mut self.acc[f as usize];
                     if a.0 == 0 {
-                        touched.push(f);
+                        self.touched.push(f);
                     }
                     a.0 += s.samples;
                     a.2 = a.2.saturating_add(w);
                 }
             }
         }
-        stacked_all += stacked;
-        let mut rows: Vec<ChildRow> = touched
+        let acc = &mut self.acc;
+        let mut rows: Vec<ChildRow> = self
+            .touched
             .drain(..)
             .map(|f| {
                 let a = std::mem::take(&mut acc[f as usize]);
@@ -403,78 +565,67 @@ pub fn children(
         if top > 0 {
             rows.truncate(top);
         }
-        let name = part.map(|_| st.events.names[ev as usize].clone());
-        let mut t = Table::new(
-            "functions",
-            vec![
-                Column::right("children_pct", "Children", 8),
-                Column::right("self_pct", "Self", 8),
-                Column::right("children", "Samples", 9),
-                Column::right("self", "Self samples", 9),
-                Column::left("name", "Symbol", 40),
-                Column::left("dso", "DSO", 0),
-            ],
-        );
-        t.hidden = vec!["self"];
-        // The call graphs of every event share one budget.
-        let budget = GRAPH_BUDGET / parts_len as u64;
-        let mut tree = graph.map(|g| {
-            let (t, cut) = call_graph(&st, stacks, &rows, g, weigh, budget);
-            if let Some(c) = cut {
-                if cuts.as_ref().is_none_or(|k| k.1 > c.1) {
-                    cuts = Some(c);
-                }
-            }
-            t
-        });
-        t.rows = rows
-            .into_iter()
-            .map(|(i, c, s, cw, sw)| {
-                let f = &st.frames[i];
-                vec![
-                    weigh.pct(cw),
-                    weigh.pct(sw),
-                    Cell::Int(c),
-                    Cell::Int(s),
-                    Cell::text(f.name.clone()),
-                    Cell::file(&f.dso),
-                ]
-            })
-            .collect();
-        let title = name.as_ref().map(|n| {
-            format!(
-                "# {total_samples} samples of event '{n}', total period {total_period}, {stacked} with a call stack"
-            )
-        });
-        if let Some(n) = &name {
-            events_json.push(serde_json::json!({
-                "name": n, "samples": total_samples, "period": total_period, "stacked_samples": stacked
-            }));
-        }
-        if several {
-            let n = name.clone().unwrap_or_default();
-            for t in std::iter::once(&mut t).chain(tree.as_mut()) {
-                t.columns.insert(0, Column::left("event", "Event", 0));
-                for r in &mut t.rows {
-                    r.insert(0, Cell::text(n.clone()));
-                }
-                t.hidden.push("event");
-                t.summary.insert("event".into(), serde_json::json!(n));
-                t.summary
-                    .insert("total_samples".into(), serde_json::json!(total_samples));
-                t.summary
-                    .insert("total_period".into(), serde_json::json!(total_period));
-            }
-            t.title = title.clone();
-            if let Some(tr) = tree.as_mut() {
-                tr.title = tr.title.take().map(|x| format!("{x}, event '{n}'"));
-            }
-        }
-        titles.push(title);
-        tables.push(t);
-        tables.extend(tree);
+        (rows, stacked)
     }
-    let total = st.total_samples;
+}
+
+/// The `functions` table of one event's `--children` rows.
+fn functions_table(st: &StackTable, rows: Vec<ChildRow>, weigh: Weigh) -> Table {
+    let mut t = Table::new(
+        "functions",
+        vec![
+            Column::right("children_pct", "Children", 8),
+            Column::right("self_pct", "Self", 8),
+            Column::right("children", "Samples", 9),
+            Column::right("self", "Self samples", 9),
+            Column::left("name", "Symbol", 40),
+            Column::left("dso", "DSO", 0),
+        ],
+    );
+    t.hidden = vec!["self"];
+    t.rows = rows
+        .into_iter()
+        .map(|(i, c, s, cw, sw)| {
+            let f = &st.frames[i];
+            vec![
+                weigh.pct(cw),
+                weigh.pct(sw),
+                Cell::Int(c),
+                Cell::Int(s),
+                Cell::text(f.name.clone()),
+                Cell::file(&f.dso),
+            ]
+        })
+        .collect();
+    t
+}
+
+/// Marks the tables of event `n` (of several): an `event` column and its totals in the
+/// summary, and the call graph's title says the event.
+fn of_event(t: &mut Table, tree: Option<&mut Table>, n: &str, weigh: Weigh) {
+    let mut tree = tree;
+    for t in std::iter::once(&mut *t).chain(tree.as_deref_mut()) {
+        t.columns.insert(0, Column::left("event", "Event", 0));
+        for r in &mut t.rows {
+            r.insert(0, Cell::text(n.to_string()));
+        }
+        t.hidden.push("event");
+        t.summary.insert("event".into(), serde_json::json!(n));
+        t.summary.insert(
+            "total_samples".into(),
+            serde_json::json!(weigh.total_samples),
+        );
+        t.summary
+            .insert("total_period".into(), serde_json::json!(weigh.total_period));
+    }
+    if let Some(tr) = tree {
+        tr.title = tr.title.take().map(|x| format!("{x}, event '{n}'"));
+    }
+}
+
+/// The warnings of a `--children` report: the stacks', where the call graph stopped
+/// (`cuts`), and that no sample has a stack.
+fn children_warnings(st: &StackTable, cuts: Option<Cut>, stacked_all: u64) -> Vec<String> {
     let mut warnings: Vec<String> = st.warnings.clone();
     warnings.extend(cuts.map(|(f, depth, why)| {
         format!(
@@ -482,25 +633,21 @@ pub fn children(
             crate::text::show(&f)
         )
     }));
-    if total > 0 && stacked_all == 0 {
+    if st.total_samples > 0 && stacked_all == 0 {
         warnings.push("note: no sample has a call stack (record with -g, or --call-graph fp): Children equals Self".into());
     }
-    let stacks: Vec<(String, Option<crate::quality::Quality>)> = srcs
-        .iter()
-        .map(|s| s.name.display().to_string())
-        .zip(st.runs.iter().map(|r| r.stacks.clone()))
-        .collect();
-    let info = st
-        .runs
-        .into_iter()
-        .next()
-        .map(|r| r.info)
-        .unwrap_or_default();
-    let mut summary = serde_json::Map::new();
-    summary.insert("total_samples".into(), serde_json::json!(total));
-    summary.insert("stacked_samples".into(), serde_json::json!(stacked_all));
-    summary.insert("files".into(), serde_json::json!(srcs.len()));
-    let heading = match &events_json[..] {
+    warnings
+}
+
+/// The heading of a `--children` report (`events_json`: each sampled event's totals),
+/// its event or events put in `summary`.
+fn children_heading(
+    summary: &mut serde_json::Map<String, serde_json::Value>,
+    events_json: &[serde_json::Value],
+    total: u64,
+    stacked_all: u64,
+) -> String {
+    match events_json {
         [one] => {
             summary.insert("event".into(), one["name"].clone());
             format!(
@@ -522,15 +669,7 @@ pub fn children(
                     .join(", ")
             )
         }
-    };
-    let mut r = crate::table::Report {
-        heading: vec![heading],
-        summary,
-        tables,
-        ..crate::table::Report::of_file("plain", &info, warnings)
-    };
-    crate::quality::annotate(&mut r, &stacks);
-    Ok(r)
+    }
 }
 
 /// Which way `report --call-graph` walks the stacks from each listed function.
@@ -578,28 +717,53 @@ type Cut = (String, usize, &'static str);
 /// [`GRAPH_BUDGET`]) is shared by the rows. Returns the shallowest cut when a tree was cut
 /// short of `g.depth` ([`GRAPH_MAX_DEPTH`], the budget).
 fn call_graph(
-    st: &crate::export::Stacks,
+    st: &StackTable,
     stacks: &[u32],
     rows: &[ChildRow],
     g: Graph,
     weigh: Weigh,
     budget: u64,
 ) -> (Table, Option<Cut>) {
-    struct Node {
-        frame: u32,
-        samples: u64,
-        weight: u64,
-        kids: Vec<usize>,
-    }
-    // The stacks through a node: (stack, where the node's frame is in it).
-    type Members = Vec<(u32, u32)>;
-    let limit = ((GRAPH_PERCENT_LIMIT / 100.0 * weigh.total() as f64).ceil() as u64).max(1);
-    let levels = match g.depth {
-        0 => GRAPH_MAX_DEPTH,
-        d => d.min(GRAPH_MAX_DEPTH),
+    let grow = Grow {
+        st,
+        g,
+        weigh,
+        limit: ((GRAPH_PERCENT_LIMIT / 100.0 * weigh.total() as f64).ceil() as u64).max(1),
+        levels: match g.depth {
+            0 => GRAPH_MAX_DEPTH,
+            d => d.min(GRAPH_MAX_DEPTH),
+        },
+        budget: budget / rows.len().max(1) as u64,
     };
-    let budget = budget / rows.len().max(1) as u64;
     let mut cut: Option<Cut> = None;
+    let mut t = graph_table(g);
+    for &(top, children, _, weight, _) in rows {
+        let top = top as u32;
+        let (nodes, c) = grow.tree(stacks, top, children, weight);
+        if let Some(c) = c {
+            if cut.as_ref().is_none_or(|k| k.1 > c.1) {
+                cut = Some(c);
+            }
+        }
+        grow.rows(&mut t, &nodes, top);
+    }
+    t.summary.insert(
+        "order".into(),
+        serde_json::json!(match g.order {
+            Order::Caller => "caller",
+            Order::Callee => "callee",
+        }),
+    );
+    t.summary.insert("depth".into(), serde_json::json!(g.depth));
+    t.summary.insert(
+        "percent_limit".into(),
+        serde_json::json!(GRAPH_PERCENT_LIMIT),
+    );
+    (t, cut)
+}
+
+/// The empty `call_graph` table of order `g.order`.
+fn graph_table(g: Graph) -> Table {
     let mut t = Table::new(
         "call_graph",
         vec![
@@ -618,27 +782,73 @@ fn call_graph(
         Order::Caller => "Call graph (caller): the functions each one calls".into(),
         Order::Callee => "Call graph (callee): the functions that call each one".into(),
     });
-    // Frames of a stack after its thread's name, outermost first.
-    let body = |s: u32| st.path(&st.stacks[s as usize]).get(1..).unwrap_or_default();
-    let step = |s: u32, at: u32| -> Option<(u32, u32)> {
-        let fr = body(s);
-        let next = match g.order {
+    t
+}
+
+/// A node of a call graph's tree.
+struct Node {
+    frame: u32,
+    samples: u64,
+    weight: u64,
+    kids: Vec<usize>,
+}
+
+/// The stacks through a node: (stack, where the node's frame is in it).
+type Members = Vec<(u32, u32)>;
+
+/// A node of the level being built: (parent, frame, samples, weight, its stacks).
+type Next = (usize, u32, u64, u64, Members);
+
+/// How one event's call-graph trees grow.
+struct Grow<'a> {
+    st: &'a StackTable,
+    g: Graph,
+    weigh: Weigh,
+    /// The least weight a branch shown has.
+    limit: u64,
+    /// The most levels under a function.
+    levels: usize,
+    /// What each function's tree may hold, in bytes of its rows.
+    budget: u64,
+}
+
+impl Grow<'_> {
+    /// Frames of a stack after its thread's name, outermost first.
+    fn body(&self, s: u32) -> &[u32] {
+        let st = self.st;
+        st.path(&st.stacks[s as usize]).get(1..).unwrap_or_default()
+    }
+
+    /// The next frame of stack `s` from its frame `at`, the way the graph walks.
+    fn step(&self, s: u32, at: u32) -> Option<(u32, u32)> {
+        let fr = self.body(s);
+        let next = match self.g.order {
             Order::Caller => at.checked_add(1)?,
             Order::Callee => at.checked_sub(1)?,
         };
         fr.get(next as usize).map(|&f| (f, next))
-    };
-    for &(top, children, _, weight, _) in rows {
-        let top = top as u32;
-        let name = &st.frames[top as usize].name;
-        // What a row costs: its names (the function's, the node's twice), its file, its
-        // indent, its cells.
-        let row_cost = |frame: u32, depth: usize| -> u64 {
-            let f = &st.frames[frame as usize];
-            (name.len() + 2 * f.name.len() + f.dso.len() + 3 * depth + 200) as u64
-        };
-        let mut cost = row_cost(top, 0);
-        // The tree of this function's paths; node 0 is the function itself.
+    }
+
+    /// What a row of function `top` costs: its names (the function's, the node's twice),
+    /// its file, its indent, its cells.
+    fn row_cost(&self, top: u32, frame: u32, depth: usize) -> u64 {
+        let name = &self.st.frames[top as usize].name;
+        let f = &self.st.frames[frame as usize];
+        (name.len() + 2 * f.name.len() + f.dso.len() + 3 * depth + 200) as u64
+    }
+
+    /// The tree of the paths through function `top` (`children` samples of `weight`);
+    /// node 0 is the function itself. Returns where it was cut short, if it was.
+    fn tree(
+        &self,
+        stacks: &[u32],
+        top: u32,
+        children: u64,
+        weight: u64,
+    ) -> (Vec<Node>, Option<Cut>) {
+        let name = &self.st.frames[top as usize].name;
+        let mut cut: Option<Cut> = None;
+        let mut cost = self.row_cost(top, top, 0);
         let mut nodes = vec![Node {
             frame: top,
             samples: children,
@@ -650,54 +860,24 @@ fn call_graph(
             0,
             stacks
                 .iter()
-                .filter_map(|&s| Some((s, body(s).iter().position(|&f| f == top)? as u32)))
+                .filter_map(|&s| Some((s, self.body(s).iter().position(|&f| f == top)? as u32)))
                 .collect(),
         )];
         for depth in 1.. {
-            // Each node's children: the next frame of each of its stacks.
-            // (parent, frame, samples, weight, its stacks) of each child.
-            let mut next: Vec<(usize, u32, u64, u64, Members)> = Vec::new();
-            for (parent, members) in &level {
-                let mut kid_of: HashMap<u32, usize> = HashMap::new();
-                let first = next.len();
-                for &(s, at) in members {
-                    let Some((f, at)) = step(s, at) else {
-                        continue;
-                    };
-                    let k = *kid_of.entry(f).or_insert_with(|| {
-                        next.push((*parent, f, 0, 0, Vec::new()));
-                        next.len() - 1
-                    });
-                    let stack = &st.stacks[s as usize];
-                    next[k].2 += stack.samples;
-                    next[k].3 = next[k]
-                        .3
-                        .saturating_add(weigh.of(stack.samples, stack.period));
-                    next[k].4.push((s, at));
-                }
-                // Branches too narrow to show go now, with their stacks.
-                let mut k = first;
-                for j in first..next.len() {
-                    if next[j].3 >= limit {
-                        next.swap(k, j);
-                        k += 1;
-                    }
-                }
-                next.truncate(k);
-            }
+            let next = self.next_level(&level);
             if next.is_empty() {
                 break;
             }
-            let more: u64 = next.iter().map(|n| row_cost(n.1, depth)).sum();
-            let why = if depth > levels {
+            let more: u64 = next.iter().map(|n| self.row_cost(top, n.1, depth)).sum();
+            let why = if depth > self.levels {
                 // As deep as asked, or as perf's --max-stack.
-                (g.depth == 0 || g.depth > levels).then_some("perf's --max-stack")
-            } else if cost + more > budget {
+                (self.g.depth == 0 || self.g.depth > self.levels).then_some("perf's --max-stack")
+            } else if cost + more > self.budget {
                 Some("the call graph's size")
             } else {
                 None
             };
-            if depth > levels || why.is_some() {
+            if depth > self.levels || why.is_some() {
                 if let Some(why) = why {
                     if cut.as_ref().is_none_or(|c| c.1 > depth - 1) {
                         cut = Some((name.clone(), depth - 1, why));
@@ -721,8 +901,48 @@ fn call_graph(
                 })
                 .collect();
         }
-        drop(level);
-        // Depth first, busiest child first.
+        (nodes, cut)
+    }
+
+    /// Each node's children: the next frame of each of its stacks; branches too narrow to
+    /// show left out, with their stacks.
+    fn next_level(&self, level: &[(usize, Members)]) -> Vec<Next> {
+        let mut next: Vec<Next> = Vec::new();
+        for (parent, members) in level {
+            let mut kid_of: HashMap<u32, usize> = HashMap::new();
+            let first = next.len();
+            for &(s, at) in members {
+                let Some((f, at)) = self.step(s, at) else {
+                    continue;
+                };
+                let k = *kid_of.entry(f).or_insert_with(|| {
+                    next.push((*parent, f, 0, 0, Vec::new()));
+                    next.len() - 1
+                });
+                let stack = &self.st.stacks[s as usize];
+                next[k].2 += stack.samples;
+                next[k].3 = next[k]
+                    .3
+                    .saturating_add(self.weigh.of(stack.samples, stack.period));
+                next[k].4.push((s, at));
+            }
+            // Branches too narrow to show go now, with their stacks.
+            let mut k = first;
+            for j in first..next.len() {
+                if next[j].3 >= self.limit {
+                    next.swap(k, j);
+                    k += 1;
+                }
+            }
+            next.truncate(k);
+        }
+        next
+    }
+
+    /// The rows of function `top`'s tree `nodes`: depth first, busiest child first.
+    fn rows(&self, t: &mut Table, nodes: &[Node], top: u32) {
+        let st = self.st;
+        let name = &st.frames[top as usize].name;
         let mut todo: Vec<(usize, usize, String)> = vec![(0, 0, String::new())];
         while let Some((n, depth, indent)) = todo.pop() {
             let node = &nodes[n];
@@ -735,7 +955,7 @@ fn call_graph(
             t.rows.push(vec![
                 Cell::text(name.clone()),
                 Cell::Int(depth as u64),
-                weigh.pct(node.weight),
+                self.weigh.pct(node.weight),
                 Cell::Int(node.samples),
                 Cell::text(tree),
                 Cell::text(f.name.clone()),
@@ -759,19 +979,6 @@ fn call_graph(
             }
         }
     }
-    t.summary.insert(
-        "order".into(),
-        serde_json::json!(match g.order {
-            Order::Caller => "caller",
-            Order::Callee => "callee",
-        }),
-    );
-    t.summary.insert("depth".into(), serde_json::json!(g.depth));
-    t.summary.insert(
-        "percent_limit".into(),
-        serde_json::json!(GRAPH_PERCENT_LIMIT),
-    );
-    (t, cut)
 }
 
 impl Report {
@@ -794,33 +1001,8 @@ impl Report {
     /// code keys. A recording of several events has a table per event, each titled with
     /// its event and totals, its rows with an `event` column (not in the text table).
     pub fn table(self) -> crate::table::Report {
-        let only_dso = self.by == [By::Dso];
         let several = self.events.len() > 1;
-        let mut columns = vec![
-            Column::right("percent", "Overhead", 8),
-            Column::right("samples", "Samples", 9),
-            Column::right("period", "Period", 12),
-        ];
-        if several {
-            columns.insert(0, Column::left("event", "Event", 0));
-        }
-        for k in &self.by {
-            columns.push(match k {
-                By::Host => Column::left("host", "Host", 12),
-                By::Run => Column::left("run", "Run", 12),
-                By::Comm => Column::left("comm", "Command", 16),
-                By::Pid => Column::right("pid", "Pid", 7),
-                By::Dso if only_dso => Column::left("name", "DSO", 40),
-                By::Dso => Column::left("dso", "DSO", 24),
-                By::Symbol => Column::left("name", "Symbol", 40),
-                By::Srcline => Column::left("name", "Source line", 40),
-                By::Pc => Column::left("name", "PC", 40),
-            });
-        }
-        let file_column = self.by.iter().any(|k| k.in_file()) && !self.by.contains(&By::Dso);
-        if file_column {
-            columns.push(Column::left("dso", "DSO", 0));
-        }
+        let (columns, file_column) = self.columns();
         let merged = if self.others.is_empty() {
             String::new()
         } else {
@@ -868,32 +1050,13 @@ impl Report {
         }
         let mut summary = serde_json::Map::new();
         summary.insert("total_samples".into(), json!(self.total_samples));
-        let heading = match &self.events[..] {
-            [one] => {
-                summary.insert("total_period".into(), json!(self.total_period));
-                summary.insert("event".into(), json!(one.name));
-                format!("{}{merged}", event_title(one))
-            }
-            [] => {
-                summary.insert("total_period".into(), json!(self.total_period));
-                format!(
-                    "# {} samples, total period {}{merged}",
-                    self.total_samples, self.total_period
-                )
-            }
-            many => {
-                summary.insert("events".into(), json!(many));
-                format!(
-                    "# {} samples of {} events ({}), each event in its own table{merged}",
-                    self.total_samples,
-                    many.len(),
-                    many.iter()
-                        .map(|e| e.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
-            }
-        };
+        let heading = heading(
+            &mut summary,
+            &self.events,
+            self.total_samples,
+            self.total_period,
+            &merged,
+        );
         if !self.others.is_empty() {
             summary.insert("files".into(), json!(1 + self.others.len()));
         }
@@ -917,6 +1080,72 @@ impl Report {
             tables,
             damaged: self.info.damaged() || damaged,
             ..crate::table::Report::of_file("plain", &self.info, warnings)
+        }
+    }
+
+    /// The report's columns: an event's (with several), the weights, a column per key,
+    /// then the file beside code keys (then `true`).
+    fn columns(&self) -> (Vec<Column>, bool) {
+        let only_dso = self.by == [By::Dso];
+        let mut columns = vec![
+            Column::right("percent", "Overhead", 8),
+            Column::right("samples", "Samples", 9),
+            Column::right("period", "Period", 12),
+        ];
+        if self.events.len() > 1 {
+            columns.insert(0, Column::left("event", "Event", 0));
+        }
+        for k in &self.by {
+            columns.push(match k {
+                By::Host => Column::left("host", "Host", 12),
+                By::Run => Column::left("run", "Run", 12),
+                By::Comm => Column::left("comm", "Command", 16),
+                By::Pid => Column::right("pid", "Pid", 7),
+                By::Dso if only_dso => Column::left("name", "DSO", 40),
+                By::Dso => Column::left("dso", "DSO", 24),
+                By::Symbol => Column::left("name", "Symbol", 40),
+                By::Srcline => Column::left("name", "Source line", 40),
+                By::Pc => Column::left("name", "PC", 40),
+            });
+        }
+        let file_column = self.by.iter().any(|k| k.in_file()) && !self.by.contains(&By::Dso);
+        if file_column {
+            columns.push(Column::left("dso", "DSO", 0));
+        }
+        (columns, file_column)
+    }
+}
+
+/// The heading of a plain report of `events` (`merged`: how many files, or empty), its
+/// totals and event or events put in `summary`.
+fn heading(
+    summary: &mut serde_json::Map<String, serde_json::Value>,
+    events: &[EventTotal],
+    total_samples: u64,
+    total_period: u64,
+    merged: &str,
+) -> String {
+    match events {
+        [one] => {
+            summary.insert("total_period".into(), json!(total_period));
+            summary.insert("event".into(), json!(one.name));
+            format!("{}{merged}", event_title(one))
+        }
+        [] => {
+            summary.insert("total_period".into(), json!(total_period));
+            format!("# {total_samples} samples, total period {total_period}{merged}")
+        }
+        many => {
+            summary.insert("events".into(), json!(many));
+            format!(
+                "# {} samples of {} events ({}), each event in its own table{merged}",
+                total_samples,
+                many.len(),
+                many.iter()
+                    .map(|e| e.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
         }
     }
 }

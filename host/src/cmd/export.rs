@@ -4,7 +4,8 @@
 use super::opts::{help, EventOpt, OutputOpt, SymbolOpts};
 use anyhow::{bail, Context, Result};
 use labperf::events::Select;
-use labperf::export::{Format, Stacks};
+use labperf::export::Format;
+use labperf::stacks::StackTable;
 use labperf::output::{Dest, Output};
 use std::path::{Path, PathBuf};
 
@@ -65,7 +66,7 @@ pub fn run(a: &Args) -> Result<()> {
     if let Some(sel) = &sel {
         check_event(&srcs, sel, &what)?;
     }
-    let stacks = labperf::export::collect_events(
+    let stacks = labperf::stacks::collect_events(
         &srcs,
         a.symbols.search(),
         a.format.per_sample(),
@@ -111,7 +112,7 @@ fn check_event(srcs: &[labperf::load::Source], sel: &Select, what: &str) -> Resu
 
 /// The warnings of reading the recordings, then how far each one's stacks reach, as
 /// `report` says it.
-fn say_warnings(stacks: &Stacks) {
+fn say_warnings(stacks: &StackTable) {
     for w in stacks.warnings.iter().chain(
         stacks
             .runs
@@ -135,7 +136,7 @@ fn say_warnings(stacks: &Stacks) {
 
 /// A flame graph's samples are of one event: several are refused, with the first ones
 /// named.
-fn one_event(stacks: &Stacks, what: &str) -> Result<()> {
+fn one_event(stacks: &StackTable, what: &str) -> Result<()> {
     let sampled = stacks.sampled_events();
     if sampled.len() > 1 {
         // The first events (a crafted file can name thousands), then how many more.
@@ -182,7 +183,7 @@ fn output_path(a: &Args) -> Result<Option<PathBuf>> {
 }
 
 /// Parquet's two tables: the samples to `out`, the stacks beside it.
-fn write_parquet(stacks: &Stacks, out: &Path) -> Result<()> {
+fn write_parquet(stacks: &StackTable, out: &Path) -> Result<()> {
     let side = stacks_path(out);
     let (mut samples, mut stack_rows) = (Output::create(out)?, Output::create(&side)?);
     stacks
@@ -202,7 +203,7 @@ fn write_parquet(stacks: &Stacks, out: &Path) -> Result<()> {
 }
 
 /// Every format but Parquet, written as it is made to `path` (`-`: standard output).
-fn write_stream(format: Format, stacks: &Stacks, path: &Path) -> Result<()> {
+fn write_stream(format: Format, stacks: &StackTable, path: &Path) -> Result<()> {
     let mut out = Output::create(path)?;
     let note = match format {
         Format::Folded => {

@@ -135,7 +135,7 @@ fn render(
     }
     let text = if o.format.get() == labperf::report::Format::Html {
         let sel = vo.event.as_ref();
-        let st = labperf::export::collect_events(&srcs, o.symbols.search(), false, sel)
+        let st = labperf::stacks::collect_events(&srcs, o.symbols.search(), false, sel)
             .context("cannot read the recordings' stacks for the flame graph")?;
         let svg = |event: Option<u32>| -> Result<String> {
             let mut flame = Vec::new();

@@ -5,8 +5,8 @@
 //! the reports see what a checksum would otherwise stop.
 #![no_main]
 
-use labperf::load::Source;
-use labperf::symbols::Search;
+use labperf::record::load::Source;
+use labperf::symbolize::symbols::Search;
 use labperf_common::*;
 use libfuzzer_sys::fuzz_target;
 use std::sync::Arc;
@@ -176,30 +176,30 @@ fuzz_target!(|data: &[u8]| {
     // Every report over it, rendered in every format; dump's lines.
     let src = Source::bytes("fuzz.lpr", shared);
     let formats = [
-        labperf::report::Format::Table,
-        labperf::report::Format::Csv,
-        labperf::report::Format::Json,
+        labperf::views::report::Format::Table,
+        labperf::views::report::Format::Csv,
+        labperf::views::report::Format::Json,
     ];
     // The report pipeline as `labperf report` runs it: the view the header names, then
     // every view forced (each with the options that apply to it); every format rendered.
     std::env::set_var("LABPERF_THREADS", if mode & 0x18 == 0x18 { "3" } else { "1" });
-    use labperf::view::{Options, View};
+    use labperf::views::view::{Options, View};
     let by = [
-        labperf::report::By::Symbol,
-        labperf::report::By::Dso,
-        labperf::report::By::Pc,
-        labperf::report::By::Host,
-        labperf::report::By::Run,
+        labperf::views::report::By::Symbol,
+        labperf::views::report::By::Dso,
+        labperf::views::report::By::Pc,
+        labperf::views::report::By::Host,
+        labperf::views::report::By::Run,
     ][usize::from(mode >> 1) % 5];
     let discard = if mode & 0x20 == 0 {
-        labperf::metrics::DiscardMode::Discard
+        labperf::views::metrics::DiscardMode::Discard
     } else {
-        labperf::metrics::DiscardMode::None
+        labperf::views::metrics::DiscardMode::None
     };
     let split = [
-        labperf::metrics::Split::None,
-        labperf::metrics::Split::Thread,
-        labperf::metrics::Split::Cpu,
+        labperf::views::metrics::Split::None,
+        labperf::views::metrics::Split::Thread,
+        labperf::views::metrics::Split::Cpu,
     ][usize::from(mode >> 6) % 3];
     // The view the header names, in every format; then one other view, forced, in one
     // format (both picked by the input's last byte, so every view and format is reached
@@ -222,7 +222,7 @@ fuzz_target!(|data: &[u8]| {
             by: match (view == Some(View::Plain) && !children, pick & 2 != 0) {
                 (false, _) => vec![],
                 (true, false) => vec![by],
-                (true, true) => vec![labperf::report::By::Dso, by],
+                (true, true) => vec![labperf::views::report::By::Dso, by],
             },
             pc: view == Some(View::Profileme) && mode & 0x80 != 0,
             discard: (view == Some(View::Metrics)).then_some(discard),
@@ -231,30 +231,30 @@ fuzz_target!(|data: &[u8]| {
             top: [0, 5][pick & 1],
             children,
             // The call graph under each row, both ways, whole or one level deep.
-            graph: (children && mode & 0x20 != 0).then_some(labperf::report::Graph {
-                order: [labperf::report::Order::Caller, labperf::report::Order::Callee][(mode >> 4) as usize & 1],
+            graph: (children && mode & 0x20 != 0).then_some(labperf::views::report::Graph {
+                order: [labperf::views::report::Order::Caller, labperf::views::report::Order::Callee][(mode >> 4) as usize & 1],
                 depth: (mode >> 2) as usize & 1,
             }),
             // One event of several (by index; a file without it is an error).
             event: (view == Some(View::Plain) && pick & 2 != 0)
-                .then(|| labperf::events::Select("1".into())),
+                .then(|| labperf::record::events::Select("1".into())),
         };
-        if let Ok(r) = labperf::view::build(&src, &o) {
+        if let Ok(r) = labperf::views::view::build(&src, &o) {
             for &f in fmts {
                 let _ = r.render(f, 5, mode & 0x40 != 0);
             }
-            let _ = r.render(labperf::report::Format::Html, 5, false);
+            let _ = r.render(labperf::views::report::Format::Html, 5, false);
             // The report against itself, as `labperf diff` joins two.
-            if let Ok(d) = labperf::diff::diff(&r, &r) {
+            if let Ok(d) = labperf::views::diff::diff(&r, &r) {
                 let _ = d.render(fmts[0], 5, false);
             }
         }
     }
     // The input merged with itself (`report A B`), and exported in every format.
-    if let Ok(r) = labperf::view::build_many(&[src.clone(), src.clone()], &Options { by: vec![by], search: Search::nothing(), ..Options::default() }) {
+    if let Ok(r) = labperf::views::view::build_many(&[src.clone(), src.clone()], &Options { by: vec![by], search: Search::nothing(), ..Options::default() }) {
         let _ = r.render(formats[pick % 3], 5, false);
     }
-    if let Ok(st) = labperf::stacks::collect_many(&[src.clone(), src.clone()], Search::nothing(), true) {
+    if let Ok(st) = labperf::symbolize::stacks::collect_many(&[src.clone(), src.clone()], Search::nothing(), true) {
         let _ = st.folded();
         let _ = st.svg(std::io::sink());
         let _ = st.pprof(std::io::sink());
@@ -262,10 +262,10 @@ fuzz_target!(|data: &[u8]| {
         let _ = st.parquet(std::io::sink(), std::io::sink());
     }
     for r in &whole.records {
-        let _ = labperf::dump::line(r);
+        let _ = labperf::views::dump::line(r);
         if let Record::Sample(s) = r {
-            if let Ok(p) = labperf::profileme::payload(&[0], s) {
-                let _ = labperf::dump::profileme_lines(&p);
+            if let Ok(p) = labperf::views::profileme::payload(&[0], s) {
+                let _ = labperf::views::dump::profileme_lines(&p);
             }
         }
     }

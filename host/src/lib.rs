@@ -1,46 +1,18 @@
-//! labperf host library: reading record files, symbolization, aggregation and output formats.
+//! labperf host library: record files read, symbolized, turned into views, rendered and exported, and the lab machines they come from.
+//!
+//! Layers, each using only those above it in this list (`ARCHITECTURE.md` says what each owns):
+//! the base modules (`text`, `progress`, `interrupt`, `fxhash`), [`files`], [`record`],
+//! [`symbolize`], [`import`], [`render`], [`views`], [`export`], [`lab`].
 
-pub mod board;
-pub mod cache;
-pub mod callers;
-pub mod counts;
-pub mod cpu;
-#[cfg(feature = "remote")]
-pub mod deploy;
-pub mod diff;
-pub mod dump;
-pub mod events;
 pub mod export;
-pub mod facts;
-pub mod flame;
-pub mod fpchain;
+pub mod files;
 pub mod fxhash;
-#[cfg(feature = "remote")]
-pub mod hosts;
-pub mod html;
 pub mod import;
 pub mod interrupt;
-pub mod intervals;
-#[cfg(feature = "remote")]
-pub mod known_hosts;
-pub mod load;
-pub mod mapped;
-pub mod metrics;
-pub mod output;
-pub mod profileme;
+pub mod lab;
 pub mod progress;
-#[cfg(feature = "remote")]
-pub mod push;
-pub mod quality;
-#[cfg(feature = "remote")]
-pub mod remote;
+pub mod record;
 pub mod render;
-pub mod report;
-pub mod sideband;
-pub mod stacks;
-pub mod symbols;
-pub mod table;
+pub mod symbolize;
 pub mod text;
-pub mod topdown;
-pub mod unwind;
-pub mod view;
+pub mod views;

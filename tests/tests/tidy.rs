@@ -406,14 +406,14 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// A `pub const NAME: &[&str] = &[...]` list of `host/src/remote.rs`.
+/// A `pub const NAME: &[&str] = &[...]` list of `host/src/lab/remote.rs`.
 fn remote_list(name: &str) -> Vec<String> {
-    let src = std::fs::read_to_string(root().join("host/src/remote.rs")).unwrap();
+    let src = std::fs::read_to_string(root().join("host/src/lab/remote.rs")).unwrap();
     let t = lex(&src);
     let at = t
         .iter()
         .position(|x| *x == Tok::Ident(name.into()))
-        .unwrap_or_else(|| panic!("host/src/remote.rs has no {name}"));
+        .unwrap_or_else(|| panic!("host/src/lab/remote.rs has no {name}"));
     t[at..]
         .iter()
         .take_while(|x| **x != Tok::Punct(';'))
@@ -501,7 +501,7 @@ fn every_program_started_has_its_package_in_xtask_setup() {
     needed.retain(|(_, u)| !fallbacks.contains(&u.program));
     needed.extend(lab.iter().map(|p| {
         (
-            PathBuf::from("host/src/remote.rs"),
+            PathBuf::from("host/src/lab/remote.rs"),
             Use {
                 program: p.clone(),
                 context: "LAB_PROGRAMS".into(),
@@ -962,6 +962,85 @@ fn no_import_cycle_in_host_or_common() {
     );
 }
 
+/// The host library's layers, lowest first: a file may use its own layer's files and those
+/// of layers before it, never one after (`ARCHITECTURE.md`'s "Layers"). The first, the
+/// base, is the files directly in `host/src/`; the binary (`main.rs`, `cmd/`) is above all.
+const HOST_LAYERS: &[&str] = &[
+    "",
+    "files",
+    "record",
+    "symbolize",
+    "import",
+    "render",
+    "views",
+    "export",
+    "lab",
+];
+
+/// Every use in `host/src` of a later layer from an earlier one, as "file:line uses file".
+fn layer_violations(src: &Path, layers: &[&str]) -> Vec<String> {
+    let layer_of = |p: &Path| {
+        let folder = match p.components().count() {
+            1 => "",
+            _ => p.components().next().unwrap().as_os_str().to_str().unwrap(),
+        };
+        layers.iter().position(|l| *l == folder)
+    };
+    let mut out = Vec::new();
+    for (file, uses) in import_graph(src) {
+        let Some(from) = layer_of(&file) else {
+            continue;
+        };
+        for (to, line) in uses {
+            if layer_of(&to).is_some_and(|l| l > from) {
+                out.push(format!("{}:{line} uses {}", file.display(), to.display()));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn host_layers_use_only_the_layers_below_them() {
+    let src = root().join("host/src");
+    for l in &HOST_LAYERS[1..] {
+        assert!(
+            src.join(l).join("mod.rs").is_file(),
+            "host/src/{l}/ is no module folder"
+        );
+    }
+    let bad = layer_violations(&src, HOST_LAYERS);
+    assert!(
+        bad.is_empty(),
+        "a lower layer uses a higher one (layers, lowest first: base, {}):\n{}",
+        HOST_LAYERS[1..].join(", "),
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn the_layer_check_sees_a_lower_folder_using_a_higher_one() {
+    let dir = synthetic_tree(
+        "layers",
+        &[
+            ("lib.rs", "pub mod low;\npub mod high;\npub mod util;\n"),
+            ("util.rs", "pub fn f() {}\n"),
+            ("low/mod.rs", "pub mod a;\n"),
+            (
+                "low/a.rs",
+                "pub fn g() { crate::util::f(); crate::high::b::h(); }\n",
+            ),
+            ("high/mod.rs", "pub mod b;\n"),
+            ("high/b.rs", "pub fn h() { crate::low::a::g(); }\n"),
+        ],
+    );
+    assert_eq!(
+        layer_violations(&dir, &["", "low", "high"]),
+        ["low/a.rs:1 uses high/b.rs"]
+    );
+    assert!(layer_violations(&dir, &["", "high", "low"]).len() == 1);
+}
+
 /// Writes `files` (path, text) under a fresh temporary folder and returns it.
 fn synthetic_tree(name: &str, files: &[(&str, &str)]) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("labperf-tidy-{name}-{}", std::process::id()));
@@ -1045,36 +1124,7 @@ fn the_import_scan_sees_folders_re_exports_and_cycles() {
 const MAX_FN_LINES: usize = 120;
 
 /// Functions still over [`MAX_FN_LINES`]: (file, function, why).
-const LONG_FNS: &[(&str, &str, &str)] = &[
-    ("agents/alpha/agent.c", "convert", WIP),
-    ("agents/alpha/agent.c", "record", WIP),
-    ("agents/labperf-agent/src/main.rs", "parse_opts", WIP),
-    ("agents/labperf-agent/src/record.rs", "run", WIP),
-    ("agents/labperf-agent/src/stat.rs", "run", WIP),
-    ("agents/labperf-agent/src/stat.rs", "run_topdown", WIP),
-    ("agents/labperf-bench/src/main.rs", "main", WIP),
-    ("host/src/cmd/export.rs", "run", WIP),
-    ("host/src/cmd/info.rs", "run", WIP),
-    ("host/src/cmd/lab.rs", "one_flow", WIP),
-    ("host/src/deploy.rs", "fetch_binaries", WIP),
-    ("host/src/diff.rs", "diff_table", WIP),
-    ("host/src/export.rs", "collect_one", WIP),
-    ("host/src/export.rs", "firefox", WIP),
-    ("host/src/export.rs", "pprof", WIP),
-    ("host/src/html.rs", "charts", WIP),
-    ("host/src/import.rs", "write_records", WIP),
-    ("host/src/import/checked.rs", "new", WIP),
-    ("host/src/load.rs", "sample_counts", WIP),
-    ("host/src/remote.rs", "fetch_framed", WIP),
-    ("host/src/report.rs", "build_many", WIP),
-    ("host/src/report.rs", "call_graph", WIP),
-    ("host/src/report.rs", "children", WIP),
-    ("host/src/report.rs", "table", WIP),
-    ("host/src/topdown.rs", "build", WIP),
-];
-
-/// Why most of [`LONG_FNS`] are there: being split in other branches of the same issue.
-const WIP: &str = "split in progress (issue 26)";
+const LONG_FNS: &[(&str, &str, &str)] = &[];
 
 /// The index of the token that closes the bracket opened at `t[open]`.
 fn closing(t: &[(Tok, usize)], open: usize) -> usize {

@@ -4,7 +4,7 @@ use super::agents::agent_for;
 use super::lab::{connect, Connected};
 use super::opts::{help, HostsArg, RemoteOpts};
 use anyhow::{bail, Result};
-use labperf::deploy;
+use labperf::lab::deploy;
 
 /// Upload the matching agent to lab machines.
 #[derive(Debug, clap::Args)]
@@ -34,9 +34,9 @@ pub fn run(a: &Args) -> Result<()> {
             let said = |u: bool| if u { "uploaded" } else { "already there" };
             let mut m = format!("{arch}, {path} ({})", said(uploaded));
             if a.bench {
-                let pushes = labperf::push::read(&[super::agents::bench_for(&arch)?])?;
-                labperf::push::check_arch(&pushes, h, &arch)?;
-                for (path, uploaded) in labperf::push::upload(&remote, &pushes, &remote_dir)? {
+                let pushes = labperf::lab::push::read(&[super::agents::bench_for(&arch)?])?;
+                labperf::lab::push::check_arch(&pushes, h, &arch)?;
+                for (path, uploaded) in labperf::lab::push::upload(&remote, &pushes, &remote_dir)? {
                     m.push_str(&format!("; bench {path} ({})", said(uploaded)));
                 }
             }

@@ -37,14 +37,14 @@ pub fn run(a: &Args) -> Result<()> {
     o.event = a.event.select();
     if o.view.is_none() {
         // The base's view for both, so that a header difference is an error, not a mismatch.
-        o.view = Some(labperf::view::choose(&a.base.as_path().into(), &o)?.0);
+        o.view = Some(labperf::views::view::choose(&a.base.as_path().into(), &o)?.0);
     }
     let report = |f: &PathBuf| {
-        labperf::view::build(&f.as_path().into(), &o)
+        labperf::views::view::build(&f.as_path().into(), &o)
             .with_context(|| format!("cannot report {}", f.display()))
     };
     let (base, new) = (report(&a.base)?, report(&a.new)?);
-    let d = labperf::diff::diff(&base, &new)?;
+    let d = labperf::views::diff::diff(&base, &new)?;
     for w in &d.warnings {
         eprintln!("{}", labperf::text::show_text(w));
     }

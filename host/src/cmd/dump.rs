@@ -27,34 +27,35 @@ pub fn run(a: &Args) -> Result<()> {
     let mut out = std::io::BufWriter::new(stdout.lock());
     let mut n = 0u64;
     let mut err = None;
-    let mut pm = labperf::profileme::Skipped::default();
+    let mut pm = labperf::views::profileme::Skipped::default();
     let mut pm_decoded = 0u64;
     let mut types: Option<Vec<u32>> = None;
-    let info = labperf::load::stream_with_header(&a.file.file.as_path().into(), |h, _, r| {
-        n += 1;
-        if err.is_some() {
-            return;
-        }
-        let mut text = labperf::dump::line(r);
-        // Alpha recordings: decode each sample's ProfileMe payload as `perf report -D` does.
-        if let (Some(h), Record::Sample(s)) = (h, r) {
-            if h.arch == labperf_common::Arch::Alpha {
-                let t =
-                    types.get_or_insert_with(|| h.events.iter().map(|e| e.attr.type_).collect());
-                match labperf::profileme::payload(t, s) {
-                    Ok(p) => {
-                        pm_decoded += 1;
-                        text += &labperf::dump::profileme_lines(&p);
+    let info =
+        labperf::record::load::stream_with_header(&a.file.file.as_path().into(), |h, _, r| {
+            n += 1;
+            if err.is_some() {
+                return;
+            }
+            let mut text = labperf::views::dump::line(r);
+            // Alpha recordings: decode each sample's ProfileMe payload as `perf report -D` does.
+            if let (Some(h), Record::Sample(s)) = (h, r) {
+                if h.arch == labperf_common::Arch::Alpha {
+                    let t = types
+                        .get_or_insert_with(|| h.events.iter().map(|e| e.attr.type_).collect());
+                    match labperf::views::profileme::payload(t, s) {
+                        Ok(p) => {
+                            pm_decoded += 1;
+                            text += &labperf::views::dump::profileme_lines(&p);
+                        }
+                        Err(e) => pm.add(e),
                     }
-                    Err(e) => pm.add(e),
                 }
             }
-        }
-        if let Err(e) = writeln!(out, "{n:>8} {text}") {
-            err = Some(e);
-        }
-    })
-    .with_context(|| format!("cannot dump {}", a.file.file.display()))?;
+            if let Err(e) = writeln!(out, "{n:>8} {text}") {
+                err = Some(e);
+            }
+        })
+        .with_context(|| format!("cannot dump {}", a.file.file.display()))?;
     match err {
         Some(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
         Some(e) => return Err(e).context("cannot write to stdout"),

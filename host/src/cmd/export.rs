@@ -3,10 +3,10 @@
 
 use super::opts::{help, EventOpt, OutputOpt, SymbolOpts};
 use anyhow::{bail, Context, Result};
-use labperf::events::Select;
 use labperf::export::Format;
-use labperf::stacks::StackTable;
-use labperf::output::{Dest, Output};
+use labperf::files::output::{Dest, Output};
+use labperf::record::events::Select;
+use labperf::symbolize::stacks::StackTable;
 use std::path::{Path, PathBuf};
 
 /// Write recordings' samples as folded stacks, an SVG flame graph, a Firefox Profiler or
@@ -57,7 +57,8 @@ pub struct Args {
 }
 
 pub fn run(a: &Args) -> Result<()> {
-    let srcs: Vec<labperf::load::Source> = a.files.iter().map(|f| f.as_path().into()).collect();
+    let srcs: Vec<labperf::record::load::Source> =
+        a.files.iter().map(|f| f.as_path().into()).collect();
     let what = match &a.files[..] {
         [one] => one.display().to_string(),
         many => format!("these {} files", many.len()),
@@ -66,7 +67,7 @@ pub fn run(a: &Args) -> Result<()> {
     if let Some(sel) = &sel {
         check_event(&srcs, sel, &what)?;
     }
-    let stacks = labperf::stacks::collect_events(
+    let stacks = labperf::symbolize::stacks::collect_events(
         &srcs,
         a.symbols.search(),
         a.format.per_sample(),
@@ -83,7 +84,7 @@ pub fn run(a: &Args) -> Result<()> {
     }
     let out = output_path(a)?;
     if a.format == Format::Parquet {
-        let Some(out) = out.filter(|p| !labperf::output::is_stdout(p)) else {
+        let Some(out) = out.filter(|p| !labperf::files::output::is_stdout(p)) else {
             bail!("Parquet is two files: name them with -o OUT.parquet, not standard output");
         };
         return write_parquet(&stacks, &out);
@@ -97,16 +98,16 @@ pub fn run(a: &Args) -> Result<()> {
 }
 
 /// `--event`: each file's events checked for the one selected, before any work.
-fn check_event(srcs: &[labperf::load::Source], sel: &Select, what: &str) -> Result<()> {
+fn check_event(srcs: &[labperf::record::load::Source], sel: &Select, what: &str) -> Result<()> {
     let mut names = Vec::new();
     for s in srcs {
-        let p = labperf::load::peek(s).with_context(|| format!("cannot export {what}"))?;
+        let p = labperf::record::load::peek(s).with_context(|| format!("cannot export {what}"))?;
         names.push((
             s.name.display().to_string(),
-            labperf::events::Names::of(p.header.as_ref()),
+            labperf::record::events::Names::of(p.header.as_ref()),
         ));
     }
-    labperf::events::check(sel, names.iter().map(|(f, n)| (f.clone(), n)))?;
+    labperf::record::events::check(sel, names.iter().map(|(f, n)| (f.clone(), n)))?;
     Ok(())
 }
 
@@ -142,7 +143,7 @@ fn one_event(stacks: &StackTable, what: &str) -> Result<()> {
         // The first events (a crafted file can name thousands), then how many more.
         let mut list: Vec<String> = sampled
             .iter()
-            .take(labperf::events::LISTED)
+            .take(labperf::record::events::LISTED)
             .map(|&(e, n, _)| {
                 format!(
                     "{} ({n} samples)",

@@ -5,8 +5,8 @@
 use super::lab::{connect, each_host, expand, Connected};
 use super::opts::{help, FormatOpt, HostsArg, HostsFileOpt, RemoteOpts};
 use anyhow::{bail, Result};
-use labperf::remote::{shell_quote, RemoteError};
-use labperf::table::{Cell, Column, Table};
+use labperf::lab::remote::{shell_quote, RemoteError};
+use labperf::render::table::{Cell, Column, Table};
 use labperf::text::show;
 
 /// Check or list the lab machines of the hosts file.
@@ -111,7 +111,7 @@ fn check_one(host: &str, o: &RemoteOpts) -> Verdict {
     let out = match remote.run(
         &format!("d={}; {FACTS}", shell_quote(&remote_dir)),
         None,
-        labperf::remote::SMALL_OUTPUT,
+        labperf::lab::remote::SMALL_OUTPUT,
     ) {
         Ok(o) => String::from_utf8_lossy(&o.stdout).into_owned(),
         Err(e) => return Verdict::failed("cannot run commands", e.to_string()),
@@ -254,7 +254,7 @@ fn check(c: &Check) -> Result<()> {
             text(&fix),
         ]);
     }
-    let r = labperf::table::Report {
+    let r = labperf::render::table::Report {
         view: "hosts",
         tables: vec![t],
         ..Default::default()
@@ -270,7 +270,7 @@ fn check(c: &Check) -> Result<()> {
 }
 
 fn list(l: &List) -> Result<()> {
-    let f = labperf::hosts::load(l.hosts.hosts_file.as_deref())?;
+    let f = labperf::lab::hosts::load(l.hosts.hosts_file.as_deref())?;
     for (name, h) in &f.hosts {
         println!("{}  {}", show(name), show(&h.address));
     }

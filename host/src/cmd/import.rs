@@ -31,8 +31,8 @@ pub struct Args {
 
 pub fn run(a: &Args) -> Result<()> {
     // A directory or a socket is refused before anything is read.
-    labperf::output::resolve(&a.file.output)?;
-    let (f, _, _) = labperf::mapped::open_regular(&a.perf_data, u64::MAX)
+    labperf::files::output::resolve(&a.file.output)?;
+    let (f, _, _) = labperf::files::mapped::open_regular(&a.perf_data, u64::MAX)
         .with_context(|| format!("cannot open {}", a.perf_data.display()))?;
     // `-o` naming the input itself would replace the recording with its import.
     if let (Ok(i), Ok(o)) = (f.metadata(), std::fs::metadata(&a.file.output)) {
@@ -89,7 +89,7 @@ pub fn run(a: &Args) -> Result<()> {
         "labperf: {} records ({} samples) written to {}{notes}",
         got.records,
         got.samples,
-        if labperf::output::is_stdout(&a.file.output) {
+        if labperf::files::output::is_stdout(&a.file.output) {
             "standard output".into()
         } else {
             a.file.output.display().to_string()

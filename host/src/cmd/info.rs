@@ -2,7 +2,7 @@
 //! its call stacks reach.
 
 use anyhow::{Context, Result};
-use labperf::load::FileInfo;
+use labperf::record::load::FileInfo;
 use labperf::text::show;
 use labperf_common::{EventDesc, Header, Record, Trailer};
 use std::path::Path;
@@ -30,7 +30,7 @@ pub struct Args {
 
 pub fn run(a: &Args) -> Result<()> {
     let (mut samples, mut lost, mut mmaps, mut other) = (0u64, 0u64, 0u64, 0u64);
-    let info = labperf::load::stream(&a.file.file.as_path().into(), |r| match r {
+    let info = labperf::record::load::stream(&a.file.file.as_path().into(), |r| match r {
         Record::Sample(_) => samples += 1,
         Record::Lost(l) => lost = lost.saturating_add(l.lost),
         Record::Mmap2(_) => mmaps += 1,
@@ -59,8 +59,8 @@ pub fn run(a: &Args) -> Result<()> {
     print_trailer(info.trailer.as_ref());
     println!("kernel lost:     {lost} records");
     // How far the call stacks reach, as every report says it.
-    let src: labperf::load::Source = a.file.file.as_path().into();
-    if let Ok(Some(q)) = labperf::quality::measure(&src, &a.symbols.search()) {
+    let src: labperf::record::load::Source = a.file.file.as_path().into();
+    if let Ok(Some(q)) = labperf::symbolize::measure::measure(&src, &a.symbols.search()) {
         println!("stacks:          {}", show(&q.line()));
         for w in q.warnings() {
             println!("  - {}", show(&w));
@@ -91,21 +91,21 @@ fn print_header(h: &Header, info: &FileInfo, file: &Path) {
     );
     println!(
         "cpu:             {}",
-        show(&labperf::cpu::cpu_name(&h.cpu))
+        show(&labperf::record::cpu::cpu_name(&h.cpu))
     );
     println!("hostname:        {}", show(&h.hostname));
     // Where labperf fetched it from: the binary cache's index, not the file.
-    match labperf::cache::origin(&labperf::cache::binaries(), file) {
-        labperf::cache::Origin::Fetched(m) => println!(
+    match labperf::files::cache::origin(&labperf::files::cache::binaries(), file) {
+        labperf::files::cache::Origin::Fetched(m) => println!(
             "fetched from:    {} (host key {}, {})",
             show(&m.name),
             m.fingerprint(),
             show(&m.arch)
         ),
-        labperf::cache::Origin::Conflict => {
+        labperf::files::cache::Origin::Conflict => {
             println!("fetched from:    two lab machines with different host keys (the same bytes)")
         }
-        labperf::cache::Origin::Unknown => {}
+        labperf::files::cache::Origin::Unknown => {}
     }
     println!("command:         {}", show(&h.command.join(" ")));
     println!("mode:            {}", show(&h.mode));
@@ -117,7 +117,7 @@ fn print_header(h: &Header, info: &FileInfo, file: &Path) {
         } else {
             ", from the mode and events (no header extension)"
         },
-        labperf::view::View::of(&recipe).name()
+        labperf::views::view::View::of(&recipe).name()
     );
     if let Some(x) = &info.header_ext {
         if x.replayed {

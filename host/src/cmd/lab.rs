@@ -5,9 +5,9 @@
 
 use super::opts::RemoteOpts;
 use anyhow::Result;
-use labperf::board::{Board, Phase};
-use labperf::deploy::{self, RunFiles, RunIo};
-use labperf::remote::{parse_target, remote_dir, HostKeys, Remote};
+use labperf::lab::board::{Board, Phase};
+use labperf::lab::deploy::{self, RunFiles, RunIo};
+use labperf::lab::remote::{parse_target, remote_dir, HostKeys, Remote};
 use labperf::text::{show, show_text};
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
@@ -29,7 +29,7 @@ pub fn expand(given: &[String], o: &RemoteOpts, all_by_default: bool) -> Result<
     if !needs_file {
         return Ok(given.to_vec());
     }
-    let file = labperf::hosts::load(o.hosts.hosts_file.as_deref())?;
+    let file = labperf::lab::hosts::load(o.hosts.hosts_file.as_deref())?;
     if given.is_empty() {
         if file.hosts.is_empty() {
             anyhow::bail!("no hosts: name them (HOST,... or @group) or list them in the hosts file (--hosts-file, default ~/.config/labperf/hosts.toml)");
@@ -64,7 +64,7 @@ pub fn expand(given: &[String], o: &RemoteOpts, all_by_default: bool) -> Result<
 
 /// Connects to `spec`: a name from the hosts file, or `[user@]host[:port]` / an ssh config name.
 pub fn connect(spec: &str, o: &RemoteOpts) -> Result<Connected> {
-    let hosts = labperf::hosts::load(o.hosts.hosts_file.as_deref())?;
+    let hosts = labperf::lab::hosts::load(o.hosts.hosts_file.as_deref())?;
     let entry = hosts.hosts.get(spec).cloned().unwrap_or_default();
     let address = if entry.address.is_empty() {
         spec
@@ -126,13 +126,13 @@ pub fn output_for(output: &Path, name: &str, hosts: usize) -> PathBuf {
     output.with_file_name(format!("{stem}-{safe}.lpr"))
 }
 
-/// Where a recording (`record -o`, `stat -o`) goes, by [`labperf::output`]'s rule, checked
+/// Where a recording (`record -o`, `stat -o`) goes, by [`labperf::files::output`]'s rule, checked
 /// before anything runs: whether it is a regular file, read back for the report and the
 /// binaries (a device or a FIFO is written straight through and not). A directory, a socket
 /// and standard output (where the workload's output goes) are refused.
 pub fn record_output(path: &Path) -> Result<bool> {
-    match labperf::output::resolve(path)? {
-        labperf::output::Dest::Stdout => anyhow::bail!(
+    match labperf::files::output::resolve(path)? {
+        labperf::files::output::Dest::Stdout => anyhow::bail!(
             "-o -: a record file does not go to standard output (the workload's output goes there): name a file, a device or a FIFO"
         ),
         d => Ok(d.file().is_some()),
@@ -150,7 +150,7 @@ pub struct Job<'a> {
     /// Fetch the binaries the samples need (recordings).
     pub binaries: bool,
     /// `--push`: files put on each host before the run (read once, here).
-    pub push: &'a [labperf::push::Push],
+    pub push: &'a [labperf::lab::push::Push],
 }
 
 /// One host's recording.
@@ -206,7 +206,7 @@ impl<'a> HostIo<'a> {
 
     fn err_line(&self, l: &[u8]) {
         let text = labperf::text::show_bytes(l);
-        match labperf::board::agent_progress(&text) {
+        match labperf::lab::board::agent_progress(&text) {
             Some(p) => self.board.progress(self.index, &p),
             None => self
                 .board
@@ -280,7 +280,7 @@ fn one(
     // Aborted: the recording fetched by this run (not one that was there before) goes too;
     // only a regular file is removed, never a device, a FIFO or a link's name.
     if let Some(f) = fetched {
-        if let Ok(labperf::output::Dest::File(p)) = labperf::output::resolve(&f) {
+        if let Ok(labperf::files::output::Dest::File(p)) = labperf::files::output::resolve(&f) {
             let _ = std::fs::remove_file(p);
         }
     }
@@ -388,7 +388,7 @@ impl HostRun<'_> {
         let ready = deploy::prepare(r, files, &candidates, remote_dir)?;
         let arch = o.arch.clone().unwrap_or(ready.arch);
         // A pushed program that cannot run there stops the host before anything is put on it.
-        labperf::push::check_arch(self.job.push, self.spec, &arch)
+        labperf::lab::push::check_arch(self.job.push, self.spec, &arch)
             .map_err(|e| anyhow::anyhow!("{e}: nothing was uploaded or run"))?;
         if !ready.runs_ready {
             deploy::make_runs_dir(r, files)?;
@@ -434,7 +434,7 @@ impl HostRun<'_> {
         for (p, (path, uploaded)) in job
             .push
             .iter()
-            .zip(labperf::push::upload(r, job.push, remote_dir)?)
+            .zip(labperf::lab::push::upload(r, job.push, remote_dir)?)
         {
             io.say(&format!(
                 "pushed {} to {} ({})",
@@ -447,7 +447,11 @@ impl HostRun<'_> {
                 }
             ));
         }
-        Ok(labperf::push::rewrite(job.command, job.push, remote_dir))
+        Ok(labperf::lab::push::rewrite(
+            job.command,
+            job.push,
+            remote_dir,
+        ))
     }
 
     /// Runs the agent (its progress lines feed the host's board line) and fetches its
@@ -461,7 +465,7 @@ impl HostRun<'_> {
         command: &[OsString],
         file: &Path,
         io: &mut HostIo,
-    ) -> Result<(deploy::Finished, labperf::remote::Fetched)> {
+    ) -> Result<(deploy::Finished, labperf::lab::remote::Fetched)> {
         let (spec, board, index) = (self.spec, self.board, self.index);
         board.set(index, Phase::Running, "");
         // The agent's progress lines feed the host's board line.
@@ -505,7 +509,7 @@ impl HostRun<'_> {
         arch: &str,
         file: &Path,
         readable: bool,
-        got: &labperf::remote::Fetched,
+        got: &labperf::lab::remote::Fetched,
         io: &mut HostIo,
     ) -> Result<()> {
         let job = self.job;
@@ -516,18 +520,19 @@ impl HostRun<'_> {
             ));
         }
         if job.binaries && readable {
-            let cache = labperf::cache::binaries();
+            let cache = labperf::files::cache::binaries();
             // Which machine this recording came from: its host key, never what the file says.
-            let machine = labperf::cache::Machine {
+            let machine = labperf::files::cache::Machine {
                 host_key: r.host_key().to_vec(),
                 name: self.spec.to_string(),
                 arch: arch.to_string(),
             };
-            if let Err(e) = labperf::cache::note_recording(&cache, got.size, &got.sha256, &machine)
+            if let Err(e) =
+                labperf::files::cache::note_recording(&cache, got.size, &got.sha256, &machine)
             {
                 io.say(&format!("warning: the binary cache's index of recordings: {e}: the report may miss this machine's own binaries"));
             }
-            for w in labperf::push::seed_cache(job.push, &cache) {
+            for w in labperf::lab::push::seed_cache(job.push, &cache) {
                 io.say(&format!("warning: a pushed file's symbols: {w}"));
             }
             self.board.set(self.index, Phase::Fetching, "binaries");
@@ -589,7 +594,7 @@ pub fn each_host<T: Send>(
                 let Some(h) = hosts.get(i) else { break };
                 // After a second interrupt no further host is started.
                 let r = if labperf::interrupt::aborting() {
-                    Err(labperf::deploy::RunError::Aborted {
+                    Err(labperf::lab::deploy::RunError::Aborted {
                         host: show(h).into_owned(),
                     }
                     .into())
@@ -631,15 +636,15 @@ pub fn summary(results: &[(String, Result<Done>)]) -> usize {
         );
         eprint!(
             "{}",
-            summary_table(results).render(labperf::table::Format::Table, 0, false)
+            summary_table(results).render(labperf::render::table::Format::Table, 0, false)
         );
     }
     failed
 }
 
 /// The hosts' table (the table model, rendered as every table is).
-fn summary_table(results: &[(String, Result<Done>)]) -> labperf::table::Report {
-    use labperf::table::{Cell, Column, Table};
+fn summary_table(results: &[(String, Result<Done>)]) -> labperf::render::table::Report {
+    use labperf::render::table::{Cell, Column, Table};
     let mut t = Table::new(
         "hosts",
         vec![
@@ -657,7 +662,7 @@ fn summary_table(results: &[(String, Result<Done>)]) -> labperf::table::Report {
             Ok(d) => {
                 let trailer = d
                     .readable
-                    .then(|| labperf::load::stream(&d.file.as_path().into(), |_| {}).ok())
+                    .then(|| labperf::record::load::stream(&d.file.as_path().into(), |_| {}).ok())
                     .flatten()
                     .and_then(|i| i.trailer);
                 vec![
@@ -685,7 +690,7 @@ fn summary_table(results: &[(String, Result<Done>)]) -> labperf::table::Report {
             ],
         });
     }
-    labperf::table::Report {
+    labperf::render::table::Report {
         view: "hosts",
         tables: vec![t],
         ..Default::default()

@@ -98,7 +98,7 @@ pub fn run(
         }
         _ => {
             // The agent keeps it beside the file the output names (links resolved).
-            match output.and_then(labperf::output::partial).filter(|p| p.exists()) {
+            match output.and_then(labperf::files::output::partial).filter(|p| p.exists()) {
                 Some(p) => bail!(
                     "the agent was killed before it finished: what it had written is in {} (`labperf report` reads it)",
                     p.display()

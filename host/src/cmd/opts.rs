@@ -2,8 +2,8 @@
 //! recording is, and how a report is shown. A verb whose help says an option in its own
 //! words replaces the help text only (`#[command(mut_arg(ID, help(TEXT)))]`).
 
-use labperf::report::By;
-use labperf::view::View;
+use labperf::views::report::By;
+use labperf::views::view::View;
 use std::path::PathBuf;
 
 /// A verb's own help text for a shared option: `#[command(mut_arg("host", help("…")))]`
@@ -55,7 +55,7 @@ pub struct EventsOpt {
 }
 
 /// A table's format as the command line spells it; the library's model is
-/// `labperf::table::Format`.
+/// `labperf::render::table::Format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum TableFormat {
     Table,
@@ -66,9 +66,9 @@ pub enum TableFormat {
     Html,
 }
 
-impl From<TableFormat> for labperf::table::Format {
-    fn from(f: TableFormat) -> labperf::table::Format {
-        use labperf::table::Format;
+impl From<TableFormat> for labperf::render::table::Format {
+    fn from(f: TableFormat) -> labperf::render::table::Format {
+        use labperf::render::table::Format;
         match f {
             TableFormat::Table => Format::Table,
             TableFormat::Csv => Format::Csv,
@@ -88,7 +88,7 @@ pub struct FormatOpt {
 
 impl FormatOpt {
     /// The library's format.
-    pub fn get(self) -> labperf::table::Format {
+    pub fn get(self) -> labperf::render::table::Format {
         self.format.into()
     }
 }
@@ -174,7 +174,7 @@ pub struct RemoteOpts {
     /// running N s with the agent's samples so far, fetching, done or failed), or the same
     /// facts as plain lines (not a terminal, or `plain`).
     #[arg(long, value_enum, default_value = "auto")]
-    pub progress: labperf::board::Progress,
+    pub progress: labperf::lab::board::Progress,
 }
 
 impl RemoteOpts {
@@ -328,16 +328,16 @@ pub struct ReportOpts {
     /// Metrics view: drop windows whose start and end symbols differ, or keep them
     /// [default: discard].
     #[arg(short = 's', long = "discard", value_enum)]
-    pub discard: Option<labperf::metrics::DiscardMode>,
+    pub discard: Option<labperf::views::metrics::DiscardMode>,
     /// Metrics view: one row per symbol and thread, or per symbol and CPU [default: none].
     #[arg(long, value_enum)]
-    pub split: Option<labperf::metrics::Split>,
+    pub split: Option<labperf::views::metrics::Split>,
 }
 
 impl ReportOpts {
     /// The pipeline's options.
-    pub fn view_options(&self) -> labperf::view::Options {
-        labperf::view::Options {
+    pub fn view_options(&self) -> labperf::views::view::Options {
+        labperf::views::view::Options {
             view: self.view,
             by: self.by.clone(),
             pc: self.pc,
@@ -363,8 +363,8 @@ pub struct EventOpt {
 }
 
 impl EventOpt {
-    pub fn select(&self) -> Option<labperf::events::Select> {
-        self.event.clone().map(labperf::events::Select)
+    pub fn select(&self) -> Option<labperf::record::events::Select> {
+        self.event.clone().map(labperf::record::events::Select)
     }
 }
 
@@ -377,7 +377,7 @@ pub struct SymbolOpts {
 }
 
 impl SymbolOpts {
-    pub fn search(&self) -> labperf::symbols::Search {
-        labperf::symbols::Search::new(self.symfs.clone())
+    pub fn search(&self) -> labperf::symbolize::symbols::Search {
+        labperf::symbolize::symbols::Search::new(self.symfs.clone())
     }
 }

@@ -186,14 +186,18 @@ fn probe(h: &str, o: &RemoteOpts) -> Result<(Facts, String)> {
     let Connected { remote, remote_dir } = connect(h, o)?;
     let facts = parse(&String::from_utf8_lossy(&remote.check("probing", SCRIPT)?));
     // The strobing mode `record --metrics` would use, verified by the agent itself.
-    let strobing = match super::agents::agent_for(&facts.arch)
-        .and_then(|local| Ok(labperf::deploy::ensure_agent(&remote, &local, &remote_dir)?))
-    {
+    let strobing = match super::agents::agent_for(&facts.arch).and_then(|local| {
+        Ok(labperf::lab::deploy::ensure_agent(
+            &remote,
+            &local,
+            &remote_dir,
+        )?)
+    }) {
         Ok((agent, _)) => {
             let o = remote.run(
-                &format!("{} strobe-probe", labperf::remote::shell_quote(&agent)),
+                &format!("{} strobe-probe", labperf::lab::remote::shell_quote(&agent)),
                 None,
-                labperf::remote::SMALL_OUTPUT,
+                labperf::lab::remote::SMALL_OUTPUT,
             )?;
             let text = String::from_utf8_lossy(&o.stdout).trim().to_string();
             if text.starts_with("strobing:") {
@@ -244,8 +248,8 @@ pub fn run(a: &Args) -> Result<()> {
 }
 
 /// Several hosts' facts, a row each.
-fn table(hosts: &[String], results: &[Result<(Facts, String)>]) -> labperf::table::Report {
-    use labperf::table::{Cell, Column, Table};
+fn table(hosts: &[String], results: &[Result<(Facts, String)>]) -> labperf::render::table::Report {
+    use labperf::render::table::{Cell, Column, Table};
     let mut t = Table::new(
         "hosts",
         vec![
@@ -315,7 +319,7 @@ fn table(hosts: &[String], results: &[Result<(Facts, String)>]) -> labperf::tabl
             }
         });
     }
-    labperf::table::Report {
+    labperf::render::table::Report {
         view: "hosts",
         tables: vec![t],
         ..Default::default()

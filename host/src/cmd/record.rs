@@ -111,7 +111,7 @@ pub fn run(a: &Args) -> Result<()> {
         bail!("--duration goes with -a or -C (the whole machine); a command's recording ends with the command");
     }
     let agent_args = agent_args(&a.rec);
-    if labperf::output::is_stdout(&a.rec.file.output) {
+    if labperf::files::output::is_stdout(&a.rec.file.output) {
         lab::record_output(&a.rec.file.output)?;
     }
     if !a.hosts.host.is_empty() {
@@ -124,7 +124,7 @@ pub fn run(a: &Args) -> Result<()> {
 fn on_hosts(a: &Args, agent_args: Vec<String>) -> Result<()> {
     let hosts = lab::expand(&a.hosts.host, &a.ssh, false)?;
     let pushes =
-        labperf::push::read(&a.push).map_err(|e| anyhow::anyhow!("{e}: nothing was run"))?;
+        labperf::lab::push::read(&a.push).map_err(|e| anyhow::anyhow!("{e}: nothing was run"))?;
     let job = lab::Job {
         verb: "record",
         agent_args,
@@ -206,8 +206,8 @@ fn report_merged(a: &Args, results: &[(String, Result<lab::Done>)], hosts: usize
     let o = a.report.view_options();
     let plain = files.iter().all(|f| {
         matches!(
-            labperf::view::choose(&f.as_path().into(), &o),
-            Ok((labperf::view::View::Plain, _))
+            labperf::views::view::choose(&f.as_path().into(), &o),
+            Ok((labperf::views::view::View::Plain, _))
         )
     });
     if !a.no_report && hosts > 1 && files.len() > 1 && plain {

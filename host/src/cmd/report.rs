@@ -3,7 +3,7 @@
 
 use super::opts::{EventOpt, OutputOpt, ReportOpts};
 use anyhow::{Context, Result};
-use labperf::output::Dest;
+use labperf::files::output::Dest;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -50,7 +50,7 @@ pub struct Args {
     /// by its caller path, --depth frames up (default 1; inlined frames count), from the
     /// stack of each window's end sample: `run_slice <- calls_a`.
     #[arg(long, value_enum, value_name = "ORDER", conflicts_with = "by")]
-    pub call_graph: Option<labperf::report::Order>,
+    pub call_graph: Option<labperf::views::report::Order>,
     /// Levels of the call graph under each function (0: all, at most 127 as perf's
     /// --max-stack); metrics and TopDown: frames of each caller path (0: 1).
     #[arg(long, value_name = "N", default_value_t = 0, requires = "call_graph")]
@@ -60,7 +60,7 @@ pub struct Args {
 }
 
 pub fn run(a: &Args) -> Result<()> {
-    let graph = a.call_graph.map(|order| labperf::report::Graph {
+    let graph = a.call_graph.map(|order| labperf::views::report::Graph {
         order,
         depth: a.depth,
     });
@@ -69,7 +69,7 @@ pub fn run(a: &Args) -> Result<()> {
         .output
         .output
         .as_deref()
-        .map(labperf::output::Output::create)
+        .map(labperf::files::output::Output::create)
         .transpose()?;
     let (text, damaged) = render(&a.files, &a.opts, graph, a.event.select())?;
     match out {
@@ -115,27 +115,28 @@ pub fn print_many(files: &[PathBuf], o: &ReportOpts) -> Result<bool> {
 fn render(
     files: &[PathBuf],
     o: &ReportOpts,
-    graph: Option<labperf::report::Graph>,
-    event: Option<labperf::events::Select>,
+    graph: Option<labperf::views::report::Graph>,
+    event: Option<labperf::record::events::Select>,
 ) -> Result<(String, bool)> {
-    let srcs: Vec<labperf::load::Source> = files.iter().map(|f| f.as_path().into()).collect();
-    let vo = labperf::view::Options {
+    let srcs: Vec<labperf::record::load::Source> =
+        files.iter().map(|f| f.as_path().into()).collect();
+    let vo = labperf::views::view::Options {
         graph,
         event,
         ..o.view_options()
     };
     let r = match &srcs[..] {
-        [one] => labperf::view::build(one, &vo)
+        [one] => labperf::views::view::build(one, &vo)
             .with_context(|| format!("cannot report {}", one.name.display()))?,
-        _ => labperf::view::build_many(&srcs, &vo)
+        _ => labperf::views::view::build_many(&srcs, &vo)
             .context("cannot report these files together: check the paths")?,
     };
     for w in &r.warnings {
         eprintln!("{}", labperf::text::show_text(w));
     }
-    let text = if o.format.get() == labperf::report::Format::Html {
+    let text = if o.format.get() == labperf::views::report::Format::Html {
         let sel = vo.event.as_ref();
-        let st = labperf::stacks::collect_events(&srcs, o.symbols.search(), false, sel)
+        let st = labperf::symbolize::stacks::collect_events(&srcs, o.symbols.search(), false, sel)
             .context("cannot read the recordings' stacks for the flame graph")?;
         let svg = |event: Option<u32>| -> Result<String> {
             let mut flame = Vec::new();
@@ -150,7 +151,7 @@ fn render(
         let sampled = st.sampled_events();
         let mut flames = Vec::new();
         if let [_] = &sampled[..] {
-            flames.push(labperf::html::Flame {
+            flames.push(labperf::render::html::Flame {
                 event: None,
                 svg: svg(None)?,
             });
@@ -160,7 +161,7 @@ fn render(
         if sampled.len() > 1 {
             let mut drawn = sampled.clone();
             drawn.sort_by_key(|&(e, n, _)| (std::cmp::Reverse(n), e));
-            drawn.truncate(labperf::html::MAX_FLAMES);
+            drawn.truncate(labperf::render::html::MAX_FLAMES);
             drawn.sort_by_key(|&(e, _, _)| e);
             if sampled.len() > drawn.len() {
                 eprintln!(
@@ -170,7 +171,7 @@ fn render(
                 );
             }
             for (e, _, _) in drawn {
-                flames.push(labperf::html::Flame {
+                flames.push(labperf::render::html::Flame {
                     event: Some(st.events.names[e as usize].clone()),
                     svg: svg(Some(e))?,
                 });
@@ -181,7 +182,7 @@ fn render(
             let mut st = st;
             std::mem::take(&mut st.runs)
         };
-        labperf::html::page(&r, &runs, &flames, o.top)
+        labperf::render::html::page(&r, &runs, &flames, o.top)
     } else {
         r.render(o.format.get(), o.top, colour())
     };

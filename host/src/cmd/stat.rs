@@ -70,9 +70,9 @@ fn agent_args(a: &Args) -> Vec<String> {
 /// With --topdown, the table (or CSV, JSON) of the recorded intervals.
 fn print_topdown(a: &Args, file: &Path) -> Result<()> {
     if a.td.topdown {
-        let r = labperf::topdown::build(
+        let r = labperf::views::topdown::build(
             &file.into(),
-            labperf::symbols::Search::new(Vec::new()),
+            labperf::symbolize::symbols::Search::new(Vec::new()),
             None,
         )
         .with_context(|| format!("cannot read the TopDown counts in {}", file.display()))?;

@@ -2,7 +2,7 @@
 //! recording and pid, a thread per tid (per event with several), its busiest threads and
 //! stack nodes within a budget.
 
-use crate::stacks::{SampleRow, StackTable};
+use crate::symbolize::stacks::{SampleRow, StackTable};
 use fxprof_processed_profile as fx;
 use std::collections::HashMap;
 use std::io::Write;
@@ -255,7 +255,7 @@ impl<'a> Builder<'a> {
         let process = self.process(&track);
         let thread = self.thread(&track, process);
         let handle = self.stack(s, own, thread);
-        let cpu = if crate::events::is_ns(track.event) {
+        let cpu = if crate::record::events::is_ns(track.event) {
             fx::CpuDelta::from_nanos(s.period)
         } else {
             fx::CpuDelta::ZERO

@@ -1,7 +1,7 @@
 //! Folded stacks (`thread;outer;…;leaf WEIGHT` per line, [`folded_name`] the one place a
-//! name becomes folded text) and the SVG flame graph of them, drawn by [`crate::flame`].
+//! name becomes folded text) and the SVG flame graph of them, drawn by [`crate::render::flame`].
 
-use crate::stacks::{Stack, StackTable};
+use crate::symbolize::stacks::{Stack, StackTable};
 use std::collections::HashMap;
 use std::io::Write;
 
@@ -96,7 +96,7 @@ impl StackTable {
     }
 
     /// An SVG flame graph of the folded stacks, titled with the recorded command, drawn
-    /// within [`crate::flame::BUDGET`]; returns a note when narrow frames had to be left out.
+    /// within [`crate::render::flame::BUDGET`]; returns a note when narrow frames had to be left out.
     pub fn svg(&self, w: impl Write) -> std::io::Result<Option<String>> {
         self.svg_of(None, w)
     }
@@ -137,19 +137,24 @@ impl StackTable {
         // By period; by samples when the periods, as inferno reads them from the lines, do
         // not add up in a usize (a damaged or crafted file), or are all 0.
         let periods = self.lines(event, |s| s.period);
-        let mut drawn = Err(crate::flame::Error::Overflow);
+        let mut drawn = Err(crate::render::flame::Error::Overflow);
         if periods.iter().any(|l| l.1 > 0) {
             let ns = match event {
-                Some(e) => crate::events::is_ns(&self.events.names[e as usize]),
+                Some(e) => crate::record::events::is_ns(&self.events.names[e as usize]),
                 None => self.weights_are_ns(),
             };
             o.count_name = if ns { "ns" } else { "events" }.into();
-            drawn = crate::flame::draw(&mut o, &names, &periods, &mut w);
+            drawn = crate::render::flame::draw(&mut o, &names, &periods, &mut w);
         }
         drop(periods);
-        if let Err(crate::flame::Error::Overflow) = drawn {
+        if let Err(crate::render::flame::Error::Overflow) = drawn {
             o.count_name = "samples".into();
-            drawn = crate::flame::draw(&mut o, &names, &self.lines(event, |s| s.samples), &mut w);
+            drawn = crate::render::flame::draw(
+                &mut o,
+                &names,
+                &self.lines(event, |s| s.samples),
+                &mut w,
+            );
         }
         match drawn {
             Ok(None) => Ok(None),
@@ -157,8 +162,8 @@ impl StackTable {
                 "note: the flame graph draws frames of at least {width}% of the {} only (a graph of every frame would be too large)",
                 o.count_name
             ))),
-            Err(crate::flame::Error::Io(e)) => Err(e),
-            Err(crate::flame::Error::Overflow) => Err(std::io::Error::new(
+            Err(crate::render::flame::Error::Io(e)) => Err(e),
+            Err(crate::render::flame::Error::Overflow) => Err(std::io::Error::new(
                 std::io::ErrorKind::InvalidData,
                 "the samples do not add up",
             )),

@@ -1,12 +1,12 @@
-//! `labperf export`: recordings' samples as stacks ([`crate::stacks`]: the sampled
+//! `labperf export`: recordings' samples as stacks ([`crate::symbolize::stacks`]: the sampled
 //! function, then its callers where the recording has callchains) in formats other tools
 //! read, a file per format: folded stacks and SVG flame graphs ([`folded`], drawn by
-//! [`crate::flame`] through `inferno`), pprof's gzipped `profile.proto` ([`pprof`]), the
+//! [`crate::render::flame`] through `inferno`), pprof's gzipped `profile.proto` ([`pprof`]), the
 //! Firefox Profiler's processed format ([`firefox`]) and Parquet tables ([`parquet_schema`]).
 //! Several recordings export as one: each sample keeps its recording's host, architecture
 //! and run. This file: the formats, and what several of them say of the recordings.
 
-use crate::stacks::StackTable;
+use crate::symbolize::stacks::StackTable;
 
 mod firefox;
 mod folded;
@@ -61,15 +61,15 @@ impl StackTable {
 
     /// Whether the weights are nanoseconds (cpu-clock and task-clock periods).
     fn weights_are_ns(&self) -> bool {
-        self.event().is_some_and(crate::events::is_ns)
+        self.event().is_some_and(crate::record::events::is_ns)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::facts::Run;
-    use crate::stacks::Frame;
+    use crate::symbolize::facts::Run;
+    use crate::symbolize::stacks::Frame;
 
     fn stacks() -> StackTable {
         let f = |n: &str| Frame {

@@ -1,6 +1,6 @@
 //! Parquet tables (the `parquet` crate): a row per sample and a stacks table beside it.
 
-use crate::stacks::{SampleRow, StackTable};
+use crate::symbolize::stacks::{SampleRow, StackTable};
 use ::parquet::basic::Compression;
 use ::parquet::data_type::{ByteArray, ByteArrayType, Int32Type, Int64Type};
 use ::parquet::errors::ParquetError;
@@ -121,7 +121,7 @@ pub fn write(
         .collect();
     // Each sample's event by name, as reports name it (joined across recordings).
     let events: Vec<ByteArray> = st.events.names.iter().map(|e| text(e)).collect();
-    let unknown_event = text(crate::events::UNKNOWN);
+    let unknown_event = text(crate::record::events::UNKNOWN);
     let names: Vec<(ByteArray, ByteArray)> = st
         .frames
         .iter()

@@ -2,7 +2,7 @@
 //! fields labperf writes, as `prost` messages (no `protoc`), and the profile of a
 //! [`StackTable`], its samples written one by one.
 
-use crate::stacks::StackTable;
+use crate::symbolize::stacks::StackTable;
 use std::collections::HashMap;
 use std::io::Write;
 
@@ -250,14 +250,14 @@ impl StackTable {
             value_of.insert(e, k + 1);
             sample_type.push(ValueType {
                 r#type: strings.id(name),
-                unit: strings.id(crate::events::unit(name)),
+                unit: strings.id(crate::record::events::unit(name)),
             });
         }
         if sampled.is_empty() {
             let event = self.event().unwrap_or("samples").to_string();
             sample_type.push(ValueType {
                 r#type: strings.id(&event),
-                unit: strings.id(crate::events::unit(&event)),
+                unit: strings.id(crate::record::events::unit(&event)),
             });
         }
         (sample_type, value_of)

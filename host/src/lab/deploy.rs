@@ -2,8 +2,8 @@
 //! hash and verified, the run with the agent's result told out of band (`--status-file`),
 //! interrupts forwarded, then the record file and the binaries its samples need fetched.
 
-use crate::cache;
-use crate::remote::{shell_quote, shell_words, Chunk, Remote, RemoteError, SMALL_OUTPUT};
+use crate::files::cache;
+use crate::lab::remote::{shell_quote, shell_words, Chunk, Remote, RemoteError, SMALL_OUTPUT};
 use crate::text::show;
 use labperf_common::Record;
 use sha2::{Digest, Sha256};
@@ -116,7 +116,7 @@ pub fn prepare(
         cmd.push_str(&format!(
             "; (f={}; {AGENT_THERE}; {})",
             shell_quote(&a.remote_path(remote_dir)),
-            crate::remote::SHA256_OF_F
+            crate::lab::remote::SHA256_OF_F
         ));
     }
     let o = r.run(&cmd, None, SMALL_OUTPUT)?;
@@ -195,7 +195,7 @@ fn remote_matches(
         "f={}; [ -f \"$f\" ] {} || {{ echo missing; exit 0; }}; {}",
         shell_quote(path),
         if exec { "&& [ -x \"$f\" ]" } else { "" },
-        crate::remote::SHA256_OF_F
+        crate::lab::remote::SHA256_OF_F
     );
     let out = r.check(&format!("checking {path}"), &probe)?;
     let h = String::from_utf8_lossy(&out).trim().to_string();
@@ -289,7 +289,7 @@ pub struct RunFiles {
 impl RunFiles {
     /// Fresh names under `<remote_dir>/runs/`.
     pub fn new(remote_dir: &str) -> RunFiles {
-        let base = format!("{remote_dir}/runs/{}", crate::remote::unique_id());
+        let base = format!("{remote_dir}/runs/{}", crate::lab::remote::unique_id());
         RunFiles {
             file: format!("{base}.lpr"),
             status: format!("{base}.status"),
@@ -385,7 +385,7 @@ pub fn finish(
     files: &RunFiles,
     interrupted: bool,
     local: &Path,
-) -> Result<(Finished, crate::remote::Fetched), RunError> {
+) -> Result<(Finished, crate::lab::remote::Fetched), RunError> {
     let then = format!(
         "rm -f {} {} {} {}",
         shell_quote(&files.file),
@@ -469,12 +469,12 @@ pub fn cleanup(r: &Remote, files: &RunFiles) {
         if aborting {
             ABORT_GRACE
         } else {
-            crate::remote::SHORT_TIMEOUT
+            crate::lab::remote::SHORT_TIMEOUT
         },
     );
 }
 
-/// Fetches the remote file `remote` to `local` by [`crate::output`]'s rule: a regular file
+/// Fetches the remote file `remote` to `local` by [`crate::files::output`]'s rule: a regular file
 /// is streamed into a new temporary file beside it, checked, then renamed, so `local` is
 /// either the complete file or what it was before; a device or FIFO gets the bytes as they
 /// come.
@@ -483,7 +483,7 @@ pub fn fetch_file(
     remote: &str,
     local: &Path,
     limit: u64,
-) -> Result<crate::remote::Fetched, RemoteError> {
+) -> Result<crate::lab::remote::Fetched, RemoteError> {
     fetch_file_with(local, |dest| r.fetch(remote, limit, dest).map(Some))?.ok_or_else(|| {
         RemoteError::NotRegular {
             host: r.name(),
@@ -492,14 +492,16 @@ pub fn fetch_file(
     })
 }
 
-/// Streams what `fetch` writes into `local` ([`crate::output::Output`]), completed once
+/// Streams what `fetch` writes into `local` ([`crate::files::output::Output`]), completed once
 /// `fetch` says it is complete and checked (`Some`); `None` or an error leaves a regular
 /// `local` as it was.
 fn fetch_file_with(
     local: &Path,
-    fetch: impl FnOnce(&mut dyn std::io::Write) -> Result<Option<crate::remote::Fetched>, RemoteError>,
-) -> Result<Option<crate::remote::Fetched>, RemoteError> {
-    let mut out = crate::output::Output::create(local)?;
+    fetch: impl FnOnce(
+        &mut dyn std::io::Write,
+    ) -> Result<Option<crate::lab::remote::Fetched>, RemoteError>,
+) -> Result<Option<crate::lab::remote::Fetched>, RemoteError> {
+    let mut out = crate::files::output::Output::create(local)?;
     let fetched = fetch(&mut out)?;
     if fetched.is_some() {
         out.commit()?;
@@ -508,9 +510,9 @@ fn fetch_file_with(
 }
 
 /// After an agent died: saves what it had written (its `.part` file) beside the file
-/// `local` names ([`crate::output::partial`]); nothing is saved for a device or a FIFO.
+/// `local` names ([`crate::files::output::partial`]); nothing is saved for a device or a FIFO.
 pub fn fetch_partial(r: &Remote, files: &RunFiles, local: &Path) -> bool {
-    let ok = crate::output::partial(local).is_some_and(|part| {
+    let ok = crate::files::output::partial(local).is_some_and(|part| {
         fetch_file(r, &format!("{}.part", files.file), &part, MAX_RECORD).is_ok()
     });
     cleanup(r, files);
@@ -523,19 +525,19 @@ type MappedFile = (String, Option<Vec<u8>>);
 /// The files that the recording's samples land in: (path, build-id), at most
 /// [`MAX_BINARIES`], from its mmap2 records and sample addresses (a forked child's in its
 /// parent's mappings, as the symbolizer finds them), and the recording's architecture (its
-/// header's, as [`crate::symbols::arch_name`] says it). Time and memory are linear in the
+/// header's, as [`crate::symbolize::symbols::arch_name`] says it). Time and memory are linear in the
 /// file: a mapping finds its file through a hash map, an address its mapping through an
 /// interval index. `None` when `stop` said so (it is asked before each MiB read).
 fn files_hit(
     file: &Path,
     stop: &dyn Fn() -> bool,
 ) -> Option<(Vec<MappedFile>, Option<&'static str>)> {
-    use crate::symbols::Intervals;
+    use crate::symbolize::symbols::Intervals;
     let mut index: HashMap<MappedFile, u32> = HashMap::new();
     let mut procs: HashMap<u32, Intervals> = HashMap::new();
     let mut parent: HashMap<u32, u32> = HashMap::new();
     let mut ips: HashSet<(u32, u64)> = HashSet::new();
-    let info = crate::load::stream_until(&file.into(), stop, |r| match r {
+    let info = crate::record::load::stream_until(&file.into(), stop, |r| match r {
         Record::Mmap2(m) if m.path.starts_with('/') => {
             let n = index.len();
             let Ok(n) = u32::try_from(n) else { return };
@@ -556,8 +558,10 @@ fn files_hit(
         _ => {}
     });
     let arch = match info {
-        Err(crate::load::LoadError::Stopped { .. }) => return None,
-        Ok(info) => info.header.map(|h| crate::symbols::arch_name(&h.arch)),
+        Err(crate::record::load::LoadError::Stopped { .. }) => return None,
+        Ok(info) => info
+            .header
+            .map(|h| crate::symbolize::symbols::arch_name(&h.arch)),
         // What a damaged file gave is used all the same.
         Err(_) => None,
     };
@@ -616,7 +620,7 @@ fn remote_sums(r: &Remote, paths: &[String]) -> Result<HashMap<String, Sum>, Rem
         }
         cmd.push_str(&format!(
             "; do if [ -f \"$f\" ]; then h=$({}); echo \"h $h\"; else echo -; fi; done",
-            crate::remote::SHA256_OF_F
+            crate::lab::remote::SHA256_OF_F
         ));
         let o = r.run(&cmd, None, SMALL_OUTPUT)?;
         let text = String::from_utf8_lossy(&o.stdout);
@@ -640,14 +644,14 @@ fn remote_sums(r: &Remote, paths: &[String]) -> Result<HashMap<String, Sum>, Rem
 
 /// The SHA-256 (hex) of a cached file.
 fn local_sum(path: &Path) -> Option<String> {
-    let data = crate::mapped::map_regular(path, MAX_BINARY).ok()?;
+    let data = crate::files::mapped::map_regular(path, MAX_BINARY).ok()?;
     Some(sha256_hex((*data).as_ref()))
 }
 
 /// A cached ELF file's build-id and whether it has a full symbol table.
 fn cached_elf(path: &Path) -> Option<(Option<Vec<u8>>, bool)> {
-    let data = crate::mapped::map_regular(path, MAX_BINARY).ok()?;
-    let e = crate::symbols::Elf::parse((*data).as_ref()).ok()?;
+    let data = crate::files::mapped::map_regular(path, MAX_BINARY).ok()?;
+    let e = crate::symbolize::symbols::Elf::parse((*data).as_ref()).ok()?;
     Some((e.build_id, e.has_symtab))
 }
 
@@ -661,7 +665,7 @@ fn debug_path(id: &[u8]) -> String {
 }
 
 /// Fetches the ELF files that the recording's samples land in into the binary cache (see
-/// [`crate::cache`]): only regular files, only ELF files of the recording's architecture,
+/// [`crate::files::cache`]): only regular files, only ELF files of the recording's architecture,
 /// and only with the build-id the recording names. A file with a build-id goes to the
 /// shared entry of that build-id when there is none; when there is one, it serves this
 /// machine only if this machine's file (and its debug file) hash the same, else this
@@ -828,7 +832,7 @@ impl Fetching<'_> {
         }
         if same_elf {
             // Only the debug files differ: the same ELF bytes, copied here.
-            let copied = crate::mapped::map_regular(shared, MAX_BINARY)
+            let copied = crate::files::mapped::map_regular(shared, MAX_BINARY)
                 .map_err(|e| e.to_string())
                 .and_then(|data| {
                     let mut p = cache::Pending::new(root).map_err(|e| e.to_string())?;
@@ -976,11 +980,11 @@ impl std::io::Write for PendingWriter<'_> {
 }
 
 /// Whether the fetched file is an ELF file of the recording's architecture (`arch`, as
-/// [`crate::symbols::elf_machine`] names it) with the recorded build-id.
+/// [`crate::symbolize::symbols::elf_machine`] names it) with the recorded build-id.
 fn check_elf(path: &Path, want: Option<&[u8]>, arch: &str) -> Result<(), String> {
-    let data = crate::mapped::map_regular(path, MAX_BINARY).map_err(|e| e.to_string())?;
-    let elf =
-        crate::symbols::Elf::parse((*data).as_ref()).map_err(|_| "not an ELF file".to_string())?;
+    let data = crate::files::mapped::map_regular(path, MAX_BINARY).map_err(|e| e.to_string())?;
+    let elf = crate::symbolize::symbols::Elf::parse((*data).as_ref())
+        .map_err(|_| "not an ELF file".to_string())?;
     match (want, elf.build_id.as_deref()) {
         (Some(w), Some(h)) if w != h => Err(format!(
             "its build-id is {}, the recording's {}: the file changed since",

@@ -1,8 +1,8 @@
 //! The intervals view: the counts of a `stat` recording, one row per interval, thread and
 //! event, scaled for multiplexing as `perf stat` scales them.
 
-use crate::load::{self, LoadError};
-use crate::table::{Cell, Column, Report, Table};
+use crate::record::load::{self, LoadError};
+use crate::render::table::{Cell, Column, Report, Table};
 use labperf_common::Record;
 use serde_json::{json, Map};
 

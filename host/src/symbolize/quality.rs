@@ -4,11 +4,13 @@
 //! One tally ([`Quality`]), filled where stacks are read (`unwind.rs` for user stacks,
 //! [`FpEnds`] for callchains) and said the same way by every report, `info` and the HTML page.
 
-use crate::load::{self, LoadError, Source};
-use crate::symbols::{Search, Symbolizer};
-use labperf_common::{Header, Record};
+use crate::symbolize::symbols::Symbolizer;
+use labperf_common::Header;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
+
+/// Most frames one stack unwinds to (perf's default `kernel.perf_event_max_stack`).
+pub const MAX_FRAMES: usize = 127;
 
 /// How a recording's stacks were taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,7 +126,7 @@ pub struct Quality {
     /// Stopped stacks by reason and file.
     pub stopped: BTreeMap<(Stop, String), u64>,
     /// `-g`: callchains whose sampled function had no frame of its own where it was
-    /// sampled, so that the kernel's walk skipped its caller ([`crate::fpchain`]), and of
+    /// sampled, so that the kernel's walk skipped its caller ([`crate::symbolize::fpchain`]), and of
     /// those the ones whose caller was restored from the call instruction.
     pub skipped_caller: u64,
     pub restored_caller: u64,
@@ -194,14 +196,14 @@ impl Quality {
     }
 
     /// Counts `n` callchains whose sampled function's caller came out as `l`.
-    pub fn add_leaf(&mut self, l: crate::fpchain::Leaf, n: u64) {
+    pub fn add_leaf(&mut self, l: crate::symbolize::fpchain::Leaf, n: u64) {
         match l {
-            crate::fpchain::Leaf::Whole => {}
-            crate::fpchain::Leaf::Restored(_) => {
+            crate::symbolize::fpchain::Leaf::Whole => {}
+            crate::symbolize::fpchain::Leaf::Restored(_) => {
                 self.skipped_caller += n;
                 self.restored_caller += n;
             }
-            crate::fpchain::Leaf::Missed => self.skipped_caller += n,
+            crate::symbolize::fpchain::Leaf::Missed => self.skipped_caller += n,
         }
     }
 
@@ -259,11 +261,7 @@ impl Quality {
             Mode::Dwarf => {
                 s += &format!("{} cut at the stack-size limit", self.cut_bytes);
                 if self.cut_frames > 0 {
-                    s += &format!(
-                        ", {} at the {}-frame limit",
-                        self.cut_frames,
-                        crate::unwind::MAX_FRAMES
-                    );
+                    s += &format!(", {} at the {}-frame limit", self.cut_frames, MAX_FRAMES);
                 }
             }
             Mode::Fp => {
@@ -473,47 +471,6 @@ impl FpEnds {
     }
 }
 
-/// The call stacks of `src`, tallied; `None` when its events take none. Reads the file
-/// twice for user stacks (every mapping before the first unwind) and once for callchains.
-pub fn measure(src: &Source, search: &Search) -> Result<Option<Quality>, LoadError> {
-    let peek = load::peek(src)?;
-    let Some(mut q) = Quality::of_header(peek.header.as_ref()) else {
-        return Ok(None);
-    };
-    let mut sym = Symbolizer::new(search.clone());
-    sym.recorded_on(src, peek.header.as_ref(), peek.header_ext.as_ref());
-    let mut unwind = crate::unwind::Unwind::of(peek.header.as_ref(), peek.header_ext.as_ref());
-    load::stream(src, |r| {
-        sym.observe(r);
-        if let Some(u) = unwind.as_mut() {
-            u.observe(r);
-        }
-    })?;
-    let mut addrs: Vec<u64> = Vec::new();
-    let mut ends = FpEnds::default();
-    let mut chains = crate::fpchain::FpChains::default();
-    let max = q.max_frames;
-    load::stream(src, |r| {
-        let Record::Sample(s) = r else { return };
-        match unwind.as_mut() {
-            Some(u) if s.user_stack.is_some() => {
-                u.unwind(&mut sym, s);
-            }
-            _ if !s.callchain.is_empty() => {
-                chain(&mut addrs, s);
-                let e = ends.end(&mut sym, s.pid, &addrs, max);
-                q.add(&e, 1);
-                q.add_leaf(chains.leaf(&mut sym, s.pid, &addrs), 1);
-            }
-            _ => q.without += 1,
-        }
-    })?;
-    if let Some(u) = &unwind {
-        q.merge(&u.quality);
-    }
-    Ok(Some(q))
-}
-
 /// A sample's callchain as [`FpEnds::end`] reads it: its address, then the return addresses.
 pub fn chain(out: &mut Vec<u64>, s: &labperf_common::Sample) {
     out.clear();
@@ -553,42 +510,6 @@ pub fn callers(s: &labperf_common::Sample) -> &[u64] {
 /// Whether a report's heading line is a call-stack line of [`annotate`].
 pub fn is_line(h: &str) -> bool {
     h.starts_with("# ") && h.contains("call stacks (")
-}
-
-/// Adds the stacks' figures to a report: the line in its heading (each file's, named,
-/// when there are several), `stacks` in its summary (a list when several), and their
-/// warnings.
-pub fn annotate(r: &mut crate::table::Report, runs: &[(String, Option<Quality>)]) {
-    let with: Vec<&(String, Option<Quality>)> = runs.iter().filter(|r| r.1.is_some()).collect();
-    if with.is_empty() {
-        return;
-    }
-    let several = runs.len() > 1;
-    let mut js = Vec::new();
-    for (name, q) in with {
-        let q = q.as_ref().expect("filtered");
-        let who = if several {
-            format!("{}: ", crate::text::file_name(name))
-        } else {
-            String::new()
-        };
-        r.heading.push(format!("# {who}{}", q.line()));
-        for w in q.warnings() {
-            let (kind, rest) = w.split_once(": ").unwrap_or(("warning", &w));
-            r.warnings.push(format!("{kind}: {who}{rest}"));
-        }
-        let mut j = q.json();
-        if several {
-            j["file"] = json!(name);
-        }
-        js.push(j);
-    }
-    let v = if several {
-        Value::Array(js)
-    } else {
-        js.remove(0)
-    };
-    r.summary.insert("stacks".into(), v);
 }
 
 #[cfg(test)]

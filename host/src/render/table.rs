@@ -258,7 +258,7 @@ impl Report {
     /// and whether the file is damaged. The view adds its heading, summary and tables.
     pub fn of_file(
         view: &'static str,
-        info: &crate::load::FileInfo,
+        info: &crate::record::load::FileInfo,
         warnings: impl IntoIterator<Item = String>,
     ) -> Report {
         let mut all = info.warnings();
@@ -512,6 +512,43 @@ impl serde::Serialize for JsonRow<'_> {
         }
         m.end()
     }
+}
+
+/// Adds the stacks' figures to a report: the line in its heading (each file's, named,
+/// when there are several), `stacks` in its summary (a list when several), and their
+/// warnings.
+pub fn annotate(r: &mut Report, runs: &[(String, Option<crate::symbolize::quality::Quality>)]) {
+    let with: Vec<&(String, Option<crate::symbolize::quality::Quality>)> =
+        runs.iter().filter(|r| r.1.is_some()).collect();
+    if with.is_empty() {
+        return;
+    }
+    let several = runs.len() > 1;
+    let mut js = Vec::new();
+    for (name, q) in with {
+        let q = q.as_ref().expect("filtered");
+        let who = if several {
+            format!("{}: ", crate::text::file_name(name))
+        } else {
+            String::new()
+        };
+        r.heading.push(format!("# {who}{}", q.line()));
+        for w in q.warnings() {
+            let (kind, rest) = w.split_once(": ").unwrap_or(("warning", &w));
+            r.warnings.push(format!("{kind}: {who}{rest}"));
+        }
+        let mut j = q.json();
+        if several {
+            j["file"] = json!(name);
+        }
+        js.push(j);
+    }
+    let v = if several {
+        Value::Array(js)
+    } else {
+        js.remove(0)
+    };
+    r.summary.insert("stacks".into(), v);
 }
 
 #[cfg(test)]

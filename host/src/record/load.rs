@@ -1,6 +1,6 @@
 //! Reading a record file: `Source` (a file or bytes), `peek` at its header, the streaming reader with progress, its `FileInfo` (damage, losses) and clear errors.
 
-use crate::mapped::{map_file, open_regular, FileError};
+use crate::files::mapped::{map_file, open_regular, FileError};
 use crate::progress::Progress;
 use labperf_common::{Damage, Decoder, Event, Header, HeaderExt, Losses, Record, Shared, Trailer};
 use std::io::Read;

@@ -2,11 +2,11 @@
 //! the records into the table model, and `table` renders it. Options that do not apply
 //! to the chosen view are refused here, with the reason.
 
-use crate::load::{self, LoadError, Source};
-use crate::metrics::{DiscardMode, MetricsError, Split};
-use crate::report::By;
-use crate::symbols::Search;
-use crate::table::Report;
+use crate::record::load::{self, LoadError, Source};
+use crate::render::table::Report;
+use crate::symbolize::symbols::Search;
+use crate::views::metrics::{DiscardMode, MetricsError, Split};
+use crate::views::report::By;
 use labperf_common::Recipe;
 
 /// What a report shows. `labperf report FILE` takes it from the file's header.
@@ -67,13 +67,13 @@ pub struct Options {
     pub children: bool,
     /// `--call-graph ORDER [--depth N]`: the `--children` table and, under each of its
     /// rows, the tree of callees or callers.
-    pub graph: Option<crate::report::Graph>,
+    pub graph: Option<crate::views::report::Graph>,
     /// The plain view keeps only the N busiest rows (0 = all), as `--top` prints them: a
     /// file with a million distinct addresses does not build a million rows to print 20.
     pub top: usize,
     /// `--event NAME|INDEX`: the plain view of one event's samples (without it, each
     /// event has its own table).
-    pub event: Option<crate::events::Select>,
+    pub event: Option<crate::record::events::Select>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -85,7 +85,7 @@ pub enum ViewError {
     #[error(transparent)]
     Metrics(#[from] MetricsError),
     #[error(transparent)]
-    Event(#[from] crate::events::NoSuchEvent),
+    Event(#[from] crate::record::events::NoSuchEvent),
     #[error("several files are merged in the plain view only, and {file} is shown in the {view} view{why}: report it alone, or pass --view plain")]
     NotMergeable {
         file: String,
@@ -131,7 +131,7 @@ fn check(src: &Source, o: &Options, view: View, why: &'static str) -> Result<(),
     // The metrics and TopDown views expand their rows by caller (one level up).
     if let Some(g) = o.graph {
         if matches!(view, View::Metrics | View::Topdown) {
-            if g.order != crate::report::Order::Callee {
+            if g.order != crate::views::report::Order::Callee {
                 return Err(ViewError::CallersOnly { view: view.name() });
             }
             return check(
@@ -158,8 +158,8 @@ fn check(src: &Source, o: &Options, view: View, why: &'static str) -> Result<(),
     }
     if let Some(sel) = &o.event {
         let p = load::peek(src)?;
-        let names = crate::events::Names::of(p.header.as_ref());
-        crate::events::check(sel, [(src.name.display().to_string(), &names)])?;
+        let names = crate::record::events::Names::of(p.header.as_ref());
+        crate::record::events::check(sel, [(src.name.display().to_string(), &names)])?;
     }
     Ok(())
 }
@@ -182,17 +182,18 @@ pub fn build_many(srcs: &[Source], o: &Options) -> Result<Report, ViewError> {
         check(src, o, view, why)?;
     }
     let mut r = if o.children || o.graph.is_some() {
-        crate::report::children(srcs, o.search.clone(), o.top, o.graph, o.event.as_ref())?
+        crate::views::report::children(srcs, o.search.clone(), o.top, o.graph, o.event.as_ref())?
     } else {
-        let mut r = crate::report::build_many(srcs, &o.by, o.search.clone(), o.event.as_ref())?
-            .keep(o.top)
-            .table();
+        let mut r =
+            crate::views::report::build_many(srcs, &o.by, o.search.clone(), o.event.as_ref())?
+                .keep(o.top)
+                .table();
         let mut stacks = Vec::new();
         for src in srcs {
-            let q = crate::quality::measure(src, &o.search)?;
+            let q = crate::symbolize::measure::measure(src, &o.search)?;
             stacks.push((src.name.display().to_string(), q));
         }
-        crate::quality::annotate(&mut r, &stacks);
+        crate::render::table::annotate(&mut r, &stacks);
         r
     };
     r.view = View::Plain.name();
@@ -205,18 +206,18 @@ pub fn build(src: &Source, o: &Options) -> Result<Report, ViewError> {
     check(src, o, view, why)?;
     let search = o.search.clone();
     let mut r = match view {
-        View::Plain if o.children || o.graph.is_some() => crate::report::children(
+        View::Plain if o.children || o.graph.is_some() => crate::views::report::children(
             std::slice::from_ref(src),
             search,
             o.top,
             o.graph,
             o.event.as_ref(),
         )?,
-        View::Plain => crate::report::build(src, &o.by, search, o.event.as_ref())?
+        View::Plain => crate::views::report::build(src, &o.by, search, o.event.as_ref())?
             .keep(o.top)
             .table(),
         View::Metrics => {
-            let (m, info) = crate::metrics::build(
+            let (m, info) = crate::views::metrics::build(
                 src,
                 search,
                 o.discard.unwrap_or(DiscardMode::Discard),
@@ -225,9 +226,11 @@ pub fn build(src: &Source, o: &Options) -> Result<Report, ViewError> {
             )?;
             m.table(&info)
         }
-        View::Topdown => crate::topdown::build(src, search, o.graph.map(|g| g.depth))?.table(),
+        View::Topdown => {
+            crate::views::topdown::build(src, search, o.graph.map(|g| g.depth))?.table()
+        }
         View::Profileme => {
-            let r = crate::profileme::build(src, o.pc, search)?;
+            let r = crate::views::profileme::build(src, o.pc, search)?;
             let none = r.total == 0;
             let mut t = r.table();
             if none {
@@ -236,7 +239,7 @@ pub fn build(src: &Source, o: &Options) -> Result<Report, ViewError> {
             t
         }
         View::Mem => {
-            let r = crate::profileme::build_mem(src, search)?;
+            let r = crate::views::profileme::build_mem(src, search)?;
             let none = r.loads + r.stores + r.prefetches == 0;
             let mut t = r.table();
             if none {
@@ -244,13 +247,13 @@ pub fn build(src: &Source, o: &Options) -> Result<Report, ViewError> {
             }
             t
         }
-        View::Intervals => crate::intervals::build(src)?,
+        View::Intervals => crate::views::intervals::build(src)?,
     };
     // How far the call stacks reach (`--children` has counted them as it read them).
     let counted = matches!(view, View::Plain) && (o.children || o.graph.is_some());
     if !counted && !matches!(view, View::Intervals) {
-        let q = crate::quality::measure(src, &o.search)?;
-        crate::quality::annotate(&mut r, &[(src.name.display().to_string(), q)]);
+        let q = crate::symbolize::measure::measure(src, &o.search)?;
+        crate::render::table::annotate(&mut r, &[(src.name.display().to_string(), q)]);
     }
     r.view = view.name();
     Ok(r)

@@ -3,9 +3,9 @@
 //! data address, loads, stores and prefetches apart). The per-sample rules live in
 //! `labperf_common::profileme`.
 
-use crate::load::{self, FileInfo, LoadError};
-use crate::symbols::{label, place, Search, Symbolizer};
-use crate::table::{Cell, Column, Table};
+use crate::record::load::{self, FileInfo, LoadError};
+use crate::render::table::{Cell, Column, Table};
+use crate::symbolize::symbols::{label, place, Search, Symbolizer};
 use labperf_common::profileme::{data_src, Payload, Skip, Trap, PCTR1_NAMES};
 use labperf_common::{Header, Record};
 use serde::Serialize;
@@ -246,7 +246,7 @@ fn pct_cell(value: f64) -> Cell {
 
 impl PmReport {
     /// The report in the table model: one table per PCTR_CTL[SL1] value.
-    pub fn table(self) -> crate::table::Report {
+    pub fn table(self) -> crate::render::table::Report {
         let mut tables = Vec::new();
         for t in self.tables {
             let mut columns = vec![
@@ -316,7 +316,7 @@ impl PmReport {
         summary.insert("skipped".into(), json!(self.skipped));
         summary.insert("skipped_total".into(), json!(self.skipped_total));
         summary.insert("by_pc".into(), json!(self.by_pc));
-        crate::table::Report {
+        crate::render::table::Report {
             heading: vec![format!(
                 "{} ProfileMe samples, {} without ProfileMe data ({} short or without raw data, {} of version 0, {} not from the cpu PMU)",
                 self.total,
@@ -327,7 +327,7 @@ impl PmReport {
             )],
             summary,
             tables,
-            ..crate::table::Report::of_file("profileme", &self.info, self.warnings)
+            ..crate::render::table::Report::of_file("profileme", &self.info, self.warnings)
         }
     }
 }
@@ -462,7 +462,7 @@ fn plural(op: data_src::Op) -> &'static str {
 
 impl MemReport {
     /// The report in the table model: a table per operation, by symbol and by data address.
-    pub fn table(self) -> crate::table::Report {
+    pub fn table(self) -> crate::render::table::Report {
         let mut tables = Vec::new();
         for (by, what, rows) in [
             ("symbol", "symbol", self.by_symbol),
@@ -513,14 +513,14 @@ impl MemReport {
             "without_data_source".into(),
             json!(self.without_data_source),
         );
-        crate::table::Report {
+        crate::render::table::Report {
             heading: vec![format!(
                 "# {} samples: {} loads, {} stores, {} prefetches with a DTB result; {} without one",
                 self.samples, self.loads, self.stores, self.prefetches, self.without_data_source
             )],
             summary,
             tables,
-            ..crate::table::Report::of_file("mem", &self.info, self.warnings)
+            ..crate::render::table::Report::of_file("mem", &self.info, self.warnings)
         }
     }
 }

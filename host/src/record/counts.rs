@@ -1,9 +1,9 @@
 //! The fast path of `report`: a record file's samples counted per (pid, ip, event) on several threads (records frames decode independently), with the side band and process names symbols need.
 
 use crate::fxhash::FxHasher;
-use crate::load::{check_labperf, FileInfo, LoadError, Source};
 use crate::progress::Progress;
-use crate::sideband::{side_band, Side};
+use crate::record::load::{check_labperf, FileInfo, LoadError, Source};
+use crate::record::sideband::{side_band, Side};
 use labperf_common::{Damage, Decoder, FrameEvent, FrameRef, Light, Record, RecordReader, Shared};
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 /// Per-(pid, ip, event) sample counts and periods, with the FxHash of the report's hot
 /// loop. The event is the sample's index in the header's list, those at or above the
-/// list's length counted as one ([`crate::events::Names::cap`]).
+/// list's length counted as one ([`crate::record::events::Names::cap`]).
 pub type IpCounts = HashMap<(u32, u64, u32), (u64, u64), BuildHasherDefault<FxHasher>>;
 
 /// What [`sample_counts`] gathers.
@@ -50,7 +50,7 @@ pub fn sample_counts(src: &Source, threads: usize) -> Result<Counts, LoadError> 
     let data = src.data()?;
     let (frames, mut info) = list_frames(&data);
     // Event indexes past the header's list are counted as one.
-    let cap = crate::events::Names::of(info.header.as_ref()).cap();
+    let cap = crate::record::events::Names::of(info.header.as_ref()).cap();
     let counter = Counter {
         data: &data,
         frames: &frames,

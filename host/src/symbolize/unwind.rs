@@ -3,8 +3,8 @@
 //! x86_64 and aarch64 recordings on any host. Binaries are found as symbols are (the
 //! binary cache, `--symfs`, the path itself); the vDSO from the image the agent recorded.
 
-use crate::quality::{End, Quality, Stop};
-use crate::symbols::{Elf, Placement, Symbolizer, MAX_ELF};
+use crate::symbolize::quality::{End, Quality, Stop};
+use crate::symbolize::symbols::{Elf, Placement, Symbolizer, MAX_ELF};
 use framehop::aarch64::{CacheAarch64, UnwindRegsAarch64, UnwinderAarch64};
 use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
 use framehop::{ExplicitModuleSectionInfo, FrameAddress, Module, Unwinder};
@@ -12,8 +12,8 @@ use labperf_common::{Arch, Header, HeaderExt, Mmap2, Record, Sample};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// Most frames one stack unwinds to (perf's default `kernel.perf_event_max_stack`).
-pub const MAX_FRAMES: usize = 127;
+/// Most frames one stack unwinds to: [`crate::symbolize::quality::MAX_FRAMES`], where the tally says it.
+pub use crate::symbolize::quality::MAX_FRAMES;
 
 /// PERF_SAMPLE_STACK_USER.
 const SAMPLE_STACK_USER: u64 = 1 << 13;
@@ -127,7 +127,7 @@ pub struct Unwind {
     pub warnings: Vec<String>,
     warned: std::collections::HashSet<Arc<str>>,
     /// The files' CFI, for telling a frame whose code no entry covers.
-    cfi: crate::fpchain::Files,
+    cfi: crate::symbolize::fpchain::Files,
 }
 
 /// Where register `bit` of `mask` sits among the sampled registers (ascending bits).
@@ -225,7 +225,7 @@ impl Unwind {
                     let s = elf
                         .file
                         .as_ref()
-                        .and_then(|f| crate::mapped::map_regular_id(f, MAX_ELF).ok())
+                        .and_then(|f| crate::files::mapped::map_regular_id(f, MAX_ELF).ok())
                         .and_then(|(d, _)| Sections::read((*d).as_ref()))
                         .map(Arc::new);
                     self.sections.insert(key, s.clone());
@@ -371,7 +371,7 @@ impl Unwind {
             m.elf
                 .as_ref()
                 .and_then(|(e, bias)| e.symbol(last.wrapping_sub(*bias)))
-                .is_some_and(crate::quality::is_entry)
+                .is_some_and(crate::symbolize::quality::is_entry)
         });
         if entry {
             return End::Outermost;

@@ -394,7 +394,7 @@ pub fn place(dso: &str, sym: Option<&str>, vaddr: u64) -> String {
 /// (`DIR/<build-id>/elf`, `DIR/<path>`); the path itself on this machine when its build-id
 /// is the recorded one; the binary cache: the recording machine's own copy
 /// (`by-host/<its host key>/…`, only for a record file labperf fetched from it: see
-/// [`crate::cache::origin`]), then the entry of the recorded build-id; then the path itself
+/// [`crate::files::cache::origin`]), then the entry of the recorded build-id; then the path itself
 /// on this machine whatever it holds. A cache entry is used only when it is an ELF file of
 /// the recording's architecture with the recorded build-id (any build-id for a mapping
 /// recorded without one); a mismatched one is never used. A file without a full symbol
@@ -407,7 +407,7 @@ pub fn place(dso: &str, sym: Option<&str>, vaddr: u64) -> String {
 #[derive(Debug, Clone, Default)]
 pub struct Search {
     pub symfs: Vec<PathBuf>,
-    /// The binary cache (see [`crate::cache`]); `None` leaves it out.
+    /// The binary cache (see [`crate::files::cache`]); `None` leaves it out.
     pub cache: Option<PathBuf>,
     /// Whether a recording's own paths are read on this machine.
     pub local: bool,
@@ -418,7 +418,7 @@ impl Search {
     pub fn new(symfs: Vec<PathBuf>) -> Search {
         Search {
             symfs,
-            cache: Some(crate::cache::binaries()),
+            cache: Some(crate::files::cache::binaries()),
             local: true,
         }
     }
@@ -500,7 +500,7 @@ pub struct Symbolizer {
     /// The record file (for its origin in the cache's index).
     recording: Option<PathBuf>,
     /// Where the record file came from, once asked.
-    origin: Option<crate::cache::Origin>,
+    origin: Option<crate::files::cache::Origin>,
 }
 
 /// Where a candidate binary is: what it must be to be used.
@@ -646,7 +646,7 @@ impl Symbolizer {
     /// (cache entries must be for it), and takes the vDSO image its agent recorded.
     pub fn recorded_on(
         &mut self,
-        src: &crate::load::Source,
+        src: &crate::record::load::Source,
         h: Option<&labperf_common::Header>,
         ext: Option<&labperf_common::HeaderExt>,
     ) {
@@ -724,11 +724,11 @@ impl Symbolizer {
     }
 
     /// The lab machine the record file came from, as the cache's index says (computed once).
-    fn fetched_from(&mut self) -> Option<crate::cache::Machine> {
-        use crate::cache::Origin;
+    fn fetched_from(&mut self) -> Option<crate::files::cache::Machine> {
+        use crate::files::cache::Origin;
         if self.origin.is_none() {
             let o = match (&self.search.cache, &self.recording) {
-                (Some(root), Some(file)) => crate::cache::origin(root, file),
+                (Some(root), Some(file)) => crate::files::cache::origin(root, file),
                 _ => Origin::Unknown,
             };
             if o == Origin::Conflict {
@@ -763,11 +763,11 @@ impl Symbolizer {
         if let (Some(root), Some(_)) = (self.search.cache.clone(), self.arch) {
             if let Some(m) = self.fetched_from() {
                 c.push((
-                    crate::cache::by_host(&root, &m.host_key, path),
+                    crate::files::cache::by_host(&root, &m.host_key, path),
                     Whence::Cache,
                 ));
             }
-            if let Some(e) = build_id.and_then(|b| crate::cache::by_build_id(&root, b)) {
+            if let Some(e) = build_id.and_then(|b| crate::files::cache::by_build_id(&root, b)) {
                 c.push((e, Whence::Cache));
             }
         }
@@ -795,7 +795,7 @@ impl Symbolizer {
 
     /// Loads `c` (a regular file, at most [`MAX_ELF`] bytes), once per file.
     fn load(&mut self, c: &Path) -> Option<Arc<Elf>> {
-        let (data, id) = crate::mapped::map_regular_id(c, MAX_ELF).ok()?;
+        let (data, id) = crate::files::mapped::map_regular_id(c, MAX_ELF).ok()?;
         if let Some(e) = self.by_inode.get(&id) {
             return e.clone();
         }
@@ -838,7 +838,7 @@ impl Symbolizer {
                     .search
                     .cache
                     .as_ref()
-                    .and_then(|root| crate::cache::by_build_id(root, b))
+                    .and_then(|root| crate::files::cache::by_build_id(root, b))
                 {
                     c.push(e.with_file_name("debug"));
                 }
@@ -878,7 +878,7 @@ impl Symbolizer {
             if c == file {
                 continue;
             }
-            let Ok((data, id)) = crate::mapped::map_regular_id(&c, MAX_ELF) else {
+            let Ok((data, id)) = crate::files::mapped::map_regular_id(&c, MAX_ELF) else {
                 continue;
             };
             if elf_machine((*data).as_ref()) != elf.machine {
@@ -992,7 +992,7 @@ impl Symbolizer {
         let lines = match self.lines.get(&path) {
             Some(l) => l.clone(),
             None => {
-                let l = crate::mapped::map_regular_id(&path, MAX_ELF)
+                let l = crate::files::mapped::map_regular_id(&path, MAX_ELF)
                     .ok()
                     .and_then(|(data, _)| Lines::parse((*data).as_ref()))
                     .map(Arc::new);
@@ -1392,9 +1392,9 @@ mod tests {
             .unwrap()
             .build_id
             .expect("/bin/true has a build-id");
-        let entry = crate::cache::by_build_id(&root, &id).unwrap();
+        let entry = crate::files::cache::by_build_id(&root, &id).unwrap();
         std::fs::create_dir_all(entry.parent().unwrap()).unwrap();
-        let src = crate::load::Source::bytes("mem.lpr", Arc::new(Vec::<u8>::new()));
+        let src = crate::record::load::Source::bytes("mem.lpr", Arc::new(Vec::<u8>::new()));
         // What a recording of `arch` (None: no header) resolves "/lab/only/true" of build-id `id` to.
         let resolve = |arch: Option<labperf_common::Arch>| {
             let mut s = Symbolizer::new(Search {

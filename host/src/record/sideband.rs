@@ -1,10 +1,10 @@
 //! The side band symbols need, kept small: forks, and only the mappings and kernel functions (KSYMS) some sample lands in, read again once the samples are known.
 
-use crate::load::{LoadError, Source};
+use crate::record::load::{LoadError, Source};
 use labperf_common::{Decoder, FrameEvent, FrameRef, Light, Mmap2, Record, RecordReader, Shared};
 use std::collections::HashMap;
 
-/// A side-band record kept by [`crate::counts::sample_counts`] (smaller than a [`Record`]).
+/// A side-band record kept by [`crate::record::counts::sample_counts`] (smaller than a [`Record`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Side {
     Map(Mmap2),
@@ -13,7 +13,7 @@ pub enum Side {
 }
 
 impl Side {
-    /// As a record, for [`crate::symbols::Symbolizer::observe`].
+    /// As a record, for the symbolizer's `observe`.
     pub fn record(self) -> Record {
         match self {
             Side::Map(m) => Record::Mmap2(m),

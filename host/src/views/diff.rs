@@ -2,7 +2,7 @@
 //! columns: symbol, file, host...), each numeric column as its baseline and its change, as
 //! perf diff shows Baseline and Delta. Works on the table model, so every view diffs alike.
 
-use crate::table::{Cell, Column, Report, Table};
+use crate::render::table::{Cell, Column, Report, Table};
 use serde_json::Value;
 use std::collections::HashMap;
 
@@ -396,7 +396,11 @@ pub fn diff(base: &Report, new: &Report) -> Result<Report, DiffError> {
     let mut summary = serde_json::Map::new();
     let mut stacks = Vec::new();
     for (side, r) in [("base", base), ("new", new)] {
-        for h in r.heading.iter().filter(|h| crate::quality::is_line(h)) {
+        for h in r
+            .heading
+            .iter()
+            .filter(|h| crate::symbolize::quality::is_line(h))
+        {
             stacks.push(format!("# {side}: {}", h.trim_start_matches("# ")));
         }
         if let Some(v) = r.summary.get("stacks") {

@@ -6,12 +6,12 @@
 //! up one byte back: [`call_site`]). `report --children` and `--call-graph`, the callers of
 //! metrics and TopDown rows, every export and the HTML flame graphs read stacks here.
 
-use crate::events::{Joined, Names, RunEvents, Select};
-use crate::facts::Run;
-use crate::load::{self, LoadError, Peek, Source};
-use crate::quality::Quality;
-use crate::symbols::{label, Search, Symbolizer};
-use crate::unwind::Unwind;
+use crate::record::events::{Joined, Names, RunEvents, Select};
+use crate::record::load::{self, LoadError, Peek, Source};
+use crate::symbolize::facts::Run;
+use crate::symbolize::quality::Quality;
+use crate::symbolize::symbols::{label, Search, Symbolizer};
+use crate::symbolize::unwind::Unwind;
 use labperf_common::{Record, Sample};
 use std::collections::HashMap;
 
@@ -115,13 +115,13 @@ impl UserStacks {
 }
 
 /// The addresses `s`'s sampled function returns to, innermost first, into `out`: its
-/// callchain's ([`crate::quality::callers`]: the leading sampled address stripped, ended
+/// callchain's ([`crate::symbolize::quality::callers`]: the leading sampled address stripped, ended
 /// where the kernel's user walk read a word that is no return address), then, with `user`,
 /// its user stack unwound (`--call-graph dwarf`). Empty for a sample without a stack or in
 /// a thread's first function.
 pub fn return_addresses(user: Option<&mut UserStacks>, s: &Sample, out: &mut Vec<u64>) {
     out.clear();
-    out.extend_from_slice(crate::quality::callers(s));
+    out.extend_from_slice(crate::symbolize::quality::callers(s));
     if let (Some(u), Some(_)) = (user, &s.user_stack) {
         out.extend(u.unwind.unwind(&mut u.sym, s));
     }
@@ -726,7 +726,7 @@ impl RawStacks {
             .iter()
             .flat_map(|&(pid, a)| [(pid, a), (pid, a.saturating_sub(1))])
             .collect();
-        for r in crate::sideband::side_band_of(src, &self.forks, &sampled)? {
+        for r in crate::record::sideband::side_band_of(src, &self.forks, &sampled)? {
             sym.observe(&r.record());
         }
         drop((sampled, std::mem::take(&mut self.forks)));
@@ -738,8 +738,8 @@ impl RawStacks {
     /// the kernel's walk skipped, put back where its call instruction names it.
     fn tally_callchains(&mut self, arena: &mut Vec<u32>, sym: &mut Symbolizer, q: &mut Quality) {
         let max = q.max_frames;
-        let mut ends = crate::quality::FpEnds::default();
-        let mut chains = crate::fpchain::FpChains::default();
+        let mut ends = crate::symbolize::quality::FpEnds::default();
+        let mut chains = crate::symbolize::fpchain::FpChains::default();
         let mut chain: Vec<u64> = Vec::new();
         let fp_samples = std::mem::take(&mut self.fp_samples);
         for (id, &n) in fp_samples.iter().enumerate() {
@@ -760,7 +760,7 @@ impl RawStacks {
             q.add(&e, n);
             let leaf = chains.fix(sym, r.pid, &mut chain);
             q.add_leaf(leaf, n);
-            if let crate::fpchain::Leaf::Restored(site) = leaf {
+            if let crate::symbolize::fpchain::Leaf::Restored(site) = leaf {
                 self.restore(id, site, &chain, arena);
             }
         }

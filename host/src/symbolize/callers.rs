@@ -3,9 +3,9 @@
 //! returns to, from the kernel's callchain (`-g`) or its user stack unwound (`--call-graph
 //! dwarf`), named as `report --children` names that frame.
 
-use crate::load::{self, LoadError};
-use crate::stacks::{call_site, UserStacks};
-use crate::symbols::{Search, Symbolizer};
+use crate::record::load::{self, LoadError};
+use crate::symbolize::stacks::{call_site, UserStacks};
+use crate::symbolize::symbols::{Search, Symbolizer};
 use labperf_common::Sample;
 use std::collections::HashMap;
 
@@ -60,9 +60,9 @@ impl Callers {
         let user = self
             .user
             .as_mut()
-            .filter(|_| crate::quality::callers(s).is_empty());
+            .filter(|_| crate::symbolize::quality::callers(s).is_empty());
         let mut rets = Vec::new();
-        crate::stacks::return_addresses(user, s, &mut rets);
+        crate::symbolize::stacks::return_addresses(user, s, &mut rets);
         rets.truncate(self.depth);
         self.stacked += u64::from(!rets.is_empty());
         rets

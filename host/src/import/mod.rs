@@ -28,7 +28,7 @@ pub enum ImportError {
     #[error("a damaged perf.data file: {0}")]
     Sections(String),
     #[error(transparent)]
-    Output(#[from] crate::output::OutputError),
+    Output(#[from] crate::files::output::OutputError),
     /// A file perf reads that labperf does not read yet.
     #[error("{0}")]
     Unsupported(String),
@@ -161,9 +161,9 @@ fn vdso_image(perf_file: &linux_perf_data::PerfFile) -> Option<Vec<u8>> {
         .map(std::path::PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| std::path::Path::new(&h).join(".debug")))?;
     let path = dir.join("[vdso]").join(&hex).join("vdso");
-    let data = crate::mapped::map_regular(&path, 1 << 20).ok()?;
+    let data = crate::files::mapped::map_regular(&path, 1 << 20).ok()?;
     let bytes: &[u8] = (*data).as_ref();
-    let elf = crate::symbols::Elf::parse(bytes).ok()?;
+    let elf = crate::symbolize::symbols::Elf::parse(bytes).ok()?;
     (elf.build_id.as_deref() == Some(&info.build_id[..])).then(|| bytes.to_vec())
 }
 
@@ -280,7 +280,7 @@ fn kallsyms_for(
     ))
 }
 
-/// Reads `perf_data` and writes the labperf recording `out` (by [`crate::output`]'s rule:
+/// Reads `perf_data` and writes the labperf recording `out` (by [`crate::files::output`]'s rule:
 /// a regular file through a temporary beside it, `-` standard output, a device or FIFO
 /// straight through).
 pub fn import(
@@ -288,7 +288,7 @@ pub fn import(
     out: &std::path::Path,
 ) -> Result<Imported, ImportError> {
     // Dropped on an error (or a panic unwinding), its temporary file is removed.
-    let mut w = crate::output::Output::create(out)?;
+    let mut w = crate::files::output::Output::create(out)?;
     let got = import_to(perf_data, &mut w)?;
     w.commit()?;
     Ok(got)

@@ -1,10 +1,10 @@
 //! `--format html`: a report as one self-contained page (no network): the recordings'
 //! header facts, the flame graph, every time-series table as a chart over time, then the
-//! view's tables. The table model ([`crate::table`]) is rendered here, as it is to text,
+//! view's tables. The table model ([`crate::render::table`]) is rendered here, as it is to text,
 //! CSV and JSON there.
 
-use crate::facts::Run;
-use crate::table::{Align, Cell, Report, Table};
+use crate::render::table::{Align, Cell, Report, Table};
+use crate::symbolize::facts::Run;
 use labperf_common::topdown::Colour;
 use std::fmt::Write;
 
@@ -180,7 +180,7 @@ fn facts(runs: &[Run]) -> String {
             run.name.clone(),
             run.host.clone(),
             run.arch.clone(),
-            h.map_or("unknown".into(), |h| crate::cpu::cpu_name(&h.cpu)),
+            h.map_or("unknown".into(), |h| crate::record::cpu::cpu_name(&h.cpu)),
             h.map_or("unknown".into(), |h| h.kernel_release.clone()),
             h.map_or("unknown".into(), |h| h.command.join(" ")),
             h.map_or("unknown".into(), |h| h.mode.clone()),
@@ -574,7 +574,7 @@ fn short(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::table::Column;
+    use crate::render::table::Column;
 
     #[test]
     fn text_from_a_recording_cannot_make_markup() {

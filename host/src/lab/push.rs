@@ -2,9 +2,9 @@
 //! hash (as the agent is), checked for the machine's architecture before anything is
 //! uploaded, the command pointed at them, and their local copies kept as the symbol source.
 
-use crate::cache;
-use crate::deploy::{ensure_file, Placed};
-use crate::remote::{Remote, RemoteError};
+use crate::files::cache;
+use crate::lab::deploy::{ensure_file, Placed};
+use crate::lab::remote::{Remote, RemoteError};
 use crate::text::show;
 use sha2::{Digest, Sha256};
 use std::ffi::OsString;
@@ -53,7 +53,7 @@ pub struct Push {
     pub hash: String,
 }
 
-pub use crate::symbols::elf_machine;
+pub use crate::symbolize::symbols::elf_machine;
 
 /// Whether `machine` (from [`elf_machine`]) runs on a host whose `uname -m` is `arch`.
 fn runs_on(machine: &str, arch: &str) -> bool {
@@ -232,7 +232,7 @@ pub fn seed_cache(pushes: &[Push], root: &Path) -> Vec<String> {
         if f.machine.is_none() {
             continue;
         }
-        let Ok(elf) = crate::symbols::Elf::parse(&f.data) else {
+        let Ok(elf) = crate::symbolize::symbols::Elf::parse(&f.data) else {
             continue;
         };
         let Some(id) = elf.build_id.as_deref() else {
@@ -242,7 +242,7 @@ pub fn seed_cache(pushes: &[Push], root: &Path) -> Vec<String> {
             continue;
         };
         // Your own file is what the entry holds, whoever wrote it first.
-        if crate::mapped::map_regular(&dest, f.data.len() as u64)
+        if crate::files::mapped::map_regular(&dest, f.data.len() as u64)
             .is_ok_and(|d| (*d).as_ref() == f.data.as_slice())
         {
             continue;

@@ -236,7 +236,7 @@ pub fn origin(root: &Path, file: &Path) -> Origin {
     if !sized {
         return Origin::Unknown;
     }
-    let Ok(data) = crate::mapped::map_file(file) else {
+    let Ok(data) = crate::files::mapped::map_file(file) else {
         return Origin::Unknown;
     };
     let sha = hex(&Sha256::digest((*data).as_ref()));

@@ -2,12 +2,12 @@
 //! name, pid, address, source line; combinable), of one recording or of several merged
 //! (`--by host|run` keeps them apart).
 
-use crate::events::{Joined, Names, Select};
-use crate::load::{self, FileInfo, LoadError};
-use crate::stacks::StackTable;
-use crate::symbols::{label, Location, Search, Symbolizer};
-pub use crate::table::Format;
-use crate::table::{Cell, Column, Table};
+use crate::record::events::{Joined, Names, Select};
+use crate::record::load::{self, FileInfo, LoadError};
+pub use crate::render::table::Format;
+use crate::render::table::{Cell, Column, Table};
+use crate::symbolize::stacks::StackTable;
+use crate::symbolize::symbols::{label, Location, Search, Symbolizer};
 use serde::Serialize;
 use serde_json::json;
 use std::collections::HashMap;
@@ -179,14 +179,14 @@ impl Merged {
         event: Option<&Select>,
         threads: usize,
     ) -> Result<(FileInfo, Vec<String>), LoadError> {
-        let counts = crate::counts::sample_counts(src, threads)?;
+        let counts = crate::record::counts::sample_counts(src, threads)?;
         // Addresses are resolved once every side-band record (mmap2, fork) is known.
         let mut sym = Symbolizer::new(search.clone());
         let info = &counts.info;
         sym.recorded_on(src, info.header.as_ref(), info.header_ext.as_ref());
         let mut parents = HashMap::new();
         for r in counts.others.iter().cloned() {
-            if let crate::sideband::Side::Fork { pid, ppid } = r {
+            if let crate::record::sideband::Side::Fork { pid, ppid } = r {
                 parents.insert(pid, ppid);
             }
             sym.observe(&r.record());
@@ -296,7 +296,7 @@ struct FileKeys<'a> {
     by: &'a [By],
     host: String,
     run: String,
-    counts: &'a crate::counts::Counts,
+    counts: &'a crate::record::counts::Counts,
     parents: &'a HashMap<u32, u32>,
 }
 
@@ -383,7 +383,7 @@ type ChildRow = (usize, u64, u64, u64, u64);
 /// (Children: itself and its callees, each sample once however often the function recurs)
 /// and those sampled in it (Self), as shares of its event's period (perf's Children and
 /// Self), a table per event; the busiest `top` rows (0: all). The stacks are the one stack
-/// model's ([`crate::stacks`]): the same names as every export, one frame per return
+/// model's ([`crate::symbolize::stacks`]): the same names as every export, one frame per return
 /// address.
 pub fn children(
     srcs: &[load::Source],
@@ -391,8 +391,8 @@ pub fn children(
     top: usize,
     graph: Option<Graph>,
     event: Option<&Select>,
-) -> Result<crate::table::Report, LoadError> {
-    let st = crate::stacks::collect_events(srcs, search, false, event)?;
+) -> Result<crate::render::table::Report, LoadError> {
+    let st = crate::symbolize::stacks::collect_events(srcs, search, false, event)?;
     let sampled = st.sampled_events();
     let several = sampled.len() > 1;
     let mut tables = Vec::new();
@@ -448,7 +448,7 @@ pub fn children(
     }
     let warnings = children_warnings(&st, cuts, stacked_all);
     let total = st.total_samples;
-    let stacks: Vec<(String, Option<crate::quality::Quality>)> = srcs
+    let stacks: Vec<(String, Option<crate::symbolize::quality::Quality>)> = srcs
         .iter()
         .map(|s| s.name.display().to_string())
         .zip(st.runs.iter().map(|r| r.stacks.clone()))
@@ -464,13 +464,13 @@ pub fn children(
     summary.insert("stacked_samples".into(), serde_json::json!(stacked_all));
     summary.insert("files".into(), serde_json::json!(srcs.len()));
     let heading = children_heading(&mut summary, &events_json, total, stacked_all);
-    let mut r = crate::table::Report {
+    let mut r = crate::render::table::Report {
         heading: vec![heading],
         summary,
         tables,
-        ..crate::table::Report::of_file("plain", &info, warnings)
+        ..crate::render::table::Report::of_file("plain", &info, warnings)
     };
-    crate::quality::annotate(&mut r, &stacks);
+    crate::render::table::annotate(&mut r, &stacks);
     Ok(r)
 }
 
@@ -1000,7 +1000,7 @@ impl Report {
     /// the file when it is the only key, as before keys combined), then the file beside
     /// code keys. A recording of several events has a table per event, each titled with
     /// its event and totals, its rows with an `event` column (not in the text table).
-    pub fn table(self) -> crate::table::Report {
+    pub fn table(self) -> crate::render::table::Report {
         let several = self.events.len() > 1;
         let (columns, file_column) = self.columns();
         let merged = if self.others.is_empty() {
@@ -1074,12 +1074,12 @@ impl Report {
         if self.total_samples == 0 {
             warnings.push("note: the file holds no samples (was the workload too short, or the period too long?)".into());
         }
-        crate::table::Report {
+        crate::render::table::Report {
             heading: vec![heading],
             summary,
             tables,
             damaged: self.info.damaged() || damaged,
-            ..crate::table::Report::of_file("plain", &self.info, warnings)
+            ..crate::render::table::Report::of_file("plain", &self.info, warnings)
         }
     }
 

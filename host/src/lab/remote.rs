@@ -5,8 +5,8 @@
 //! only a regular file and at most the size the caller allows, and a command that stops
 //! answering times out. A dead connection is noticed by TCP keepalive and SSH keepalives.
 
-use crate::cache::b64;
-use crate::known_hosts::{self, Verdict};
+use crate::files::cache::b64;
+use crate::lab::known_hosts::{self, Verdict};
 use crate::text::show;
 use sha2::{Digest, Sha256};
 use ssh2::{HashType, MethodType, Session};
@@ -119,7 +119,7 @@ pub enum RemoteError {
     #[error("{path}: {why}")]
     Local { path: PathBuf, why: String },
     #[error(transparent)]
-    Output(#[from] crate::output::OutputError),
+    Output(#[from] crate::files::output::OutputError),
     #[error("--remote-dir {0:?}: {1}")]
     RemoteDir(String, String),
     #[error("interrupted twice: stopped what labperf was doing on {host}")]

@@ -2,9 +2,9 @@
 //! table of `record --topdown` ones (slot-weighted metric deltas between a thread's
 //! consecutive samples), as table (perf's colours), CSV or JSON.
 
-use crate::load::{self, FileInfo, LoadError};
-use crate::symbols::{label, Search, Symbolizer};
-use crate::table::{Cell, Column, Table};
+use crate::record::load::{self, FileInfo, LoadError};
+use crate::render::table::{Cell, Column, Table};
+use crate::symbolize::symbols::{label, Search, Symbolizer};
 use labperf_common::topdown::{self as td, Kind, Layout};
 use labperf_common::{Header, Record};
 use serde::Serialize;
@@ -116,7 +116,7 @@ pub fn build(
 ) -> Result<Report, LoadError> {
     let path = src.name.as_path();
     let mut callers = match by_caller {
-        Some(depth) => Some(crate::callers::Callers::of(src, &search, depth)?),
+        Some(depth) => Some(crate::symbolize::callers::Callers::of(src, &search, depth)?),
         None => None,
     };
     let mut sym = Symbolizer::new(search);
@@ -164,7 +164,7 @@ pub fn build(
 fn read(
     src: &load::Source,
     sym: &mut Symbolizer,
-    callers: &mut Option<crate::callers::Callers>,
+    callers: &mut Option<crate::symbolize::callers::Callers>,
 ) -> Result<(Vec<labperf_common::Interval>, Vec<TdSample>, FileInfo), LoadError> {
     let mut intervals = Vec::new();
     let mut samples = Vec::new();
@@ -244,7 +244,7 @@ impl Shape<'_> {
         &self,
         samples: Vec<TdSample>,
         sym: &mut Symbolizer,
-        mut callers: Option<&mut crate::callers::Callers>,
+        mut callers: Option<&mut crate::symbolize::callers::Callers>,
     ) -> Accumulated {
         let n = self.n;
         let mut prev: HashMap<(u32, u32), Vec<u64>> = HashMap::new();
@@ -377,7 +377,7 @@ impl Shape<'_> {
 impl Report {
     /// The report in the table model: perf's interval table (its layout is the agent's
     /// live output, cell for cell), or the per-symbol table of a `record --topdown` file.
-    pub fn table(self) -> crate::table::Report {
+    pub fn table(self) -> crate::render::table::Report {
         let titles = self.layout.titles();
         let keys = keys(&self.layout);
         let has_tid = self.lines.iter().any(|l| l.tid.is_some());
@@ -486,10 +486,10 @@ impl Report {
             }),
         );
         summary.insert("level".into(), json!(self.layout.level));
-        crate::table::Report {
+        crate::render::table::Report {
             summary,
             tables: std::iter::once(t).chain(callers).collect(),
-            ..crate::table::Report::of_file("topdown", &self.info, self.warnings)
+            ..crate::render::table::Report::of_file("topdown", &self.info, self.warnings)
         }
     }
 }

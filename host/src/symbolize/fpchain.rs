@@ -12,7 +12,7 @@
 //! (hand-written assembly), the caller is restored only when that call names a function of
 //! the same file that calls the sampled one directly.
 
-use crate::symbols::{Elf, Symbolizer, MAX_ELF};
+use crate::symbolize::symbols::{Elf, Symbolizer, MAX_ELF};
 use gimli::{LittleEndian, UnwindSection};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -52,7 +52,7 @@ impl Code {
     fn read(elf: &Elf) -> Option<Code> {
         use object::{Object, ObjectSection};
         let path = elf.file.as_ref()?;
-        let data = crate::mapped::map_regular(path, MAX_ELF).ok()?;
+        let data = crate::files::mapped::map_regular(path, MAX_ELF).ok()?;
         let f = object::File::parse((*data).as_ref()).ok()?;
         let isa = match f.architecture() {
             object::Architecture::X86_64 => Isa::X86_64,

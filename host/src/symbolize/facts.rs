@@ -2,8 +2,8 @@
 //! architecture and events, what its reader found, how far its call stacks reach), as
 //! exports, `report --children` and the HTML page state them.
 
-use crate::load::{FileInfo, Source};
-use crate::quality::Quality;
+use crate::record::load::{FileInfo, Source};
+use crate::symbolize::quality::Quality;
 
 /// One recording read.
 #[derive(Debug, Default)]

@@ -1,9 +1,9 @@
 //! `report --metrics`: per-function CPI and miss rates from strobed windows (the seed's
 //! generate-function-metrics rules: long/short samples, discard, throttle).
 
-use crate::load::{self, LoadError};
-use crate::symbols::{label, Search, Symbolizer};
-use crate::table::{Cell, Column, Table};
+use crate::record::load::{self, LoadError};
+use crate::render::table::{Cell, Column, Table};
+use crate::symbolize::symbols::{label, Search, Symbolizer};
 use labperf_common::{Header, Record, Sample};
 use serde::Serialize;
 use std::collections::HashMap;
@@ -467,7 +467,7 @@ pub fn build(
 ) -> Result<(Metrics, load::FileInfo), MetricsError> {
     let path = src.name.as_path();
     let mut callers = match by_caller {
-        Some(depth) => Some(crate::callers::Callers::of(src, &search, depth)?),
+        Some(depth) => Some(crate::symbolize::callers::Callers::of(src, &search, depth)?),
         None => None,
     };
     // Every side-band record first (a pass of its own): a sample can come before the
@@ -537,7 +537,7 @@ pub fn build(
 
 impl Metrics {
     /// The report in the table model.
-    pub fn table(self, info: &load::FileInfo) -> crate::table::Report {
+    pub fn table(self, info: &load::FileInfo) -> crate::render::table::Report {
         let t = rows_table("functions", &self.rows, false);
         let callers = self
             .callers
@@ -554,7 +554,7 @@ impl Metrics {
             "whole_run_cpi".into(),
             serde_json::json!(self.whole_run_cpi),
         );
-        crate::table::Report {
+        crate::render::table::Report {
             heading: vec![format!(
                 "# {} windows, {} discarded; whole-run CPI {}",
                 self.windows,
@@ -564,7 +564,7 @@ impl Metrics {
             )],
             summary,
             tables: std::iter::once(t).chain(callers).collect(),
-            ..crate::table::Report::of_file("metrics", info, self.warnings)
+            ..crate::render::table::Report::of_file("metrics", info, self.warnings)
         }
     }
 }

@@ -1,0 +1,13 @@
+//! Lab machines: SSH, known_hosts, hosts files, the remote flow (deploy, fetch), pushed workloads and the live board.
+
+pub mod board;
+#[cfg(feature = "remote")]
+pub mod deploy;
+#[cfg(feature = "remote")]
+pub mod hosts;
+#[cfg(feature = "remote")]
+pub mod known_hosts;
+#[cfg(feature = "remote")]
+pub mod push;
+#[cfg(feature = "remote")]
+pub mod remote;

@@ -1,0 +1,7 @@
+//! Reading a record file: its header and streaming records, the fast sample counter, the side band samples need, events and the recording machine's CPU.
+
+pub mod counts;
+pub mod cpu;
+pub mod events;
+pub mod load;
+pub mod sideband;

@@ -1,0 +1,10 @@
+//! Addresses named and stacks made whole: symbols, DWARF unwinding, frame-pointer chains restored, how far stacks reach, the one stack model and the facts of a recording.
+
+pub mod callers;
+pub mod facts;
+pub mod fpchain;
+pub mod measure;
+pub mod quality;
+pub mod stacks;
+pub mod symbols;
+pub mod unwind;

@@ -1,0 +1,10 @@
+//! The views a recording's recipe picks, each turning records into the table model: the pipeline (`view`), report, metrics, TopDown, ProfileMe, intervals, dump, and diff of two reports.
+
+pub mod diff;
+pub mod dump;
+pub mod intervals;
+pub mod metrics;
+pub mod profileme;
+pub mod report;
+pub mod topdown;
+pub mod view;

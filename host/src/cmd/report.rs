@@ -134,59 +134,68 @@ fn render(
     for w in &r.warnings {
         eprintln!("{}", labperf::text::show_text(w));
     }
-    let text = if o.format.get() == labperf::views::report::Format::Html {
-        let sel = vo.event.as_ref();
-        let st = labperf::symbolize::stacks::collect_events(&srcs, o.symbols.search(), false, sel)
-            .context("cannot read the recordings' stacks for the flame graph")?;
-        let svg = |event: Option<u32>| -> Result<String> {
-            let mut flame = Vec::new();
-            if let Some(n) = st
-                .svg_of(event, &mut flame)
-                .context("cannot draw the flame graph")?
-            {
-                eprintln!("{n}");
-            }
-            Ok(String::from_utf8_lossy(&flame).into_owned())
-        };
-        let sampled = st.sampled_events();
-        let mut flames = Vec::new();
-        if let [_] = &sampled[..] {
+    let text = r.render_page(o.format.get(), o.top, colour(), || html_page(&srcs, &vo, o))?;
+    Ok((text, r.damaged))
+}
+
+/// What the HTML page adds to a report: the recordings' facts and, when they hold samples,
+/// their flame graphs (one per sampled event, the busiest `MAX_FLAMES`).
+fn html_page(
+    srcs: &[labperf::record::load::Source],
+    vo: &labperf::views::view::Options,
+    o: &ReportOpts,
+) -> Result<(
+    Vec<labperf::symbolize::facts::Run>,
+    Vec<labperf::render::html::Flame>,
+)> {
+    let sel = vo.event.as_ref();
+    let st = labperf::symbolize::stacks::collect_events(srcs, o.symbols.search(), false, sel)
+        .context("cannot read the recordings' stacks for the flame graph")?;
+    let svg = |event: Option<u32>| -> Result<String> {
+        let mut flame = Vec::new();
+        if let Some(n) = st
+            .svg_of(event, &mut flame)
+            .context("cannot draw the flame graph")?
+        {
+            eprintln!("{n}");
+        }
+        Ok(String::from_utf8_lossy(&flame).into_owned())
+    };
+    let sampled = st.sampled_events();
+    let mut flames = Vec::new();
+    if let [_] = &sampled[..] {
+        flames.push(labperf::render::html::Flame {
+            event: None,
+            svg: svg(None)?,
+        });
+    }
+    // Several events: a flame graph per event (their periods never add up), each drawn
+    // from the same stacks, one at a time; the busiest MAX_FLAMES events only.
+    if sampled.len() > 1 {
+        let mut drawn = sampled.clone();
+        drawn.sort_by_key(|&(e, n, _)| (std::cmp::Reverse(n), e));
+        drawn.truncate(labperf::render::html::MAX_FLAMES);
+        drawn.sort_by_key(|&(e, _, _)| e);
+        if sampled.len() > drawn.len() {
+            eprintln!(
+                "note: the HTML report draws the flame graphs of the {} events with the most samples of {}; `labperf export --format svg --event NAME` draws any other",
+                drawn.len(),
+                sampled.len()
+            );
+        }
+        for (e, _, _) in drawn {
             flames.push(labperf::render::html::Flame {
-                event: None,
-                svg: svg(None)?,
+                event: Some(st.events.names[e as usize].clone()),
+                svg: svg(Some(e))?,
             });
         }
-        // Several events: a flame graph per event (their periods never add up), each drawn
-        // from the same stacks, one at a time; the busiest MAX_FLAMES events only.
-        if sampled.len() > 1 {
-            let mut drawn = sampled.clone();
-            drawn.sort_by_key(|&(e, n, _)| (std::cmp::Reverse(n), e));
-            drawn.truncate(labperf::render::html::MAX_FLAMES);
-            drawn.sort_by_key(|&(e, _, _)| e);
-            if sampled.len() > drawn.len() {
-                eprintln!(
-                    "note: the HTML report draws the flame graphs of the {} events with the most samples of {}; `labperf export --format svg --event NAME` draws any other",
-                    drawn.len(),
-                    sampled.len()
-                );
-            }
-            for (e, _, _) in drawn {
-                flames.push(labperf::render::html::Flame {
-                    event: Some(st.events.names[e as usize].clone()),
-                    svg: svg(Some(e))?,
-                });
-            }
-        }
-        // The facts of the recordings; their stacks go now.
-        let runs = {
-            let mut st = st;
-            std::mem::take(&mut st.runs)
-        };
-        labperf::render::html::page(&r, &runs, &flames, o.top)
-    } else {
-        r.render(o.format.get(), o.top, colour())
+    }
+    // The facts of the recordings; their stacks go now.
+    let runs = {
+        let mut st = st;
+        std::mem::take(&mut st.runs)
     };
-    Ok((text, r.damaged))
+    Ok((runs, flames))
 }
 
 /// Colours for a table on a terminal, unless NO_COLOR is set.

@@ -9,7 +9,7 @@ use std::io::Write;
 fn short_command(argv: &[String]) -> String {
     let mut v: Vec<&str> = argv.iter().map(String::as_str).collect();
     if let Some(p) = v.first_mut() {
-        *p = p.rsplit('/').next().unwrap_or(p);
+        *p = crate::text::file_name(p);
     }
     v.join(" ")
 }

@@ -974,6 +974,29 @@ struct Framed<'a> {
     write_err: Option<std::io::Error>,
 }
 
+/// Adds `b` up to its first newline to `line` (at most `limit` bytes in all, or
+/// `TooMuchOutput` on `host` while doing `during`): how many bytes of `b` the line took, or
+/// `None` while it has no newline yet.
+fn line_into(
+    line: &mut Vec<u8>,
+    b: &[u8],
+    limit: usize,
+    host: &str,
+    during: impl FnOnce() -> String,
+) -> Result<Option<usize>, RemoteError> {
+    let i = b.iter().position(|&x| x == b'\n');
+    let take = i.map_or(b.len(), |i| i + 1);
+    line.extend_from_slice(&b[..take]);
+    if line.len() > limit {
+        return Err(RemoteError::TooMuchOutput {
+            host: host.to_string(),
+            during: during(),
+            limit,
+        });
+    }
+    Ok(i.map(|_| take))
+}
+
 impl Framed<'_> {
     /// One chunk of the command's standard output.
     fn chunk(&mut self, mut b: &[u8]) -> Result<(), RemoteError> {
@@ -998,19 +1021,10 @@ impl Framed<'_> {
     /// The status line (at most 4200 bytes): what follows it, or `None` while it is
     /// incomplete.
     fn status<'b>(&mut self, b: &'b [u8]) -> Result<Option<&'b [u8]>, RemoteError> {
-        let i = b.iter().position(|&x| x == b'\n');
-        let take = i.map_or(b.len(), |i| i + 1);
-        self.status_buf.extend_from_slice(&b[..take]);
-        if self.status_buf.len() > 4200 {
-            return Err(RemoteError::TooMuchOutput {
-                host: self.name.clone(),
-                during: format!("reading the status of {}", self.shown),
-                limit: 4200,
-            });
-        }
-        if i.is_none() {
+        let during = || format!("reading the status of {}", self.shown);
+        let Some(take) = line_into(&mut self.status_buf, b, 4200, &self.name, during)? else {
             return Ok(None);
-        }
+        };
         self.status_done = true;
         if let Some(l) = self.status_line.as_mut() {
             **l = String::from_utf8_lossy(&self.status_buf).into_owned();
@@ -1021,17 +1035,10 @@ impl Framed<'_> {
     /// The `SIZE SHA256` line (at most 200 bytes; a size over the limit is refused): what
     /// follows it, or `None` while it is incomplete.
     fn size_line<'b>(&mut self, b: &'b [u8]) -> Result<Option<&'b [u8]>, RemoteError> {
-        let i = b.iter().position(|&x| x == b'\n');
-        let take = i.map_or(b.len(), |i| i + 1);
-        self.head.extend_from_slice(&b[..take]);
-        if self.head.len() > 200 {
-            return Err(RemoteError::TooMuchOutput {
-                host: self.name.clone(),
-                during: format!("fetching {}", self.shown),
-                limit: 200,
-            });
-        }
-        let Some(_) = i else { return Ok(None) };
+        let during = || format!("fetching {}", self.shown);
+        let Some(take) = line_into(&mut self.head, b, 200, &self.name, during)? else {
+            return Ok(None);
+        };
         let line = String::from_utf8_lossy(&self.head).into_owned();
         let mut it = line.split_whitespace();
         let size: u64 = it.next().and_then(|n| n.parse().ok()).unwrap_or(u64::MAX);

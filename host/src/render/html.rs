@@ -274,11 +274,7 @@ pub fn tables(r: &Report, top: usize) -> String {
             );
         }
         s.push_str("</tr></thead>\n<tbody>\n");
-        let n = if t.ranked && top > 0 {
-            top.min(t.rows.len())
-        } else {
-            t.rows.len()
-        };
+        let n = t.shown_rows(top);
         let row = |s: &mut String, r: &Vec<Cell>| {
             s.push_str("<tr>");
             for &i in &visible {

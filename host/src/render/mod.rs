@@ -4,18 +4,38 @@ pub mod flame;
 pub mod html;
 pub mod table;
 
+use crate::symbolize::facts::Run;
 use table::{Format, Report};
 
 impl Report {
     /// Renders the report; `top` keeps the first N rows of ranked tables (0 = all);
     /// `colour` paints the text table. HTML here is the page without the recordings' facts
-    /// or flame graphs (`labperf report` adds them through [`crate::render::html::page`]).
+    /// or flame graphs (see [`Report::render_page`]).
     pub fn render(&self, format: Format, top: usize, colour: bool) -> String {
-        match format {
+        let none = || Ok::<_, std::convert::Infallible>((Vec::new(), Vec::new()));
+        match self.render_page(format, top, colour, none) {
+            Ok(s) => s,
+            Err(never) => match never {},
+        }
+    }
+
+    /// Renders the report as [`Report::render`] does, the HTML page with the recordings'
+    /// facts and flame graphs that `page` gives, asked for only when the format is HTML.
+    pub fn render_page<E>(
+        &self,
+        format: Format,
+        top: usize,
+        colour: bool,
+        page: impl FnOnce() -> Result<(Vec<Run>, Vec<html::Flame>), E>,
+    ) -> Result<String, E> {
+        Ok(match format {
             Format::Table => self.to_text(top, colour),
             Format::Csv => self.to_csv(top),
-            Format::Html => crate::render::html::page(self, &[], &[], top),
+            Format::Html => {
+                let (runs, flames) = page()?;
+                html::page(self, &runs, &flames, top)
+            }
             Format::Json => self.to_json(top),
-        }
+        })
     }
 }

@@ -304,7 +304,7 @@ fn paint(text: String, c: Colour, colour: bool) -> String {
 
 impl Table {
     /// How many of its rows the table shows: the first `top` of a ranked table (0 = all).
-    fn shown_rows(&self, top: usize) -> usize {
+    pub fn shown_rows(&self, top: usize) -> usize {
         if self.ranked && top > 0 {
             top.min(self.rows.len())
         } else {

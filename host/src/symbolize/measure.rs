@@ -6,7 +6,7 @@ use crate::symbolize::symbols::{Search, Symbolizer};
 use labperf_common::Record;
 
 /// The call stacks of `src`, tallied; `None` when its events take none. Reads the file
-/// twice for user stacks (every mapping before the first unwind) and once for callchains.
+/// twice: every record (the mappings, before the first unwind), then the samples.
 pub fn measure(src: &Source, search: &Search) -> Result<Option<Quality>, LoadError> {
     let peek = load::peek(src)?;
     let Some(mut q) = Quality::of_header(peek.header.as_ref()) else {

@@ -4,6 +4,7 @@
 //! the same on every run. The tests only compare: `cargo xtask bless views` rewrites the
 //! expected files (review the diff).
 
+use labperf_common::Recipe;
 use labperf_tests::views::*;
 use labperf_tests::{bin, root, scratch};
 use serde_json::Value;
@@ -199,6 +200,57 @@ fn a_metrics_diff_shows_each_function_s_cpi_and_its_change() {
     // Sorted by the change of the first numeric column (#, equal), then as found; the CPI
     // change is what differs.
     assert_eq!(rows.len(), 2);
+}
+
+#[test]
+fn diff_top_cuts_the_joined_rows_not_each_report() {
+    // find then plain_c: 5 and 3 of 10 samples in the base, 3 and 5 in the new file; each
+    // file's top row is another function. `--top 1` must show one row, with both sides.
+    let d = scratch("views-diff-top");
+    let (base, new) = (d.join("base.lpr"), d.join("new.lpr"));
+    std::fs::write(&base, plain()).unwrap();
+    let mut r = vec![cxx_map()];
+    r.extend((0..3).map(|_| sample(FIND_AT, 1000, vec![])));
+    r.extend((0..5).map(|_| sample(PLAIN_AT, 1000, vec![])));
+    r.push(sample(0x40_0800, 1000, vec![]));
+    r.push(sample(0x7000, 1000, vec![]));
+    std::fs::write(
+        &new,
+        file(
+            vec![event("cycles", None, 0x107)],
+            Recipe::Sample { group_read: false },
+            &r,
+        ),
+    )
+    .unwrap();
+    let o = Command::new(bin("labperf"))
+        .arg("diff")
+        .arg(&base)
+        .arg(&new)
+        .args(["--symfs"])
+        .arg(views())
+        .args(["--format", "json", "--top", "1"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let j: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = j["tables"][0]["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{j}");
+    let (name, b, delta) = (
+        rows[0]["name"].as_str().unwrap(),
+        rows[0]["percent_base"].as_f64().unwrap(),
+        rows[0]["percent_delta"].as_f64().unwrap(),
+    );
+    let want = if name.starts_with("std::map") {
+        (50.0, -20.0)
+    } else {
+        assert!(name.starts_with("plain_c"), "{j}");
+        (30.0, 20.0)
+    };
+    assert!(
+        (b - want.0).abs() < 1e-9 && (delta - want.1).abs() < 1e-9,
+        "{name}: {b} {delta}, want {want:?}: {j}"
+    );
 }
 
 #[test]

@@ -35,6 +35,9 @@ pub struct Args {
 pub fn run(a: &Args) -> Result<()> {
     let mut o = a.opts.view_options();
     o.event = a.event.select();
+    // Every row of both reports is joined; `--top` cuts the joined table, ranked by change
+    // (a row in one file's top rows but not the other's still has both sides).
+    o.top = 0;
     if o.view.is_none() {
         // The base's view for both, so that a header difference is an error, not a mismatch.
         o.view = Some(labperf::views::view::choose(&a.base.as_path().into(), &o)?.0);

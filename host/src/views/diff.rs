@@ -4,7 +4,7 @@
 
 use crate::render::table::{Cell, Column, Report, Table};
 use serde_json::Value;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 #[derive(Debug, thiserror::Error)]
 pub enum DiffError {
@@ -191,11 +191,11 @@ impl<'a> Join<'a> {
                 .or_insert(r);
         }
         let mut rows: Vec<(f64, Vec<Cell>)> = Vec::new();
-        let mut seen: Vec<Vec<String>> = Vec::new();
+        let mut seen: HashSet<Vec<String>> = HashSet::new();
         for (n, r) in new.rows.iter().enumerate() {
             let k = self.key_of(n, r, &self.keys);
             let b = base_rows.get(&k).copied();
-            seen.push(k);
+            seen.insert(k);
             rows.push(self.row(
                 b,
                 Some(r),

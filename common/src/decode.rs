@@ -451,15 +451,7 @@ impl Decoder {
 
     /// Reports the stretch being skipped, up to the end of input, as garbage, and ends.
     fn garbage_to_end(&mut self, buf_len: usize) -> bool {
-        let from = self.garbage_from.take().unwrap_or(0);
-        let len = self.abs(buf_len) - from;
-        self.damage(Damage {
-            offset: from,
-            len,
-            reason: DamageReason::Garbage,
-            frames_lost: 0,
-            records_lost: None,
-        });
+        self.garbage_from.get_or_insert(0);
         self.end(buf_len)
     }
 

@@ -292,3 +292,71 @@ pub fn rendered(dir: &Path) -> Vec<(String, String)> {
     }
     out
 }
+
+/// A recursive C program: `dive` calls itself `depth` times (its first argument), then
+/// spins in `spin`, for 0.4 s of CPU time; `sink++` after each call keeps every frame.
+const DEEP_C: &str = r#"
+#include <stdlib.h>
+#include <time.h>
+static volatile unsigned long sink;
+__attribute__((noinline)) static void spin(void) {
+    for (unsigned long i = 0; i < 20000; i++) sink += i;
+}
+__attribute__((noinline)) static void dive(int depth) {
+    if (depth == 0) { spin(); return; }
+    dive(depth - 1);
+    sink++;
+}
+int main(int argc, char **argv) {
+    int depth = argc > 1 ? atoi(argv[1]) : 100;
+    struct timespec t;
+    do {
+        dive(depth);
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    } while (t.tv_sec * 1000000000L + t.tv_nsec < 400000000L);
+    return 0;
+}
+"#;
+
+/// Builds the recursive program in `dir` (gcc, dynamically linked, frame pointers kept)
+/// and records it there with `labperf record --local -g -e cpu-clock -c 250000`, `depth`
+/// calls deep: returns the recording and the program.
+pub fn record_deep(dir: &Path, depth: u32) -> (PathBuf, PathBuf) {
+    std::fs::write(dir.join("deep.c"), DEEP_C).unwrap();
+    crate::known::compile(
+        dir,
+        "gcc",
+        &[
+            "-O1",
+            "-g",
+            "-fno-omit-frame-pointer",
+            "-o",
+            "deep",
+            "deep.c",
+        ],
+    );
+    let (exe, out) = (dir.join("deep"), dir.join("deep.lpr"));
+    let o = Command::new(bin("labperf"))
+        .args([
+            "record",
+            "--local",
+            "-g",
+            "-e",
+            "cpu-clock",
+            "-c",
+            "250000",
+            "-o",
+        ])
+        .arg(&out)
+        .arg("--")
+        .arg(&exe)
+        .arg(depth.to_string())
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "labperf record of the recursive program: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    (out, exe)
+}

@@ -611,3 +611,44 @@ fn firefox_profile_keeps_each_sample_s_function_names_and_time() {
     stacks.sort();
     assert_eq!(stacks, GOLDEN_STACKS);
 }
+
+#[test]
+fn go_tool_pprof_names_the_workload_s_executable_as_the_main_binary() {
+    // A dynamically linked program: the kernel maps it, then ld-linux-x86-64.so.2, then
+    // libc; pprof takes the profile's first mapping as the main binary.
+    let d = scratch("export-pprof-main");
+    let (f, exe) = labperf_tests::views::record_deep(&d, 10);
+    let pb = d.join("deep.pb.gz");
+    export(&f, "pprof", Some(&pb));
+    let pprof = |args: &[&str]| {
+        let o = Command::new("go")
+            .args(["tool", "pprof"])
+            .args(args)
+            .arg(&pb)
+            .env("HOME", &d)
+            .output()
+            .expect("go (cargo xtask setup installs golang-go)");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let raw = pprof(&["-raw"]);
+    let mappings = &raw[raw.find("\nMappings\n").expect("pprof's mappings") + 10..];
+    let first = mappings.lines().next().unwrap();
+    assert_eq!(
+        first,
+        format!("1: 0x0/0x0/0x0 {}  [FN]", exe.display()),
+        "{mappings}"
+    );
+    // libc is in every stack (`__libc_start_call_main` calls `main`): another mapping.
+    assert!(
+        mappings.lines().skip(1).any(|l| l.contains("/libc.so.6")),
+        "libc is another mapping:\n{mappings}"
+    );
+    let top = pprof(&["-top", "-symbolize=none"]);
+    assert_eq!(top.lines().next(), Some("File: deep"), "{top}");
+    assert!(
+        top.lines()
+            .any(|l| l.split_whitespace().last() == Some("spin")),
+        "{top}"
+    );
+}

@@ -521,3 +521,180 @@ fn the_html_report_charts_stat_intervals_and_topdown_over_time() {
     assert!(chart.contains("data-series=\"retiring\" fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"1.5\" points=\"70.0,127.3 800.0,203.0\""), "{chart}");
     assert_eq!(dom.matches("<svg class=\"chart\"").count(), 1);
 }
+
+/// The text of the element of `id` in `dom` (its first text, unescaped as [`html_rows`]
+/// does).
+fn html_text(dom: &str, class: &str) -> String {
+    let at = dom
+        .find(&format!("class=\"{class}\">"))
+        .unwrap_or_else(|| panic!("no {class} in the page"));
+    let t = &dom[at + class.len() + 9..];
+    t[..t.find('<').unwrap()]
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&amp;", "&")
+}
+
+/// Run by Chromium in a copy of the page: where the facts table and the flame graph's root
+/// row (inferno's `all` frame) lie on the page, in CSS px from its top, written into the
+/// DOM as `<pre id="layout">` for `--dump-dom`.
+const LAYOUT_SCRIPT: &str = r#"<script>
+(function () {
+  const y = (r) => Math.round(r.top + window.scrollY);
+  const facts = document.querySelector('#recording table').getBoundingClientRect();
+  let root = null;
+  for (const t of document.querySelectorAll('#flamegraph svg title')) {
+    if (t.textContent.startsWith('all (')) root = t.parentNode.querySelector('rect');
+  }
+  const r = root.getBoundingClientRect();
+  const pre = document.createElement('pre');
+  pre.id = 'layout';
+  pre.textContent = [y(facts), Math.round(facts.bottom + window.scrollY), y(r),
+    Math.round(r.bottom + window.scrollY), Math.round(r.width)].join(' ');
+  document.body.appendChild(pre);
+})();
+</script>"#;
+
+#[test]
+fn the_html_page_of_a_deep_recording_states_its_facts_and_shows_the_root_row_on_the_first_screen() {
+    let d = scratch("views-html-deep");
+    // 100 calls deep: every stack about 105 frames, under the kernel's 127.
+    let (f, _) = labperf_tests::views::record_deep(&d, 100);
+    let page = d.join("deep.html");
+    let o = Command::new(bin("labperf"))
+        .args(["report", "--format", "html", "-o"])
+        .arg(&page)
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // The page as written, with a script that measures where its parts lie.
+    let html = std::fs::read_to_string(&page).unwrap();
+    let measured = d.join("deep-measured.html");
+    std::fs::write(
+        &measured,
+        html.replace("</body>", &format!("{LAYOUT_SCRIPT}</body>")),
+    )
+    .unwrap();
+    let dom = chromium(&measured, &shots().join("deep.png"));
+
+    // The facts, as the recording says them.
+    let file = labperf_common::decode_all(&std::fs::read(&f).unwrap());
+    let (h, t) = (file.header.unwrap(), file.trailer.unwrap());
+    assert_eq!(
+        html_text(&dom, "fact-events"),
+        "cpu-clock (period 250000 ns)"
+    );
+    let date = Command::new("date")
+        .arg("-u")
+        .arg(format!("-d@{}", h.start_realtime_ns / 1_000_000_000))
+        .arg("+%Y-%m-%d %H:%M:%S UTC")
+        .output()
+        .unwrap();
+    assert!(date.status.success());
+    assert_eq!(
+        html_text(&dom, "fact-date"),
+        String::from_utf8(date.stdout).unwrap().trim()
+    );
+    assert_eq!(
+        html_text(&dom, "fact-duration"),
+        format!("{:.3} s", t.duration_ns as f64 / 1e9)
+    );
+    let samples = file
+        .records
+        .iter()
+        .filter(|r| matches!(r, labperf_common::Record::Sample(_)))
+        .count();
+    assert_eq!(html_text(&dom, "fact-samples"), samples.to_string());
+    let lost: u64 = file
+        .records
+        .iter()
+        .map(|r| match r {
+            labperf_common::Record::Lost(l) => l.lost,
+            _ => 0,
+        })
+        .sum();
+    let losses = html_text(&dom, "fact-losses");
+    if lost == 0 && t.throttled == 0 {
+        assert_eq!(losses, "none");
+    } else {
+        assert!(losses.contains(&format!("{lost} samples lost")), "{losses}");
+    }
+    // How far the stacks reach: the text report's own line, word for word.
+    let text = Command::new(bin("labperf"))
+        .arg("report")
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert!(text.status.success());
+    let text = String::from_utf8(text.stdout).unwrap();
+    let line = text
+        .lines()
+        .find_map(|l| l.strip_prefix("# call stacks (fp): "))
+        .unwrap_or_else(|| panic!("no call stacks line in:\n{text}"));
+    let stacks = html_text(&dom, "fact-call-stacks");
+    assert_eq!(stacks, format!("call stacks (fp): {line}"));
+    let outermost: u64 = line
+        .split(", ")
+        .find_map(|p| p.strip_suffix(" reached the outermost frame"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        outermost * 10 >= samples as u64 * 9,
+        "most stacks are whole: {line}"
+    );
+
+    // Children beside Self: the rows of `report --children`.
+    let j = labperf_tests::report_json(&f, 20, |c| {
+        c.arg("--children");
+    });
+    let want: Vec<(String, String, String)> = j["tables"][0]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap().into(),
+                r["children"].to_string(),
+                format!("{:.2}%", r["children_pct"].as_f64().unwrap()),
+            )
+        })
+        .collect();
+    let head = &dom[dom.find("id=\"table-functions\"").unwrap()..];
+    let head = &head[..head.find("</thead>").unwrap()];
+    assert!(
+        head.contains(
+            "<th data-key=\"children_pct\">Children</th><th data-key=\"self_pct\">Self</th>"
+        ),
+        "{head}"
+    );
+    let got: Vec<(String, String, String)> = html_rows(&dom, "table-functions")
+        .into_iter()
+        .map(|r| (r[3].clone(), r[2].clone(), r[0].clone()))
+        .collect();
+    assert_eq!(got, want);
+    assert!(want.iter().any(|w| w.0 == "dive"), "{want:?}");
+
+    // The facts, then the flame graph's root row, all within the first 1000 px, the root
+    // row across the page.
+    let layout = &dom[dom
+        .find("<pre id=\"layout\">")
+        .expect("the layout script ran")
+        + 17..];
+    let px: Vec<i64> = layout[..layout.find('<').unwrap()]
+        .split(' ')
+        .map(|v| v.parse().unwrap())
+        .collect();
+    let (facts_bottom, root_top, root_bottom, root_width) = (px[1], px[2], px[3], px[4]);
+    assert!(
+        facts_bottom < root_top && root_bottom <= 1000,
+        "facts end at {facts_bottom} px, the root row lies from {root_top} to {root_bottom} px"
+    );
+    assert!(root_width > 1000, "the root row is {root_width} px wide");
+    // The deep frames are drawn, below it.
+    let flame = &dom[dom.find("<section id=\"flamegraph\">").unwrap()..];
+    assert!(flame.contains("<title>spin ("), "spin in the flame graph");
+}

@@ -125,6 +125,14 @@ fn render(
         event,
         ..o.view_options()
     };
+    // The HTML page of a recording with call stacks has Children beside Self.
+    let vo = match o.format.get() {
+        // (A file that cannot be read is the build's to explain.)
+        labperf::render::table::Format::Html => {
+            labperf::views::view::page_options(&srcs, &vo).unwrap_or(vo)
+        }
+        _ => vo,
+    };
     let r = match &srcs[..] {
         [one] => labperf::views::view::build(one, &vo)
             .with_context(|| format!("cannot report {}", one.name.display()))?,
@@ -154,7 +162,7 @@ fn html_page(
     let svg = |event: Option<u32>| -> Result<String> {
         let mut flame = Vec::new();
         if let Some(n) = st
-            .svg_of(event, &mut flame)
+            .svg_of(event, inferno::flamegraph::Direction::Inverted, &mut flame)
             .context("cannot draw the flame graph")?
         {
             eprintln!("{n}");

@@ -98,13 +98,21 @@ impl StackTable {
     /// An SVG flame graph of the folded stacks, titled with the recorded command, drawn
     /// within [`crate::render::flame::BUDGET`]; returns a note when narrow frames had to be left out.
     pub fn svg(&self, w: impl Write) -> std::io::Result<Option<String>> {
-        self.svg_of(None, w)
+        self.svg_of(None, inferno::flamegraph::Direction::Straight, w)
     }
 
     /// [`StackTable::svg`] of the stacks of one event (`Some`: its index into
-    /// [`StackTable::events`]; its periods never add up with another's), or of all.
-    pub fn svg_of(&self, event: Option<u32>, mut w: impl Write) -> std::io::Result<Option<String>> {
+    /// [`StackTable::events`]; its periods never add up with another's), or of all, the
+    /// root at the bottom (`Straight`) or on top (`Inverted`, an icicle: the HTML page's,
+    /// whose first screen then shows the root row however deep the stacks).
+    pub fn svg_of(
+        &self,
+        event: Option<u32>,
+        direction: inferno::flamegraph::Direction,
+        mut w: impl Write,
+    ) -> std::io::Result<Option<String>> {
         let mut o = inferno::flamegraph::Options::default();
+        o.direction = direction;
         let samples: u64 = match event {
             None => self.total_samples,
             Some(e) => self

@@ -263,24 +263,41 @@ impl StackTable {
         (sample_type, value_of)
     }
 
-    /// One mapping per file, one function and one location per frame (ids from 1).
+    /// One mapping per file, the first (pprof's main binary) the workload's executable,
+    /// one function and one location per frame (ids from 1); a thread's frame (its name,
+    /// no file) has no mapping.
     fn pprof_frames(&self, strings: &mut Strings) -> (Vec<Mapping>, Vec<Function>, Vec<Location>) {
         let mut mappings: Vec<Mapping> = Vec::new();
         let mut mapping_of: HashMap<&str, u64> = HashMap::new();
         let mut function = Vec::with_capacity(self.frames.len());
         let mut location = Vec::with_capacity(self.frames.len());
-        for (i, f) in self.frames.iter().enumerate() {
-            let id = i as u64 + 1;
+        // A file's mapping, added when first seen (0: no file).
+        fn mapping<'a>(
+            mappings: &mut Vec<Mapping>,
+            mapping_of: &mut HashMap<&'a str, u64>,
+            strings: &mut Strings,
+            dso: &'a str,
+        ) -> u64 {
+            if dso.is_empty() {
+                return 0;
+            }
             let next = mappings.len() as u64 + 1;
-            let mapping_id = *mapping_of.entry(f.dso.as_str()).or_insert_with(|| {
+            *mapping_of.entry(dso).or_insert_with(|| {
                 mappings.push(Mapping {
                     id: next,
-                    filename: strings.id(&f.dso),
+                    filename: strings.id(dso),
                     has_functions: true,
                     ..Mapping::default()
                 });
                 next
-            });
+            })
+        }
+        if let Some(exe) = self.runs.iter().find_map(|r| r.executable.as_deref()) {
+            mapping(&mut mappings, &mut mapping_of, strings, exe);
+        }
+        for (i, f) in self.frames.iter().enumerate() {
+            let id = i as u64 + 1;
+            let mapping_id = mapping(&mut mappings, &mut mapping_of, strings, &f.dso);
             let name = strings.id(&f.name);
             function.push(Function {
                 id,

@@ -1,6 +1,7 @@
 //! `--format html`: a report as one self-contained page (no network): the recordings'
-//! header facts, the flame graph, every time-series table as a chart over time, then the
-//! view's tables. The table model ([`crate::render::table`]) is rendered here, as it is to text,
+//! facts (events with period or frequency, date, duration, losses, how far the stacks
+//! reach), the flame graph as an icicle (the root on top, in a scrolling box), every
+//! time-series table as a chart over time, then the view's tables. The table model ([`crate::render::table`]) is rendered here, as it is to text,
 //! CSV and JSON there.
 
 use crate::render::table::{Align, Cell, Report, Table};
@@ -35,7 +36,8 @@ table.labperf td.green { color: #070; } table.labperf td.red { color: #b00; }
 table.facts th { text-align: right; background: none; color: #555; }
 .warnings li { color: #a40; }
 .heading { font-family: monospace; color: #444; }
-#flamegraph > svg, section.flamegraph > svg { width: 100%; height: auto; display: block; }
+.flame-box { max-height: 80vh; overflow-y: auto; border: 1px solid #eee; }
+.flame-box > svg { width: 100%; height: auto; display: block; }
 svg.chart { border: 1px solid #ccc; background: #fff; }
 svg.chart text { font-family: system-ui, sans-serif; font-size: 11px; }
 ";
@@ -113,8 +115,11 @@ pub fn page(r: &Report, runs: &[Run], flames: &[Flame], top: usize) -> String {
                 let _ = writeln!(s, "<section id=\"{id}\"><h2>Flame graph</h2>");
             }
         }
+        // An icicle (the root on top) in a box of at most most of a screen: a deep graph
+        // shows its first rows, the rest scrolls within, and the tables stay near.
+        s.push_str("<div class=\"flame-box\">");
         s.push_str(inline_svg(&f.svg));
-        s.push_str("\n</section>\n");
+        s.push_str("</div>\n</section>\n");
     }
     let charts: Vec<String> = r.tables.iter().flat_map(charts).collect();
     if !charts.is_empty() {
@@ -139,56 +144,43 @@ fn inline_svg(svg: &str) -> &str {
     svg.find("<svg").map_or("", |i| &svg[i..])
 }
 
-/// One column per recording: host, CPU, kernel, command, mode, samples and losses.
+/// One column per recording: first what a reader of the graph needs (the command, the
+/// events with their period or frequency, the date (UTC), the duration, samples, losses and
+/// how far the call stacks reach, as the text report's heading says it), then the machine.
 fn facts(runs: &[Run]) -> String {
     let mut rows: Vec<(&str, Vec<String>)> = vec![
         ("run", vec![]),
+        ("command", vec![]),
+        ("events", vec![]),
+        ("date", vec![]),
+        ("duration", vec![]),
+        ("samples", vec![]),
+        ("losses", vec![]),
+        ("call stacks", vec![]),
         ("host", vec![]),
         ("architecture", vec![]),
         ("CPU", vec![]),
         ("kernel", vec![]),
-        ("command", vec![]),
         ("mode", vec![]),
-        ("samples", vec![]),
-        ("losses", vec![]),
-        ("call stacks", vec![]),
     ];
     for run in runs {
         let h = run.info.header.as_ref();
-        let i = &run.info;
-        let mut losses = Vec::new();
-        if i.kernel_lost > 0 {
-            losses.push(format!("{} lost by the kernel", i.kernel_lost));
-        }
-        if let Some(t) = &i.trailer {
-            if t.throttled > 0 {
-                losses.push(format!("{} throttled", t.throttled));
-            }
-            if t.dropped > 0 {
-                losses.push(format!("{} dropped by the agent", t.dropped));
-            }
-        } else {
-            losses.push("no trailer: the agent did not finish".into());
-        }
-        if let Some(d) = i.damage_warning() {
-            losses.push(d);
-        }
-        if losses.is_empty() {
-            losses.push("none".into());
-        }
         let v = [
             run.name.clone(),
+            h.map_or("unknown".into(), |h| h.command.join(" ")),
+            run.events_text(),
+            run.date_text(),
+            run.duration_text(),
+            run.info.samples.to_string(),
+            run.losses_text(),
+            run.stacks
+                .as_ref()
+                .map_or_else(|| "none recorded".into(), |q| q.line()),
             run.host.clone(),
             run.arch.clone(),
             h.map_or("unknown".into(), |h| crate::record::cpu::cpu_name(&h.cpu)),
             h.map_or("unknown".into(), |h| h.kernel_release.clone()),
-            h.map_or("unknown".into(), |h| h.command.join(" ")),
             h.map_or("unknown".into(), |h| h.mode.clone()),
-            i.samples.to_string(),
-            losses.join("; "),
-            run.stacks
-                .as_ref()
-                .map_or_else(|| "none recorded".into(), |q| q.line()),
         ];
         for (row, v) in rows.iter_mut().zip(v) {
             row.1.push(v);

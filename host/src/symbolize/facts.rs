@@ -1,6 +1,7 @@
 //! The recordings' facts: what each recording read says of itself (its name, host,
-//! architecture and events, what its reader found, how far its call stacks reach), as
-//! exports, `report --children` and the HTML page state them.
+//! architecture and events, its workload's executable, what its reader found, how far its
+//! call stacks reach), as exports, `report --children` and the HTML page state them, and
+//! each fact in words (events with their period or frequency, date, duration, losses).
 
 use crate::record::load::{FileInfo, Source};
 use crate::symbolize::quality::Quality;
@@ -15,10 +16,17 @@ pub struct Run {
     pub arch: String,
     /// The header's event names, in sample `event` order.
     pub events: Vec<String>,
+    /// The workload's executable as the recording mapped it (pprof's main mapping): the
+    /// first file mapped after the recording's first `exec`, else (an attached process)
+    /// its first file mapped; `None` when it maps none.
+    pub executable: Option<String>,
     pub info: FileInfo,
     /// How far its call stacks reach; `None` when its events take none.
     pub stacks: Option<Quality>,
 }
+
+/// `perf_event_attr`'s `freq` flag (bit 10): `sample_period_or_freq` is a frequency.
+const ATTR_FREQ: u64 = 1 << 10;
 
 impl Run {
     /// The facts of `src`, read as `info`, its stacks reaching as `stacks` says.
@@ -34,8 +42,94 @@ impl Run {
             events: h.map_or_else(Vec::new, |h| {
                 h.events.iter().map(|e| e.name.clone()).collect()
             }),
+            executable: None,
             info,
             stacks,
         }
+    }
+
+    /// The events as they were opened, each with its period or frequency:
+    /// `cpu-clock (period 250000 ns); page-faults (period 1)`, `cycles (frequency 4000 Hz)`,
+    /// `task-clock (counted)` for an event that only counts.
+    pub fn events_text(&self) -> String {
+        let Some(h) = &self.info.header else {
+            return "unknown (the header is lost)".into();
+        };
+        if h.events.is_empty() {
+            return "none".into();
+        }
+        h.events
+            .iter()
+            .map(|e| {
+                let n = e.attr.sample_period_or_freq;
+                let how = if e.attr.flags & ATTR_FREQ != 0 {
+                    format!("frequency {n} Hz")
+                } else if n == 0 {
+                    "counted".into()
+                } else if crate::record::events::is_ns(&e.name) {
+                    format!("period {n} ns")
+                } else {
+                    format!("period {n}")
+                };
+                format!("{} ({how})", e.name)
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+
+    /// When recording started, in UTC to the second: `2026-12-03 07:23:30 UTC`.
+    pub fn date_text(&self) -> String {
+        let ns = self.info.header.as_ref().map_or(0, |h| h.start_realtime_ns);
+        if ns == 0 {
+            return "unknown".into();
+        }
+        let secs = i64::try_from(ns / 1_000_000_000).unwrap_or(i64::MAX);
+        chrono::DateTime::from_timestamp(secs, 0).map_or_else(
+            || "unknown".into(),
+            |d| d.format("%Y-%m-%d %H:%M:%S UTC").to_string(),
+        )
+    }
+
+    /// How long it recorded, from its trailer: `1.503 s`.
+    pub fn duration_text(&self) -> String {
+        match &self.info.trailer {
+            Some(t) => format!("{:.3} s", t.duration_ns as f64 / 1e9),
+            None => "unknown (no trailer: the agent did not finish)".into(),
+        }
+    }
+
+    /// What was lost: samples the kernel lost (and their share), throttling, samples the
+    /// agent dropped, a missing trailer, damage; `none`.
+    pub fn losses_text(&self) -> String {
+        let i = &self.info;
+        let mut losses = Vec::new();
+        if i.kernel_lost > 0 {
+            let all = i.samples.saturating_add(i.kernel_lost);
+            losses.push(format!(
+                "{} samples lost by the kernel ({:.1}% of the {all} it produced)",
+                i.kernel_lost,
+                100.0 * i.kernel_lost as f64 / all as f64
+            ));
+        }
+        if let Some(t) = &i.trailer {
+            if t.throttled > 0 {
+                losses.push(format!("{} throttled", t.throttled));
+            }
+            if t.dropped > 0 {
+                losses.push(format!("{} dropped by the agent", t.dropped));
+            }
+        } else {
+            losses.push("no trailer: the agent did not finish".into());
+        }
+        if !i.losses.is_clean() {
+            losses.push(format!(
+                "damaged: {}",
+                labperf_common::decode::describe_losses(&i.losses)
+            ));
+        }
+        if losses.is_empty() {
+            losses.push("none".into());
+        }
+        losses.join("; ")
     }
 }

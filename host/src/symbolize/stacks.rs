@@ -344,7 +344,9 @@ impl StackTable {
             self.samples.append(&mut rows);
         }
         self.warnings.append(&mut sym.warnings);
-        self.runs.push(Run::of(src, info, quality));
+        let mut facts = Run::of(src, info, quality);
+        facts.executable = raws.executable.take().or(raws.first_file.take());
+        self.runs.push(facts);
         Ok(())
     }
 
@@ -506,6 +508,11 @@ struct RawStacks {
     /// The samples of each distinct stack (by raw stack number) read from a callchain
     /// (`-g`): how far they reach is found once every mapping is known.
     fp_samples: Vec<u64>,
+    /// The workload's executable ([`Run::executable`]): the process of the first `exec`,
+    /// the first file it maps, and the first file mapped at all (an attached process's).
+    exec_pid: Option<u32>,
+    executable: Option<String>,
+    first_file: Option<String>,
 }
 
 impl RawStacks {
@@ -528,6 +535,31 @@ impl RawStacks {
             comm_id: HashMap::new(),
             comm_of: HashMap::default(),
             fp_samples: Vec::new(),
+            exec_pid: None,
+            executable: None,
+            first_file: None,
+        }
+    }
+
+    /// Notes the workload's executable: the first file mapped by the process of the
+    /// recording's first `exec` (the kernel reports the program's mapping before its
+    /// interpreter's), else the first file mapped (`[vdso]`, `[kernel.kallsyms]` and
+    /// anonymous memory are no file).
+    fn executable(&mut self, r: &Record) {
+        match r {
+            Record::Comm(c) if c.exec && self.exec_pid.is_none() => self.exec_pid = Some(c.pid),
+            Record::Mmap2(m) if self.executable.is_none() => {
+                if m.path.is_empty() || m.path.starts_with('[') || m.path.starts_with("//anon") {
+                    return;
+                }
+                if self.first_file.is_none() {
+                    self.first_file = Some(m.path.clone());
+                }
+                if self.exec_pid == Some(m.pid) {
+                    self.executable = Some(m.path.clone());
+                }
+            }
+            _ => {}
         }
     }
 
@@ -541,6 +573,7 @@ impl RawStacks {
         arena: &mut Vec<u32>,
         threads: &mut Vec<Thread>,
     ) {
+        self.executable(r);
         match r {
             Record::Comm(c) => {
                 let next = self.comms.len() as u32;

@@ -164,6 +164,32 @@ fn check(src: &Source, o: &Options, view: View, why: &'static str) -> Result<(),
     Ok(())
 }
 
+/// The options of the HTML page: in the plain view, recordings whose events take call
+/// stacks show Children beside Self (as `--children` does), unless another view, `--by`
+/// or `--call-graph` is asked for; otherwise `o` as given.
+pub fn page_options(srcs: &[Source], o: &Options) -> Result<Options, ViewError> {
+    let mut page = o.clone();
+    if o.children
+        || o.graph.is_some()
+        || !o.by.is_empty()
+        || o.pc
+        || o.discard.is_some()
+        || o.split.is_some()
+    {
+        return Ok(page);
+    }
+    let mut stacked = false;
+    for src in srcs {
+        if choose(src, o)?.0 != View::Plain {
+            return Ok(page);
+        }
+        let p = load::peek(src)?;
+        stacked |= crate::symbolize::quality::Quality::of_header(p.header.as_ref()).is_some();
+    }
+    page.children = stacked;
+    Ok(page)
+}
+
 /// Reads several recordings and builds one report of them: the plain view only (per
 /// symbol, `--by host|run` keeping machines or files apart).
 pub fn build_many(srcs: &[Source], o: &Options) -> Result<Report, ViewError> {

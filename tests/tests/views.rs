@@ -522,8 +522,8 @@ fn the_html_report_charts_stat_intervals_and_topdown_over_time() {
     assert_eq!(dom.matches("<svg class=\"chart\"").count(), 1);
 }
 
-/// The text of the element of `id` in `dom` (its first text, unescaped as [`html_rows`]
-/// does).
+/// The text of the first element of class `class` in `dom` (up to its first tag,
+/// unescaped as [`html_rows`] does).
 fn html_text(dom: &str, class: &str) -> String {
     let at = dom
         .find(&format!("class=\"{class}\">"))

@@ -322,6 +322,11 @@ int main(int argc, char **argv) {
 /// and records it there with `labperf record --local -g -e cpu-clock -c 250000`, `depth`
 /// calls deep: returns the recording and the program.
 pub fn record_deep(dir: &Path, depth: u32) -> (PathBuf, PathBuf) {
+    record_deep_via(dir, depth, &[])
+}
+
+/// [`record_deep`] with the program started by `via` (`["env"]`: `env` execs it).
+pub fn record_deep_via(dir: &Path, depth: u32, via: &[&str]) -> (PathBuf, PathBuf) {
     std::fs::write(dir.join("deep.c"), DEEP_C).unwrap();
     crate::known::compile(
         dir,
@@ -349,6 +354,7 @@ pub fn record_deep(dir: &Path, depth: u32) -> (PathBuf, PathBuf) {
         ])
         .arg(&out)
         .arg("--")
+        .args(via)
         .arg(&exe)
         .arg(depth.to_string())
         .output()

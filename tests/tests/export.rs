@@ -618,14 +618,24 @@ fn go_tool_pprof_names_the_workload_s_executable_as_the_main_binary() {
     // libc; pprof takes the profile's first mapping as the main binary.
     let d = scratch("export-pprof-main");
     let (f, exe) = labperf_tests::views::record_deep(&d, 10);
+    main_binary_is(&d, &f, &exe);
+    // Started by a wrapper that execs it (`env`, as a shell script or a pyenv shim does):
+    // the program the process became, not the wrapper.
+    let d = scratch("export-pprof-main-env");
+    let (f, exe) = labperf_tests::views::record_deep_via(&d, 10, &["env"]);
+    main_binary_is(&d, &f, &exe);
+}
+
+/// `go tool pprof` of the pprof export of `f` (in `d`) names `exe` as its main binary.
+fn main_binary_is(d: &Path, f: &Path, exe: &Path) {
     let pb = d.join("deep.pb.gz");
-    export(&f, "pprof", Some(&pb));
+    export(f, "pprof", Some(&pb));
     let pprof = |args: &[&str]| {
         let o = Command::new("go")
             .args(["tool", "pprof"])
             .args(args)
             .arg(&pb)
-            .env("HOME", &d)
+            .env("HOME", d)
             .output()
             .expect("go (cargo xtask setup installs golang-go)");
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));

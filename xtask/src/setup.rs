@@ -85,6 +85,7 @@ pub const PROGRAMS: &[(&str, &str)] = &[
     ("df", "coreutils"),
     ("tail", "coreutils"),
     ("date", "coreutils"),
+    ("env", "coreutils"),
     ("cat", "coreutils"),
     ("head", "coreutils"),
     ("chmod", "coreutils"),

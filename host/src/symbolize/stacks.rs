@@ -509,8 +509,10 @@ struct RawStacks {
     /// (`-g`): how far they reach is found once every mapping is known.
     fp_samples: Vec<u64>,
     /// The workload's executable ([`Run::executable`]): the process of the first `exec`,
-    /// the first file it maps, and the first file mapped at all (an attached process's).
+    /// whether its latest `exec` has mapped its file yet, the file it mapped, and the
+    /// first file mapped at all (an attached process's).
     exec_pid: Option<u32>,
+    awaiting_exec: bool,
     executable: Option<String>,
     first_file: Option<String>,
 }
@@ -536,27 +538,33 @@ impl RawStacks {
             comm_of: HashMap::default(),
             fp_samples: Vec::new(),
             exec_pid: None,
+            awaiting_exec: false,
             executable: None,
             first_file: None,
         }
     }
 
-    /// Notes the workload's executable: the first file mapped by the process of the
-    /// recording's first `exec` (the kernel reports the program's mapping before its
-    /// interpreter's), else the first file mapped (`[vdso]`, `[kernel.kallsyms]` and
-    /// anonymous memory are no file).
+    /// Notes the workload's executable: the first file the process of the recording's
+    /// first `exec` maps after its latest `exec` (the kernel reports the program's mapping
+    /// before its interpreter's; a wrapper (`env`, a shell script, a pyenv shim) that execs
+    /// the real program leaves the program's), else the first file mapped (`[vdso]`,
+    /// `[kernel.kallsyms]` and anonymous memory are no file).
     fn executable(&mut self, r: &Record) {
         match r {
-            Record::Comm(c) if c.exec && self.exec_pid.is_none() => self.exec_pid = Some(c.pid),
-            Record::Mmap2(m) if self.executable.is_none() => {
+            Record::Comm(c) if c.exec && self.exec_pid.is_none_or(|p| p == c.pid) => {
+                self.exec_pid = Some(c.pid);
+                self.awaiting_exec = true;
+            }
+            Record::Mmap2(m) => {
                 if m.path.is_empty() || m.path.starts_with('[') || m.path.starts_with("//anon") {
                     return;
                 }
                 if self.first_file.is_none() {
                     self.first_file = Some(m.path.clone());
                 }
-                if self.exec_pid == Some(m.pid) {
+                if self.awaiting_exec && self.exec_pid == Some(m.pid) {
                     self.executable = Some(m.path.clone());
+                    self.awaiting_exec = false;
                 }
             }
             _ => {}

@@ -134,3 +134,92 @@ impl Run {
         losses.join("; ")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use labperf_common::{Arch, Attr, CpuId, Endian, EventDesc, Header, Trailer};
+
+    fn event(name: &str, n: u64, flags: u64) -> EventDesc {
+        EventDesc {
+            name: name.into(),
+            attr: Attr {
+                sample_period_or_freq: n,
+                flags,
+                ..Attr::default()
+            },
+            leader: None,
+        }
+    }
+
+    fn run(events: Vec<EventDesc>, realtime_ns: u64) -> Run {
+        let header = Header {
+            agent_version: String::new(),
+            arch: Arch::X86_64,
+            endian: Endian::Little,
+            kernel_release: String::new(),
+            cpu: CpuId::Unknown {
+                cpuinfo: String::new(),
+            },
+            hostname: String::new(),
+            command: vec![],
+            clock_id: 1,
+            start_time_ns: 0,
+            start_realtime_ns: realtime_ns,
+            events,
+            mode: String::new(),
+            notes: vec![],
+        };
+        Run {
+            info: FileInfo {
+                header: Some(header),
+                trailer: Some(Trailer {
+                    duration_ns: 1_503_400_000,
+                    ..Trailer::default()
+                }),
+                samples: 900,
+                ..FileInfo::default()
+            },
+            ..Run::default()
+        }
+    }
+
+    #[test]
+    fn each_fact_in_words() {
+        let mut r = run(
+            vec![
+                event("cpu-clock", 250_000, 0),
+                event("cycles", 4000, ATTR_FREQ),
+                event("page-faults", 1, 0),
+                event("task-clock", 0, 0),
+            ],
+            // 2026-12-03 07:23:30.86 UTC.
+            1_796_282_610_859_562_615,
+        );
+        assert_eq!(
+            r.events_text(),
+            "cpu-clock (period 250000 ns); cycles (frequency 4000 Hz); page-faults (period 1); task-clock (counted)"
+        );
+        assert_eq!(r.date_text(), "2026-12-03 07:23:30 UTC");
+        assert_eq!(r.duration_text(), "1.503 s");
+        assert_eq!(r.losses_text(), "none");
+        r.info.kernel_lost = 100;
+        if let Some(t) = r.info.trailer.as_mut() {
+            t.throttled = 2;
+        }
+        assert_eq!(
+            r.losses_text(),
+            "100 samples lost by the kernel (10.0% of the 1000 it produced); 2 throttled"
+        );
+        r.info.trailer = None;
+        r.info.header.as_mut().unwrap().start_realtime_ns = 0;
+        assert_eq!(r.date_text(), "unknown");
+        assert_eq!(
+            r.duration_text(),
+            "unknown (no trailer: the agent did not finish)"
+        );
+        assert!(r
+            .losses_text()
+            .ends_with("no trailer: the agent did not finish"));
+    }
+}

@@ -553,3 +553,66 @@ fn the_agent_s_help_exits_0_before_the_workload_only() {
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert_eq!(text(&o.stdout), "--help\n");
 }
+
+#[test]
+fn list_host_reads_a_lab_machine_s_sysfs_as_list_reads_this_one() {
+    // The lab machine is this one, over SSH: its listing is this machine's.
+    let s = labperf_tests::sshd::Sshd::start("spell-list-host");
+    let o = labperf_tests::sshd::labperf_in(&s.dir)
+        .args([
+            "list",
+            "--host",
+            &s.spec(),
+            "--accept-new-host-key",
+            "--known-hosts",
+        ])
+        .arg(s.dir.join("known_hosts"))
+        .arg("--identity")
+        .arg(s.dir.join("client_key"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let here = labperf(&["list"]);
+    assert!(here.status.success());
+    assert_eq!(text(&o.stdout), text(&here.stdout));
+    assert!(text(&o.stdout).contains("task-clock"));
+}
+
+#[test]
+fn record_p_on_a_lab_machine_attaches_there() {
+    let s = labperf_tests::sshd::Sshd::start("spell-pid-host");
+    let b = bench("2", "1");
+    let pid = b.id();
+    threads(pid, 1);
+    let out = s.dir.join("p.lpr");
+    let o = labperf_tests::sshd::labperf_in(&s.dir)
+        .args([
+            "record",
+            "--host",
+            &s.spec(),
+            "--accept-new-host-key",
+            "--known-hosts",
+        ])
+        .arg(s.dir.join("known_hosts"))
+        .arg("--identity")
+        .arg(s.dir.join("client_key"))
+        .arg("--remote-dir")
+        .arg(s.dir.join("remote"))
+        .args(["--no-report", "-e", "task-clock", "-c", "1000000"])
+        .args(["-p", &pid.to_string(), "--duration", "0.5", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(b.wait_with_output().unwrap().status.success());
+    let dump = Command::new(bin("labperf"))
+        .arg("dump")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let dump = text(&dump.stdout);
+    let samples: Vec<&str> = dump.lines().filter(|l| l.contains(" SAMPLE ")).collect();
+    assert!(samples.len() >= 20, "{} samples", samples.len());
+    let want = format!("pid={pid} ");
+    assert!(samples.iter().all(|l| l.contains(&want)), "{dump}");
+}

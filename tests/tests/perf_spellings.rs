@@ -616,3 +616,37 @@ fn record_p_on_a_lab_machine_attaches_there() {
     let want = format!("pid={pid} ");
     assert!(samples.iter().all(|l| l.contains(&want)), "{dump}");
 }
+
+#[test]
+fn every_verb_s_help_has_examples() {
+    for verb in [
+        &["record"][..],
+        &["report"],
+        &["dump"],
+        &["export"],
+        &["diff"],
+        &["import"],
+        &["info"],
+        &["agents"],
+        &["probe"],
+        &["deploy"],
+        &["stat"],
+        &["list"],
+        &["hosts"],
+        &["hosts", "check"],
+        &["hosts", "list"],
+    ] {
+        let o = Command::new(bin("labperf"))
+            .args(verb)
+            .arg("--help")
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{verb:?}: {}", text(&o.stderr));
+        let h = text(&o.stdout);
+        let ex = h
+            .split("EXAMPLES:")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{verb:?} --help has no examples"));
+        assert!(ex.contains("  labperf "), "{verb:?}: {ex}");
+    }
+}

@@ -106,6 +106,13 @@ fn quiet_silences_warnings_and_verbose_says_the_agent_command() {
     assert_eq!(text(&quiet.stderr), "");
     assert_eq!(text(&quiet_first.stderr), "");
     assert_eq!(loud.stdout, quiet.stdout);
+    // Nor where the report went.
+    let to = d.join("r.txt").to_string_lossy().into_owned();
+    let loud = labperf(&["report", &f, "-o", &to]);
+    assert!(text(&loud.stderr).contains("report written to"));
+    let quiet = labperf(&["report", &f, "-o", &to, "-q"]);
+    assert!(quiet.status.success());
+    assert_eq!(text(&quiet.stderr), "");
     // -v: the agent's command line, -m among its options (as `--mmap-pages`).
     let out = d.join("m.lpr");
     let o = Command::new(bin("labperf"))

@@ -21,7 +21,7 @@ pub mod stat;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// `-q/--quiet`: labperf prints no notes, warnings or progress of its own.
+/// `-q/--quiet`: no report warnings or notes, no progress of a local recording.
 static QUIET: AtomicBool = AtomicBool::new(false);
 /// `-v/--verbose`: labperf says what it runs.
 static VERBOSE: AtomicBool = AtomicBool::new(false);

@@ -94,7 +94,12 @@ pub fn run(a: &Args) -> Result<()> {
                 .map_err(|e| anyhow::anyhow!("cannot write the report: {e}"))?;
             let dest = o.dest().clone();
             o.commit()?;
-            if let Some(p) = a.output.output.as_ref().filter(|_| dest != Dest::Stdout) {
+            if let Some(p) = a
+                .output
+                .output
+                .as_ref()
+                .filter(|_| dest != Dest::Stdout && !super::quiet())
+            {
                 eprintln!("labperf: report written to {}", p.display());
             }
         }
@@ -173,7 +178,9 @@ fn html_page(
             .svg_of(event, &mut flame)
             .context("cannot draw the flame graph")?
         {
-            eprintln!("{n}");
+            if !super::quiet() {
+                eprintln!("{n}");
+            }
         }
         Ok(String::from_utf8_lossy(&flame).into_owned())
     };
@@ -192,7 +199,7 @@ fn html_page(
         drawn.sort_by_key(|&(e, n, _)| (std::cmp::Reverse(n), e));
         drawn.truncate(labperf::render::html::MAX_FLAMES);
         drawn.sort_by_key(|&(e, _, _)| e);
-        if sampled.len() > drawn.len() {
+        if sampled.len() > drawn.len() && !super::quiet() {
             eprintln!(
                 "note: the HTML report draws the flame graphs of the {} events with the most samples of {}; `labperf export --format svg --event NAME` draws any other",
                 drawn.len(),

@@ -108,10 +108,12 @@ fn nearest(name: &str, pmus: &Pmus) -> Option<String> {
 /// The events of one `-e` value: a group `{a,b}` is its members (commas inside a
 /// `pmu/…/` belong to it).
 fn members(spec: &str) -> Vec<&str> {
+    // A group's modifiers (`{a,b}:u`) apply to each member, as the agent reads them.
     let inner = spec
+        .trim()
         .strip_prefix('{')
-        .and_then(|s| s.strip_suffix('}'))
-        .unwrap_or(spec);
+        .and_then(|s| s.rsplit_once('}'))
+        .map_or(spec, |(inner, _)| inner);
     let (mut out, mut start, mut slashes) = (Vec::new(), 0, 0);
     for (i, c) in inner.char_indices() {
         match c {
@@ -176,6 +178,7 @@ mod tests {
             "r003c",
             "cpu/event=0x3c/",
             "{cpu-clock,page-faults}",
+            "{cpu-clock,page-faults}:u",
             "{cpu/event=1,umask=2/,instructions:k}",
         ] {
             assert_eq!(event_spec(ok).as_deref(), Ok(ok), "{ok}");

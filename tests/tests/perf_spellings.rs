@@ -531,34 +531,70 @@ fn record_help_puts_the_common_options_first_under_headings() {
     assert!(h.contains("EXAMPLES:"));
 }
 
+/// The C agent's x86_64 build (the Alpha agent's code, run here).
+fn c_agent() -> std::path::PathBuf {
+    let p = std::env::var_os("LABPERF_AGENTS_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| root().join("target/agents"))
+        .join("x86_64-unknown-linux-none/labperf-agent");
+    assert!(
+        p.is_file(),
+        "{} is not built: run `cargo xtask build-agents`",
+        p.display()
+    );
+    p
+}
+
 #[test]
 fn the_agent_s_help_exits_0_before_the_workload_only() {
-    let a = bin("labperf-agent");
-    for args in [
-        &["--help"][..],
-        &["-h"],
-        &["record", "--help"],
-        &["record", "-e", "cpu-clock", "-h"],
-        &["stat", "--help"],
-        &["list", "--help"],
-        &["plan", "record", "--help"],
-        &["replay", "--help"],
+    for (a, verbs, plan) in [
+        (
+            bin("labperf-agent"),
+            &["record", "stat", "list", "replay"][..],
+            &["plan", "record", "--help"][..],
+        ),
+        // The C agent records only; its `plan` takes record's options.
+        (c_agent(), &["record"][..], &["plan", "--help"][..]),
     ] {
-        let o = Command::new(&a).args(args).output().unwrap();
-        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", text(&o.stderr));
-        assert!(text(&o.stdout).contains("USAGE:"), "{args:?}");
-        assert!(text(&o.stdout).contains("-t, --tid TID"), "{args:?}");
+        let mut cases: Vec<Vec<&str>> = vec![vec!["--help"], vec!["-h"]];
+        for v in verbs {
+            cases.push(vec![v, "--help"]);
+        }
+        cases.push(vec!["record", "-e", "cpu-clock", "-h"]);
+        cases.push(plan.to_vec());
+        for args in cases {
+            let o = Command::new(&a).args(&args).output().unwrap();
+            let what = format!("{} {args:?}", a.display());
+            assert_eq!(o.status.code(), Some(0), "{what}: {}", text(&o.stderr));
+            assert!(text(&o.stdout).contains("USAGE"), "{what}");
+        }
+        // After the workload's name, --help is the workload's.
+        let d = scratch("spell-agent-help");
+        let o = Command::new(&a)
+            .args(["record", "-e", "task-clock", "-o"])
+            .arg(d.join("h.lpr"))
+            .args(["--", "/bin/sh", "-c", "echo \"$1\"", "sh", "--help"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}: {}", a.display(), text(&o.stderr));
+        assert_eq!(text(&o.stdout), "--help\n", "{}", a.display());
     }
-    // After the workload's name, --help is the workload's.
-    let d = scratch("spell-agent-help");
-    let o = Command::new(&a)
-        .args(["record", "-e", "task-clock", "-o"])
-        .arg(d.join("h.lpr"))
-        .args(["--", "sh", "-c", "echo \"$1\"", "sh", "--help"])
+    // The Rust agent's usage names -t; the C agent refuses it as it refuses -p.
+    let o = Command::new(bin("labperf-agent"))
+        .arg("--help")
         .output()
         .unwrap();
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    assert_eq!(text(&o.stdout), "--help\n");
+    assert!(text(&o.stdout).contains("-t, --tid TID"));
+    let o = Command::new(c_agent())
+        .args(["record", "-t", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("--tid are not supported by the C agent"),
+        "{}",
+        text(&o.stderr)
+    );
 }
 
 #[test]

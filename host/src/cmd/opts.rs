@@ -286,8 +286,8 @@ pub struct RecordOpts {
     /// With -a/-C/-p/-t: record SECS seconds (a CMD still running then is stopped).
     #[arg(long, value_name = "SECS", help_heading = "Sampling")]
     pub duration: Option<f64>,
-    /// Ring-buffer data pages per CPU (a power of two up to 65536; the agent's default
-    /// 128): more when the report says the kernel lost samples.
+    /// Ring-buffer data pages per CPU, a power of two up to 65536 (default 128; the Alpha
+    /// C agent's 16): more when the report says the kernel lost samples.
     #[arg(short = 'm', long, value_name = "PAGES", value_parser = mmap_pages, help_heading = "Sampling")]
     pub mmap_pages: Option<u32>,
     #[command(flatten, next_help_heading = "Output")]

@@ -377,8 +377,12 @@ static void parse_opts(int argc, char **argv, int i, struct opts *o) {
             NEED();
             o->duration_ms = millis(v);
             if (!o->duration_ms) die("--duration takes seconds greater than 0 (2, 0.5), not ", v, 2);
-        } else if (lp_streq(a, "-p") || lp_streq(a, "--pid")) {
-            die("--pid is not supported by the C agent yet: start the workload with -- CMD", 0, 2);
+        } else if (lp_streq(a, "-h") || lp_streq(a, "--help")) {
+            /* Before the workload (which keeps its own --help): the usage. */
+            lp_puts(1, USAGE);
+            lp_exit(0);
+        } else if (lp_streq(a, "-p") || lp_streq(a, "--pid") || lp_streq(a, "-t") || lp_streq(a, "--tid")) {
+            die("--pid and --tid are not supported by the C agent yet: start the workload with -- CMD", 0, 2);
         } else if (a[0] == '-') {
             die("unknown option ", a, 2);
         } else {

@@ -15,11 +15,18 @@ use clap::{Parser, Subcommand};
 #[command(
     name = "labperf",
     version,
-    after_help = "EXAMPLES:\n  labperf record --local -- ./target/release/labperf-bench --duration 2\n  labperf report labperf.lpr --by dso\n  labperf export labperf.lpr --format svg -o flame.svg\n  labperf info labperf.lpr\n  labperf dump labperf.lpr | head\n\nExit status: 0 success, 1 error, 2 usage error, 3 a damaged file with --strict; `record`\nand `stat` pass on a failing workload's status."
+    after_help = "EXAMPLES:\n  labperf record --local -- ./target/release/labperf-bench --duration 2\n  labperf report labperf.lpr --by dso\n  labperf export labperf.lpr --format svg -o flame.svg\n  labperf info labperf.lpr\n  labperf dump labperf.lpr | head\n  labperf list                      # the events -e takes here\n\nExit status: 0 success, 1 error, 2 usage error, 3 a damaged file with --strict; `record`\nand `stat` pass on a failing workload's status."
 )]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
+    /// Print no report warnings or notes and no progress of a local recording (errors
+    /// still print; the agent's and the workload's own lines are theirs).
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    quiet: bool,
+    /// Say more: the agent command each run starts.
+    #[arg(short, long, global = true)]
+    verbose: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -36,6 +43,7 @@ enum Cmd {
     Deploy(cmd::deploy::Args),
     Stat(cmd::stat::Args),
     Hosts(cmd::hosts::Args),
+    List(cmd::list::Args),
 }
 
 /// With LABPERF_PEAK_MEMORY set, says at exit how much memory labperf's own process
@@ -54,6 +62,7 @@ fn main() {
         unsafe { libc::atexit(peak_memory) };
     }
     let cli = Cli::parse();
+    cmd::set_verbosity(cli.quiet, cli.verbose);
     let r = match &cli.cmd {
         Cmd::Record(a) => cmd::record::run(a),
         Cmd::Report(a) => cmd::report::run(a),
@@ -67,6 +76,7 @@ fn main() {
         Cmd::Deploy(a) => cmd::deploy::run(a),
         Cmd::Stat(a) => cmd::stat::run(a),
         Cmd::Hosts(a) => cmd::hosts::run(a),
+        Cmd::List(a) => cmd::list::run(a),
     };
     if let Err(e) = r {
         eprintln!(

@@ -299,7 +299,7 @@ fn an_unknown_event_names_the_fix() {
     assert_eq!(o.status.code(), Some(125));
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(
-        e.contains("no PMU named 'nosuchpmu'") && e.contains("labperf-agent list"),
+        e.contains("no PMU named 'nosuchpmu'") && e.contains("`labperf list`"),
         "{e}"
     );
 }

@@ -145,7 +145,7 @@ pub fn parse_in(sysfs: &Path, s: &str) -> Result<EventSpec, String> {
             format!("event '{body}': a PMU event is written pmu/terms/ and needs the closing '/'")
         })?;
         let dir = sysfs.join(pmu);
-        let ty = fs::read_to_string(dir.join("type")).map_err(|_| format!("event '{body}': this machine has no PMU named '{pmu}' ({}/{pmu} is missing); run `labperf-agent list`", sysfs.display()))?;
+        let ty = fs::read_to_string(dir.join("type")).map_err(|_| format!("event '{body}': this machine has no PMU named '{pmu}' ({}/{pmu} is missing); run `labperf list`", sysfs.display()))?;
         e.type_ = ty
             .trim()
             .parse()
@@ -160,7 +160,7 @@ pub fn parse_in(sysfs: &Path, s: &str) -> Result<EventSpec, String> {
                 vec![term]
             } else {
                 // A named event alias: its sysfs file holds the terms.
-                terms_text = fs::read_to_string(dir.join("events").join(term)).map_err(|_| format!("event '{body}': PMU '{pmu}' has no event '{term}'; run `labperf-agent list {pmu}`"))?;
+                terms_text = fs::read_to_string(dir.join("events").join(term)).map_err(|_| format!("event '{body}': PMU '{pmu}' has no event '{term}'; run `labperf list {pmu}`"))?;
                 terms_text.trim().split(',').collect()
             };
             for t in expanded {
@@ -174,7 +174,7 @@ pub fn parse_in(sysfs: &Path, s: &str) -> Result<EventSpec, String> {
         return Ok(e);
     }
     Err(format!(
-        "unknown event '{s}'. Known: {}, rHEX, pmu/event/ (see `labperf-agent list`)",
+        "unknown event '{s}'. Known: {}, rHEX, pmu/event/ (see `labperf list`)",
         HW.iter()
             .chain(SW)
             .map(|(n, _)| *n)

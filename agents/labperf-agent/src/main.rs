@@ -20,75 +20,54 @@ pub const VERSION: &str = concat!("labperf-agent ", env!("CARGO_PKG_VERSION"));
 const USAGE: &str = "labperf-agent: records perf events into labperf record files
 
 USAGE:
-  labperf-agent record [OPTIONS] (--pid PID | -- CMD [ARGS...])
+  labperf-agent record [OPTIONS] (-- CMD [ARGS...] | -p PID | -t TID)
   labperf-agent record -a|-C LIST [OPTIONS] (--duration SECS | -- CMD [ARGS...])
-  labperf-agent stat   [OPTIONS] [-I MS] (--pid PID | -- CMD [ARGS...])
+  labperf-agent stat   [OPTIONS] [-I MS] (-- CMD [ARGS...] | -p PID)
   labperf-agent list   [PMU]
-  labperf-agent plan   (record|stat) [OPTIONS] [-- CMD]   print every perf_event_attr it would open
-  labperf-agent strobe-probe [-c PERIOD] [--window N]   which strobing mode --metrics uses here
+  labperf-agent plan   (record|stat) [OPTIONS] [-- CMD]   the perf_event_attrs it would open
+  labperf-agent strobe-probe [-c PERIOD] [--window N]   the strobing mode --metrics uses here
   labperf-agent replay RINGFILE [OPTIONS] -o FILE   re-encode saved ring-buffer bytes
-  labperf-agent --version
+  labperf-agent --version | --help
 
-OPTIONS:
-  -e, --event SPEC     event to open; repeatable. SPEC is a name (cycles, cpu-clock, ...),
-                       rHEX, pmu/event/ or pmu/term=val,.../, optionally :u/:k, or a group
-                       {leader,member,...} sampled with PERF_SAMPLE_READ
+OPTIONS (`labperf record --help` says more):
+  -e, --event SPEC     repeatable: a name (cycles, cpu-clock, ...), rHEX, pmu/event/ or
+                       pmu/term=val,.../, optionally :u/:k; a group {leader,member,...}
   -c, --period N       sample every N events (ns for cpu-clock/task-clock)
-  -F, --freq HZ        sample at about HZ samples per second instead
-  -g, --call-graph fp  record each sample's call stack: the kernel walks the frame
-                       pointers (user frames; kernel frames too with :k events)
-      --call-graph dwarf[,SIZE]
-                       copy each sample's user registers and SIZE bytes of its stack
-                       (default 8192), unwound on the host with the binaries' DWARF CFI
-                       (workloads built without frame pointers); each stack is written
-                       as what changed since the thread's previous one
-  -o, --output FILE    record file to write (default labperf.lpr; stat writes only with -o);
-                       written as FILE.part and renamed to FILE once complete (a link's
-                       file); a device or FIFO straight through
-      --status-file F  write how the run ended to F: `ok CODE`, `exec-error MSG`,
-                       `disk-full MSG` or `agent-error MSG` (for labperf over SSH)
+  -F, --freq HZ        sample about HZ times per second instead
+  -g, --call-graph fp  call stacks by the frame pointers (kernel frames with :k events)
+      --call-graph dwarf[,SIZE]  SIZE bytes of user stack (8192), unwound on the host
+  -o, --output FILE    record file (default labperf.lpr; stat writes only with -o),
+                       written as FILE.part, then renamed; a device or FIFO directly
+      --status-file F  how the run ended: `ok CODE`, `exec-error MSG`, `disk-full MSG`
+                       or `agent-error MSG`
   -p, --pid PID        attach to a running process instead of starting CMD
-  -a, --all-cpus       record: every task on every CPU (one ring per CPU; events without
-                       :u/:k count kernel mode too); needs root, CAP_PERFMON or
-                       kernel.perf_event_paranoid <= 0
-  -C, --cpu LIST       record: as -a on these CPUs only (0,2-3)
-      --duration SECS  with -a/-C: record SECS seconds (or until CMD ends, when given)
+  -t, --tid TID        attach to one thread
+  -a, --all-cpus       record every task on every CPU (events without :u/:k count kernel
+                       mode too); needs root, CAP_PERFMON or perf_event_paranoid <= 0
+  -C, --cpu LIST       as -a on these CPUs only (0,2-3)
+      --duration SECS  with -a/-C/-p/-t: record SECS seconds (or until CMD ends)
   -I, --interval MS    stat: print and record counts every MS milliseconds
-      --mmap-pages N   ring buffer data pages per CPU, a power of two up to 65536 (default 128)
+      --mmap-pages N   ring data pages per CPU, a power of two up to 65536 (default 128)
       --no-inherit     do not follow the workload's children and threads
-      --progress       print progress every second on stderr
+      --progress       progress every second on stderr
       --flush-ms MS    close a record frame at least every MS ms (default 1000)
-      --metrics        per-function metrics: {cycles,instructions,branch-misses,
-                       cache-references,cache-misses} read over a short window after
-                       each long period (strobing); -c is the period (default 1000000)
-      --window N       the counting window in cycles (default 300)
-      --jitter         jitter the window start (the kernel series' rules apply)
-      --strobe MODE    auto (kernel alternating periods if verified, else decimate),
-                       kernel, decimate, or fixed (every window: the baseline)
-      --topdown        Intel TopDown. stat: the {slots,topdown-*} group per thread (Ice
-                       Lake+), or the older events per core system-wide (needs root);
-                       record: {slots,SAMPLER,topdown-*} read in each sample (-e SAMPLER:
-                       cycles, instructions or ref-cycles)
-      --level N        --topdown level 1 (default) or 2 (Sapphire Rapids and later)
-      --per-thread     stat --topdown: one line per thread
-      --sample-type HEX, --read-format HEX
-                       replay: the ring's layout, when it differs from what the options open
+      --metrics        per-function metrics by strobing: {cycles,instructions,branch-misses,
+                       cache-references,cache-misses} over a window after each period -c
+      --window N       the window in cycles (default 300); --jitter: jitter its start
+      --strobe MODE    auto (kernel if verified, else decimate), kernel, decimate, fixed
+      --topdown        Intel TopDown: stat the {slots,topdown-*} group (or the older
+                       per-core events, root); record {slots,SAMPLER,topdown-*} (-e SAMPLER)
+      --level N        --topdown level 1 (default) or 2; --per-thread: stat per thread
+      --sample-type HEX, --read-format HEX   replay: the ring's layout
 ENVIRONMENT: LABPERF_SYSFS  the sysfs root to read PMUs from (default /sys)
 
 EXAMPLES:
-  labperf-agent record -o bench.lpr -- ./labperf-bench --duration 2
-  labperf-agent record -e cpu-clock -c 100000 -- sleep 1
-  labperf-agent record -e '{cpu-clock,page-faults}' -- ./my-prog
-  labperf-agent record -g -c 250000 -- ./labperf-bench --calls
-  labperf-agent record -a --duration 2 -o box.lpr
-  labperf-agent stat -I 500 -- ./my-prog arg1 arg2
-  labperf-agent stat --topdown -I 1000 -- ./labperf-bench
-  labperf-agent record --metrics -c 1000000 --window 300 -- ./labperf-bench
-  labperf-agent list armv8_pmuv3_0
+  labperf-agent record -e cpu-clock -c 100000 -o run.lpr -- ./my-prog arg
+  labperf-agent record -p 1234 --duration 5
+  labperf-agent stat -I 500 -- ./my-prog arg
 
 Exit status: the workload's (128+N if killed by signal N); 125 when the agent
-itself fails; 127 when CMD cannot be run; 2 for a usage error. A workload can
-exit 125 or 127 itself: --status-file tells the cases apart.";
+fails; 127 when CMD cannot be run; 2 for a usage error (--status-file tells apart).";
 
 /// Most ring-buffer data pages per CPU (256 MiB of 4 KiB pages).
 const MAX_MMAP_PAGES: usize = 1 << 16;
@@ -101,6 +80,8 @@ pub struct Opts {
     pub freq: Option<u64>,
     pub output: Option<String>,
     pub pid: Option<i32>,
+    /// `-t/--tid`: attach to this thread only.
+    pub tid: Option<i32>,
     /// `-a` (every online CPU: empty) or `-C LIST`: record every task on these CPUs.
     pub cpus: Option<Vec<i32>>,
     /// `--duration SECS` of a whole-machine recording, in ms.
@@ -216,6 +197,12 @@ fn parse_opts(args: Vec<std::ffi::OsString>) -> Result<Opts, String> {
             )?,
             "-o" | "--output" => o.output = Some(val().ok_or("--output needs a file name")?),
             "-p" | "--pid" => o.pid = Some(num(&flag, val())?),
+            "-t" | "--tid" => o.tid = Some(num(&flag, val())?),
+            // Before the workload (which keeps its own --help): the usage.
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                std::process::exit(0)
+            }
             "-a" | "--all-cpus" => o.cpus = Some(o.cpus.take().unwrap_or_default()),
             "-C" | "--cpu" => o.cpus = Some(cpu_list(&val().unwrap_or_default())?),
             "--duration" => o.duration_ms = Some(millis(&val().unwrap_or_default())?),
@@ -296,16 +283,20 @@ fn check(o: Opts) -> Result<Opts, String> {
             o.mmap_pages
         ));
     }
-    if let Some(p) = o.pid {
+    if o.pid.is_some() && o.tid.is_some() {
+        return Err("give --pid or --tid, not both".into());
+    }
+    let attached = o.pid.or(o.tid);
+    if let Some(p) = attached {
         if p <= 0 {
-            return Err(format!("--pid takes a process id greater than 0, got {p}"));
+            return Err(format!("--pid/--tid take an id greater than 0, got {p}"));
         }
     }
     if o.interval_ms == Some(0) {
         return Err("--interval must be at least 1 ms".into());
     }
     if o.cpus.is_some() {
-        if o.pid.is_some() {
+        if attached.is_some() {
             return Err("-a/-C record every task on the CPUs: --pid does not go with them".into());
         }
         if o.command.is_empty() && o.duration_ms.is_none() {
@@ -313,10 +304,12 @@ fn check(o: Opts) -> Result<Opts, String> {
         }
         return Ok(o);
     }
-    if o.duration_ms.is_some() {
-        return Err("--duration goes with -a or -C (a command ends the recording itself)".into());
+    if o.duration_ms.is_some() && attached.is_none() {
+        return Err(
+            "--duration goes with -a, -C or --pid (a command ends the recording itself)".into(),
+        );
     }
-    match (o.pid.is_some(), o.command.is_empty()) {
+    match (attached.is_some(), o.command.is_empty()) {
         (true, false) => return Err("give either --pid or a command after --, not both".into()),
         (false, true) => return Err("no workload: give a command after -- or --pid PID".into()),
         _ => {}
@@ -366,6 +359,11 @@ fn main() {
         std::process::exit(2);
     }
     let cmd = args.remove(0).to_string_lossy().into_owned();
+    // `list --help` (the other verbs' options see it in `parse_opts`).
+    if args.first().is_some_and(|a| a == "-h" || a == "--help") {
+        println!("{USAGE}");
+        std::process::exit(0);
+    }
     let code = match cmd.as_str() {
         "-V" | "--version" | "version" => {
             println!("{VERSION} ({})", sys::arch().name());
@@ -395,7 +393,10 @@ fn main() {
                 .map(|v| v.to_string_lossy().into_owned())
                 .unwrap_or_default();
             let mut rest: Vec<std::ffi::OsString> = args.into_iter().skip(1).collect();
-            if !rest.iter().any(|a| a == "--" || a == "-p" || a == "--pid") {
+            if !rest
+                .iter()
+                .any(|a| ["--", "-p", "--pid", "-t", "--tid"].contains(&a.to_str().unwrap_or("")))
+            {
                 rest.extend(["--".into(), "CMD".into()]);
             }
             match parse_opts(rest).and_then(|o| plan::print(&verb, &o)) {
@@ -575,9 +576,18 @@ mod tests {
         assert_eq!((o.cpus, o.duration_ms), (Some(vec![]), Some(1500)));
         let o = parse_opts(s(&["-C", "3,0-1,1", "--", "p"])).unwrap();
         assert_eq!(o.cpus, Some(vec![0, 1, 3]));
+        // A running process or one thread of it, for a while (perf's -p/-t).
+        let o = parse_opts(s(&["-t", "7", "--duration", "0.5"])).unwrap();
+        assert_eq!((o.pid, o.tid, o.duration_ms), (None, Some(7), Some(500)));
+        let o = parse_opts(s(&["--pid=8", "--duration", "2"])).unwrap();
+        assert_eq!((o.pid, o.tid, o.duration_ms), (Some(8), None, Some(2000)));
         for (args, why) in [
             (&["-a"][..], "need --duration"),
             (&["-a", "--pid", "1"], "--pid does not go"),
+            (&["-C", "0", "-t", "1"], "--pid does not go"),
+            (&["-p", "1", "-t", "2"], "not both"),
+            (&["-t", "0"], "greater than 0"),
+            (&["-t", "3", "--", "p"], "not both"),
             (&["--duration", "1", "--", "p"], "goes with -a"),
             (&["-a", "--duration", "0"], "greater than 0"),
             (&["-C", "2-1", "--duration", "1"], "ranges"),

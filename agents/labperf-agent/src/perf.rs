@@ -270,7 +270,7 @@ pub fn explain(name: &str, plan: &AttrPlan, errno: i32) -> String {
             "perf_event_paranoid is {p}; profiling your own processes{} needs it at most {need}. Run as root, grant CAP_PERFMON, or run `sudo sysctl kernel.perf_event_paranoid={need}`.",
             if plan.spec.kernel { " including kernel mode" } else { " in user mode" }
         ),
-        libc::ENOENT => "this kernel or PMU does not know the event. Run `labperf-agent list` to see the events this machine has.".into(),
+        libc::ENOENT => "this kernel or PMU does not know the event. Run `labperf list` to see the events this machine has.".into(),
         libc::ENODEV => "no PMU here provides this event type (no hardware PMU, or the PMU driver is not loaded). Use a software event such as cpu-clock, or load the PMU driver.".into(),
         libc::EOPNOTSUPP => format!(
             "the PMU cannot {} this event with these settings (no overflow interrupt, or the exclude bits are not supported). Count it with `labperf-agent stat`, or choose another event.",
@@ -278,7 +278,7 @@ pub fn explain(name: &str, plan: &AttrPlan, errno: i32) -> String {
         ),
         libc::E2BIG => format!("the kernel's perf_event_attr is older than the {}-byte one labperf passed. Upgrade the kernel or report this with `uname -r`.", ATTR_SIZE),
         libc::EMFILE | libc::ENFILE => "too many open files: raise the limit with `ulimit -n 4096`.".into(),
-        libc::EINVAL => "the kernel rejected the attr combination (period, sample type, read format or flags). Try fewer options or check `labperf-agent list` for the event's terms.".into(),
+        libc::EINVAL => "the kernel rejected the attr combination (period, sample type, read format or flags). Try fewer options or check `labperf list` for the event's terms.".into(),
         libc::ESRCH => "the target process does not exist (it may have exited).".into(),
         libc::ENOSYS => "perf_event_open is not implemented here: this kernel was built without CONFIG_PERF_EVENTS, or this is an emulator (qemu-user) that does not forward it.".into(),
         _ => "see perf_event_open(2) for this error.".into(),
@@ -424,7 +424,7 @@ mod tests {
         assert!(
             explain("cycles", &plan(true), libc::EPERM).contains("kernel.perf_event_paranoid=1")
         );
-        assert!(explain("x", &user, libc::ENOENT).contains("labperf-agent list"));
+        assert!(explain("x", &user, libc::ENOENT).contains("labperf list"));
         assert!(explain("x", &user, libc::EOPNOTSUPP).contains("labperf-agent stat"));
         assert!(explain("x", &user, libc::E2BIG).contains("136-byte"));
         assert!(explain("x", &user, libc::ENODEV).contains("cpu-clock"));

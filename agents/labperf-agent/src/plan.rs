@@ -35,7 +35,7 @@ fn line(s: &mut String, p: &AttrPlan, leader: Option<usize>, target: &str) {
 
 /// The lines of `plan VERB` for these options.
 pub fn print(verb: &str, o: &Opts) -> Result<String, String> {
-    let spawned = o.pid.is_none();
+    let spawned = o.pid.or(o.tid).is_none();
     let inherit = !o.no_inherit;
     let mut s = String::new();
     match verb {

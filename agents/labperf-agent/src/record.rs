@@ -27,9 +27,10 @@ pub fn header(
         kernel_release: u.release,
         cpu: crate::arch::cpu_id(),
         hostname: u.nodename,
-        command: match (o.pid, &o.cpus) {
-            (Some(p), _) => vec!["--pid".into(), p.to_string()],
-            (None, Some(c)) => {
+        command: match (o.pid, o.tid, &o.cpus) {
+            (Some(p), _, _) => vec!["--pid".into(), p.to_string()],
+            (_, Some(t), _) => vec!["--tid".into(), t.to_string()],
+            (None, None, Some(c)) => {
                 let mut v = match c.is_empty() {
                     true => vec!["-a".to_string()],
                     false => vec!["-C".into(), sys::cpu_list_text(c)],
@@ -43,7 +44,7 @@ pub fn header(
                 v.extend(o.command_text());
                 v
             }
-            (None, None) => o.command_text(),
+            (None, None, None) => o.command_text(),
         },
         clock_id: libc::CLOCK_MONOTONIC,
         start_time_ns: start,
@@ -58,7 +59,8 @@ pub fn header(
 /// `--duration` or while a command we spawned runs.
 pub enum Target {
     Spawned(Workload),
-    Attached(i32),
+    /// The process (its thread group id), and the one thread of `--tid`.
+    Attached(i32, Option<i32>),
     System(Option<Workload>),
 }
 
@@ -71,13 +73,21 @@ impl Target {
                 false => Some(Workload::spawn(&o.command)?),
             }));
         }
-        match o.pid {
+        match o.pid.or(o.tid) {
             Some(p) => {
                 // SAFETY: signal 0 only checks existence.
                 if unsafe { libc::kill(p, 0) } != 0 && sys::errno() == libc::ESRCH {
-                    return Err(format!("no process with pid {p}"));
+                    return Err(format!("no process or thread {p}"));
                 }
-                Ok(Target::Attached(p))
+                // A thread's process: its maps and the pid its samples carry.
+                let tgid = std::fs::read_to_string(format!("/proc/{p}/status"))
+                    .ok()
+                    .and_then(|s| {
+                        s.lines()
+                            .find_map(|l| l.strip_prefix("Tgid:")?.trim().parse().ok())
+                    })
+                    .unwrap_or(p);
+                Ok(Target::Attached(tgid, o.tid))
             }
             None => Ok(Target::Spawned(Workload::spawn(&o.command)?)),
         }
@@ -85,7 +95,7 @@ impl Target {
     pub fn pid(&self) -> i32 {
         match self {
             Target::Spawned(w) | Target::System(Some(w)) => w.pid,
-            Target::Attached(p) => *p,
+            Target::Attached(p, _) => *p,
             Target::System(None) => 0,
         }
     }
@@ -94,7 +104,8 @@ impl Target {
         match self {
             Target::Spawned(w) => vec![w.pid],
             Target::System(_) => vec![-1],
-            Target::Attached(p) => {
+            Target::Attached(_, Some(t)) => vec![*t],
+            Target::Attached(p, None) => {
                 let mut v: Vec<i32> = std::fs::read_dir(format!("/proc/{p}/task"))
                     .map(|d| {
                         d.flatten()
@@ -448,7 +459,7 @@ fn open_all(o: &Opts, target: &Target) -> Result<Opened, String> {
                 notice(&mut notes, "this kernel cannot put build-ids in mmap records: the host will match binaries by path".into());
             }
             Err(Retry::Fallback(i, why)) if o.topdown => {
-                return Err(format!("'{}' cannot be opened here ({why}): TopDown needs the CPU's PMU; run `labperf-agent list cpu`", specs[i].0.name));
+                return Err(format!("'{}' cannot be opened here ({why}): TopDown needs the CPU's PMU; run `labperf list cpu`", specs[i].0.name));
             }
             Err(Retry::Fallback(i, why)) => {
                 let (s, leader) = &specs[i];
@@ -566,7 +577,7 @@ fn open_plans(
 /// as perf names the idle task).
 fn synthesize_all(target: &Target, out: &mut Out) -> Result<(), Fail> {
     let pids: Vec<i32> = match target {
-        Target::Attached(p) => return synthesize(*p, out, true),
+        Target::Attached(p, _) => return synthesize(*p, out, true),
         _ => std::fs::read_dir("/proc")
             .map(|d| {
                 d.flatten()
@@ -815,7 +826,7 @@ fn ended(
             }
             false
         }
-        Target::Attached(p) => sig != 0 || !crate::workload::attached_alive(*p),
+        Target::Attached(p, t) => sig != 0 || !crate::workload::attached_alive(t.unwrap_or(*p)),
     }
 }
 

@@ -89,7 +89,7 @@ fn run_loop(
             Target::Spawned(_) | Target::System(_) => {
                 workload::wait(pid, false).map(|s| exit = s).is_some()
             }
-            Target::Attached(p) => !workload::attached_alive(*p),
+            Target::Attached(p, t) => !workload::attached_alive(t.unwrap_or(*p)),
         };
         let sig = SIGNALLED.load(Ordering::SeqCst);
         if sig != 0 && !forwarded {
@@ -99,7 +99,7 @@ fn run_loop(
                 Target::Spawned(_) | Target::System(_) => unsafe {
                     libc::kill(pid, sig);
                 },
-                Target::Attached(_) => {
+                Target::Attached(..) => {
                     tick(t0.elapsed(), true)?;
                     return Ok(exit);
                 }
@@ -200,7 +200,10 @@ fn open_counters(o: &Opts, target: &Target) -> Result<Counters, Fail> {
         }
     }
     if counters.is_empty() {
-        return Err("none of the events could be opened; run `labperf-agent list` to see what this machine has".into());
+        return Err(
+            "none of the events could be opened; run `labperf list` to see what this machine has"
+                .into(),
+        );
     }
     Ok((counters, descs, notes))
 }

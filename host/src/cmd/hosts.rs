@@ -28,7 +28,10 @@ pub enum What {
 }
 
 #[derive(Debug, clap::Args)]
-#[command(mut_arg("format", |a| a.help(None::<&str>)))]
+#[command(
+    mut_arg("format", |a| a.help(None::<&str>)),
+    after_help = "EXAMPLES:\n  labperf hosts check                        # every host of the hosts file\n  labperf hosts check arm1,@x86 --format csv\n  labperf hosts check --hosts-file inventory.yml @arm"
+)]
 pub struct Check {
     #[command(flatten)]
     pub hosts: HostsArg,
@@ -39,10 +42,13 @@ pub struct Check {
 }
 
 #[derive(Debug, clap::Args)]
-#[command(mut_arg(
-    "hosts_file",
-    help("Hosts file [default: ~/.config/labperf/hosts.toml]")
-))]
+#[command(
+    mut_arg(
+        "hosts_file",
+        help("Hosts file [default: ~/.config/labperf/hosts.toml]")
+    ),
+    after_help = "EXAMPLES:\n  labperf hosts list\n  labperf hosts list --hosts-file inventory.ini"
+)]
 pub struct List {
     #[command(flatten)]
     pub hosts: HostsFileOpt,

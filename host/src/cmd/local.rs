@@ -47,6 +47,13 @@ pub fn run(
         cmd.arg("--progress");
     }
     cmd.arg("--").args(command);
+    if super::verbose() {
+        let words: Vec<String> = std::iter::once(cmd.get_program())
+            .chain(cmd.get_args())
+            .map(|w| labperf::lab::remote::shell_quote(&w.to_string_lossy()))
+            .collect();
+        eprintln!("labperf: running {}", labperf::text::show(&words.join(" ")));
+    }
     let mut child = cmd.spawn().with_context(|| {
         format!(
             "cannot start the agent {}: check that it is executable",

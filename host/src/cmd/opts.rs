@@ -49,8 +49,9 @@ pub struct HostsFileOpt {
 #[derive(Debug, Clone, clap::Args)]
 pub struct EventsOpt {
     /// Event to sample (repeatable): cycles, cpu-clock, rHEX, pmu/event/, or a group {a,b}.
-    /// Without a hardware PMU, hardware events fall back to cpu-clock.
-    #[arg(short, long = "event")]
+    /// Without a hardware PMU, hardware events fall back to cpu-clock. `labperf list`
+    /// lists this machine's events (`--host H`: a lab machine's).
+    #[arg(short, long = "event", value_parser = super::event_names::event_spec)]
     pub events: Vec<String>,
 }
 
@@ -223,77 +224,127 @@ impl CallGraph {
     }
 }
 
-/// Options that shape a recording, shared with remote recording.
+/// `-m/--mmap-pages`: a power of two from 1 to 65536 (the agent's range).
+fn mmap_pages(s: &str) -> Result<u32, String> {
+    match s.parse::<u32>() {
+        Ok(n) if n.is_power_of_two() && n <= 1 << 16 => Ok(n),
+        _ => Err(format!(
+            "takes ring-buffer data pages per CPU, a power of two from 1 to 65536 (default 128), not '{s}'"
+        )),
+    }
+}
+
+/// Options that shape a recording, shared with remote recording; `record --help` shows
+/// them under headings, the common ones first (sampling, output, call graphs), the
+/// special PMUs' and the metrics' after the lab machines'.
 #[derive(Debug, Clone, clap::Args)]
 pub struct RecordOpts {
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Sampling")]
     pub event: EventsOpt,
     /// Sample every N events (ns for cpu-clock).
-    #[arg(short = 'c', long, conflicts_with = "freq")]
+    #[arg(short = 'c', long, conflicts_with = "freq", help_heading = "Sampling")]
     pub period: Option<u64>,
     /// Sample about HZ times per second.
-    #[arg(short = 'F', long)]
+    #[arg(short = 'F', long, help_heading = "Sampling")]
     pub freq: Option<u64>,
-    #[command(flatten)]
-    pub file: RecordFileOpt,
+    /// Record a process already running (as perf record -p) instead of a command: all its
+    /// threads, until it exits, --duration SECS or Ctrl-C (on a lab machine with --host,
+    /// a process there).
+    #[arg(
+        short = 'p',
+        long,
+        value_name = "PID",
+        conflicts_with_all = ["tid", "all_cpus", "cpus"],
+        help_heading = "Sampling"
+    )]
+    pub pid: Option<u32>,
+    /// Record one thread already running (as perf record -t), until it exits, --duration
+    /// SECS or Ctrl-C.
+    #[arg(
+        short = 't',
+        long,
+        value_name = "TID",
+        conflicts_with_all = ["all_cpus", "cpus"],
+        help_heading = "Sampling"
+    )]
+    pub tid: Option<u32>,
     /// Record the whole machine: every task on every CPU (one ring buffer per CPU), for
     /// --duration SECS or while CMD runs; events without :u/:k sample kernel mode too,
     /// named from the machine's kallsyms. Needs root, CAP_PERFMON or
     /// kernel.perf_event_paranoid at 0 or below there.
-    #[arg(short = 'a', long)]
+    #[arg(short = 'a', long, help_heading = "Sampling")]
     pub all_cpus: bool,
     /// As -a, on these CPUs only: 0,2-3.
     #[arg(
         short = 'C',
         long = "cpu",
         value_name = "LIST",
-        conflicts_with = "all_cpus"
+        conflicts_with = "all_cpus",
+        help_heading = "Sampling"
     )]
     pub cpus: Option<String>,
-    /// With -a/-C: record SECS seconds (a CMD still running then is stopped).
-    #[arg(long, value_name = "SECS")]
+    /// With -a/-C/-p/-t: record SECS seconds (a CMD still running then is stopped).
+    #[arg(long, value_name = "SECS", help_heading = "Sampling")]
     pub duration: Option<f64>,
+    /// Ring-buffer data pages per CPU, a power of two up to 65536 (default 128; the Alpha
+    /// C agent's 16): more when the report says the kernel lost samples.
+    #[arg(short = 'm', long, value_name = "PAGES", value_parser = mmap_pages, help_heading = "Sampling")]
+    pub mmap_pages: Option<u32>,
+    #[command(flatten, next_help_heading = "Output")]
+    pub file: RecordFileOpt,
     /// Record each sample's call stack (as --call-graph fp).
-    #[arg(short = 'g')]
+    #[arg(short = 'g', help_heading = "Call graphs")]
     pub g: bool,
     /// Record each sample's call stack: fp walks the frame pointers (the workload must be
     /// built with them; user frames, and kernel frames of :k events); dwarf[,SIZE] copies
     /// SIZE bytes of user stack (default 8192) and unwinds them here with the binaries'
     /// DWARF CFI (any build; each stack is sent as what changed since the thread's last).
-    #[arg(long, value_name = "MODE")]
+    #[arg(long, value_name = "MODE", help_heading = "Call graphs")]
     pub call_graph: Option<CallGraph>,
-    /// Per-function metrics (CPI, miss rates) by strobing: a short counting window after
-    /// each long period.
-    #[arg(long, conflicts_with_all = ["profileme", "mem", "topdown"])]
-    pub metrics: bool,
+    // The special PMUs' and metrics' options are `SpecialOpts`, after the lab machines'.
+}
+
+/// The options of the special PMUs (Intel TopDown, Alpha ProfileMe and mem) and of
+/// `--metrics`, which `record --help` shows last.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SpecialOpts {
     /// Alpha EV67+ (with --host): ProfileMe samples of cpu/instructions,profileme/ for the
     /// DCPI-style summary (killed, invalid, mispredicted, taken, stalled, PCTR1, traps).
-    #[arg(long, conflicts_with_all = ["mem", "topdown"])]
+    #[arg(long, conflicts_with_all = ["mem", "topdown"], help_heading = SPECIAL)]
     pub profileme: bool,
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = SPECIAL)]
     pub td: TopdownOpt,
     /// Alpha EV67+ (with --host): DTB hits and misses (cpu/cycles,profileme/ with data
     /// source and address) of loads, stores and prefetches.
-    #[arg(long, conflicts_with = "topdown")]
+    #[arg(long, conflicts_with = "topdown", help_heading = SPECIAL)]
     pub mem: bool,
-    /// With --metrics (per-function metrics by strobing: a short counting window after
-    /// each long period -c, default 1000000): the window in cycles.
-    #[arg(long, default_value_t = 300)]
-    pub window: u64,
-    /// With --metrics: jitter the window start.
-    #[arg(long)]
-    pub jitter: bool,
-    /// With --metrics: auto (kernel alternating periods when verified, else decimate), kernel, decimate or fixed.
-    #[arg(long, default_value = "auto")]
-    pub strobe: String,
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = SPECIAL)]
     pub td_level: LevelOpt,
     /// C agent (Alpha): take the samples from ring-buffer bytes saved on the target (a
     /// path there) instead of perf_event_open, which emulators such as qemu-user lack.
     /// The workload still runs; the file's header says it was replayed.
-    #[arg(long, value_name = "TARGET_FILE")]
+    #[arg(long, value_name = "TARGET_FILE", help_heading = SPECIAL)]
     pub replay_ring: Option<String>,
+    /// Per-function metrics (CPI, miss rates) by strobing: a short counting window after
+    /// each long period.
+    #[arg(long, conflicts_with_all = ["profileme", "mem", "topdown"], help_heading = METRICS)]
+    pub metrics: bool,
+    /// With --metrics (per-function metrics by strobing: a short counting window after
+    /// each long period -c, default 1000000): the window in cycles.
+    #[arg(long, default_value_t = 300, help_heading = METRICS)]
+    pub window: u64,
+    /// With --metrics: jitter the window start.
+    #[arg(long, help_heading = METRICS)]
+    pub jitter: bool,
+    /// With --metrics: auto (kernel alternating periods when verified, else decimate), kernel, decimate or fixed.
+    #[arg(long, default_value = "auto", help_heading = METRICS)]
+    pub strobe: String,
 }
+
+/// `record --help`'s heading of the special PMUs' options.
+pub const SPECIAL: &str = "Special PMUs (Intel TopDown, Alpha ProfileMe)";
+/// `record --help`'s heading of the metrics' options.
+pub const METRICS: &str = "Metrics (--metrics)";
 
 /// How to present a report.
 #[derive(Debug, Clone, clap::Args)]
@@ -306,8 +357,15 @@ pub struct ReportOpts {
     /// (comm), process id (pid), instruction address (pc), source line (srcline: file:line
     /// from the binary's DWARF or its separate debug file), or by function per recording
     /// machine (host) or per file (run); keys combine as perf's --sort does:
-    /// `--by comm,dso` [default: symbol].
-    #[arg(long, value_enum, value_delimiter = ',')]
+    /// `--by comm,dso` [default: symbol]. `-s/--sort` as in perf report (`-s sym` is
+    /// symbol).
+    #[arg(
+        short = 's',
+        long,
+        visible_alias = "sort",
+        value_enum,
+        value_delimiter = ','
+    )]
     pub by: Vec<By>,
     /// Plain view: each function's samples with its callees' (Children) beside its own
     /// (Self), from the call stacks of `record -g`, as `perf report --children`.
@@ -318,6 +376,9 @@ pub struct ReportOpts {
     pub top: usize,
     #[command(flatten)]
     pub format: FormatOpt,
+    /// As perf report --stdio: the text table, which is the default (--format table).
+    #[arg(long, conflicts_with = "format")]
+    pub stdio: bool,
     #[command(flatten)]
     pub strict: StrictOpt,
     #[command(flatten)]
@@ -327,7 +388,7 @@ pub struct ReportOpts {
     pub pc: bool,
     /// Metrics view: drop windows whose start and end symbols differ, or keep them
     /// [default: discard].
-    #[arg(short = 's', long = "discard", value_enum)]
+    #[arg(long = "discard", value_enum)]
     pub discard: Option<labperf::views::metrics::DiscardMode>,
     /// Metrics view: one row per symbol and thread, or per symbol and CPU [default: none].
     #[arg(long, value_enum)]

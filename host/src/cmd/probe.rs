@@ -24,7 +24,7 @@ pub struct Args {
 }
 
 /// Runs on the target with any POSIX sh (busybox included): one fact per line.
-const SCRIPT: &str = r#"echo "arch $(uname -m)"; echo "kernel $(uname -r)"; echo "paranoid $(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null)"; m=$(grep -m1 -E '^(model name|cpu model|CPU part|Processor)' /proc/cpuinfo); echo "cpu ${m#*: }"; for d in /sys/bus/event_source/devices/*; do n=${d##*/}; echo "pmu $n $(cat $d/type 2>/dev/null)"; if [ -d $d/events ]; then echo "events $n $(ls $d/events | tr '\n' ' ')"; fi; if [ -d $d/format ]; then echo "format $n $(ls $d/format | tr '\n' ' ')"; fi; done"#;
+pub const SCRIPT: &str = r#"echo "arch $(uname -m)"; echo "kernel $(uname -r)"; echo "paranoid $(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null)"; m=$(grep -m1 -E '^(model name|cpu model|CPU part|Processor)' /proc/cpuinfo); echo "cpu ${m#*: }"; for d in /sys/bus/event_source/devices/*; do n=${d##*/}; echo "pmu $n $(cat $d/type 2>/dev/null)"; if [ -d $d/events ]; then echo "events $n $(ls $d/events | tr '\n' ' ')"; fi; if [ -d $d/format ]; then echo "format $n $(ls $d/format | tr '\n' ' ')"; fi; done"#;
 
 /// What a probe found.
 #[derive(Debug, Default, PartialEq)]

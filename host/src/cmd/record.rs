@@ -1,7 +1,7 @@
 //! `labperf record`: runs the agent on this machine or on lab machines, then reports.
 
 use super::lab;
-use super::opts::{HostOpt, RecordOpts, RemoteOpts, ReportOpts};
+use super::opts::{HostOpt, RecordOpts, RemoteOpts, ReportOpts, SpecialOpts};
 use anyhow::{bail, Result};
 use labperf::text::{show, show_text};
 use std::ffi::OsString;
@@ -11,65 +11,78 @@ use std::path::PathBuf;
 /// Record a workload with the agent, then print its profile.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "EXAMPLES:\n  labperf record --local -- ./target/release/labperf-bench --duration 2\n  labperf record --local -e cpu-clock -c 100000 -o run.lpr -- make -j2\n  labperf record --local --no-report -- ./my-prog --flag 'an argument'\n  labperf record --local -g -- ./labperf-bench --calls   # call stacks; then: labperf report --children\n  labperf record -a --duration 5 -o box.lpr   # the whole machine (root); then: labperf report box.lpr --by comm\n  labperf record --host arm1 -C 0-1 -e cycles --duration 10\n  labperf record --host arm1 --metrics --no-report -o m.lpr -- ./my-prog   # then: labperf report m.lpr\n  labperf record --host alpha1 --profileme -o pm.lpr -- ./my-prog\n  labperf record --host arm1,arm2,x86a -o run.lpr -- ./my-prog   # one file per host, then all merged\n  labperf record --host arm1 --push target/aarch64-unknown-linux-musl/release/my-prog -- my-prog --flag\n\nThe report printed after recording (and `labperf report FILE` later) is the view the\nrecording's kind names: per function, metrics, TopDown, ProfileMe or mem."
+    after_help = "EXAMPLES:\n  labperf record --local -- ./target/release/labperf-bench --duration 2\n  labperf record -F 999 ./my-prog --its-flag   # no `--` needed: what follows the program is its own\n  labperf record -p 1234 --duration 5 -o p.lpr   # a process already running (-t TID: one thread)\n  labperf record --local -e cpu-clock -c 100000 -o run.lpr -- make -j2\n  labperf record --local --no-report -- ./my-prog --flag 'an argument'\n  labperf record --local -g -- ./labperf-bench --calls   # call stacks; then: labperf report --children\n  labperf record -a --duration 5 -o box.lpr   # the whole machine (root); then: labperf report box.lpr --by comm\n  labperf record --host arm1 -C 0-1 -e cycles --duration 10\n  labperf record --host arm1 --metrics --no-report -o m.lpr -- ./my-prog   # then: labperf report m.lpr\n  labperf record --host alpha1 --profileme -o pm.lpr -- ./my-prog\n  labperf record --host arm1,arm2,x86a -o run.lpr -- ./my-prog   # one file per host, then all merged\n  labperf record --host arm1 --push target/aarch64-unknown-linux-musl/release/my-prog -- my-prog --flag\n\nThe report printed after recording (and `labperf report FILE` later) is the view the\nrecording's kind names: per function, metrics, TopDown, ProfileMe or mem."
 )]
 pub struct Args {
+    /// The workload and its arguments, passed on exactly as given (byte for byte): after
+    /// `--`, or as the first word that is no option (what follows it is the workload's,
+    /// as perf takes it: `labperf record ./prog -x` passes -x to prog).
+    #[arg(
+        trailing_var_arg = true,
+        required_unless_present_any = ["duration", "pid", "tid"],
+        value_name = "CMD"
+    )]
+    pub command: Vec<OsString>,
+    #[command(flatten)]
+    pub rec: RecordOpts,
+    /// Only record; do not print the report.
+    #[arg(long, help_heading = "Output")]
+    pub no_report: bool,
+    #[command(flatten, next_help_heading = "Output: the report after recording")]
+    pub report: ReportOpts,
     /// Run the agent on this machine (the default without --host).
-    #[arg(long, conflicts_with = "host")]
+    #[arg(long, conflicts_with = "host", help_heading = "Lab machines")]
     pub local: bool,
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Lab machines")]
     pub hosts: HostOpt,
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Lab machines")]
     pub ssh: RemoteOpts,
     /// Put FILE (or DIR and everything under it) on each lab machine first, by content hash
     /// under the remote directory (skipped when already there); a command naming it (its
     /// name or the path given) runs the pushed copy, and the report reads the local copy's
     /// symbols. An ELF file for another architecture than the host's is refused before
     /// anything runs. Repeatable.
-    #[arg(long, value_name = "FILE|DIR", requires = "host")]
+    #[arg(
+        long,
+        value_name = "FILE|DIR",
+        requires = "host",
+        help_heading = "Lab machines"
+    )]
     pub push: Vec<PathBuf>,
     #[command(flatten)]
-    pub rec: RecordOpts,
-    /// Only record; do not print the report.
-    #[arg(long)]
-    pub no_report: bool,
-    #[command(flatten)]
-    pub report: ReportOpts,
-    /// The workload and its arguments, passed on exactly as given (byte for byte).
-    #[arg(last = true, required_unless_present = "duration", value_name = "CMD")]
-    pub command: Vec<OsString>,
+    pub special: SpecialOpts,
 }
 
 /// The agent options of a recording, as the agent's command line takes them.
-fn agent_args(r: &RecordOpts) -> Vec<String> {
-    let metrics = r.metrics;
+fn agent_args(r: &RecordOpts, s: &SpecialOpts) -> Vec<String> {
+    let metrics = s.metrics;
     let mut v = Vec::new();
     if metrics {
         v.extend([
             "--metrics".to_string(),
             "--window".into(),
-            r.window.to_string(),
+            s.window.to_string(),
             "--strobe".into(),
-            r.strobe.clone(),
+            s.strobe.clone(),
         ]);
-        if r.jitter {
+        if s.jitter {
             v.push("--jitter".into());
         }
     }
-    if r.profileme {
+    if s.profileme {
         v.push("--profileme".into());
     }
-    if r.td.topdown {
+    if s.td.topdown {
         v.extend([
             "--topdown".to_string(),
             "--level".into(),
-            r.td_level.level.to_string(),
+            s.td_level.level.to_string(),
         ]);
     }
-    if r.mem {
+    if s.mem {
         v.push("--mem".into());
     }
-    if let Some(f) = &r.replay_ring {
+    if let Some(f) = &s.replay_ring {
         v.extend(["--replay-ring".to_string(), f.clone()]);
     }
     for e in &r.event.events {
@@ -95,6 +108,15 @@ fn agent_args(r: &RecordOpts) -> Vec<String> {
     if let Some(f) = r.freq {
         v.extend(["-F".to_string(), f.to_string()]);
     }
+    if let Some(p) = r.pid {
+        v.extend(["--pid".to_string(), p.to_string()]);
+    }
+    if let Some(t) = r.tid {
+        v.extend(["--tid".to_string(), t.to_string()]);
+    }
+    if let Some(m) = r.mmap_pages {
+        v.extend(["--mmap-pages".to_string(), m.to_string()]);
+    }
     v
 }
 
@@ -107,10 +129,17 @@ pub fn pass_on(status: i32) {
 }
 
 pub fn run(a: &Args) -> Result<()> {
-    if a.rec.duration.is_some() && !a.rec.all_cpus && a.rec.cpus.is_none() {
-        bail!("--duration goes with -a or -C (the whole machine); a command's recording ends with the command");
+    let attach = a.rec.pid.is_some() || a.rec.tid.is_some();
+    if a.rec.duration.is_some() && !a.rec.all_cpus && a.rec.cpus.is_none() && !attach {
+        bail!("--duration goes with -a or -C (the whole machine) or -p/-t (a process running); a command's recording ends with the command");
     }
-    let agent_args = agent_args(&a.rec);
+    if attach && !a.command.is_empty() {
+        bail!(
+            "-p/-t record a process already running, and '{}' would be another: record it alone, or end the process's recording with --duration SECS (else it ends when the process exits, or at Ctrl-C)",
+            a.command[0].to_string_lossy()
+        );
+    }
+    let agent_args = agent_args(&a.rec, &a.special);
     if labperf::files::output::is_stdout(&a.rec.file.output) {
         lab::record_output(&a.rec.file.output)?;
     }
@@ -222,7 +251,7 @@ fn report_merged(a: &Args, results: &[(String, Result<lab::Done>)], hosts: usize
 
 /// The recording on this machine, and its report.
 fn on_this_machine(a: &Args, agent_args: &[String]) -> Result<()> {
-    if a.rec.profileme || a.rec.mem || a.rec.replay_ring.is_some() {
+    if a.special.profileme || a.special.mem || a.special.replay_ring.is_some() {
         bail!("--profileme, --mem and --replay-ring are for the Alpha (C) agent: record on an Alpha EV67 or later lab machine with --host HOST");
     }
     // The agent writes the file by the same rule; a device or a FIFO is not read back.
@@ -233,7 +262,7 @@ fn on_this_machine(a: &Args, agent_args: &[String]) -> Result<()> {
         "record",
         Some(&a.rec.file.output),
         agent_args,
-        std::io::stderr().is_terminal(),
+        std::io::stderr().is_terminal() && !super::quiet(),
         &a.command,
     )?;
     if f.interrupted {

@@ -21,6 +21,7 @@ EXAMPLES:
   labperf report labperf.lpr
   labperf report two.lpr --event page-faults            # one event of several (or its index)
   labperf report bench.lpr --by dso --format csv
+  labperf report -i bench.lpr -s dso --stdio             # perf report's spelling of the same table
   labperf report bench.lpr --top 5 --format json
   labperf report m.lpr --split thread
   labperf report m.lpr --call-graph callee      # metrics per function and per caller
@@ -36,9 +37,13 @@ EXAMPLES:
 )]
 pub struct Args {
     /// The record file (written by labperf record, labperf stat -o or labperf-agent);
-    /// several are merged into one plain report (`--by host|run` keeps them apart).
-    #[arg(default_value = "labperf.lpr", num_args = 1..)]
+    /// several are merged into one plain report (`--by host|run` keeps them apart)
+    /// [default: labperf.lpr].
+    #[arg(num_args = 1..)]
     pub files: Vec<PathBuf>,
+    /// A record file, as perf report -i names it (repeatable; with FILEs, read after them).
+    #[arg(short = 'i', long = "input", value_name = "FILE")]
+    pub input: Vec<PathBuf>,
     #[command(flatten)]
     pub opts: ReportOpts,
     #[command(flatten)]
@@ -59,6 +64,17 @@ pub struct Args {
     pub output: OutputOpt,
 }
 
+impl Args {
+    /// The files to read: the FILEs, then the `-i` ones; labperf.lpr when none is given.
+    pub fn files(&self) -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = self.files.iter().chain(&self.input).cloned().collect();
+        if v.is_empty() {
+            v.push("labperf.lpr".into());
+        }
+        v
+    }
+}
+
 pub fn run(a: &Args) -> Result<()> {
     let graph = a.call_graph.map(|order| labperf::views::report::Graph {
         order,
@@ -71,14 +87,19 @@ pub fn run(a: &Args) -> Result<()> {
         .as_deref()
         .map(labperf::files::output::Output::create)
         .transpose()?;
-    let (text, damaged) = render(&a.files, &a.opts, graph, a.event.select())?;
+    let (text, damaged) = render(&a.files(), &a.opts, graph, a.event.select())?;
     match out {
         Some(mut o) => {
             o.write_all(text.as_bytes())
                 .map_err(|e| anyhow::anyhow!("cannot write the report: {e}"))?;
             let dest = o.dest().clone();
             o.commit()?;
-            if let Some(p) = a.output.output.as_ref().filter(|_| dest != Dest::Stdout) {
+            if let Some(p) = a
+                .output
+                .output
+                .as_ref()
+                .filter(|_| dest != Dest::Stdout && !super::quiet())
+            {
                 eprintln!("labperf: report written to {}", p.display());
             }
         }
@@ -139,7 +160,7 @@ fn render(
         _ => labperf::views::view::build_many(&srcs, &vo)
             .context("cannot report these files together: check the paths")?,
     };
-    for w in &r.warnings {
+    for w in r.warnings.iter().filter(|_| !super::quiet()) {
         eprintln!("{}", labperf::text::show_text(w));
     }
     let text = r.render_page(o.format.get(), o.top, colour(), || html_page(&srcs, &vo, o))?;
@@ -165,7 +186,9 @@ fn html_page(
             .svg_of(event, inferno::flamegraph::Direction::Inverted, &mut flame)
             .context("cannot draw the flame graph")?
         {
-            eprintln!("{n}");
+            if !super::quiet() {
+                eprintln!("{n}");
+            }
         }
         Ok(String::from_utf8_lossy(&flame).into_owned())
     };
@@ -184,7 +207,7 @@ fn html_page(
         drawn.sort_by_key(|&(e, n, _)| (std::cmp::Reverse(n), e));
         drawn.truncate(labperf::render::html::MAX_FLAMES);
         drawn.sort_by_key(|&(e, _, _)| e);
-        if sampled.len() > drawn.len() {
+        if sampled.len() > drawn.len() && !super::quiet() {
             eprintln!(
                 "note: the HTML report draws the flame graphs of the {} events with the most samples of {}; `labperf export --format svg --event NAME` draws any other",
                 drawn.len(),

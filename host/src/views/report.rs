@@ -14,6 +14,8 @@ use std::collections::HashMap;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum By {
+    /// Per function (perf's `sym`).
+    #[value(alias = "sym")]
     Symbol,
     Dso,
     Pc,

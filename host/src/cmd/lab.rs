@@ -477,11 +477,15 @@ impl HostRun<'_> {
             board.set(index, Phase::Fetching, "");
         }
         let done = match ran {
-            Ok(interrupted) => deploy::finish(r, files, interrupted, file).map_err(|e| match e {
-                deploy::RunError::Remote(e) => anyhow::Error::from(e)
-                    .context(format!("fetching the record file from {}", show(spec))),
-                e => e.into(),
-            }),
+            Ok(interrupted) => {
+                deploy::finish(r, files, interrupted, file, self.job.verb == "record").map_err(
+                    |e| match e {
+                        deploy::RunError::Remote(e) => anyhow::Error::from(e)
+                            .context(format!("fetching the record file from {}", show(spec))),
+                        e => e.into(),
+                    },
+                )
+            }
             Err(e) => Err(e.into()),
         };
         done.map_err(|e| match e.downcast::<deploy::RunError>() {

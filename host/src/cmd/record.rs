@@ -228,6 +228,8 @@ fn on_this_machine(a: &Args, agent_args: &[String]) -> Result<()> {
     // The agent writes the file by the same rule; a device or a FIFO is not read back.
     let readable = lab::record_output(&a.rec.file.output)?;
     let agent = super::agents::find_agent()?;
+    // perf's habit: the previous recording stays as FILE.old (a regular file only).
+    labperf::files::output::keep_previous(&a.rec.file.output)?;
     let f = super::local::run(
         &agent,
         "record",

@@ -109,6 +109,42 @@ pub fn resolve(path: &Path) -> Result<Dest, OutputError> {
     }
 }
 
+/// perf's habit before a recording replaces its file: a regular file at `path` that is
+/// not empty (links followed, as the writer follows them) is kept as `<file>.old`, an older
+/// `.old` file (or link) replaced; nothing is kept for `-`, a device, a FIFO or a name not
+/// there yet, and a `.old` that is a directory, a device or a FIFO is refused, never
+/// removed. The file itself stays where it is (a hard link, or a copy where the file
+/// system has none) until the new recording replaces it whole. Returns the `.old` path.
+pub fn keep_previous(path: &Path) -> Result<Option<PathBuf>, OutputError> {
+    let Dest::File(file) = resolve(path)? else {
+        return Ok(None);
+    };
+    match std::fs::symlink_metadata(&file) {
+        Ok(m) if m.is_file() && m.len() > 0 => {}
+        _ => return Ok(None),
+    }
+    let mut name = file.file_name().unwrap_or_default().to_os_string();
+    name.push(".old");
+    let old = file.with_file_name(name);
+    match std::fs::symlink_metadata(&old) {
+        Ok(m) if m.is_file() || m.file_type().is_symlink() => {
+            std::fs::remove_file(&old).map_err(io_err(&old))?
+        }
+        Ok(m) => {
+            return Err(OutputError::Refused {
+                path: old,
+                what: refused(m.file_type()).unwrap_or("a device or a FIFO"),
+            })
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io_err(&old)(e)),
+    }
+    if std::fs::hard_link(&file, &old).is_err() {
+        std::fs::copy(&file, &old).map_err(io_err(&old))?;
+    }
+    Ok(Some(old))
+}
+
 /// Where the bytes go.
 enum Sink {
     Stdout(std::io::Stdout),

@@ -5,7 +5,7 @@
 use crate::record::events::{Joined, Names, Select};
 use crate::record::load::{self, FileInfo, LoadError};
 pub use crate::render::table::Format;
-use crate::render::table::{Cell, Column, Table};
+use crate::render::table::{Cell, Column, LeftOut, Table};
 use crate::symbolize::stacks::StackTable;
 use crate::symbolize::symbols::{label, Location, Search, Symbolizer};
 use serde::Serialize;
@@ -91,6 +91,8 @@ pub struct Report {
     pub by: Vec<By>,
     /// More recordings merged into this one: their names and what they say of themselves.
     pub others: Vec<(String, FileInfo)>,
+    /// Per event, the rows [`Report::keep`] left out and their samples.
+    pub left_out: Vec<(u64, u64)>,
 }
 
 /// Reads `src` and aggregates its samples (of the event `event` picks, or each event apart).
@@ -148,6 +150,7 @@ pub fn build_many(
         info,
         by,
         others: infos,
+        left_out: Vec::new(),
     })
 }
 
@@ -430,6 +433,7 @@ pub fn children(
             t
         });
         let mut t = functions_table(&st, rows, weigh);
+        t.left_out = tally.left_out;
         let name = part.map(|_| st.events.names[ev as usize].clone());
         if let Some(n) = &name {
             events_json.push(serde_json::json!({
@@ -484,6 +488,8 @@ struct Tally {
     acc: Vec<(u64, u64, u64, u64)>,
     seen: Vec<u32>,
     touched: Vec<u32>,
+    /// What the last [`Tally::rows`] left out past `--top`.
+    left_out: LeftOut,
 }
 
 impl Tally {
@@ -495,6 +501,7 @@ impl Tally {
             acc: vec![(0, 0, 0, 0); st.frames.len()],
             seen: vec![u32::MAX; st.frames.len()],
             touched: Vec::new(),
+            left_out: LeftOut::default(),
         }
     }
 
@@ -562,8 +569,17 @@ impl Tally {
                 .then_with(|| st.frames[a.0].name.cmp(&st.frames[b.0].name))
                 .then(a.0.cmp(&b.0))
         });
-        if top > 0 {
+        if top > 0 && rows.len() > top {
+            // What `--top` leaves out: rows, and the samples in their functions (self).
+            self.left_out = LeftOut {
+                rows: (rows.len() - top) as u64,
+                samples: rows[top..].iter().map(|r| r.2).sum(),
+                total_samples: weigh.total_samples,
+                self_samples: true,
+            };
             rows.truncate(top);
+        } else {
+            self.left_out = LeftOut::default();
         }
         (rows, stacked)
     }
@@ -987,8 +1003,14 @@ impl Report {
     pub fn keep(mut self, top: usize) -> Report {
         if top > 0 {
             let mut kept = vec![0usize; self.events.len()];
+            let left_out = &mut self.left_out;
+            left_out.resize(self.events.len(), (0, 0));
             self.rows.retain(|r| {
                 kept[r.event] += 1;
+                if kept[r.event] > top {
+                    left_out[r.event].0 += 1;
+                    left_out[r.event].1 += r.samples;
+                }
                 kept[r.event] <= top
             });
             self.rows.shrink_to_fit();
@@ -1012,6 +1034,16 @@ impl Report {
         let mut tables: Vec<Table> = (0..self.events.len().max(1))
             .map(|e| {
                 let mut t = Table::new("functions", columns.clone());
+                if let (Some(&(rows, samples)), Some(ev)) =
+                    (self.left_out.get(e), self.events.get(e))
+                {
+                    t.left_out = LeftOut {
+                        rows,
+                        samples,
+                        total_samples: ev.samples,
+                        self_samples: false,
+                    };
+                }
                 if several {
                     let ev = &self.events[e];
                     t.hidden = vec!["event"];

@@ -239,3 +239,240 @@ fn record_keeps_no_old_for_a_device_or_a_fifo() {
         .file_type()
         .is_fifo());
 }
+
+#[test]
+fn export_takes_its_format_from_the_output_name() {
+    let d = scratch("messages-export");
+    let f = bench();
+    let f = f.to_str().unwrap();
+    for (name, magic) in [
+        ("x.svg", &b"<?xml"[..]),
+        ("x.folded", b"labperf-bench;"),
+        ("x.pb.gz", b"\x1f\x8b"),
+        ("x.json", b"{"),
+        ("x.parquet", b"PAR1"),
+    ] {
+        let out = d.join(name);
+        let o = labperf(&["export", f, "-o", out.to_str().unwrap()]);
+        assert!(o.status.success(), "{name}: {}", text(&o.stderr));
+        let bytes = std::fs::read(&out).unwrap();
+        assert!(bytes.starts_with(magic), "{name}: {:?}", &bytes[..8]);
+    }
+    // --format that the name agrees with, or a name that is none of ours: --format says.
+    let o = labperf(&[
+        "export",
+        f,
+        "--format",
+        "svg",
+        "-o",
+        d.join("y.svg").to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let o = labperf(&[
+        "export",
+        f,
+        "--format",
+        "svg",
+        "-o",
+        d.join("page.html").to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(std::fs::read(d.join("page.html"))
+        .unwrap()
+        .starts_with(b"<?xml"));
+    // A --format the name contradicts: refused before anything is written.
+    let z = d.join("z.json");
+    let o = labperf(&["export", f, "--format", "svg", "-o", z.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stderr).contains(&format!(
+            "--format svg but -o {} names a firefox file: drop --format, or name the output for svg",
+            z.display()
+        )),
+        "{}",
+        text(&o.stderr)
+    );
+    assert!(!z.exists());
+    // Neither: the question, with the answers.
+    let o = labperf(&["export", f]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stderr).contains("which format? pass --format"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+#[test]
+fn a_workload_killed_by_a_signal_is_named_and_one_sample_is_singular() {
+    let d = scratch("messages-signal");
+    let f = d.join("s.lpr");
+    let o = Command::new(bin("labperf"))
+        .args(["record", "--local", "--no-report", "-e", "cpu-clock", "-o"])
+        .arg(&f)
+        .args(["--", "/bin/sh", "-c", "kill -SEGV $$"])
+        .output()
+        .unwrap();
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(139), "{err}");
+    assert!(
+        err.contains("note: the workload was killed by SIGSEGV\n"),
+        "{err}"
+    );
+    assert!(!err.contains("exited with status"), "{err}");
+    let o = labperf(&["info", f.to_str().unwrap()]);
+    assert!(
+        text(&o.stdout).contains("workload exit:   killed by SIGSEGV\n"),
+        "{}",
+        text(&o.stdout)
+    );
+    // "wrote 1 sample" (the agent's line) and "# 1 sample of event" (the report's).
+    let h = labperf_tests::golden::header(labperf_tests::golden::Kind::Sample);
+    let mut enc = labperf_common::Encoder::new();
+    let mut bytes = labperf_common::Encoder::prelude().to_vec();
+    bytes.extend(enc.header_frame(&h));
+    enc.push(&labperf_common::Record::Sample(labperf_common::Sample {
+        pid: 1,
+        tid: 1,
+        ip: 0x1000,
+        period: 7,
+        ..Default::default()
+    }));
+    bytes.extend(enc.trailer_frame(&labperf_common::Trailer {
+        samples: 1,
+        ..Default::default()
+    }));
+    let one = d.join("one.lpr");
+    std::fs::write(&one, bytes).unwrap();
+    let o = labperf(&["report", one.to_str().unwrap()]);
+    let out = text(&o.stdout);
+    assert!(out.starts_with("# 1 sample of event '"), "{out}");
+    let o = labperf(&["info", one.to_str().unwrap()]);
+    let out = text(&o.stdout);
+    assert!(out.contains("totals:          1 sample, "), "{out}");
+    assert!(out.contains("(1 sample, 0 mmaps, "), "{out}");
+    let o = labperf(&[
+        "export",
+        one.to_str().unwrap(),
+        "-o",
+        d.join("one.svg").to_str().unwrap(),
+    ]);
+    assert!(
+        text(&o.stderr).contains("labperf: 1 stack of 1 sample written to "),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+/// A port on 127.0.0.1 nothing listens on (bound, then let go): connections are refused.
+fn refusing_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[test]
+fn a_failed_hosts_error_is_said_once() {
+    let (p, q) = (refusing_port(), refusing_port());
+    let one = format!("127.0.0.1:{p}");
+    let two = format!("127.0.0.1:{p},127.0.0.1:{q}");
+    let d = scratch("messages-hosts");
+    let out = d.join("h.lpr");
+    let out = out.to_str().unwrap();
+    for (args, last) in [
+        (
+            vec!["record", "--host", &one, "-o", out, "--", "/bin/true"],
+            "labperf: error: 1 of 1 host failed (see above)",
+        ),
+        (
+            vec!["record", "--host", &two, "-o", out, "--", "/bin/true"],
+            "labperf: error: 2 of 2 hosts failed (see above)",
+        ),
+        (
+            vec!["stat", "--host", &one, "--", "/bin/true"],
+            "labperf: error: 1 of 1 host failed",
+        ),
+        (
+            vec!["probe", &two],
+            "labperf: error: 2 of 2 hosts could not be probed",
+        ),
+    ] {
+        let o = Command::new(bin("labperf"))
+            .args(&args)
+            .env("HOME", &d)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let all = format!("{}{}", text(&o.stdout), text(&o.stderr));
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {all}");
+        for port in if args.contains(&two.as_str()) {
+            vec![p, q]
+        } else {
+            vec![p]
+        } {
+            let reason = format!("cannot reach 127.0.0.1:{port}: Connection refused");
+            assert_eq!(
+                all.matches(&reason).count(),
+                1,
+                "{args:?}: said once:\n{all}"
+            );
+        }
+        assert_eq!(
+            text(&o.stderr).lines().last(),
+            Some(last),
+            "{args:?}: {all}"
+        );
+    }
+}
+
+#[test]
+fn info_speaks_words_not_debug_text_or_raw_nanoseconds() {
+    let f = root().join("tests/data/v2-every-record");
+    let f = std::fs::read_dir(&f)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "lpr"))
+        .unwrap();
+    let h = labperf_common::decode_all(&std::fs::read(&f).unwrap())
+        .header
+        .unwrap();
+    let o = labperf(&["info", f.to_str().unwrap()]);
+    let out = text(&o.stdout);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    // No Rust debug text, no raw clock readings.
+    assert!(!out.contains('{') && !out.contains("Little"), "{out}");
+    assert!(!out.contains(&h.start_realtime_ns.to_string()), "{out}");
+    assert!(!out.contains(&format!("{} ns", h.start_time_ns)), "{out}");
+    let started = out
+        .lines()
+        .find_map(|l| l.strip_prefix("started:         "))
+        .unwrap_or_else(|| panic!("no started: line in\n{out}"));
+    // `date -u -d @SECONDS` says the same date.
+    let secs = h.start_realtime_ns / 1_000_000_000;
+    let date = Command::new("date")
+        .args(["-u", &format!("-d@{secs}"), "+%Y-%m-%dT%H:%M:%S"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        started,
+        format!(
+            "{}.{:03}Z",
+            text(&date.stdout).trim(),
+            h.start_realtime_ns / 1_000_000 % 1000
+        )
+    );
+    assert!(
+        out.contains("target:          aarch64 (little-endian), kernel "),
+        "{out}"
+    );
+    let recipe = out.lines().find(|l| l.starts_with("recipe:")).unwrap();
+    assert!(recipe.starts_with("recipe:          sampling"), "{recipe}");
+    assert!(out.contains("clock:           CLOCK_MONOTONIC"), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("duration:") && l.ends_with(" s")),
+        "{out}"
+    );
+}

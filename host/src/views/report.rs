@@ -443,7 +443,8 @@ pub fn children(
         if several {
             let n = name.clone().unwrap_or_default();
             t.title = Some(format!(
-                "# {total_samples} samples of event '{n}', total period {total_period}, {stacked} with a call stack"
+                "# {} of event '{n}', total period {total_period}, {stacked} with a call stack",
+                crate::text::plural(total_samples, "sample", "samples")
             ));
             of_event(&mut t, tree.as_mut(), &n, weigh);
         }
@@ -667,12 +668,14 @@ fn children_heading(
         [one] => {
             summary.insert("event".into(), one["name"].clone());
             format!(
-                "# {total} samples of event '{}', {stacked_all} with a call stack; Children: the function and its callees",
+                "# {} of event '{}', {stacked_all} with a call stack; Children: the function and its callees",
+                crate::text::plural(total, "sample", "samples"),
                 one["name"].as_str().unwrap_or_default()
             )
         }
         [] => format!(
-            "# {total} samples, {stacked_all} with a call stack; Children: the function and its callees"
+            "# {}, {stacked_all} with a call stack; Children: the function and its callees",
+            crate::text::plural(total, "sample", "samples")
         ),
         many => {
             summary.insert("events".into(), serde_json::json!(many));
@@ -1165,7 +1168,10 @@ fn heading(
         }
         [] => {
             summary.insert("total_period".into(), json!(total_period));
-            format!("# {total_samples} samples, total period {total_period}{merged}")
+            format!(
+                "# {}, total period {total_period}{merged}",
+                crate::text::plural(total_samples, "sample", "samples")
+            )
         }
         many => {
             summary.insert("events".into(), json!(many));
@@ -1185,7 +1191,9 @@ fn heading(
 /// perf's heading of an event's table: `# 1234 samples of event 'cpu-clock', total period N`.
 pub fn event_title(e: &EventTotal) -> String {
     format!(
-        "# {} samples of event '{}', total period {}",
-        e.samples, e.name, e.period
+        "# {} of event '{}', total period {}",
+        crate::text::plural(e.samples, "sample", "samples"),
+        e.name,
+        e.period
     )
 }

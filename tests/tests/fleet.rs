@@ -226,7 +226,10 @@ fn a_terminal_shows_one_live_line_per_host_then_the_table_and_plain_mode_the_sam
     );
     assert!(
         board[2].starts_with("lab-down ")
-            && board[2].trim_end_matches("\x1b[K").trim_end().ends_with(" failed"),
+            && board[2]
+                .trim_end_matches("\x1b[K")
+                .trim_end()
+                .ends_with(" failed"),
         "{board:?}"
     );
     // Its error is said once, whole, above the board (a board line is cut to the width).

@@ -312,6 +312,43 @@ mod tests {
     use super::*;
 
     #[test]
+    fn keep_previous_keeps_a_regular_file_and_nothing_else() {
+        let d = std::env::temp_dir().join(format!("labperf-keep-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        let f = d.join("r.lpr");
+        // Nothing there yet, or an empty file: nothing to keep.
+        assert_eq!(keep_previous(&f).unwrap(), None);
+        std::fs::write(&f, "").unwrap();
+        assert_eq!(keep_previous(&f).unwrap(), None);
+        assert_eq!(keep_previous(Path::new("-")).unwrap(), None);
+        // A file: kept beside it, and still there itself.
+        std::fs::write(&f, "first").unwrap();
+        let old = d.join("r.lpr.old");
+        assert_eq!(keep_previous(&f).unwrap(), Some(old.clone()));
+        assert_eq!(std::fs::read(&old).unwrap(), b"first");
+        assert_eq!(std::fs::read(&f).unwrap(), b"first");
+        // Replaced whole as a writer replaces it: the .old keeps the first bytes.
+        write(&f, b"second").unwrap();
+        assert_eq!(std::fs::read(&old).unwrap(), b"first");
+        // A .old that is a link gives way (the file it names untouched).
+        std::fs::write(d.join("other"), "other").unwrap();
+        std::fs::remove_file(&old).unwrap();
+        std::os::unix::fs::symlink("other", &old).unwrap();
+        keep_previous(&f).unwrap();
+        assert_eq!(std::fs::read(&old).unwrap(), b"second");
+        assert!(!std::fs::symlink_metadata(&old).unwrap().is_symlink());
+        assert_eq!(std::fs::read(d.join("other")).unwrap(), b"other");
+        // A .old that is a directory is refused, and left.
+        std::fs::remove_file(&old).unwrap();
+        std::fs::create_dir(&old).unwrap();
+        let e = keep_previous(&f).unwrap_err().to_string();
+        assert!(e.contains("r.lpr.old: it is a directory"), "{e}");
+        assert!(old.is_dir());
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
     fn resolves_links_files_and_refuses_directories() {
         let d = std::env::temp_dir().join(format!("labperf-output-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);

@@ -682,6 +682,82 @@ mod tests {
         }
     }
 
+    /// A ranked table of `samples` rows, a `samples` column each.
+    fn ranked(samples: &[u64]) -> Table {
+        let mut t = Table::new(
+            "functions",
+            vec![
+                Column::right("samples", "Samples", 8),
+                Column::left("name", "Symbol", 0),
+            ],
+        );
+        for (i, &n) in samples.iter().enumerate() {
+            t.rows.push(vec![Cell::Int(n), Cell::text(format!("f{i}"))]);
+        }
+        t
+    }
+
+    #[test]
+    fn top_says_what_it_hid_of_a_whole_table_and_of_one_its_view_cut() {
+        // Rows cut here, by --top: their samples out of the table's.
+        let t = ranked(&[50, 30, 15, 5]);
+        assert_eq!(t.not_shown(0), None);
+        assert_eq!(t.not_shown(4), None);
+        let n = t.not_shown(2).unwrap();
+        assert_eq!((n.rows, n.samples_pct), (2, Some(20.0)));
+        assert_eq!(
+            n.line(),
+            "… 2 more rows (20.0% of samples) not shown: --top 0 shows all"
+        );
+        assert_eq!(
+            t.not_shown(3).unwrap().line(),
+            "… 1 more row (5.0% of samples) not shown: --top 0 shows all"
+        );
+        // A time series is never cut.
+        let mut series = ranked(&[1, 2, 3]);
+        series.ranked = false;
+        assert_eq!(series.not_shown(1), None);
+        // Rows its view left out before: their samples out of the view's total.
+        let mut t = ranked(&[50, 30]);
+        t.left_out = LeftOut {
+            rows: 2,
+            samples: 20,
+            total_samples: 100,
+            self_samples: false,
+        };
+        let n = t.not_shown(2).unwrap();
+        assert_eq!((n.rows, n.samples_pct), (2, Some(20.0)));
+        let n = t.not_shown(1).unwrap();
+        assert_eq!((n.rows, n.samples_pct), (3, Some(50.0)));
+        // Rows without a samples column and no total: the count alone.
+        let mut t = Table::new("t", vec![Column::left("name", "Name", 0)]);
+        t.rows = vec![vec![Cell::text("a")], vec![Cell::text("b")]];
+        let n = t.not_shown(1).unwrap();
+        assert_eq!((n.rows, n.samples_pct), (1, None));
+        assert_eq!(n.line(), "… 1 more row not shown: --top 0 shows all");
+        // In the report: below the table in text, a field in JSON, nothing in CSV.
+        let r = Report {
+            tables: vec![ranked(&[50, 30, 15, 5])],
+            ..Default::default()
+        };
+        let text = r.render(Format::Table, 2, false);
+        assert!(
+            text.ends_with(
+                "     30  f1\n… 2 more rows (20.0% of samples) not shown: --top 0 shows all\n"
+            ),
+            "{text}"
+        );
+        let j: Value = serde_json::from_str(&r.render(Format::Json, 2, false)).unwrap();
+        assert_eq!(
+            j["tables"][0]["not_shown"],
+            json!({"rows": 2, "samples_pct": 20.0})
+        );
+        assert_eq!(
+            r.render(Format::Csv, 2, false),
+            "samples,name\n50,f0\n30,f1\n"
+        );
+    }
+
     #[test]
     fn one_model_three_formats() {
         let r = report();

@@ -1261,6 +1261,7 @@ static void open_events(struct rec *r, struct opts *o) {
     r->data_size = o->mmap_pages * PAGE;
     struct conv *c = r->c = lp_alloc(sizeof *c);
     memset(c, 0, sizeof *c);
+    int defaulted = !o->nevents; /* the default event falls back silently, as perf's does */
     if (!o->nevents) parse_event("cycles", &o->events[o->nevents++]);
     if (o->replay_ring) {
         r->ncpus = 0; /* no perf events: the samples come from the saved ring bytes */
@@ -1282,7 +1283,7 @@ static void open_events(struct rec *r, struct opts *o) {
                         failed = 1;
                         parse_event("cpu-clock", &o->events[i]);
                         r->note = "a hardware event is not available here; fell back to cpu-clock";
-                        lp_puts(2, "labperf-agent: notice: hardware event not available here; falling back to cpu-clock\n");
+                        if (!defaulted) lp_puts(2, "labperf-agent: notice: hardware event not available here; sampling cpu-clock instead\n");
                         break;
                     }
                     lp_puts(2, "labperf-agent: error: cannot open event '");
@@ -1407,7 +1408,7 @@ static int finish_file(struct rec *r, struct opts *o) {
     write_status("ok", 0, 0, sig ? 128 + sig : code);
     lp_puts(2, "labperf-agent: wrote ");
     lp_putu(2, c->samples);
-    lp_puts(2, " samples to ");
+    lp_puts(2, c->samples == 1 ? " sample to " : " samples to ");
     lp_puts(2, o->output);
     lp_puts(2, "\n");
     return sig ? 128 + sig : code;

@@ -15,7 +15,7 @@ use clap::{Parser, Subcommand};
 #[command(
     name = "labperf",
     version,
-    after_help = "EXAMPLES:\n  labperf record --local -- ./target/release/labperf-bench --duration 2\n  labperf report labperf.lpr --by dso\n  labperf export labperf.lpr --format svg -o flame.svg\n  labperf info labperf.lpr\n  labperf dump labperf.lpr | head\n  labperf list                      # the events -e takes here\n\nExit status: 0 success, 1 error, 2 usage error, 3 a damaged file with --strict; `record`\nand `stat` pass on a failing workload's status."
+    after_help = "EXAMPLES:\n  labperf record --local -- ./target/release/labperf-bench --duration 2\n  labperf report labperf.lpr --by dso\n  labperf export labperf.lpr --format svg -o flame.svg\n  labperf info labperf.lpr\n  labperf dump labperf.lpr | head\n  labperf list                      # the events -e takes here\n\nExit status: 0 success, 1 error, 2 usage error, 3 a damaged file with --strict; `record`\nand `stat` pass on a failing workload's status; output into a closed pipe (`| head`) ends\nlabperf quietly by SIGPIPE, as coreutils and perf end (the shell's 141)."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -56,7 +56,48 @@ extern "C" fn peak_memory() {
     }
 }
 
+/// The reader of standard output went away (`labperf report … | head`): end as coreutils
+/// and perf end, by SIGPIPE (the shell's status 141), saying nothing. labperf ignores
+/// SIGPIPE while it runs (as Rust programs do: SSH sockets and the agent's pipes must not
+/// kill it), so a write to a closed pipe comes back as EPIPE, here.
+fn end_by_sigpipe() -> ! {
+    // SAFETY: restoring the default action of SIGPIPE, then raising it in this process.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        libc::raise(libc::SIGPIPE);
+    }
+    std::process::exit(128 + libc::SIGPIPE)
+}
+
+/// Whether `e` (or what caused it) is a write to a closed pipe.
+fn broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// `print!` panics on a closed standard output: that panic ends labperf as
+/// [`end_by_sigpipe`] does; every other panic is reported as before.
+fn quiet_on_closed_stdout() {
+    let epipe = std::io::Error::from_raw_os_error(libc::EPIPE).to_string();
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let p = info.payload();
+        let msg = p
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| p.downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if msg.starts_with("failed printing to stdout") && msg.contains(&epipe) {
+            end_by_sigpipe();
+        }
+        default(info)
+    }));
+}
+
 fn main() {
+    quiet_on_closed_stdout();
     if std::env::var_os("LABPERF_PEAK_MEMORY").is_some() {
         // SAFETY: registering a plain extern "C" function to run at exit.
         unsafe { libc::atexit(peak_memory) };
@@ -79,6 +120,9 @@ fn main() {
         Cmd::List(a) => cmd::list::run(a),
     };
     if let Err(e) = r {
+        if broken_pipe(&e) {
+            end_by_sigpipe();
+        }
         eprintln!(
             "labperf: error: {}",
             labperf::text::show_text(&format!("{e:#}"))

@@ -226,10 +226,15 @@ fn a_terminal_shows_one_live_line_per_host_then_the_table_and_plain_mode_the_sam
     );
     assert!(
         board[2].starts_with("lab-down ")
-            && board[2].contains(" failed ")
-            && board[2].contains("cannot reach"),
+            && board[2]
+                .trim_end_matches("\x1b[K")
+                .trim_end()
+                .ends_with(" failed"),
         "{board:?}"
     );
+    // Its error is said once, whole, above the board (a board line is cut to the width).
+    assert_eq!(tty.matches("cannot reach").count(), 1, "{tty}");
+    assert!(tty.contains("[lab-down] error: cannot reach"), "{tty}");
     // Then the table: host, arch, samples and lost of each file, the file, the status.
     assert!(tty.contains("summary: 2 of 3 hosts recorded"), "{tty}");
     for (h, f) in [("lab-a", "live-lab-a.lpr"), ("lab-b", "live-lab-b.lpr")] {
@@ -251,10 +256,7 @@ fn a_terminal_shows_one_live_line_per_host_then_the_table_and_plain_mode_the_sam
         );
     }
     let row = table_row(&tty, "lab-down");
-    assert!(
-        row.len() == 6 && row[5].starts_with("FAILED: cannot reach"),
-        "{row:?}"
-    );
+    assert!(row.len() == 6 && row[5] == "FAILED", "{row:?}");
 
     // Not a terminal: the same facts as lines, and the same table.
     let o = labperf_in(&dir).args(args("plain.lpr")).output().unwrap();
@@ -277,10 +279,11 @@ fn a_terminal_shows_one_live_line_per_host_then_the_table_and_plain_mode_the_sam
     }
     assert!(
         err.lines()
-            .any(|l| l.starts_with("[lab-down] failed") && l.contains("cannot reach")),
+            .any(|l| l.starts_with("[lab-down] failed: cannot reach")),
         "{err}"
     );
-    assert!(table_row(&err, "lab-down")[5].starts_with("FAILED: cannot reach"));
+    assert_eq!(err.matches("cannot reach").count(), 1, "said once: {err}");
+    assert_eq!(table_row(&err, "lab-down")[5], "FAILED");
 }
 
 fn shell(s: &str) -> String {
@@ -329,7 +332,9 @@ fn probe_without_hosts_probes_every_host_of_the_hosts_file_into_one_table() {
             .starts_with("FAILED: cannot reach"),
         "{out}"
     );
-    assert!(err.contains("1 of 3 host(s) could not be probed"), "{err}");
+    assert!(err.contains("1 of 3 hosts could not be probed"), "{err}");
+    // The error is in its row only, not said again on stderr.
+    assert!(!err.contains("cannot reach"), "{err}");
     // JSON: the same rows.
     let o = labperf_in(&dir)
         .args([
@@ -408,7 +413,7 @@ fn hosts_check_of_an_ansible_inventory_gives_each_host_its_verdict_and_groups_se
     assert!(row.last().unwrap().contains("ssh-keygen -R"), "{out}");
     let row = table_row(&out, "down");
     assert!(row.contains(&"unreachable"), "{out}");
-    assert!(err.contains("2 of 3 host(s) cannot record"), "{err}");
+    assert!(err.contains("2 of 3 hosts cannot record"), "{err}");
     // The same lab as a YAML inventory: `--host @up` records on its one host.
     let yaml = dir.join("lab.yml");
     let yaml_vars: String = vars

@@ -467,8 +467,16 @@ fn open_all(o: &Opts, target: &Target) -> Result<Opened, String> {
                     let cols = if o.metrics { format!(" ({})", metrics_columns(&s.name)) } else { String::new() };
                     notice(&mut notes, format!("'{}' is not available here ({why}): dropped from the group; its report columns{cols} will be empty", s.name));
                     specs.remove(i);
+                } else if o.events.is_empty() && !o.metrics {
+                    // The default event, not one the user named: replaced silently, as perf
+                    // does (the file's notes say it; `labperf info` shows them).
+                    notes.push(format!("the default event 'cycles' is not available here ({why}): cpu-clock sampled instead"));
+                    let mut cc = events::parse("cpu-clock")?;
+                    cc.user = s.user;
+                    cc.kernel = s.kernel;
+                    specs[i].0 = cc;
                 } else {
-                    notice(&mut notes, format!("'{}' is not available here ({why}); falling back to cpu-clock (software timer sampling)", s.name));
+                    notice(&mut notes, format!("'{}' is not available here ({why}): sampling cpu-clock instead", s.name));
                     let mut cc = events::parse("cpu-clock")?;
                     cc.user = s.user;
                     cc.kernel = s.kernel;
@@ -521,10 +529,7 @@ fn open_plans(
                         let hw = p.spec.is_hardware();
                         return Err(match e.errno {
                             libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV if hw => {
-                                Retry::Fallback(
-                                    i,
-                                    std::io::Error::from_raw_os_error(e.errno).to_string(),
-                                )
+                                Retry::Fallback(i, no_hardware_event(e.errno).into())
                             }
                             libc::EINVAL if p.inherit && p.sample_type & perf::SAMPLE_READ != 0 => {
                                 Retry::WithoutInherit
@@ -716,11 +721,26 @@ pub fn recipe(
     }
 }
 
+/// Why a hardware event cannot be opened, in words (not "No such file or directory").
+pub fn no_hardware_event(errno: i32) -> &'static str {
+    match errno {
+        libc::ENOENT => "no such event on this machine's PMU",
+        libc::ENODEV => "no such PMU on this machine",
+        _ => "this machine's PMU cannot sample it",
+    }
+}
+
+/// `n` and its noun, plural unless `n` is 1 ("1 sample", "2 samples").
+pub fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// Says what was written, and what the kernel lost.
 fn wrote(t: &Trailer, bytes: u64, path: &str) {
     eprintln!(
-        "labperf-agent: wrote {} samples ({bytes} bytes) to {path}{}{}",
-        t.samples,
+        "labperf-agent: wrote {} ({}) to {path}{}{}",
+        plural(t.samples, "sample", "samples"),
+        plural(bytes, "byte", "bytes"),
         if t.dropped > 0 {
             format!(" ({} more left out by decimation)", t.dropped)
         } else {
@@ -728,8 +748,8 @@ fn wrote(t: &Trailer, bytes: u64, path: &str) {
         },
         if t.lost > 0 {
             format!(
-                "; the kernel lost {} records (use a larger --mmap-pages or a longer --period)",
-                t.lost
+                "; the kernel lost {} (use a larger --mmap-pages or a longer --period)",
+                plural(t.lost, "record", "records")
             )
         } else {
             String::new()

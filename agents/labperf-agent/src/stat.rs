@@ -191,9 +191,13 @@ fn open_counters(o: &Opts, target: &Target) -> Result<Counters, Fail> {
             {
                 let s = format!(
                     "'{n}' is not supported here ({}): left out",
-                    std::io::Error::from_raw_os_error(e)
+                    crate::record::no_hardware_event(e)
                 );
-                eprintln!("labperf-agent: notice: {s}");
+                // A default event this machine lacks is left out quietly (the file's notes
+                // keep it); one the user named is said.
+                if !o.events.is_empty() {
+                    eprintln!("labperf-agent: notice: {s}");
+                }
                 notes.push(s);
             }
             Err(e) => return Err(perf::explain(n, &plan, e).into()),

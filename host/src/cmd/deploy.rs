@@ -55,7 +55,10 @@ pub fn run(a: &Args) -> Result<()> {
         }
     }
     if failed > 0 {
-        bail!("{failed} of {} host(s) failed", hosts.len());
+        bail!(
+            "{failed} of {} failed",
+            labperf::text::plural(hosts.len() as u64, "host", "hosts")
+        );
     }
     Ok(())
 }

@@ -56,10 +56,9 @@ pub fn run(a: &Args) -> Result<()> {
             }
         })
         .with_context(|| format!("cannot dump {}", a.file.file.display()))?;
-    match err {
-        Some(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
-        Some(e) => return Err(e).context("cannot write to stdout"),
-        None => {}
+    // A closed pipe (`| head`) included: main.rs ends quietly on it.
+    if let Some(e) = err {
+        return Err(e).context("cannot write to stdout");
     }
     if info
         .header
@@ -76,10 +75,10 @@ pub fn run(a: &Args) -> Result<()> {
         )
         .ok();
     }
-    out.flush().ok();
     for d in &info.damage {
         writeln!(out, "DAMAGE {d}").ok();
     }
+    out.flush().context("cannot write to stdout")?;
     if a.strict.strict && info.damaged() {
         super::report::strict_exit();
     }

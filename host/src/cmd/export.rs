@@ -7,6 +7,7 @@ use labperf::export::Format;
 use labperf::files::output::{Dest, Output};
 use labperf::record::events::Select;
 use labperf::symbolize::stacks::StackTable;
+use labperf::text::plural;
 use std::path::{Path, PathBuf};
 
 /// Write recordings' samples as folded stacks, an SVG flame graph, a Firefox Profiler or
@@ -32,7 +33,7 @@ label, the Firefox profile a thread per thread and event (`main (page-faults)`),
 it needs --event NAME, and the error lists the events. --event keeps one event in every format.
 
 EXAMPLES:
-  labperf export bench.lpr --format svg -o bench.svg      # open it in a browser
+  labperf export bench.lpr -o bench.svg                   # the format from the name; open it in a browser
   labperf export bench.lpr --format folded > bench.folded
   labperf export two.lpr --format svg --event page-faults -o faults.svg
   labperf export bench.lpr --format pprof -o bench.pb.gz
@@ -45,9 +46,10 @@ pub struct Args {
     /// The record files.
     #[arg(required = true, num_args = 1..)]
     pub files: Vec<PathBuf>,
-    /// Output format.
+    /// Output format [default: the one -o's name ends with: .folded, .svg, .json
+    /// (firefox), .pb.gz or .pprof (pprof), .parquet].
     #[arg(long, value_enum)]
-    pub format: Format,
+    pub format: Option<Format>,
     #[command(flatten)]
     pub output: OutputOpt,
     #[command(flatten)]
@@ -56,7 +58,48 @@ pub struct Args {
     pub symbols: SymbolOpts,
 }
 
+/// The format a file name's extension says (`x.svg`, `x.pb.gz`), if it is one of ours.
+pub fn format_of_name(path: &Path) -> Option<Format> {
+    let name = path.file_name()?.to_str()?.to_ascii_lowercase();
+    [
+        (".folded", Format::Folded),
+        (".svg", Format::Svg),
+        (".json", Format::Firefox),
+        (".pb.gz", Format::Pprof),
+        (".pprof", Format::Pprof),
+        (".parquet", Format::Parquet),
+    ]
+    .into_iter()
+    .find(|(ext, _)| name.ends_with(ext))
+    .map(|(_, f)| f)
+}
+
+/// `--format`, else the one `-o`'s extension names; a `--format` that another of our
+/// extensions contradicts is refused (`--format svg -o x.json`).
+fn format(a: &Args) -> Result<Format> {
+    use clap::ValueEnum;
+    let name = |f: Format| {
+        f.to_possible_value()
+            .map_or(String::new(), |v| v.get_name().to_string())
+    };
+    let out = a.output.output.as_deref();
+    match (a.format, out.and_then(format_of_name)) {
+        (Some(f), Some(e)) if f != e => bail!(
+            "--format {} but -o {} names a {} file: drop --format, or name the output for {}",
+            name(f),
+            out.map_or(String::new(), |p| p.display().to_string()),
+            name(e),
+            name(f)
+        ),
+        (Some(f), _) | (None, Some(f)) => Ok(f),
+        (None, None) => bail!(
+            "which format? pass --format folded|svg|firefox|pprof|parquet, or an -o name ending in .folded, .svg, .json, .pb.gz or .parquet"
+        ),
+    }
+}
+
 pub fn run(a: &Args) -> Result<()> {
+    let format = format(a)?;
     let srcs: Vec<labperf::record::load::Source> =
         a.files.iter().map(|f| f.as_path().into()).collect();
     let what = match &a.files[..] {
@@ -70,7 +113,7 @@ pub fn run(a: &Args) -> Result<()> {
     let stacks = labperf::symbolize::stacks::collect_events(
         &srcs,
         a.symbols.search(),
-        a.format.per_sample(),
+        format.per_sample(),
         sel.as_ref(),
     )
     .with_context(|| format!("cannot export {what}"))?;
@@ -79,22 +122,18 @@ pub fn run(a: &Args) -> Result<()> {
         bail!("{what} holds no samples: nothing to export (record some with `labperf record`)");
     }
     // A flame graph adds up periods: of one event only.
-    if matches!(a.format, Format::Folded | Format::Svg) {
+    if matches!(format, Format::Folded | Format::Svg) {
         one_event(&stacks, &what)?;
     }
-    let out = output_path(a)?;
-    if a.format == Format::Parquet {
+    let out = output_path(a, format)?;
+    if format == Format::Parquet {
         let Some(out) = out.filter(|p| !labperf::files::output::is_stdout(p)) else {
             bail!("Parquet is two files: name them with -o OUT.parquet, not standard output");
         };
         return write_parquet(&stacks, &out);
     }
     // Straight to the file: an export is never held whole in memory.
-    write_stream(
-        a.format,
-        &stacks,
-        &out.unwrap_or_else(|| PathBuf::from("-")),
-    )
+    write_stream(format, &stacks, &out.unwrap_or_else(|| PathBuf::from("-")))
 }
 
 /// `--event`: each file's events checked for the one selected, before any work.
@@ -165,8 +204,8 @@ fn one_event(stacks: &StackTable, what: &str) -> Result<()> {
 
 /// Where the export goes: `-o`, else one FILE's name with the format's extension, else
 /// standard output (`None`, folded only).
-fn output_path(a: &Args) -> Result<Option<PathBuf>> {
-    let ext = match a.format {
+fn output_path(a: &Args, format: Format) -> Result<Option<PathBuf>> {
+    let ext = match format {
         Format::Folded => None,
         Format::Svg => Some("svg"),
         Format::Firefox => Some("json"),
@@ -193,11 +232,11 @@ fn write_parquet(stacks: &StackTable, out: &Path) -> Result<()> {
     let bytes = samples.commit()?;
     stack_rows.commit()?;
     eprintln!(
-        "labperf: {} samples written to {} ({:.1} bytes per sample), {} stacks to {}",
-        stacks.samples.len(),
+        "labperf: {} written to {} ({:.1} bytes per sample), {} to {}",
+        plural(stacks.samples.len() as u64, "sample", "samples"),
         out.display(),
         bytes as f64 / stacks.samples.len().max(1) as f64,
-        stacks.stacks.len(),
+        plural(stacks.stacks.len() as u64, "stack", "stacks"),
         side.display()
     );
     Ok(())
@@ -232,9 +271,9 @@ fn write_stream(format: Format, stacks: &StackTable, path: &Path) -> Result<()> 
     out.commit()?;
     if dest != Dest::Stdout {
         eprintln!(
-            "labperf: {} stacks of {} samples written to {}",
-            stacks.stacks.len(),
-            stacks.total_samples,
+            "labperf: {} of {} written to {}",
+            plural(stacks.stacks.len() as u64, "stack", "stacks"),
+            plural(stacks.total_samples, "sample", "samples"),
             path.display()
         );
     }

@@ -268,8 +268,8 @@ fn check(c: &Check) -> Result<()> {
     print!("{}", r.render(c.format.get(), 0, false));
     if bad > 0 {
         bail!(
-            "{bad} of {} host(s) cannot record (see the Fix column)",
-            hosts.len()
+            "{bad} of {} cannot record (see the Fix column)",
+            labperf::text::plural(hosts.len() as u64, "host", "hosts")
         );
     }
     Ok(())

@@ -3,7 +3,7 @@
 
 use anyhow::{Context, Result};
 use labperf::record::load::FileInfo;
-use labperf::text::show;
+use labperf::text::{plural, show};
 use labperf_common::{EventDesc, Header, Record, Trailer};
 use std::path::Path;
 
@@ -53,11 +53,17 @@ pub fn run(a: &Args) -> Result<()> {
         Some(h) => print_header(h, &info, &a.file.file),
     }
     println!(
-        "records:         {} ({samples} samples, {mmaps} mmaps, {other} other)",
-        info.records
+        "records:         {} ({}, {}, {other} other)",
+        info.records,
+        plural(samples, "sample", "samples"),
+        plural(mmaps, "mmap", "mmaps")
     );
-    print_trailer(info.trailer.as_ref());
-    println!("kernel lost:     {lost} records");
+    let alpha = info
+        .header
+        .as_ref()
+        .is_some_and(|h| h.arch == labperf_common::Arch::Alpha);
+    print_trailer(info.trailer.as_ref(), alpha);
+    println!("kernel lost:     {}", plural(lost, "record", "records"));
     // How far the call stacks reach, as every report says it.
     let src: labperf::record::load::Source = a.file.file.as_path().into();
     if let Ok(Some(q)) = labperf::symbolize::measure::measure(&src, &a.symbols.search()) {
@@ -84,9 +90,12 @@ pub fn run(a: &Args) -> Result<()> {
 fn print_header(h: &Header, info: &FileInfo, file: &Path) {
     println!("agent:           {}", show(&h.agent_version));
     println!(
-        "target:          {} ({:?} endian), kernel {}",
+        "target:          {} ({}), kernel {}",
         show(h.arch.name()),
-        h.endian,
+        match h.endian {
+            labperf_common::Endian::Little => "little-endian",
+            labperf_common::Endian::Big => "big-endian",
+        },
         show(&h.kernel_release)
     );
     println!(
@@ -111,7 +120,8 @@ fn print_header(h: &Header, info: &FileInfo, file: &Path) {
     println!("mode:            {}", show(&h.mode));
     let recipe = labperf_common::recipe_of(h, info.header_ext.as_ref());
     println!(
-        "recipe:          {recipe:?}{} (report view: {})",
+        "recipe:          {}{} (report view: {})",
+        recipe_words(&recipe),
         if info.header_ext.as_ref().is_some_and(|x| x.recipe.is_some()) {
             ""
         } else {
@@ -127,9 +137,17 @@ fn print_header(h: &Header, info: &FileInfo, file: &Path) {
             println!("vdso:            {} bytes recorded", v.len());
         }
     }
+    // The realtime clock when the recording started; 0 where the agent did not read it.
+    if h.start_realtime_ns > 0 {
+        println!(
+            "started:         {}",
+            labperf::text::utc_date(h.start_realtime_ns)
+        );
+    }
     println!(
-        "clock:           id {} start {} ns (realtime {} ns)",
-        h.clock_id, h.start_time_ns, h.start_realtime_ns
+        "clock:           {} (the samples' times; the recording started at {:.6} s of it)",
+        clock_name(h.clock_id),
+        h.start_time_ns as f64 / 1e9
     );
     for (i, e) in h.events.iter().enumerate() {
         print_event(i, e);
@@ -161,18 +179,67 @@ fn print_event(i: usize, e: &EventDesc) {
 
 /// The trailer's totals, the agent's cost, the duration and the workload's exit (or that
 /// the trailer is missing).
-fn print_trailer(trailer: Option<&Trailer>) {
+fn print_trailer(trailer: Option<&Trailer>, alpha: bool) {
     match trailer {
         None => println!("trailer:         missing: the agent did not finish cleanly (killed?); records up to its last flush are above"),
         Some(t) => {
-            println!("totals:          {} samples, {} lost, {} throttled, {} dropped by the agent", t.samples, t.lost, t.throttled, t.dropped);
+            println!("totals:          {}, {} lost, {} throttled, {} dropped by the agent", plural(t.samples, "sample", "samples"), t.lost, t.throttled, t.dropped);
             println!("agent cost:      {:.3} s CPU, {} KiB peak RSS", t.agent_cpu_ns as f64 / 1e9, t.agent_peak_rss_kib);
             println!("duration:        {:.3} s", t.duration_ns as f64 / 1e9);
             println!("workload exit:   {}", match (t.exit.code, t.exit.signal) {
-                (Some(c), _) => format!("status {c}"),
-                (None, Some(s)) => format!("killed by signal {s}"),
+                (Some(c), _) => format!("exited with status {c}"),
+                (None, Some(s)) => match labperf::text::signal_name(s).filter(|_| !alpha) {
+                    Some(name) => format!("killed by {name}"),
+                    None => format!("killed by signal {s}"),
+                },
                 _ => "unknown".into(),
             });
         }
+    }
+}
+
+/// A recording's recipe in words (`Sample { group_read: false }` is "sampling").
+fn recipe_words(r: &labperf_common::Recipe) -> String {
+    use labperf_common::Recipe;
+    match r {
+        Recipe::Sample { group_read: false } => "sampling".into(),
+        Recipe::Sample { group_read: true } => {
+            "sampling, each sample reading its event group".into()
+        }
+        Recipe::Strobe {
+            mode,
+            period,
+            window,
+            jitter,
+        } => format!(
+            "strobed sampling ({}): a {window}-cycle window every {period}{}",
+            mode.name(),
+            if *jitter { ", jittered" } else { "" }
+        ),
+        Recipe::Stat => "counting (stat)".into(),
+        Recipe::StatTopdown { level, legacy, pmu } => format!(
+            "counting TopDown level {level} on {} ({})",
+            show(pmu),
+            if *legacy {
+                "its events"
+            } else {
+                "PERF_METRICS"
+            }
+        ),
+        Recipe::RecordTopdown { level } => format!("sampling with TopDown level {level}"),
+        Recipe::ProfileMe => "ProfileMe sampling".into(),
+        Recipe::Mem => "memory access sampling (ProfileMe)".into(),
+    }
+}
+
+/// The name of the clock samples were timed by (`perf_event_attr.clockid`).
+fn clock_name(id: i32) -> String {
+    match id {
+        0 => "CLOCK_REALTIME".into(),
+        1 => "CLOCK_MONOTONIC".into(),
+        4 => "CLOCK_MONOTONIC_RAW".into(),
+        7 => "CLOCK_BOOTTIME".into(),
+        11 => "CLOCK_TAI".into(),
+        n => format!("clock id {n}"),
     }
 }

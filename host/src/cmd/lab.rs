@@ -477,11 +477,15 @@ impl HostRun<'_> {
             board.set(index, Phase::Fetching, "");
         }
         let done = match ran {
-            Ok(interrupted) => deploy::finish(r, files, interrupted, file).map_err(|e| match e {
-                deploy::RunError::Remote(e) => anyhow::Error::from(e)
-                    .context(format!("fetching the record file from {}", show(spec))),
-                e => e.into(),
-            }),
+            Ok(interrupted) => {
+                deploy::finish(r, files, interrupted, file, self.job.verb == "record").map_err(
+                    |e| match e {
+                        deploy::RunError::Remote(e) => anyhow::Error::from(e)
+                            .context(format!("fetching the record file from {}", show(spec))),
+                        e => e.into(),
+                    },
+                )
+            }
             Err(e) => Err(e.into()),
         };
         done.map_err(|e| match e.downcast::<deploy::RunError>() {
@@ -565,7 +569,7 @@ pub fn run(hosts: &[String], o: &RemoteOpts, job: &Job) -> Vec<(String, Result<D
             let r = one(h, o, job, hosts.len(), &board, i);
             match &r {
                 Ok(d) => board.set(i, Phase::Done, d.file.display().to_string()),
-                Err(e) => board.set(i, Phase::Failed, first_line(e)),
+                Err(e) => board.fail(i, &format!("{e:#}")),
             }
             r
         });
@@ -615,19 +619,11 @@ pub fn each_host<T: Send>(
         .collect()
 }
 
-fn first_line(e: &anyhow::Error) -> String {
-    format!("{e:#}").lines().next().unwrap_or("").to_string()
-}
-
-/// Prints each failure, then (several hosts) the summary table: host, architecture,
-/// samples and lost samples of the fetched file, the file, the status. Returns how many failed.
+/// With several hosts, the summary table: host, architecture, samples and lost samples of
+/// the fetched file, the file, the status (a failure's error was said once, as it failed,
+/// by [`Board::fail`]). Returns how many failed.
 pub fn summary(results: &[(String, Result<Done>)]) -> usize {
     let failed = results.iter().filter(|(_, r)| r.is_err()).count();
-    for (host, r) in results {
-        if let Err(e) = r {
-            eprintln!("[{}] error: {}", show(host), show_text(&format!("{e:#}")));
-        }
-    }
     if results.len() > 1 {
         eprintln!(
             "summary: {} of {} hosts recorded",
@@ -676,17 +672,20 @@ fn summary_table(results: &[(String, Result<Done>)]) -> labperf::render::table::
                     Cell::text(match (d.interrupted, d.status) {
                         (true, _) => "ok (interrupted)".to_string(),
                         (false, 0) => "ok".to_string(),
-                        (false, n) => format!("ok (workload exit {n})"),
+                        (false, n) => format!(
+                            "ok (the workload {})",
+                            labperf::text::workload_end(n, d.arch != "alpha")
+                        ),
                     }),
                 ]
             }
-            Err(e) => vec![
+            Err(_) => vec![
                 Cell::text(show(host)),
                 Cell::Empty,
                 Cell::Empty,
                 Cell::Empty,
                 Cell::Empty,
-                Cell::text(format!("FAILED: {}", show(&first_line(e)))),
+                Cell::text("FAILED"),
             ],
         });
     }

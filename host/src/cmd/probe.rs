@@ -231,18 +231,17 @@ pub fn run(a: &Args) -> Result<()> {
             ),
         }
     } else {
-        for (h, r) in hosts.iter().zip(&results) {
-            if let Err(e) = r {
-                eprintln!("[{}] error: {}", show(h), show_text(&format!("{e:#}")));
-            }
-        }
+        // A failed host's error is said once: in its row.
         print!(
             "{}",
             table(&hosts, &results).render(a.format.get(), 0, false)
         );
     }
     if failed > 0 {
-        bail!("{failed} of {} host(s) could not be probed", hosts.len());
+        bail!(
+            "{failed} of {} could not be probed",
+            labperf::text::plural(hosts.len() as u64, "host", "hosts")
+        );
     }
     Ok(())
 }

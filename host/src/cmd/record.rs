@@ -120,10 +120,21 @@ fn agent_args(r: &RecordOpts, s: &SpecialOpts) -> Vec<String> {
     v
 }
 
-/// Exits with the workload's status when it failed (what `record` passes on).
+/// Exits with the workload's status when it failed (what `record` passes on), saying how
+/// it ended ("was killed by SIGSEGV").
 pub fn pass_on(status: i32) {
+    pass_on_from(status, "")
+}
+
+/// [`pass_on`] of a workload that ran on a machine of architecture `arch` (Alpha numbers
+/// its signals its own way: said by number there).
+pub fn pass_on_from(status: i32, arch: &str) {
     if status != 0 {
-        eprintln!("note: the workload exited with status {status}");
+        let generic = arch != "alpha";
+        eprintln!(
+            "note: the workload {}",
+            labperf::text::workload_end(status, generic)
+        );
         std::process::exit(status);
     }
 }
@@ -170,24 +181,27 @@ fn on_hosts(a: &Args, agent_args: Vec<String>) -> Result<()> {
     }
     // From here on an interrupt ends labperf at once, as it ends `labperf report`.
     labperf::interrupt::restore_default();
-    let worst = report_each(a, &results, hosts.len(), &mut failed);
+    let (worst, arch) = report_each(a, &results, hosts.len(), &mut failed);
     failed += report_merged(a, &results, hosts.len());
     if failed > 0 {
-        bail!("{failed} of {} host(s) failed (see above)", results.len());
+        bail!(
+            "{failed} of {} failed (see above)",
+            labperf::text::plural(results.len() as u64, "host", "hosts")
+        );
     }
-    pass_on(worst);
+    pass_on_from(worst, &arch);
     Ok(())
 }
 
-/// Each host's report (unless --no-report) and notes; returns the worst workload status,
-/// counting the reports that failed in `failed`.
+/// Each host's report (unless --no-report) and notes; returns the worst workload status
+/// and its host's architecture, counting the reports that failed in `failed`.
 fn report_each(
     a: &Args,
     results: &[(String, Result<lab::Done>)],
     hosts: usize,
     failed: &mut usize,
-) -> i32 {
-    let mut worst = 0;
+) -> (i32, String) {
+    let (mut worst, mut arch) = (0, String::new());
     for (_, r) in results {
         let Ok(d) = r else { continue };
         if !a.no_report && !d.readable {
@@ -217,10 +231,10 @@ fn report_each(
             );
         }
         if d.status != 0 {
-            worst = d.status;
+            (worst, arch) = (d.status, d.arch.clone());
         }
     }
-    worst
+    (worst, arch)
 }
 
 /// Several hosts recorded: their merged report after the per-host ones (plain recordings;
@@ -257,6 +271,8 @@ fn on_this_machine(a: &Args, agent_args: &[String]) -> Result<()> {
     // The agent writes the file by the same rule; a device or a FIFO is not read back.
     let readable = lab::record_output(&a.rec.file.output)?;
     let agent = super::agents::find_agent()?;
+    // perf's habit: the previous recording stays as FILE.old (a regular file only).
+    labperf::files::output::keep_previous(&a.rec.file.output)?;
     let f = super::local::run(
         &agent,
         "record",

@@ -109,6 +109,42 @@ pub fn resolve(path: &Path) -> Result<Dest, OutputError> {
     }
 }
 
+/// perf's habit before a recording replaces its file: a regular file at `path` that is
+/// not empty (links followed, as the writer follows them) is kept as `<file>.old`, an older
+/// `.old` file (or link) replaced; nothing is kept for `-`, a device, a FIFO or a name not
+/// there yet, and a `.old` that is a directory, a device or a FIFO is refused, never
+/// removed. The file itself stays where it is (a hard link, or a copy where the file
+/// system has none) until the new recording replaces it whole. Returns the `.old` path.
+pub fn keep_previous(path: &Path) -> Result<Option<PathBuf>, OutputError> {
+    let Dest::File(file) = resolve(path)? else {
+        return Ok(None);
+    };
+    match std::fs::symlink_metadata(&file) {
+        Ok(m) if m.is_file() && m.len() > 0 => {}
+        _ => return Ok(None),
+    }
+    let mut name = file.file_name().unwrap_or_default().to_os_string();
+    name.push(".old");
+    let old = file.with_file_name(name);
+    match std::fs::symlink_metadata(&old) {
+        Ok(m) if m.is_file() || m.file_type().is_symlink() => {
+            std::fs::remove_file(&old).map_err(io_err(&old))?
+        }
+        Ok(m) => {
+            return Err(OutputError::Refused {
+                path: old,
+                what: refused(m.file_type()).unwrap_or("a device or a FIFO"),
+            })
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io_err(&old)(e)),
+    }
+    if std::fs::hard_link(&file, &old).is_err() {
+        std::fs::copy(&file, &old).map_err(io_err(&old))?;
+    }
+    Ok(Some(old))
+}
+
 /// Where the bytes go.
 enum Sink {
     Stdout(std::io::Stdout),
@@ -274,6 +310,43 @@ pub fn write(path: &Path, bytes: &[u8]) -> Result<Dest, OutputError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keep_previous_keeps_a_regular_file_and_nothing_else() {
+        let d = std::env::temp_dir().join(format!("labperf-keep-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        let f = d.join("r.lpr");
+        // Nothing there yet, or an empty file: nothing to keep.
+        assert_eq!(keep_previous(&f).unwrap(), None);
+        std::fs::write(&f, "").unwrap();
+        assert_eq!(keep_previous(&f).unwrap(), None);
+        assert_eq!(keep_previous(Path::new("-")).unwrap(), None);
+        // A file: kept beside it, and still there itself.
+        std::fs::write(&f, "first").unwrap();
+        let old = d.join("r.lpr.old");
+        assert_eq!(keep_previous(&f).unwrap(), Some(old.clone()));
+        assert_eq!(std::fs::read(&old).unwrap(), b"first");
+        assert_eq!(std::fs::read(&f).unwrap(), b"first");
+        // Replaced whole as a writer replaces it: the .old keeps the first bytes.
+        write(&f, b"second").unwrap();
+        assert_eq!(std::fs::read(&old).unwrap(), b"first");
+        // A .old that is a link gives way (the file it names untouched).
+        std::fs::write(d.join("other"), "other").unwrap();
+        std::fs::remove_file(&old).unwrap();
+        std::os::unix::fs::symlink("other", &old).unwrap();
+        keep_previous(&f).unwrap();
+        assert_eq!(std::fs::read(&old).unwrap(), b"second");
+        assert!(!std::fs::symlink_metadata(&old).unwrap().is_symlink());
+        assert_eq!(std::fs::read(d.join("other")).unwrap(), b"other");
+        // A .old that is a directory is refused, and left.
+        std::fs::remove_file(&old).unwrap();
+        std::fs::create_dir(&old).unwrap();
+        let e = keep_previous(&f).unwrap_err().to_string();
+        assert!(e.contains("r.lpr.old: it is a directory"), "{e}");
+        assert!(old.is_dir());
+        let _ = std::fs::remove_dir_all(&d);
+    }
 
     #[test]
     fn resolves_links_files_and_refuses_directories() {

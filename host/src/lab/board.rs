@@ -156,6 +156,27 @@ impl Board {
         }
     }
 
+    /// Host `i` failed with `error` (its whole message, said once here): live, its line
+    /// says `failed` and the error goes above the board, whole (a board line is cut to the
+    /// terminal's width); plain, one line `[host] failed: error`.
+    pub fn fail(&self, i: usize, error: &str) {
+        let error = crate::text::show_text(error).into_owned();
+        if self.live {
+            let host = self.lock().lines.get(i).map(|l| l.host.clone());
+            if let Some(h) = host {
+                self.println(&format!("[{h}] error: {error}"), false);
+            }
+            self.set(i, Phase::Failed, "");
+            return;
+        }
+        let mut st = self.lock();
+        let Some(l) = st.lines.get_mut(i) else { return };
+        l.phase = Phase::Failed;
+        l.detail = error.clone();
+        l.plain_said = Some(Instant::now());
+        eprintln!("[{}] failed: {error}", l.host);
+    }
+
     /// The agent's progress line while host `i` runs.
     pub fn progress(&self, i: usize, detail: &str) {
         self.set(i, Phase::Running, detail);

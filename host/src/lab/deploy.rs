@@ -379,12 +379,15 @@ pub fn run_agent(
 /// After [`run_agent`], in one command: how the agent says the run ended (its status
 /// file), and when it recorded, its record file fetched to `local` and the run's files
 /// removed there. A run that did not record gives its error; the caller then saves a
-/// killed agent's partial file ([`fetch_partial`]) or cleans up ([`cleanup`]).
+/// killed agent's partial file ([`fetch_partial`]) or cleans up ([`cleanup`]). With
+/// `keep_old` (`record`), a regular `local` the complete file replaces is kept as
+/// `local.old` ([`crate::files::output::keep_previous`]).
 pub fn finish(
     r: &Remote,
     files: &RunFiles,
     interrupted: bool,
     local: &Path,
+    keep_old: bool,
 ) -> Result<(Finished, crate::lab::remote::Fetched), RunError> {
     let then = format!(
         "rm -f {} {} {} {}",
@@ -394,7 +397,7 @@ pub fn finish(
         shell_quote(&files.pid)
     );
     let mut line = String::new();
-    let got = fetch_file_with(local, |dest| {
+    let got = fetch_file_with(local, keep_old, |dest| {
         r.fetch_after_status(
             &files.status,
             &files.file,
@@ -484,7 +487,7 @@ pub fn fetch_file(
     local: &Path,
     limit: u64,
 ) -> Result<crate::lab::remote::Fetched, RemoteError> {
-    fetch_file_with(local, |dest| r.fetch(remote, limit, dest).map(Some))?.ok_or_else(|| {
+    fetch_file_with(local, false, |dest| r.fetch(remote, limit, dest).map(Some))?.ok_or_else(|| {
         RemoteError::NotRegular {
             host: r.name(),
             path: show(remote).into_owned(),
@@ -493,10 +496,11 @@ pub fn fetch_file(
 }
 
 /// Streams what `fetch` writes into `local` ([`crate::files::output::Output`]), completed once
-/// `fetch` says it is complete and checked (`Some`); `None` or an error leaves a regular
-/// `local` as it was.
+/// `fetch` says it is complete and checked (`Some`), the file it replaces kept as `.old`
+/// with `keep_old`; `None` or an error leaves a regular `local` as it was.
 fn fetch_file_with(
     local: &Path,
+    keep_old: bool,
     fetch: impl FnOnce(
         &mut dyn std::io::Write,
     ) -> Result<Option<crate::lab::remote::Fetched>, RemoteError>,
@@ -504,6 +508,9 @@ fn fetch_file_with(
     let mut out = crate::files::output::Output::create(local)?;
     let fetched = fetch(&mut out)?;
     if fetched.is_some() {
+        if keep_old {
+            crate::files::output::keep_previous(local)?;
+        }
         out.commit()?;
     }
     Ok(fetched)

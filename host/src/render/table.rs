@@ -219,6 +219,50 @@ pub struct Table {
     pub hidden: Vec<&'static str>,
     /// Facts about this table alone (JSON's `summary` of the table).
     pub summary: Map<String, Value>,
+    /// Rows the view left out before the table was made (its `--top` applied as it was
+    /// built), said below the table with those `--top` leaves out of `rows`.
+    pub left_out: LeftOut,
+}
+
+/// Rows a view left out of a table before it was made: how many, their samples, and the
+/// samples of the whole table (0 when the view does not count them).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LeftOut {
+    pub rows: u64,
+    pub samples: u64,
+    pub total_samples: u64,
+    /// The samples are those in the rows' functions themselves (`--children`'s Self).
+    pub self_samples: bool,
+}
+
+/// What `--top` hid of a table: rows and, where the table counts samples, their share.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NotShown {
+    pub rows: u64,
+    /// Percent of the table's samples.
+    pub samples_pct: Option<f64>,
+    /// Those are samples in the rows' own functions (`--children`'s Self).
+    pub self_samples: bool,
+}
+
+impl NotShown {
+    /// The line below a text table: `… 307 more rows (12.3% of samples) not shown: --top 0
+    /// shows all`.
+    pub fn line(&self) -> String {
+        let rows = if self.rows == 1 { "row" } else { "rows" };
+        let share = self.samples_pct.map_or(String::new(), |p| {
+            let of = if self.self_samples {
+                "self samples"
+            } else {
+                "samples"
+            };
+            format!(" ({p:.1}% of {of})")
+        });
+        format!(
+            "… {} more {rows}{share} not shown: --top 0 shows all",
+            self.rows
+        )
+    }
 }
 
 impl Table {
@@ -233,6 +277,7 @@ impl Table {
             footer: Vec::new(),
             hidden: Vec::new(),
             summary: Map::new(),
+            left_out: LeftOut::default(),
         }
     }
 }
@@ -310,6 +355,45 @@ impl Table {
         } else {
             self.rows.len()
         }
+    }
+
+    /// What the table does not show with `--top top`: the rows its view left out and those
+    /// past the first `top`, with their share of the samples when the table has a
+    /// `samples` column or its view counted them; `None` when it shows every row.
+    pub fn not_shown(&self, top: usize) -> Option<NotShown> {
+        let shown = self.shown_rows(top);
+        let rows = self.left_out.rows + (self.rows.len() - shown) as u64;
+        if rows == 0 {
+            return None;
+        }
+        let col = self.columns.iter().position(|c| c.key == "samples");
+        let sum = |rows: &[Vec<Cell>]| -> Option<u64> {
+            let i = col?;
+            rows.iter().try_fold(0u64, |acc, r| match r.get(i) {
+                Some(Cell::Int(n)) => Some(acc.saturating_add(*n)),
+                _ => None,
+            })
+        };
+        let (hidden, total) = if self.left_out.total_samples > 0 {
+            let hidden = sum(&self.rows[shown..]).unwrap_or(0);
+            (
+                Some(hidden + self.left_out.samples),
+                Some(self.left_out.total_samples),
+            )
+        } else if self.left_out.rows == 0 {
+            (sum(&self.rows[shown..]), sum(&self.rows))
+        } else {
+            (None, None)
+        };
+        let samples_pct = match (hidden, total) {
+            (Some(h), Some(t)) if t > 0 => Some(100.0 * h as f64 / t as f64),
+            _ => None,
+        };
+        Some(NotShown {
+            rows,
+            samples_pct,
+            self_samples: self.left_out.self_samples,
+        })
     }
 }
 
@@ -389,6 +473,9 @@ impl Report {
                 let _ = writeln!(s, "{}", show(title));
             }
             write_text_table(&mut s, t, t.shown_rows(top), colour);
+            if let Some(n) = t.not_shown(top) {
+                let _ = writeln!(s, "{}", n.line());
+            }
         }
         s
     }
@@ -430,6 +517,7 @@ impl Report {
             .map(|t| JsonTable {
                 t,
                 n: t.shown_rows(top),
+                top,
             })
             .collect();
         let j = JsonReport { r: self, tables };
@@ -458,11 +546,13 @@ impl serde::Serialize for JsonReport<'_> {
     }
 }
 
-/// A table as JSON, its first `n` rows: `columns`, `name`, `rows`, then `summary`, `title`
-/// and `total` where it has them.
+/// A table as JSON, its first `n` rows: `columns`, `name`, `rows`, then `summary`, `title`,
+/// `not_shown` (what `--top` hid: rows and their percent of the samples) and `total` where
+/// it has them.
 struct JsonTable<'a> {
     t: &'a Table,
     n: usize,
+    top: usize,
 }
 
 impl serde::Serialize for JsonTable<'_> {
@@ -486,6 +576,16 @@ impl serde::Serialize for JsonTable<'_> {
         }
         if let Some(title) = &t.title {
             m.serialize_entry("title", title)?;
+        }
+        if let Some(n) = t.not_shown(self.top) {
+            m.serialize_entry(
+                "not_shown",
+                &if n.self_samples {
+                    json!({"rows": n.rows, "self_samples_pct": n.samples_pct})
+                } else {
+                    json!({"rows": n.rows, "samples_pct": n.samples_pct})
+                },
+            )?;
         }
         if !t.footer.is_empty() {
             m.serialize_entry("total", &rows(t, &t.footer, &order))?;
@@ -580,6 +680,82 @@ mod tests {
             tables: vec![t],
             ..Default::default()
         }
+    }
+
+    /// A ranked table of `samples` rows, a `samples` column each.
+    fn ranked(samples: &[u64]) -> Table {
+        let mut t = Table::new(
+            "functions",
+            vec![
+                Column::right("samples", "Samples", 8),
+                Column::left("name", "Symbol", 0),
+            ],
+        );
+        for (i, &n) in samples.iter().enumerate() {
+            t.rows.push(vec![Cell::Int(n), Cell::text(format!("f{i}"))]);
+        }
+        t
+    }
+
+    #[test]
+    fn top_says_what_it_hid_of_a_whole_table_and_of_one_its_view_cut() {
+        // Rows cut here, by --top: their samples out of the table's.
+        let t = ranked(&[50, 30, 15, 5]);
+        assert_eq!(t.not_shown(0), None);
+        assert_eq!(t.not_shown(4), None);
+        let n = t.not_shown(2).unwrap();
+        assert_eq!((n.rows, n.samples_pct), (2, Some(20.0)));
+        assert_eq!(
+            n.line(),
+            "… 2 more rows (20.0% of samples) not shown: --top 0 shows all"
+        );
+        assert_eq!(
+            t.not_shown(3).unwrap().line(),
+            "… 1 more row (5.0% of samples) not shown: --top 0 shows all"
+        );
+        // A time series is never cut.
+        let mut series = ranked(&[1, 2, 3]);
+        series.ranked = false;
+        assert_eq!(series.not_shown(1), None);
+        // Rows its view left out before: their samples out of the view's total.
+        let mut t = ranked(&[50, 30]);
+        t.left_out = LeftOut {
+            rows: 2,
+            samples: 20,
+            total_samples: 100,
+            self_samples: false,
+        };
+        let n = t.not_shown(2).unwrap();
+        assert_eq!((n.rows, n.samples_pct), (2, Some(20.0)));
+        let n = t.not_shown(1).unwrap();
+        assert_eq!((n.rows, n.samples_pct), (3, Some(50.0)));
+        // Rows without a samples column and no total: the count alone.
+        let mut t = Table::new("t", vec![Column::left("name", "Name", 0)]);
+        t.rows = vec![vec![Cell::text("a")], vec![Cell::text("b")]];
+        let n = t.not_shown(1).unwrap();
+        assert_eq!((n.rows, n.samples_pct), (1, None));
+        assert_eq!(n.line(), "… 1 more row not shown: --top 0 shows all");
+        // In the report: below the table in text, a field in JSON, nothing in CSV.
+        let r = Report {
+            tables: vec![ranked(&[50, 30, 15, 5])],
+            ..Default::default()
+        };
+        let text = r.render(Format::Table, 2, false);
+        assert!(
+            text.ends_with(
+                "     30  f1\n… 2 more rows (20.0% of samples) not shown: --top 0 shows all\n"
+            ),
+            "{text}"
+        );
+        let j: Value = serde_json::from_str(&r.render(Format::Json, 2, false)).unwrap();
+        assert_eq!(
+            j["tables"][0]["not_shown"],
+            json!({"rows": 2, "samples_pct": 20.0})
+        );
+        assert_eq!(
+            r.render(Format::Csv, 2, false),
+            "samples,name\n50,f0\n30,f1\n"
+        );
     }
 
     #[test]

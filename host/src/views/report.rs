@@ -5,7 +5,7 @@
 use crate::record::events::{Joined, Names, Select};
 use crate::record::load::{self, FileInfo, LoadError};
 pub use crate::render::table::Format;
-use crate::render::table::{Cell, Column, Table};
+use crate::render::table::{Cell, Column, LeftOut, Table};
 use crate::symbolize::stacks::StackTable;
 use crate::symbolize::symbols::{label, Location, Search, Symbolizer};
 use serde::Serialize;
@@ -93,6 +93,8 @@ pub struct Report {
     pub by: Vec<By>,
     /// More recordings merged into this one: their names and what they say of themselves.
     pub others: Vec<(String, FileInfo)>,
+    /// Per event, the rows [`Report::keep`] left out and their samples.
+    pub left_out: Vec<(u64, u64)>,
 }
 
 /// Reads `src` and aggregates its samples (of the event `event` picks, or each event apart).
@@ -150,6 +152,7 @@ pub fn build_many(
         info,
         by,
         others: infos,
+        left_out: Vec::new(),
     })
 }
 
@@ -432,6 +435,7 @@ pub fn children(
             t
         });
         let mut t = functions_table(&st, rows, weigh);
+        t.left_out = tally.left_out;
         let name = part.map(|_| st.events.names[ev as usize].clone());
         if let Some(n) = &name {
             events_json.push(serde_json::json!({
@@ -441,7 +445,8 @@ pub fn children(
         if several {
             let n = name.clone().unwrap_or_default();
             t.title = Some(format!(
-                "# {total_samples} samples of event '{n}', total period {total_period}, {stacked} with a call stack"
+                "# {} of event '{n}', total period {total_period}, {stacked} with a call stack",
+                crate::text::plural(total_samples, "sample", "samples")
             ));
             of_event(&mut t, tree.as_mut(), &n, weigh);
         }
@@ -486,6 +491,8 @@ struct Tally {
     acc: Vec<(u64, u64, u64, u64)>,
     seen: Vec<u32>,
     touched: Vec<u32>,
+    /// What the last [`Tally::rows`] left out past `--top`.
+    left_out: LeftOut,
 }
 
 impl Tally {
@@ -497,6 +504,7 @@ impl Tally {
             acc: vec![(0, 0, 0, 0); st.frames.len()],
             seen: vec![u32::MAX; st.frames.len()],
             touched: Vec::new(),
+            left_out: LeftOut::default(),
         }
     }
 
@@ -564,8 +572,17 @@ impl Tally {
                 .then_with(|| st.frames[a.0].name.cmp(&st.frames[b.0].name))
                 .then(a.0.cmp(&b.0))
         });
-        if top > 0 {
+        if top > 0 && rows.len() > top {
+            // What `--top` leaves out: rows, and the samples in their functions (self).
+            self.left_out = LeftOut {
+                rows: (rows.len() - top) as u64,
+                samples: rows[top..].iter().map(|r| r.2).sum(),
+                total_samples: weigh.total_samples,
+                self_samples: true,
+            };
             rows.truncate(top);
+        } else {
+            self.left_out = LeftOut::default();
         }
         (rows, stacked)
     }
@@ -653,12 +670,14 @@ fn children_heading(
         [one] => {
             summary.insert("event".into(), one["name"].clone());
             format!(
-                "# {total} samples of event '{}', {stacked_all} with a call stack; Children: the function and its callees",
+                "# {} of event '{}', {stacked_all} with a call stack; Children: the function and its callees",
+                crate::text::plural(total, "sample", "samples"),
                 one["name"].as_str().unwrap_or_default()
             )
         }
         [] => format!(
-            "# {total} samples, {stacked_all} with a call stack; Children: the function and its callees"
+            "# {}, {stacked_all} with a call stack; Children: the function and its callees",
+            crate::text::plural(total, "sample", "samples")
         ),
         many => {
             summary.insert("events".into(), serde_json::json!(many));
@@ -989,8 +1008,14 @@ impl Report {
     pub fn keep(mut self, top: usize) -> Report {
         if top > 0 {
             let mut kept = vec![0usize; self.events.len()];
+            let left_out = &mut self.left_out;
+            left_out.resize(self.events.len(), (0, 0));
             self.rows.retain(|r| {
                 kept[r.event] += 1;
+                if kept[r.event] > top {
+                    left_out[r.event].0 += 1;
+                    left_out[r.event].1 += r.samples;
+                }
                 kept[r.event] <= top
             });
             self.rows.shrink_to_fit();
@@ -1014,6 +1039,16 @@ impl Report {
         let mut tables: Vec<Table> = (0..self.events.len().max(1))
             .map(|e| {
                 let mut t = Table::new("functions", columns.clone());
+                if let (Some(&(rows, samples)), Some(ev)) =
+                    (self.left_out.get(e), self.events.get(e))
+                {
+                    t.left_out = LeftOut {
+                        rows,
+                        samples,
+                        total_samples: ev.samples,
+                        self_samples: false,
+                    };
+                }
                 if several {
                     let ev = &self.events[e];
                     t.hidden = vec!["event"];
@@ -1135,7 +1170,10 @@ fn heading(
         }
         [] => {
             summary.insert("total_period".into(), json!(total_period));
-            format!("# {total_samples} samples, total period {total_period}{merged}")
+            format!(
+                "# {}, total period {total_period}{merged}",
+                crate::text::plural(total_samples, "sample", "samples")
+            )
         }
         many => {
             summary.insert("events".into(), json!(many));
@@ -1155,7 +1193,9 @@ fn heading(
 /// perf's heading of an event's table: `# 1234 samples of event 'cpu-clock', total period N`.
 pub fn event_title(e: &EventTotal) -> String {
     format!(
-        "# {} samples of event '{}', total period {}",
-        e.samples, e.name, e.period
+        "# {} of event '{}', total period {}",
+        crate::text::plural(e.samples, "sample", "samples"),
+        e.name,
+        e.period
     )
 }

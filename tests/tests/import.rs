@@ -149,28 +149,6 @@ fn a_file_that_is_not_perf_data_is_a_clear_error() {
 }
 
 #[test]
-fn a_compressed_recording_is_refused_with_the_remedy_never_imported_as_no_samples() {
-    let d = scratch("import-zstd");
-    let data = d.join("perf.data");
-    perf_record_with(
-        &data,
-        &["-e", "cpu-clock:u", "-c", "500000", "-z"],
-        "0.2",
-        "nops",
-    );
-    let out = d.join("z.lpr");
-    let o = import(&data, &out);
-    let e = String::from_utf8_lossy(&o.stderr);
-    // Before: "1 records (0 samples) written", exit 0, and a report of no samples.
-    assert_eq!(o.status.code(), Some(1), "{e}");
-    assert!(
-        e.contains("zstd-compressed") && e.contains("without -z"),
-        "{e}"
-    );
-    assert!(!out.exists() && !d.join("z.lpr.part").exists());
-}
-
-#[test]
 fn an_import_into_its_own_perf_data_is_refused_and_the_recording_kept() {
     let d = scratch("import-self");
     let data = d.join("perf.data");
@@ -186,16 +164,30 @@ fn an_import_into_its_own_perf_data_is_refused_and_the_recording_kept() {
         assert!(e.contains("into itself"), "{e}");
         assert_eq!(std::fs::read(&data).unwrap(), before);
     }
-    // `report` of perf's file points at import.
-    let o = Command::new(bin("labperf"))
-        .arg("report")
-        .arg(&data)
-        .output()
-        .unwrap();
-    let e = String::from_utf8_lossy(&o.stderr);
-    assert!(!o.status.success());
-    assert!(e.contains("It is perf's perf.data: `labperf import"), "{e}");
-    assert!(!e.contains("check the path"), "{e}");
+    // `report`, `export` and `diff` of perf's file import it on the fly, and say so with the
+    // command that keeps the import (before: "check the path, or record one with `labperf
+    // record --local`").
+    for args in [
+        &["report"][..],
+        &["export", "--format", "folded", "-o", "-"],
+        &["diff", "link.data"],
+    ] {
+        let o = Command::new(bin("labperf"))
+            .args(args)
+            .arg(&data)
+            .current_dir(&d)
+            .output()
+            .unwrap();
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{args:?}: {e}");
+        assert!(
+            e.contains("is perf's perf.data: imported for this command")
+                && e.contains("`labperf import "),
+            "{args:?}: {e}"
+        );
+        assert!(!String::from_utf8_lossy(&o.stdout).is_empty(), "{args:?}");
+        assert_eq!(std::fs::read(&data).unwrap(), before);
+    }
 }
 
 #[test]
@@ -494,7 +486,7 @@ fn an_mmap2_build_id_over_20_bytes_is_a_damaged_record_not_a_parser_assertion() 
     let o = import_bounded(&bad, &out);
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{:?}: {e}", o.status);
-    assert!(e.contains("; 1 damaged records left out"), "{e}");
+    assert!(e.contains("; 1 damaged record left out"), "{e}");
     assert!(!d.join("bad.lpr.part").exists());
     // Every sample is kept.
     let good = d.join("good.lpr");
@@ -566,7 +558,7 @@ fn a_callchain_longer_than_a_labperf_sample_holds_is_cut_not_written_unreadable(
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{e}");
     assert!(
-        e.contains("; 1 callchains cut to their innermost 4096 frames"),
+        e.contains("; 1 callchain cut to their innermost 4096 frames"),
         "{e}"
     );
     // The file labperf wrote reads back whole, every sample in it.

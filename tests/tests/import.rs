@@ -618,3 +618,148 @@ fn what_the_fuzzer_found_is_a_clear_error() {
         assert!(!out.exists() && !d.join("out.lpr.part").exists(), "{file}");
     }
 }
+
+/// Replaces the record at `at` (`size` bytes) of `v` with an AUXTRACE record (type 71) of the
+/// same size that claims `aux` bytes of trace data after it.
+fn auxtrace_in_place(v: &mut [u8], at: usize, size: usize, aux: u64) {
+    assert!(
+        size >= 48,
+        "a record of {size} bytes cannot hold AUXTRACE's fields"
+    );
+    v[at..at + 4].copy_from_slice(&71u32.to_le_bytes());
+    v[at + 4..at + 6].copy_from_slice(&0u16.to_le_bytes());
+    v[at + 8..at + 16].copy_from_slice(&aux.to_le_bytes());
+}
+
+#[test]
+fn an_auxtrace_record_s_claimed_length_is_bounded_by_the_file_or_skipped_in_a_stream() {
+    let d = scratch("import-aux");
+    let data = d.join("perf.data");
+    perf_record(&data, "cpu-clock:u", "500000", "0.1", "nops");
+    let mut v = std::fs::read(&data).unwrap();
+    let l = layout(&v);
+    let &(at, _, _, size) = l
+        .records(&v)
+        .iter()
+        .find(|r| r.3 >= 48)
+        .expect("a record of 48 bytes or more");
+    // 2^60 bytes: the parser reserved them before reading (a 2 GiB address space aborts).
+    auxtrace_in_place(&mut v, at, size, 1 << 60);
+    let bad = d.join("aux.data");
+    std::fs::write(&bad, &v).unwrap();
+    let o = import_bounded(&bad, &d.join("aux.lpr"));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(
+        e.contains("an AUXTRACE record claims 1152921504606846976 bytes of trace data"),
+        "{e}"
+    );
+    // The same in a stream: the trace data is skipped, never held; the stream ends first,
+    // which is said (what came before is imported).
+    let stream = d.join("stream.data");
+    let o = Command::new("perf")
+        .args([
+            "record",
+            "-q",
+            "-e",
+            "cpu-clock:u",
+            "-c",
+            "500000",
+            "-o",
+            "-",
+            "--",
+        ])
+        .arg(bin("labperf-bench"))
+        .args(["--duration", "0.1", "--classes", "nops"])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let mut s = o.stdout;
+    // The stream's records from byte 16: the first of the kernel's (after perf's own header
+    // records) of 48 bytes or more.
+    let mut at = 16;
+    let sample = loop {
+        let size = u16::from_le_bytes([s[at + 6], s[at + 7]]) as usize;
+        if u32_at(&s, at) < 64 && size >= 48 {
+            break (at, size);
+        }
+        at += size;
+    };
+    auxtrace_in_place(&mut s, sample.0, sample.1, 1 << 60);
+    std::fs::write(&stream, &s).unwrap();
+    let o = import_bounded(&stream, &d.join("stream.lpr"));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{:?}: {e}", o.status);
+    assert!(
+        e.contains("is cut off: the input ends ")
+            && e.contains(" bytes into 1152921504606846976 bytes of AUXTRACE record's trace data")
+            && e.contains("1152921504606846976 bytes of AUX trace data"),
+        "{e}"
+    );
+}
+
+/// A zstd frame of exactly `len` bytes that decompresses to about 32,000 times that: RLE
+/// blocks of 128 KiB, 4 bytes each (a raw block first takes the remainder).
+fn zstd_bomb(len: usize) -> Vec<u8> {
+    // Magic, a frame header without content size or checksum, a 128 KiB window.
+    let mut z = vec![0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x38];
+    let avail = len - z.len();
+    let raw = (avail - 3) % 4;
+    z.extend_from_slice(&((raw as u32) << 3).to_le_bytes()[..3]);
+    z.extend(std::iter::repeat_n(b'x', raw));
+    let blocks = (len - z.len()) / 4;
+    for i in 0..blocks {
+        let last = u32::from(i + 1 == blocks);
+        let h = (131072u32 << 3) | (1 << 1) | last;
+        z.extend_from_slice(&h.to_le_bytes()[..3]);
+        z.push(b'y');
+    }
+    assert_eq!(z.len(), len);
+    z
+}
+
+#[test]
+fn zstd_records_that_decompress_past_the_budget_are_refused_never_held() {
+    let d = scratch("import-zstd-bomb");
+    let data = d.join("perf.data");
+    perf_record_with(
+        &data,
+        &["-e", "cpu-clock:u", "-c", "500000", "-z"],
+        "0.1",
+        "nops",
+    );
+    let mut v = std::fs::read(&data).unwrap();
+    let l = layout(&v);
+    let &(at, _, _, size) = l
+        .records(&v)
+        .iter()
+        .find(|r| r.1 == 81)
+        .expect("perf record -z wrote a COMPRESSED record");
+    // About the largest COMPRESSED record a u16 size holds (64 KiB) decompressing to 2 GiB.
+    let body = 65520;
+    let mut bomb = v[..at].to_vec();
+    bomb.extend_from_slice(&81u32.to_le_bytes());
+    bomb.extend_from_slice(&0u16.to_le_bytes());
+    bomb.extend_from_slice(&((body + 8) as u16).to_le_bytes());
+    bomb.extend(zstd_bomb(body));
+    bomb.extend_from_slice(&v[at + size..]);
+    // The data section grew by the difference, and the feature sections moved with it.
+    let grown = body + 8 - size;
+    v.clear();
+    let data_size = l.data.1 + grown;
+    bomb[48..56].copy_from_slice(&(data_size as u64).to_le_bytes());
+    for &(_, entry, off, _) in &l.features {
+        let entry = entry + grown;
+        bomb[entry..entry + 8].copy_from_slice(&((off + grown) as u64).to_le_bytes());
+    }
+    let bad = d.join("bomb.data");
+    std::fs::write(&bad, &bomb).unwrap();
+    let o = import_bounded(&bad, &d.join("bomb.lpr"));
+    let e = String::from_utf8_lossy(&o.stderr);
+    // Before: killed (the 2 GiB address space exhausted by one record's output).
+    assert_eq!(o.status.code(), Some(1), "{:?}: {e}", o.status);
+    assert!(
+        e.contains("zstd-compressed records decompress to more than") && e.contains("zstd bomb"),
+        "{e}"
+    );
+}

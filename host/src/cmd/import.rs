@@ -1,4 +1,5 @@
-//! `labperf import perf.data -o x.lpr`: a plain `perf record` recording as a labperf file.
+//! `labperf import perf.data -o x.lpr`: a plain `perf record` recording (a file or a stream)
+//! as a labperf file; `source`, the on-the-fly import `report`, `export` and `diff` use.
 
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
@@ -6,18 +7,24 @@ use std::path::{Path, PathBuf};
 /// Convert a perf.data file (from `perf record`) into a labperf record file.
 #[derive(Debug, clap::Args)]
 #[command(
-    mut_arg("output", super::opts::help("The labperf record file to write (`-`: standard output; a device or FIFO is written straight through, a symbolic link's file is replaced)")),
-    after_help = "Samples (with their callchains), mappings with their build-ids, comm, fork, exit, \
-lost and throttle records are kept; other records are counted and left out. Kernel addresses \
-are named as perf names them: from the kallsyms copy perf keeps in its build-id cache \
+    mut_arg("output", super::opts::help("The labperf record file to write (default: the input's name with .lpr, in the current directory: perf.data → perf.lpr; perf.lpr for standard input). An existing file there is kept as FILE.old, as perf keeps perf.data.old. `-`: standard output; a device or FIFO is written straight through, a symbolic link's file is replaced")),
+    after_help = "Reads every perf.data perf writes: a whole file, or a `perf record -o -` stream (saved \
+to a file, or on standard input as `-`, read as it comes), zstd-compressed records (`perf record \
+-z`), every header version since perf 3.x, 32-bit targets. Samples (with their callchains and \
+`--call-graph dwarf` user stacks), mappings with their build-ids, comm, fork, exit, lost and \
+throttle records are kept; other records are counted and named by kind; samples' branch stacks \
+(`-b`) and AUX trace data (Intel PT, Arm SPE, CoreSight) are left out and counted. Kernel \
+addresses are named as perf names them: from the kallsyms copy perf keeps in its build-id cache \
 (~/.debug/[kernel.kallsyms]/<build-id>/kallsyms), or from /proc/kallsyms when this machine runs \
-the recorded kernel at the same address. The result gets \
-every labperf view and export. Binaries are found as for any recording (--symfs, the binary \
-cache, the recorded paths).
+the recorded kernel at the same address. The result gets every labperf view and export. \
+Binaries are found as for any recording (--symfs, the binary cache, the recorded paths). \
+`labperf report`, `export` and `diff` of a perf.data import it on the fly.
 
 EXAMPLES:
   perf record -e cpu-clock -c 250000 -o perf.data -- ./my-prog
+  labperf import perf.data                 # writes perf.lpr
   labperf import perf.data -o my-prog.lpr
+  perf record -g -o - -- ./my-prog | labperf import - -o my-prog.lpr
   labperf report my-prog.lpr
   labperf export my-prog.lpr --format svg -o my-prog.svg"
 )]
@@ -127,6 +134,12 @@ pub fn run(a: &Args) -> Result<()> {
             "labperf: warning: {}'s {feature} feature is damaged ({}): left out",
             labperf::text::show(&input),
             labperf::text::show(why)
+        );
+    }
+    if let Some(cut) = &got.cut {
+        eprintln!(
+            "labperf: warning: {} is cut off: {cut}; the records before it are imported",
+            labperf::text::show(&input)
         );
     }
     if let Some(k) = &got.kernel {

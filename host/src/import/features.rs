@@ -1,6 +1,7 @@
 //! perf.data's features as `linux-perf-data` reads them, checked: the byte order, the
 //! features labperf reads and the check of each one's contents (every count bounded by its
-//! section's bytes); shared by a file's checks (`checked.rs`) and a stream's (`records.rs`).
+//! section's bytes), and perf's names of features and record types; shared by a file's
+//! checks (`checked.rs`), a stream's (`records.rs`) and the import (`mod.rs`).
 
 /// The smallest `perf_event_attr` (PERF_ATTR_SIZE_VER0).
 pub const ATTR_MIN: u64 = 64;
@@ -206,4 +207,59 @@ pub fn read_up_to(r: &mut impl std::io::Read, buf: &mut [u8]) -> std::io::Result
         }
     }
     Ok(got)
+}
+
+/// perf's name of record type `kind` (`PERF_RECORD_*` without the prefix).
+pub fn record_kind(kind: u32) -> &'static str {
+    const KERNEL: [&str; 22] = [
+        "?",
+        "MMAP",
+        "LOST",
+        "COMM",
+        "EXIT",
+        "THROTTLE",
+        "UNTHROTTLE",
+        "FORK",
+        "READ",
+        "SAMPLE",
+        "MMAP2",
+        "AUX",
+        "ITRACE_START",
+        "LOST_SAMPLES",
+        "SWITCH",
+        "SWITCH_CPU_WIDE",
+        "NAMESPACES",
+        "KSYMBOL",
+        "BPF_EVENT",
+        "CGROUP",
+        "TEXT_POKE",
+        "AUX_OUTPUT_HW_ID",
+    ];
+    const USER: [&str; 20] = [
+        "HEADER_ATTR",
+        "HEADER_EVENT_TYPE",
+        "HEADER_TRACING_DATA",
+        "HEADER_BUILD_ID",
+        "FINISHED_ROUND",
+        "ID_INDEX",
+        "AUXTRACE_INFO",
+        "AUXTRACE",
+        "AUXTRACE_ERROR",
+        "THREAD_MAP",
+        "CPU_MAP",
+        "STAT_CONFIG",
+        "STAT",
+        "STAT_ROUND",
+        "EVENT_UPDATE",
+        "TIME_CONV",
+        "HEADER_FEATURE",
+        "COMPRESSED",
+        "FINISHED_INIT",
+        "COMPRESSED2",
+    ];
+    match kind {
+        1..=21 => KERNEL[kind as usize],
+        64..=83 => USER[kind as usize - 64],
+        _ => "of an unknown type",
+    }
 }

@@ -17,6 +17,7 @@ use std::io::Write;
 
 mod checked;
 mod features;
+pub use features::record_kind;
 mod records;
 pub use records::ROUND_BYTES;
 
@@ -67,6 +68,9 @@ pub struct Imported {
     pub pipe: bool,
     /// Pipe mode: round boundaries added to a stream that had none for long.
     pub rounds_added: u64,
+    /// Where the input ends inside a record (a stream cut off): what came before is
+    /// imported.
+    pub cut: Option<String>,
     /// Where the kernel addresses the samples name were named from, or why they were not;
     /// `None` when no sample names a kernel address.
     pub kernel: Option<String>,
@@ -494,6 +498,7 @@ fn finish(
     got.compressed = seen.compressed;
     got.pipe = pipe;
     got.rounds_added = seen.rounds_added;
+    got.cut = seen.cut.clone();
     for (kind, n) in &seen.dropped {
         *got.skipped.entry(kind).or_default() += n;
     }
@@ -555,61 +560,6 @@ fn bad_mmap2_build_id(r: &linux_perf_data::linux_perf_event_reader::RawEventReco
     r.record_type.0 == MMAP2
         && r.misc & MISC_MMAP_BUILD_ID != 0
         && r.data.get(32..33).is_some_and(|b| b.as_slice()[0] > 20)
-}
-
-/// perf's name of record type `kind` (`PERF_RECORD_*` without the prefix).
-pub fn record_kind(kind: u32) -> &'static str {
-    const KERNEL: [&str; 22] = [
-        "?",
-        "MMAP",
-        "LOST",
-        "COMM",
-        "EXIT",
-        "THROTTLE",
-        "UNTHROTTLE",
-        "FORK",
-        "READ",
-        "SAMPLE",
-        "MMAP2",
-        "AUX",
-        "ITRACE_START",
-        "LOST_SAMPLES",
-        "SWITCH",
-        "SWITCH_CPU_WIDE",
-        "NAMESPACES",
-        "KSYMBOL",
-        "BPF_EVENT",
-        "CGROUP",
-        "TEXT_POKE",
-        "AUX_OUTPUT_HW_ID",
-    ];
-    const USER: [&str; 20] = [
-        "HEADER_ATTR",
-        "HEADER_EVENT_TYPE",
-        "HEADER_TRACING_DATA",
-        "HEADER_BUILD_ID",
-        "FINISHED_ROUND",
-        "ID_INDEX",
-        "AUXTRACE_INFO",
-        "AUXTRACE",
-        "AUXTRACE_ERROR",
-        "THREAD_MAP",
-        "CPU_MAP",
-        "STAT_CONFIG",
-        "STAT",
-        "STAT_ROUND",
-        "EVENT_UPDATE",
-        "TIME_CONV",
-        "HEADER_FEATURE",
-        "COMPRESSED",
-        "FINISHED_INIT",
-        "COMPRESSED2",
-    ];
-    match kind {
-        1..=21 => KERNEL[kind as usize],
-        64..=83 => USER[kind as usize - 64],
-        _ => "of an unknown type",
-    }
 }
 
 /// PERF_SAMPLE_BRANCH_STACK.

@@ -30,7 +30,7 @@ pub const ROUND_BYTES: u64 = 32 << 20;
 /// `perf record -z` of the bench, 6.5 times without callchains, 17 with `-g`); a stream
 /// that decompresses to more is refused as a zstd bomb rather than held.
 pub const ZSTD_RATIO: u64 = 256;
-pub const ZSTD_SLACK: u64 = 64 << 20;
+pub const ZSTD_SLACK: u64 = 16 << 20;
 
 /// What the records told on their way through.
 #[derive(Debug, Default)]
@@ -47,6 +47,9 @@ pub struct Seen {
     pub tracing_data: u64,
     /// Why the records were refused (a damaged length), said as the import's error.
     pub refused: Option<String>,
+    /// Where the input ends inside a record (a stream cut off): the records before it are
+    /// imported, and this said.
+    pub cut: Option<String>,
     /// Record types left out of the stream given to the parser, by perf's name.
     pub dropped: BTreeMap<&'static str, u64>,
 }
@@ -109,6 +112,13 @@ impl Guard {
                     .len()
                     .min(usize::try_from(self.pass).unwrap_or(usize::MAX));
                 let n = inner.read(&mut buf[..want])?;
+                if n == 0 {
+                    self.seen.cut = Some(format!(
+                        "the input ends {} bytes short of a record's end",
+                        self.pass
+                    ));
+                    return Ok(0);
+                }
                 self.pass -= n as u64;
                 self.take(n as u64);
                 return Ok(n);
@@ -136,10 +146,10 @@ impl Guard {
         let mut h = [0u8; 8];
         let got = read_up_to(inner, &mut h)?;
         if got < 8 {
-            // The end, or a record cut off: the parser sees what there is.
-            self.out.extend_from_slice(&h[..got]);
-            self.take(got as u64);
-            return Ok(got > 0);
+            if got > 0 {
+                self.seen.cut = Some(format!("the input ends {got} bytes into a record's header"));
+            }
+            return Ok(false);
         }
         let kind = self.e.u32(&h, 0).expect("8 bytes");
         let size = u64::from(u16::from_le_bytes(if self.e.le {
@@ -173,13 +183,14 @@ impl Guard {
             return Ok(true);
         }
         let mut b = vec![0u8; body as usize];
-        inner.read_exact(&mut b).map_err(|e| {
-            if e.kind() == std::io::ErrorKind::UnexpectedEof {
-                refused(format!("a record of type {kind} is cut off"))
-            } else {
-                e
-            }
-        })?;
+        let got = read_up_to(inner, &mut b)?;
+        if got < b.len() {
+            self.seen.cut = Some(format!(
+                "the input ends {got} bytes into a {size}-byte {} record",
+                features::record_kind(kind)
+            ));
+            return Ok(false);
+        }
         self.take(body);
         match kind {
             FINISHED_ROUND => {
@@ -192,7 +203,9 @@ impl Guard {
                 // `struct perf_record_header_tracing_data { header; u32 size; u32 pad; }`,
                 // then `size` bytes outside the record, which the parser does not expect.
                 let n = u64::from(self.e.u32(&b, 0).unwrap_or(0));
-                skip(inner, n)?;
+                if !self.skip(inner, n, "tracing data")? {
+                    return Ok(false);
+                }
                 self.seen.tracing_data += n;
                 *self.seen.dropped.entry("HEADER_TRACING_DATA").or_default() += 1;
             }
@@ -250,7 +263,9 @@ impl Guard {
             }
             Some(_) => self.pass = n,
             None => {
-                skip(inner, n)?;
+                if !self.skip(inner, n, "AUXTRACE record's trace data")? {
+                    return Ok(());
+                }
                 self.round += n;
                 self.e.put_u64(b, 0, 0);
             }
@@ -286,6 +301,18 @@ impl Guard {
                 .push((features::feature_name(f).unwrap_or("?"), why)),
         }
         Ok(())
+    }
+
+    /// Reads and drops `n` bytes of `inner` (`what`); false, and the cut noted, when the
+    /// input ends first.
+    fn skip(&mut self, inner: &mut impl Read, n: u64, what: &str) -> std::io::Result<bool> {
+        let got = std::io::copy(&mut inner.take(n), &mut std::io::sink())?;
+        if got < n {
+            self.seen.cut = Some(format!(
+                "the input ends {got} bytes into {n} bytes of {what}"
+            ));
+        }
+        Ok(got == n)
     }
 
     /// A compressed record's zstd data decompressed and counted against the budget (the
@@ -332,15 +359,6 @@ impl Guard {
             }
         }
     }
-}
-
-/// Reads and drops `n` bytes of `inner`.
-fn skip(inner: &mut impl Read, n: u64) -> std::io::Result<()> {
-    let got = std::io::copy(&mut inner.take(n), &mut std::io::sink())?;
-    if got < n {
-        return Err(std::io::ErrorKind::UnexpectedEof.into());
-    }
-    Ok(())
 }
 
 /// A pipe's stream as the parser reads it: the 16-byte header as read, then the records

@@ -77,7 +77,43 @@ fn key(name: &str) -> String {
     // labperf's demangling keeps a template function's return type and `const`: "bool
     // llvm::DenseMapBase<…>::LookupBucketFor<…>(…) const".
     let out = out.trim().trim_end_matches(" const");
-    out.rsplit(' ').next().unwrap_or(out).to_string()
+    let out = out.rsplit(' ').next().unwrap_or(out);
+    // Kernel functions of several names at one address (`memcpy`, `__pi_memcpy`): each tool
+    // picks one; both are keyed by the first in name order.
+    kernel_aliases()
+        .get(out)
+        .cloned()
+        .unwrap_or_else(|| out.to_string())
+}
+
+/// This machine's kernel function names → the first name (in name order) at its address.
+fn kernel_aliases() -> &'static BTreeMap<String, String> {
+    static ALIASES: std::sync::OnceLock<BTreeMap<String, String>> = std::sync::OnceLock::new();
+    ALIASES.get_or_init(|| {
+        let text = std::fs::read_to_string("/proc/kallsyms").expect("/proc/kallsyms");
+        let mut at: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for l in text.lines() {
+            let mut w = l.split_whitespace();
+            if let (Some(a), Some(_), Some(name)) = (w.next(), w.next(), w.next()) {
+                if a.trim_start_matches('0').is_empty() {
+                    continue;
+                }
+                at.entry(a).or_default().push(name);
+            }
+        }
+        let mut aliases = BTreeMap::new();
+        for names in at.values().filter(|n| n.len() > 1) {
+            let first = names.iter().min().unwrap().to_string();
+            for n in names {
+                aliases.insert(n.to_string(), first.clone());
+            }
+        }
+        assert!(
+            !aliases.is_empty(),
+            "/proc/kallsyms shows no addresses (kptr_restrict?)"
+        );
+        aliases
+    })
 }
 
 /// `perf report -n --sort sym` of each event: event name → its rows (function key,

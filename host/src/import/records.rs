@@ -143,6 +143,9 @@ impl Guard {
     fn next_record(&mut self, inner: &mut impl Read) -> std::io::Result<bool> {
         self.out.clear();
         self.out_at = 0;
+        if self.boundary() {
+            return Ok(true);
+        }
         let mut h = [0u8; 8];
         let got = read_up_to(inner, &mut h)?;
         if got < 8 {
@@ -179,7 +182,6 @@ impl Guard {
         ) {
             self.out.extend_from_slice(&h);
             self.pass = body;
-            self.boundary();
             return Ok(true);
         }
         let mut b = vec![0u8; body as usize];
@@ -220,12 +222,12 @@ impl Guard {
                 self.out.extend_from_slice(&b);
             }
         }
-        self.boundary();
         Ok(true)
     }
 
-    /// Pipe mode: a round boundary after [`ROUND_BYTES`] of records without one.
-    fn boundary(&mut self) {
+    /// Pipe mode: a round boundary after [`ROUND_BYTES`] of records without one, handed on
+    /// between two records; whether there was one.
+    fn boundary(&mut self) -> bool {
         if self.pipe && self.round >= ROUND_BYTES {
             self.round = 0;
             self.seen.rounds_added += 1;
@@ -238,7 +240,9 @@ impl Guard {
             r[..4].copy_from_slice(&kind);
             r[6..].copy_from_slice(&size);
             self.out.extend_from_slice(&r);
+            return true;
         }
+        false
     }
 
     /// An AUXTRACE record (`size, offset, reference, u32 idx, tid, cpu, reserved`) and the
@@ -379,5 +383,81 @@ impl<R: Read> Read for Piped<R> {
             return Ok(n);
         }
         self.guard.borrow_mut().read_from(&mut self.inner, buf)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LE: Endian = Endian { le: true };
+
+    /// A little-endian record of `size` bytes of type `kind`.
+    fn record(kind: u32, size: u16) -> Vec<u8> {
+        let mut r = kind.to_le_bytes().to_vec();
+        r.extend(0u16.to_le_bytes());
+        r.extend(size.to_le_bytes());
+        r.resize(size as usize, 0);
+        r
+    }
+
+    /// Everything a guard hands on of `input`.
+    fn through(g: &mut Guard, input: &[u8]) -> Vec<u8> {
+        let (mut out, mut buf, mut r) = (Vec::new(), [0u8; 1000], input);
+        loop {
+            let n = g.read_from(&mut r, &mut buf).unwrap();
+            if n == 0 {
+                return out;
+            }
+            out.extend_from_slice(&buf[..n]);
+        }
+    }
+
+    #[test]
+    fn a_stream_without_round_boundaries_gets_one_every_round_bytes() {
+        let one = record(9, 4096);
+        let n = (ROUND_BYTES / 4096 + 10) as usize;
+        let input: Vec<u8> = one.iter().copied().cycle().take(one.len() * n).collect();
+        let mut g = Guard::new(LE, None);
+        let out = through(&mut g, &input);
+        assert_eq!(g.seen.rounds_added, 1);
+        // The records as they were, with one FINISHED_ROUND (8 bytes) after the record
+        // that reached ROUND_BYTES.
+        assert_eq!(out.len(), input.len() + 8);
+        let at = ROUND_BYTES as usize;
+        assert_eq!(&out[at..at + 8], &record(FINISHED_ROUND, 8)[..]);
+        // A file's data section passes unchanged.
+        let mut g = Guard::new(LE, Some(input.len() as u64));
+        assert_eq!(through(&mut g, &input), input);
+        assert_eq!(g.seen.rounds_added, 0);
+    }
+
+    #[test]
+    fn a_stream_s_aux_data_and_unread_features_are_skipped_and_counted() {
+        let mut aux = record(AUXTRACE, 48);
+        aux[8..16].copy_from_slice(&5u64.to_le_bytes());
+        let mut input = aux.clone();
+        input.extend(b"12345");
+        let mut feature = record(HEADER_FEATURE, 24);
+        feature[8..16].copy_from_slice(&13u64.to_le_bytes()); // CPU_TOPOLOGY
+        input.extend(&feature);
+        input.extend(record(9, 16));
+        let mut g = Guard::new(LE, None);
+        let out = through(&mut g, &input);
+        let mut want = record(AUXTRACE, 48);
+        want.extend(record(9, 16));
+        assert_eq!(out, want);
+        assert_eq!(g.seen.aux, (1, 5));
+        assert_eq!(g.seen.dropped.get("HEADER_FEATURE"), Some(&1));
+        assert_eq!(g.seen.cut, None);
+        // Cut inside the trace data: said, and nothing of that record handed on.
+        let mut g = Guard::new(LE, None);
+        assert_eq!(through(&mut g, &input[..50]), Vec::<u8>::new());
+        assert!(g
+            .seen
+            .cut
+            .as_deref()
+            .unwrap()
+            .contains("2 bytes into 5 bytes"));
     }
 }

@@ -149,28 +149,6 @@ fn a_file_that_is_not_perf_data_is_a_clear_error() {
 }
 
 #[test]
-fn a_compressed_recording_is_refused_with_the_remedy_never_imported_as_no_samples() {
-    let d = scratch("import-zstd");
-    let data = d.join("perf.data");
-    perf_record_with(
-        &data,
-        &["-e", "cpu-clock:u", "-c", "500000", "-z"],
-        "0.2",
-        "nops",
-    );
-    let out = d.join("z.lpr");
-    let o = import(&data, &out);
-    let e = String::from_utf8_lossy(&o.stderr);
-    // Before: "1 records (0 samples) written", exit 0, and a report of no samples.
-    assert_eq!(o.status.code(), Some(1), "{e}");
-    assert!(
-        e.contains("zstd-compressed") && e.contains("without -z"),
-        "{e}"
-    );
-    assert!(!out.exists() && !d.join("z.lpr.part").exists());
-}
-
-#[test]
 fn an_import_into_its_own_perf_data_is_refused_and_the_recording_kept() {
     let d = scratch("import-self");
     let data = d.join("perf.data");
@@ -186,16 +164,30 @@ fn an_import_into_its_own_perf_data_is_refused_and_the_recording_kept() {
         assert!(e.contains("into itself"), "{e}");
         assert_eq!(std::fs::read(&data).unwrap(), before);
     }
-    // `report` of perf's file points at import.
-    let o = Command::new(bin("labperf"))
-        .arg("report")
-        .arg(&data)
-        .output()
-        .unwrap();
-    let e = String::from_utf8_lossy(&o.stderr);
-    assert!(!o.status.success());
-    assert!(e.contains("It is perf's perf.data: `labperf import"), "{e}");
-    assert!(!e.contains("check the path"), "{e}");
+    // `report`, `export` and `diff` of perf's file import it on the fly, and say so with the
+    // command that keeps the import (before: "check the path, or record one with `labperf
+    // record --local`").
+    for args in [
+        &["report"][..],
+        &["export", "--format", "folded", "-o", "-"],
+        &["diff", "link.data"],
+    ] {
+        let o = Command::new(bin("labperf"))
+            .args(args)
+            .arg(&data)
+            .current_dir(&d)
+            .output()
+            .unwrap();
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{args:?}: {e}");
+        assert!(
+            e.contains("is perf's perf.data: imported for this command")
+                && e.contains("`labperf import "),
+            "{args:?}: {e}"
+        );
+        assert!(!String::from_utf8_lossy(&o.stdout).is_empty(), "{args:?}");
+        assert_eq!(std::fs::read(&data).unwrap(), before);
+    }
 }
 
 #[test]
@@ -494,7 +486,7 @@ fn an_mmap2_build_id_over_20_bytes_is_a_damaged_record_not_a_parser_assertion() 
     let o = import_bounded(&bad, &out);
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{:?}: {e}", o.status);
-    assert!(e.contains("; 1 damaged records left out"), "{e}");
+    assert!(e.contains("; 1 damaged record left out"), "{e}");
     assert!(!d.join("bad.lpr.part").exists());
     // Every sample is kept.
     let good = d.join("good.lpr");
@@ -566,7 +558,7 @@ fn a_callchain_longer_than_a_labperf_sample_holds_is_cut_not_written_unreadable(
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{e}");
     assert!(
-        e.contains("; 1 callchains cut to their innermost 4096 frames"),
+        e.contains("; 1 callchain cut to their innermost 4096 frames"),
         "{e}"
     );
     // The file labperf wrote reads back whole, every sample in it.
@@ -625,4 +617,149 @@ fn what_the_fuzzer_found_is_a_clear_error() {
         assert!(e.contains(says), "{file}: {e}");
         assert!(!out.exists() && !d.join("out.lpr.part").exists(), "{file}");
     }
+}
+
+/// Replaces the record at `at` (`size` bytes) of `v` with an AUXTRACE record (type 71) of the
+/// same size that claims `aux` bytes of trace data after it.
+fn auxtrace_in_place(v: &mut [u8], at: usize, size: usize, aux: u64) {
+    assert!(
+        size >= 48,
+        "a record of {size} bytes cannot hold AUXTRACE's fields"
+    );
+    v[at..at + 4].copy_from_slice(&71u32.to_le_bytes());
+    v[at + 4..at + 6].copy_from_slice(&0u16.to_le_bytes());
+    v[at + 8..at + 16].copy_from_slice(&aux.to_le_bytes());
+}
+
+#[test]
+fn an_auxtrace_record_s_claimed_length_is_bounded_by_the_file_or_skipped_in_a_stream() {
+    let d = scratch("import-aux");
+    let data = d.join("perf.data");
+    perf_record(&data, "cpu-clock:u", "500000", "0.1", "nops");
+    let mut v = std::fs::read(&data).unwrap();
+    let l = layout(&v);
+    let &(at, _, _, size) = l
+        .records(&v)
+        .iter()
+        .find(|r| r.3 >= 48)
+        .expect("a record of 48 bytes or more");
+    // 2^60 bytes: the parser reserved them before reading (a 2 GiB address space aborts).
+    auxtrace_in_place(&mut v, at, size, 1 << 60);
+    let bad = d.join("aux.data");
+    std::fs::write(&bad, &v).unwrap();
+    let o = import_bounded(&bad, &d.join("aux.lpr"));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(
+        e.contains("an AUXTRACE record claims 1152921504606846976 bytes of trace data"),
+        "{e}"
+    );
+    // The same in a stream: the trace data is skipped, never held; the stream ends first,
+    // which is said (what came before is imported).
+    let stream = d.join("stream.data");
+    let o = Command::new("perf")
+        .args([
+            "record",
+            "-q",
+            "-e",
+            "cpu-clock:u",
+            "-c",
+            "500000",
+            "-o",
+            "-",
+            "--",
+        ])
+        .arg(bin("labperf-bench"))
+        .args(["--duration", "0.1", "--classes", "nops"])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let mut s = o.stdout;
+    // The stream's records from byte 16: the first of the kernel's (after perf's own header
+    // records) of 48 bytes or more.
+    let mut at = 16;
+    let sample = loop {
+        let size = u16::from_le_bytes([s[at + 6], s[at + 7]]) as usize;
+        if u32_at(&s, at) < 64 && size >= 48 {
+            break (at, size);
+        }
+        at += size;
+    };
+    auxtrace_in_place(&mut s, sample.0, sample.1, 1 << 60);
+    std::fs::write(&stream, &s).unwrap();
+    let o = import_bounded(&stream, &d.join("stream.lpr"));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{:?}: {e}", o.status);
+    assert!(
+        e.contains("is cut off: the input ends ")
+            && e.contains(" bytes into 1152921504606846976 bytes of AUXTRACE record's trace data")
+            && e.contains("1152921504606846976 bytes of AUX trace data"),
+        "{e}"
+    );
+}
+
+/// A zstd frame of exactly `len` bytes that decompresses to about 32,000 times that: RLE
+/// blocks of 128 KiB, 4 bytes each (a raw block first takes the remainder).
+fn zstd_bomb(len: usize) -> Vec<u8> {
+    // Magic, a frame header without content size or checksum, a 128 KiB window.
+    let mut z = vec![0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x38];
+    let avail = len - z.len();
+    let raw = (avail - 3) % 4;
+    z.extend_from_slice(&((raw as u32) << 3).to_le_bytes()[..3]);
+    z.extend(std::iter::repeat_n(b'x', raw));
+    let blocks = (len - z.len()) / 4;
+    for i in 0..blocks {
+        let last = u32::from(i + 1 == blocks);
+        let h = (131072u32 << 3) | (1 << 1) | last;
+        z.extend_from_slice(&h.to_le_bytes()[..3]);
+        z.push(b'y');
+    }
+    assert_eq!(z.len(), len);
+    z
+}
+
+#[test]
+fn zstd_records_that_decompress_past_the_budget_are_refused_never_held() {
+    let d = scratch("import-zstd-bomb");
+    let data = d.join("perf.data");
+    perf_record_with(
+        &data,
+        &["-e", "cpu-clock:u", "-c", "500000", "-z"],
+        "0.1",
+        "nops",
+    );
+    let mut v = std::fs::read(&data).unwrap();
+    let l = layout(&v);
+    let &(at, _, _, size) = l
+        .records(&v)
+        .iter()
+        .find(|r| r.1 == 81)
+        .expect("perf record -z wrote a COMPRESSED record");
+    // About the largest COMPRESSED record a u16 size holds (64 KiB) decompressing to 2 GiB.
+    let body = 65520;
+    let mut bomb = v[..at].to_vec();
+    bomb.extend_from_slice(&81u32.to_le_bytes());
+    bomb.extend_from_slice(&0u16.to_le_bytes());
+    bomb.extend_from_slice(&((body + 8) as u16).to_le_bytes());
+    bomb.extend(zstd_bomb(body));
+    bomb.extend_from_slice(&v[at + size..]);
+    // The data section grew by the difference, and the feature sections moved with it.
+    let grown = body + 8 - size;
+    v.clear();
+    let data_size = l.data.1 + grown;
+    bomb[48..56].copy_from_slice(&(data_size as u64).to_le_bytes());
+    for &(_, entry, off, _) in &l.features {
+        let entry = entry + grown;
+        bomb[entry..entry + 8].copy_from_slice(&((off + grown) as u64).to_le_bytes());
+    }
+    let bad = d.join("bomb.data");
+    std::fs::write(&bad, &bomb).unwrap();
+    let o = import_bounded(&bad, &d.join("bomb.lpr"));
+    let e = String::from_utf8_lossy(&o.stderr);
+    // Before: killed (the 2 GiB address space exhausted by one record's output).
+    assert_eq!(o.status.code(), Some(1), "{:?}: {e}", o.status);
+    assert!(
+        e.contains("zstd-compressed records decompress to more than") && e.contains("zstd bomb"),
+        "{e}"
+    );
 }

@@ -38,15 +38,20 @@ pub fn run(a: &Args) -> Result<()> {
     // Every row of both reports is joined; `--top` cuts the joined table, ranked by change
     // (a row in one file's top rows but not the other's still has both sides).
     o.top = 0;
+    // perf.data is imported on the fly (`import::source`).
+    let (base, new) = (
+        super::import::source(&a.base)?,
+        super::import::source(&a.new)?,
+    );
     if o.view.is_none() {
         // The base's view for both, so that a header difference is an error, not a mismatch.
-        o.view = Some(labperf::views::view::choose(&a.base.as_path().into(), &o)?.0);
+        o.view = Some(labperf::views::view::choose(&base, &o)?.0);
     }
-    let report = |f: &PathBuf| {
-        labperf::views::view::build(&f.as_path().into(), &o)
-            .with_context(|| format!("cannot report {}", f.display()))
+    let report = |f: &labperf::record::load::Source| {
+        labperf::views::view::build(f, &o)
+            .with_context(|| format!("cannot report {}", f.name.display()))
     };
-    let (base, new) = (report(&a.base)?, report(&a.new)?);
+    let (base, new) = (report(&base)?, report(&new)?);
     let d = labperf::views::diff::diff(&base, &new)?;
     for w in &d.warnings {
         eprintln!("{}", labperf::text::show_text(w));

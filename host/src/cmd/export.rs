@@ -100,8 +100,12 @@ fn format(a: &Args) -> Result<Format> {
 
 pub fn run(a: &Args) -> Result<()> {
     let format = format(a)?;
-    let srcs: Vec<labperf::record::load::Source> =
-        a.files.iter().map(|f| f.as_path().into()).collect();
+    // perf.data is imported on the fly (`import::source`).
+    let srcs: Vec<labperf::record::load::Source> = a
+        .files
+        .iter()
+        .map(|f| super::import::source(f))
+        .collect::<Result<_>>()?;
     let what = match &a.files[..] {
         [one] => one.display().to_string(),
         many => format!("these {} files", many.len()),

@@ -139,8 +139,11 @@ fn render(
     graph: Option<labperf::views::report::Graph>,
     event: Option<labperf::record::events::Select>,
 ) -> Result<(String, bool)> {
-    let srcs: Vec<labperf::record::load::Source> =
-        files.iter().map(|f| f.as_path().into()).collect();
+    // perf.data is imported on the fly (`import::source`).
+    let srcs: Vec<labperf::record::load::Source> = files
+        .iter()
+        .map(|f| super::import::source(f))
+        .collect::<Result<_>>()?;
     let vo = labperf::views::view::Options {
         graph,
         event,

@@ -7,73 +7,12 @@
 //! `{u64 offset, u64 size}`, then a 256-bit feature bitmap), and after the data section one
 //! `{offset, size}` per feature bit set, in bit order.
 
+use super::features::*;
+use super::records;
 use std::io::{Read, Seek, SeekFrom};
 
 /// The header's size (`struct perf_file_header`).
 const HEADER: usize = 104;
-/// The smallest `perf_event_attr` (PERF_ATTR_SIZE_VER0).
-const ATTR_MIN: u64 = 64;
-/// PERF_ATTR_SIZE_VER0 to VER6: the sizes below VER7 (128) that the parser reads whole.
-const ATTR_VERSIONS: [u32; 7] = [64, 72, 80, 96, 104, 112, 120];
-
-/// The features labperf reads (`HEADER_*` in perf's header.h): every other one is removed
-/// from the header the parser sees, so the parser never reads its section.
-const BUILD_ID: u32 = 2;
-const HOSTNAME: u32 = 3;
-const OSRELEASE: u32 = 4;
-const VERSION: u32 = 5;
-const ARCH: u32 = 6;
-const CPUDESC: u32 = 8;
-const CMDLINE: u32 = 11;
-const EVENT_DESC: u32 = 12;
-/// Set when the records are zstd-compressed (`perf record -z`): refused, not read.
-const COMPRESSED: u32 = 27;
-
-/// Why a file of compressed records is refused, and what to do.
-pub const COMPRESSED_WHY: &str = "its records are zstd-compressed (`perf record -z`), which \
-     labperf does not read yet: record again without -z";
-const KEPT: [u32; 8] = [
-    BUILD_ID, HOSTNAME, OSRELEASE, VERSION, ARCH, CPUDESC, CMDLINE, EVENT_DESC,
-];
-
-/// perf's name of feature `f` (`HEADER_*` in perf's header.h, without the prefix).
-fn feature_name(f: u32) -> Option<&'static str> {
-    const NAMES: [&str; 32] = [
-        "RESERVED",
-        "TRACING_DATA",
-        "BUILD_ID",
-        "HOSTNAME",
-        "OSRELEASE",
-        "VERSION",
-        "ARCH",
-        "NRCPUS",
-        "CPUDESC",
-        "CPUID",
-        "TOTAL_MEM",
-        "CMDLINE",
-        "EVENT_DESC",
-        "CPU_TOPOLOGY",
-        "NUMA_TOPOLOGY",
-        "BRANCH_STACK",
-        "PMU_MAPPINGS",
-        "GROUP_DESC",
-        "AUXTRACE",
-        "STAT",
-        "CACHE",
-        "SAMPLE_TIME",
-        "SAMPLE_TOPOLOGY",
-        "CLOCKID",
-        "DIR_FORMAT",
-        "BPF_PROG_INFO",
-        "BPF_BTF",
-        "COMPRESSED",
-        "CPU_PMU_CAPS",
-        "CLOCK_DATA",
-        "HYBRID_TOPOLOGY",
-        "PMU_CAPS",
-    ];
-    NAMES.get(f as usize).copied()
-}
 
 /// Why a file is refused: a section outside the file, or a count its bytes cannot hold.
 #[derive(Debug, thiserror::Error)]
@@ -103,140 +42,13 @@ pub struct Checked<R> {
     table: Vec<u8>,
     /// Features left out because their contents are damaged: (name, why).
     pub left_out: Vec<(&'static str, String)>,
-}
-
-/// Reads a u32/u64 of the file's byte order at `at` in `b`, if `b` holds it.
-#[derive(Clone, Copy)]
-struct Endian {
-    le: bool,
-}
-
-impl Endian {
-    fn u32(self, b: &[u8], at: usize) -> Option<u32> {
-        let w: [u8; 4] = b.get(at..at.checked_add(4)?)?.try_into().ok()?;
-        Some(if self.le {
-            u32::from_le_bytes(w)
-        } else {
-            u32::from_be_bytes(w)
-        })
-    }
-    fn u64(self, b: &[u8], at: usize) -> Option<u64> {
-        let w: [u8; 8] = b.get(at..at.checked_add(8)?)?.try_into().ok()?;
-        Some(if self.le {
-            u64::from_le_bytes(w)
-        } else {
-            u64::from_be_bytes(w)
-        })
-    }
-    fn put_u64(self, b: &mut [u8], at: usize, v: u64) {
-        let w = if self.le {
-            v.to_le_bytes()
-        } else {
-            v.to_be_bytes()
-        };
-        b[at..at + 8].copy_from_slice(&w);
-    }
-}
-
-/// A `perf_header_string` (u32 length, then that many bytes, NUL-padded) at `at` in `b`, as
-/// the parser reads it (UTF-8 up to the first NUL); returns the offset after it.
-fn header_string(e: Endian, b: &[u8], at: usize, what: &str) -> Result<usize, String> {
-    let len = e
-        .u32(b, at)
-        .ok_or_else(|| format!("{what}: its length is cut off"))? as usize;
-    let s = b.get(at + 4..).and_then(|r| r.get(..len)).ok_or_else(|| {
-        format!(
-            "{what}: {len} bytes claimed, {} left",
-            b.len().saturating_sub(at + 4)
-        )
-    })?;
-    let text = &s[..s.iter().position(|&c| c == 0).unwrap_or(s.len())];
-    std::str::from_utf8(text).map_err(|_| format!("{what}: not UTF-8"))?;
-    Ok(at + 4 + len)
-}
-
-/// A `perf_header_string_list` (u32 count, then the strings) filling at most `b`.
-fn string_list(e: Endian, b: &[u8]) -> Result<(), String> {
-    let nr = e.u32(b, 0).ok_or("its count is cut off")?;
-    // Each string takes at least its 4-byte length: the parser reserves `nr` entries.
-    if u64::from(nr) * 4 > b.len() as u64 - 4 {
-        return Err(format!(
-            "{nr} strings claimed in {} bytes",
-            b.len() as u64 - 4
-        ));
-    }
-    let mut at = 4;
-    for i in 0..nr {
-        at = header_string(e, b, at, &format!("string {i}"))?;
-    }
-    Ok(())
-}
-
-/// EVENT_DESC as the parser reads it: `u32 nr, u32 attr_size`, then per event the attr
-/// (`attr_size` bytes), `u32 nr_ids`, a `perf_header_string` name and `nr_ids` u64 ids.
-/// The parser reserves `nr` descriptions and `nr_ids` ids before reading them, and a name's
-/// length in bytes: each must be there.
-fn event_desc(e: Endian, b: &[u8]) -> Result<(), String> {
-    let (nr, attr_size) = match (e.u32(b, 0), e.u32(b, 4)) {
-        (Some(n), Some(s)) => (u64::from(n), u64::from(s)),
-        _ => return Err("its counts are cut off".into()),
-    };
-    let left = b.len() as u64 - 8;
-    if attr_size < ATTR_MIN {
-        return Err(format!(
-            "attr size {attr_size} is below perf's smallest, 64"
-        ));
-    }
-    // An event takes its attr, nr_ids and its name's length at least.
-    if nr.saturating_mul(attr_size + 8) > left {
-        return Err(format!(
-            "{nr} events of at least {} bytes claimed in {left} bytes",
-            attr_size + 8
-        ));
-    }
-    let mut at = 8usize;
-    for i in 0..nr {
-        // The parser reads an attr's fields up to the largest PERF_ATTR_SIZE_VER* its own
-        // size reaches (all of it past VER7), then skips `attr_size - size`: a size between
-        // two versions would leave it short of the attr's end, reading counts from the
-        // wrong bytes. perf writes VER sizes.
-        let size = e.u32(b, at + 4).unwrap_or(0);
-        if !(ATTR_MIN as u32..=attr_size as u32).contains(&size)
-            || (size < 128 && !ATTR_VERSIONS.contains(&size))
-        {
-            return Err(format!(
-                "event {i}: its attr's size {size} is not a perf_event_attr's ({ATTR_MIN} to \
-                 {attr_size}, a PERF_ATTR_SIZE_VER* below 128)"
-            ));
-        }
-        at += attr_size as usize;
-        let ids = e
-            .u32(b, at)
-            .ok_or_else(|| format!("event {i}: cut off in its attr"))?;
-        at = header_string(e, b, at + 4, &format!("event {i}'s name"))?;
-        let need = u64::from(ids) * 8;
-        if need > (b.len() - at.min(b.len())) as u64 {
-            return Err(format!(
-                "event {i}: {ids} ids claimed, {} bytes left",
-                b.len().saturating_sub(at)
-            ));
-        }
-        at += need as usize;
-    }
-    Ok(())
-}
-
-/// Checks one kept feature's contents (`b`, its whole section) as the parser will read them.
-fn check_feature(f: u32, e: Endian, b: &[u8]) -> Result<(), String> {
-    match f {
-        // Records of at most 64 KiB each; the parser stops at the first that does not fit.
-        BUILD_ID => Ok(()),
-        HOSTNAME | OSRELEASE | VERSION | ARCH | CPUDESC => {
-            header_string(e, b, 0, "the string").map(|_| ())
-        }
-        CMDLINE => string_list(e, b),
-        _ => event_desc(e, b),
-    }
+    /// The data section: offset and size.
+    data: (u64, u64),
+    e: Endian,
+    /// Whether the parser reads the records (from its seek to the data section on).
+    records: bool,
+    /// The records' guard, whose findings the import reads.
+    pub guard: std::rc::Rc<std::cell::RefCell<records::Guard>>,
 }
 
 impl<R: Read + Seek> Checked<R> {
@@ -246,7 +58,8 @@ impl<R: Read + Seek> Checked<R> {
     /// out and listed in `left_out`; damaged event descriptions refuse the file.
     pub fn new(mut inner: R) -> Result<Self, CheckError> {
         let (len, mut h, e) = read_header(&mut inner)?;
-        let (table_at, set) = sections(e, &h, len)?;
+        let (data_off, data_size, set) = sections(e, &h, len)?;
+        let table_at = data_off + data_size;
         let kept = kept_features(&mut inner, e, len, &set, table_at)?;
         let Shown {
             left_out,
@@ -269,6 +82,13 @@ impl<R: Read + Seek> Checked<R> {
             table_at,
             table,
             left_out,
+            data: (data_off, data_size),
+            e,
+            records: false,
+            guard: std::rc::Rc::new(std::cell::RefCell::new(records::Guard::new(
+                e,
+                Some(data_size),
+            ))),
         })
     }
 }
@@ -321,7 +141,7 @@ fn inside(len: u64, what: &str, off: u64, size: u64) -> Result<(), CheckError> {
 
 /// Checks the header's sections (attrs, data, event types) against the file's `len`;
 /// returns where the feature table starts and the features the header's bits set.
-fn sections(e: Endian, h: &[u8; HEADER], len: u64) -> Result<(u64, Vec<u32>), CheckError> {
+fn sections(e: Endian, h: &[u8; HEADER], len: u64) -> Result<(u64, u64, Vec<u32>), CheckError> {
     let at = |o: usize| e.u64(h, o).expect("within the header");
     let attr_size = at(16);
     let (attrs_off, attrs_size) = (at(24), at(32));
@@ -340,13 +160,14 @@ fn sections(e: Endian, h: &[u8; HEADER], len: u64) -> Result<(u64, Vec<u32>), Ch
     let set: Vec<u32> = (0..256u32)
         .filter(|&f| bits[(f / 64) as usize] & (1 << (f % 64)) != 0)
         .collect();
-    // HEADER_COMPRESSED: `perf record -z` wrote the records zstd-compressed
-    // (PERF_RECORD_COMPRESSED), which the parser passes on unread: without this every
-    // sample would be lost without a word.
-    if set.contains(&COMPRESSED) {
-        return Err(CheckError::Unsupported(COMPRESSED_WHY.into()));
+    // The data section's records are read through `records::Guard` and not through the
+    // header this module rewrites: perf never writes one that overlaps it.
+    if data_size > 0 && data_off < HEADER as u64 {
+        return Err(damaged(format!(
+            "its data section ({data_size} bytes at {data_off}) overlaps the {HEADER}-byte header"
+        )));
     }
-    Ok((data_off + data_size, set))
+    Ok((data_off, data_size, set))
 }
 
 /// Reads the feature table at `table_at` (an entry per feature of `set`), checks every
@@ -451,20 +272,6 @@ fn check_kept(
     })
 }
 
-/// Reads into `buf` until it is full or the input ends; returns the bytes read.
-fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut got = 0;
-    while got < buf.len() {
-        match r.read(&mut buf[got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(got)
-}
-
 /// Copies the part of `patch` (placed at file offset `at`) that overlaps `buf` (at `pos`).
 fn overlay(buf: &mut [u8], pos: u64, at: u64, patch: &[u8]) {
     let (start, end) = (
@@ -479,6 +286,13 @@ fn overlay(buf: &mut [u8], pos: u64, at: u64, patch: &[u8]) {
 
 impl<R: Read> Read for Checked<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let (off, size) = self.data;
+        if self.records && (off..off + size).contains(&self.pos) {
+            let mut section = (&mut self.inner).take(off + size - self.pos);
+            let n = self.guard.borrow_mut().read_from(&mut section, buf)?;
+            self.pos += n as u64;
+            return Ok(n);
+        }
         let n = self.inner.read(buf)?;
         overlay(&mut buf[..n], self.pos, 0, &self.header);
         overlay(&mut buf[..n], self.pos, self.table_at, &self.table);
@@ -496,6 +310,11 @@ impl<R: Seek> Seek for Checked<R> {
         }
         .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
         self.pos = self.inner.seek(SeekFrom::Start(target))?;
+        // The parser reads the records from the data section's start, once.
+        self.records = self.pos == self.data.0;
+        if self.records {
+            *self.guard.borrow_mut() = records::Guard::new(self.e, Some(self.data.1));
+        }
         Ok(self.pos)
     }
 }

@@ -16,6 +16,10 @@ use linux_perf_data::{PerfFileReader, PerfFileRecord};
 use std::io::Write;
 
 mod checked;
+mod features;
+pub use features::record_kind;
+mod records;
+pub use records::ROUND_BYTES;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {
@@ -49,8 +53,24 @@ impl From<checked::CheckError> for ImportError {
 pub struct Imported {
     pub records: u64,
     pub samples: u64,
-    /// perf's records labperf has no record for (context switches, aux...), by count.
-    pub skipped: u64,
+    /// perf's records labperf has no record for (context switches, AUX, perf's own
+    /// metadata...): how many of each kind, by perf's name (`PERF_RECORD_` left off).
+    pub skipped: std::collections::BTreeMap<&'static str, u64>,
+    /// Samples that carried a branch stack (`perf record -b`/`-j`): imported without it
+    /// (a labperf sample holds no branch stack).
+    pub branch_stacks: u64,
+    /// AUX area trace data (Intel PT, Arm SPE, CoreSight): AUXTRACE records and their bytes,
+    /// left out (labperf decodes no trace).
+    pub aux: (u64, u64),
+    /// zstd-compressed records (`perf record -z`): their bytes and what they decompressed to.
+    pub compressed: (u64, u64),
+    /// Whether the input was a `perf record -o -` stream (pipe mode).
+    pub pipe: bool,
+    /// Pipe mode: round boundaries added to a stream that had none for long.
+    pub rounds_added: u64,
+    /// Where the input ends inside a record (a stream cut off): what came before is
+    /// imported.
+    pub cut: Option<String>,
     /// Where the kernel addresses the samples name were named from, or why they were not;
     /// `None` when no sample names a kernel address.
     pub kernel: Option<String>,
@@ -151,20 +171,60 @@ fn attr_of(a: &linux_perf_data::linux_perf_event_reader::PerfEventAttr, arch: &A
 
 /// The vDSO image perf saved in its build-id cache when it recorded the file
 /// (`$PERF_BUILDID_DIR` or `~/.debug`, `[vdso]/<build-id>/vdso`), so that labperf names
-/// `[vdso]` samples as perf does; `None` when the file names no vDSO or the image is not
-/// on this machine. Only a regular file of at most 1 MiB whose build-id matches is taken.
+/// `[vdso]` samples as perf does; else this process's own vDSO when it is the recorded one:
+/// of the recorded build-id, or, for a file that lists no build-ids (a `perf record -o -`
+/// stream, `-B`), when this machine runs the recorded kernel release (perf's own choice).
+/// `None` when the file names no vDSO image this machine has. Only an image of at most
+/// 1 MiB whose build-id matches is taken.
 fn vdso_image(perf_file: &linux_perf_data::PerfFile) -> Option<Vec<u8>> {
-    let ids = perf_file.build_ids().ok()?;
-    let info = ids.get(&linux_perf_data::DsoKey::Vdso64)?;
+    let ids = perf_file.build_ids().ok().unwrap_or_default();
+    let Some(info) = ids.get(&linux_perf_data::DsoKey::Vdso64) else {
+        let release = perf_file.os_release().ok().flatten()?;
+        let running = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok()?;
+        return (ids.is_empty() && running.trim() == release)
+            .then(running_vdso)
+            .flatten();
+    };
     let hex: String = info.build_id.iter().map(|b| format!("{b:02x}")).collect();
-    let dir = std::env::var_os("PERF_BUILDID_DIR")
+    let build_id_of = |bytes: &[u8]| {
+        crate::symbolize::symbols::Elf::parse(bytes)
+            .ok()
+            .and_then(|elf| elf.build_id)
+    };
+    let cached = std::env::var_os("PERF_BUILDID_DIR")
         .map(std::path::PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| std::path::Path::new(&h).join(".debug")))?;
-    let path = dir.join("[vdso]").join(&hex).join("vdso");
-    let data = crate::files::mapped::map_regular(&path, 1 << 20).ok()?;
-    let bytes: &[u8] = (*data).as_ref();
-    let elf = crate::symbolize::symbols::Elf::parse(bytes).ok()?;
-    (elf.build_id.as_deref() == Some(&info.build_id[..])).then(|| bytes.to_vec())
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::Path::new(&h).join(".debug")))
+        .map(|dir| dir.join("[vdso]").join(&hex).join("vdso"))
+        .and_then(|path| crate::files::mapped::map_regular(&path, 1 << 20).ok())
+        .map(|data| {
+            let bytes: &[u8] = (*data).as_ref();
+            bytes.to_vec()
+        });
+    cached
+        .into_iter()
+        .chain(running_vdso())
+        .find(|bytes| build_id_of(bytes).as_deref() == Some(&info.build_id[..]))
+}
+
+/// This process's vDSO image (the `[vdso]` mapping of /proc/self/maps, read through
+/// /proc/self/mem), at most 1 MiB.
+fn running_vdso() -> Option<Vec<u8>> {
+    use std::io::{Read, Seek};
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    let line = maps.lines().find(|l| l.ends_with("[vdso]"))?;
+    let (start, end) = line.split_whitespace().next()?.split_once('-')?;
+    let (start, end) = (
+        u64::from_str_radix(start, 16).ok()?,
+        u64::from_str_radix(end, 16).ok()?,
+    );
+    if end <= start || end - start > 1 << 20 {
+        return None;
+    }
+    let mut mem = std::fs::File::open("/proc/self/mem").ok()?;
+    mem.seek(std::io::SeekFrom::Start(start)).ok()?;
+    let mut image = vec![0u8; (end - start) as usize];
+    mem.read_exact(&mut image).ok()?;
+    Some(image)
 }
 
 /// The recorded kernel's build-id, as perf listed it (`perf buildid-list`).
@@ -236,7 +296,32 @@ fn kallsyms_for(
     text: Option<u64>,
 ) -> Result<(Vec<u8>, String), String> {
     let Some(id) = kernel_build_id(perf_file) else {
-        return Err("the file names no kernel build-id (perf record -B?)".into());
+        // A stream (`perf record -o -`), `-z` or `-B` recording lists no build-ids: this
+        // machine's kallsyms when it runs a kernel of the recorded release with `_text`
+        // where the recording's kernel map starts.
+        let release = perf_file.os_release().ok().flatten().unwrap_or("");
+        let running = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+        if release.is_empty() || running.trim() != release {
+            return Err(format!(
+                "the file names no kernel build-id, and this machine runs another kernel \
+                 than its {release:?}"
+            ));
+        }
+        return match read_bounded(std::path::Path::new("/proc/kallsyms")) {
+            Some(bytes) => match (text_address(&bytes), text) {
+                (Some(a), Some(t)) if a == t && a != 0 => {
+                    Ok((bytes, "/proc/kallsyms (the recorded kernel release)".into()))
+                }
+                _ => Err(
+                    "the file names no kernel build-id, and /proc/kallsyms puts _text \
+                     elsewhere than the recording's kernel map"
+                        .into(),
+                ),
+            },
+            None => {
+                Err("the file names no kernel build-id, and /proc/kallsyms is not there".into())
+            }
+        };
     };
     let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
     let dir = std::env::var_os("PERF_BUILDID_DIR")
@@ -280,6 +365,20 @@ fn kallsyms_for(
     ))
 }
 
+/// How a perf.data input starts: a whole file's header, or a pipe's 16-byte one.
+fn is_pipe_header(head: &[u8]) -> bool {
+    let size = match head.get(..8) {
+        Some(b"PERFILE2") => head
+            .get(8..16)
+            .map(|b| u64::from_le_bytes(b.try_into().unwrap())),
+        Some(b"2ELIFREP") => head
+            .get(8..16)
+            .map(|b| u64::from_be_bytes(b.try_into().unwrap())),
+        _ => None,
+    };
+    size == Some(16)
+}
+
 /// Reads `perf_data` and writes the labperf recording `out` (by [`crate::files::output`]'s rule:
 /// a regular file through a temporary beside it, `-` standard output, a device or FIFO
 /// straight through).
@@ -294,18 +393,120 @@ pub fn import(
     Ok(got)
 }
 
-/// Reads `perf_data` and writes the labperf recording to `w`: the header and the features
-/// checked first (`checked.rs`), so the parser never allocates more than the file holds.
+/// [`import`] of a stream that cannot seek (standard input): a `perf record -o -` stream,
+/// read as it comes.
+pub fn import_stream(
+    perf_data: impl std::io::Read,
+    out: &std::path::Path,
+) -> Result<Imported, ImportError> {
+    let mut w = crate::files::output::Output::create(out)?;
+    let got = import_pipe_to(perf_data, &mut w)?;
+    w.commit()?;
+    Ok(got)
+}
+
+/// Reads `perf_data` and writes the labperf recording to `w`: a whole file's header and
+/// features checked first (`checked.rs`), so the parser never allocates more than the file
+/// holds; a pipe's stream (`perf record -o -` saved to a file) read as a stream.
 pub fn import_to(
-    perf_data: impl std::io::Read + std::io::Seek,
+    mut perf_data: impl std::io::Read + std::io::Seek,
     w: &mut impl Write,
 ) -> Result<Imported, ImportError> {
+    let mut head = [0u8; 16];
+    let n = features::read_up_to(&mut perf_data, &mut head)?;
+    perf_data.seek(std::io::SeekFrom::Start(0))?;
+    if is_pipe_header(&head[..n]) {
+        return import_pipe_to(perf_data, w);
+    }
     let mut checked = checked::Checked::new(perf_data)?;
     let left_out = std::mem::take(&mut checked.left_out);
+    let guard = checked.guard.clone();
     let PerfFileReader {
         mut perf_file,
         mut record_iter,
     } = PerfFileReader::parse_file(std::io::BufReader::new(checked))?;
+    let header = header_of(&perf_file)?;
+    let got = write_records(&mut perf_file, &mut record_iter, &header, w);
+    finish(got, &guard, left_out, false)
+}
+
+/// Reads a `perf record -o -` stream from `perf_data` (its records checked and trimmed on the
+/// way by `records::Guard`) and writes the labperf recording to `w`.
+pub fn import_pipe_to(
+    mut perf_data: impl std::io::Read,
+    w: &mut impl Write,
+) -> Result<Imported, ImportError> {
+    let mut head = vec![0u8; 16];
+    let n = features::read_up_to(&mut perf_data, &mut head)?;
+    head.truncate(n);
+    let le = match head.get(..8) {
+        Some(b"PERFILE2") => true,
+        Some(b"2ELIFREP") => false,
+        _ => {
+            return Err(ImportError::Sections(
+                "its magic number is not perf.data's PERFILE2".into(),
+            ))
+        }
+    };
+    if !is_pipe_header(&head) {
+        return Err(ImportError::Unsupported(
+            "it is a whole perf.data file, not a `perf record -o -` stream: a file is read \
+             from its path (`labperf import FILE`), not from standard input"
+                .into(),
+        ));
+    }
+    let guard = std::rc::Rc::new(std::cell::RefCell::new(records::Guard::new(
+        features::Endian { le },
+        None,
+    )));
+    let piped = records::Piped {
+        head,
+        at: 0,
+        inner: perf_data,
+        guard: guard.clone(),
+    };
+    let parsed = PerfFileReader::parse_pipe(std::io::BufReader::new(piped));
+    let PerfFileReader {
+        mut perf_file,
+        mut record_iter,
+    } = match parsed {
+        Ok(p) => p,
+        Err(e) => return finish(Err(e.into()), &guard, Vec::new(), true),
+    };
+    let header = header_of(&perf_file)?;
+    let got = write_records(&mut perf_file, &mut record_iter, &header, w);
+    finish(got, &guard, Vec::new(), true)
+}
+
+/// The import's figures with what the records' guard saw; its refusal (a damaged length)
+/// as the error, rather than the parser's word for the read that failed.
+fn finish(
+    got: Result<Imported, ImportError>,
+    guard: &std::rc::Rc<std::cell::RefCell<records::Guard>>,
+    mut left_out: Vec<(&'static str, String)>,
+    pipe: bool,
+) -> Result<Imported, ImportError> {
+    let g = guard.borrow();
+    let seen = &g.seen;
+    if let Some(why) = &seen.refused {
+        return Err(ImportError::Sections(why.clone()));
+    }
+    let mut got = got?;
+    left_out.extend(seen.left_out.iter().cloned());
+    got.left_out = left_out;
+    got.aux = seen.aux;
+    got.compressed = seen.compressed;
+    got.pipe = pipe;
+    got.rounds_added = seen.rounds_added;
+    got.cut = seen.cut.clone();
+    for (kind, n) in &seen.dropped {
+        *got.skipped.entry(kind).or_default() += n;
+    }
+    Ok(got)
+}
+
+/// The labperf header of `perf_file`'s recording.
+fn header_of(perf_file: &linux_perf_data::PerfFile) -> Result<Header, ImportError> {
     let arch = match perf_file.arch()?.unwrap_or("") {
         "x86_64" => Arch::X86_64,
         "aarch64" | "arm64" => Arch::Aarch64,
@@ -321,7 +522,7 @@ pub fn import_to(
             leader: None,
         })
         .collect();
-    let header = Header {
+    Ok(Header {
         agent_version: format!(
             "perf {} (labperf import)",
             perf_file.perf_version()?.unwrap_or("?")
@@ -345,10 +546,7 @@ pub fn import_to(
         events,
         mode: Recipe::Sample { group_read: false }.mode_string(),
         notes: vec!["imported from perf.data".into()],
-    };
-    let mut got = write_records(&mut perf_file, &mut record_iter, &header, w)?;
-    got.left_out = left_out;
-    Ok(got)
+    })
 }
 
 /// PERF_RECORD_MMAP2, and its misc bit saying it carries a build-id (instead of the
@@ -364,26 +562,34 @@ fn bad_mmap2_build_id(r: &linux_perf_data::linux_perf_event_reader::RawEventReco
         && r.data.get(32..33).is_some_and(|b| b.as_slice()[0] > 20)
 }
 
+/// PERF_SAMPLE_BRANCH_STACK.
+const SAMPLE_BRANCH_STACK: u64 = 1 << 11;
+
 /// The labperf file's frames, from the header to the trailer.
-fn write_records<R: std::io::Read + std::io::Seek>(
+fn write_records<R: std::io::Read>(
     perf_file: &mut linux_perf_data::PerfFile,
     record_iter: &mut linux_perf_data::PerfRecordIter<R>,
     header: &Header,
     w: &mut impl Write,
 ) -> Result<Imported, ImportError> {
+    let branches: Vec<bool> = perf_file
+        .event_attributes()
+        .iter()
+        .map(|d| d.attr.sample_format.bits() & SAMPLE_BRANCH_STACK != 0)
+        .collect();
     let mut wr = Writer::begin(perf_file, header, w)?;
     while let Some(r) = record_iter.next_record(perf_file)? {
         let (attr_index, record) = match r {
             PerfFileRecord::EventRecord { attr_index, record } => (attr_index, record),
-            // Compressed records (PERF_RECORD_COMPRESSED 81, COMPRESSED2 83) hold the
-            // samples: a file that has them without the header's COMPRESSED bit is refused
-            // as one with it is (`checked.rs`).
-            PerfFileRecord::UserRecord(u) if matches!(u.record_type.record_type().0, 81 | 83) => {
-                return Err(ImportError::Unsupported(
-                    checked::COMPRESSED_WHY.to_string(),
-                ));
+            // perf's own records (the parser decompresses COMPRESSED ones): named and
+            // counted, but the round boundaries, which only order the others.
+            PerfFileRecord::UserRecord(u) => {
+                let kind = u.record_type.record_type().0;
+                if kind != 68 {
+                    *wr.got.skipped.entry(record_kind(kind)).or_default() += 1;
+                }
+                continue;
             }
-            PerfFileRecord::UserRecord(_) => continue,
         };
         if bad_mmap2_build_id(&record) {
             wr.got.damaged += 1;
@@ -394,6 +600,9 @@ fn write_records<R: std::io::Read + std::io::Seek>(
             wr.got.damaged += 1;
             continue;
         };
+        if kind == 9 && branches.get(attr_index).copied().unwrap_or(false) {
+            wr.got.branch_stacks += 1;
+        }
         let Some(rec) = wr.convert(parsed, kind, attr_index) else {
             continue;
         };
@@ -523,7 +732,7 @@ impl<'h> Writer<'h> {
                 throttle: kind == 5,
             }),
             _ => {
-                self.got.skipped += 1;
+                *self.got.skipped.entry(record_kind(kind)).or_default() += 1;
                 return None;
             }
         })

@@ -22,7 +22,7 @@ const USAGE: &str = "labperf-agent: records perf events into labperf record file
 USAGE:
   labperf-agent record [OPTIONS] (--pid PID | -- CMD [ARGS...])
   labperf-agent record -a|-C LIST [OPTIONS] (--duration SECS | -- CMD [ARGS...])
-  labperf-agent stat   [OPTIONS] [-I MS] (--pid PID | -- CMD [ARGS...])
+  labperf-agent stat   [OPTIONS] [-I MS] (-p PID | -t TID | -a | -C LIST | -- CMD [ARGS...])
   labperf-agent list   [PMU]
   labperf-agent plan   (record|stat) [OPTIONS] [-- CMD]   print every perf_event_attr it would open
   labperf-agent strobe-probe [-c PERIOD] [--window N]   which strobing mode --metrics uses here
@@ -35,40 +35,32 @@ OPTIONS:
                        {leader,member,...} sampled with PERF_SAMPLE_READ
   -c, --period N       sample every N events (ns for cpu-clock/task-clock)
   -F, --freq HZ        sample at about HZ samples per second instead
-  -g, --call-graph fp  record each sample's call stack: the kernel walks the frame
-                       pointers (user frames; kernel frames too with :k events)
+  -g, --call-graph fp  each sample's call stack, by frame pointers (kernel's with :k)
       --call-graph dwarf[,SIZE]
-                       copy each sample's user registers and SIZE bytes of its stack
-                       (default 8192), unwound on the host with the binaries' DWARF CFI
-                       (workloads built without frame pointers); each stack is written
-                       as what changed since the thread's previous one
-  -o, --output FILE    record file to write (default labperf.lpr; stat writes only with -o);
-                       written as FILE.part and renamed to FILE once complete (a link's
-                       file); a device or FIFO straight through
+                       copy each sample's user registers and SIZE bytes of stack (8192),
+                       for the host to unwind with DWARF CFI (no frame pointers needed)
+  -o, --output FILE    record file (default labperf.lpr; stat: only with -o), written
+                       as FILE.part, then renamed (a link's file); a device or FIFO
+                       straight through
       --status-file F  write how the run ended to F: `ok CODE`, `exec-error MSG`,
                        `disk-full MSG` or `agent-error MSG` (for labperf over SSH)
-  -p, --pid PID        attach to a running process instead of starting CMD
-  -a, --all-cpus       record: every task on every CPU (one ring per CPU; events without
-                       :u/:k count kernel mode too); needs root, CAP_PERFMON or
-                       kernel.perf_event_paranoid <= 0
-  -C, --cpu LIST       record: as -a on these CPUs only (0,2-3)
-      --duration SECS  with -a/-C: record SECS seconds (or until CMD ends, when given)
+  -p, --pid PID        attach to a running process (stat -t TID: one thread)
+  -a, --all-cpus       every task on every CPU; needs root, CAP_PERFMON or
+                       kernel.perf_event_paranoid <= 0 (-C LIST: on CPUs 0,2-3...)
+      --duration SECS  with -a/-C/-p: stop after SECS seconds
   -I, --interval MS    stat: print and record counts every MS milliseconds
       --mmap-pages N   ring buffer data pages per CPU, a power of two up to 65536 (default 128)
       --no-inherit     do not follow the workload's children and threads
       --progress       print progress every second on stderr
       --flush-ms MS    close a record frame at least every MS ms (default 1000)
-      --metrics        per-function metrics: {cycles,instructions,branch-misses,
-                       cache-references,cache-misses} read over a short window after
-                       each long period (strobing); -c is the period (default 1000000)
+      --metrics        per-function metrics of a strobed group, read over a short
+                       window after each long period -c (default 1000000)
       --window N       the counting window in cycles (default 300)
       --jitter         jitter the window start (the kernel series' rules apply)
       --strobe MODE    auto (kernel alternating periods if verified, else decimate),
                        kernel, decimate, or fixed (every window: the baseline)
-      --topdown        Intel TopDown. stat: the {slots,topdown-*} group per thread (Ice
-                       Lake+), or the older events per core system-wide (needs root);
-                       record: {slots,SAMPLER,topdown-*} read in each sample (-e SAMPLER:
-                       cycles, instructions or ref-cycles)
+      --topdown        Intel TopDown: stat counts {slots,topdown-*} (or the older
+                       per-core events, as root); record reads them in each sample
       --level N        --topdown level 1 (default) or 2 (Sapphire Rapids and later)
       --per-thread     stat --topdown: one line per thread
       --sample-type HEX, --read-format HEX
@@ -77,7 +69,6 @@ ENVIRONMENT: LABPERF_SYSFS  the sysfs root to read PMUs from (default /sys)
 
 EXAMPLES:
   labperf-agent record -o bench.lpr -- ./labperf-bench --duration 2
-  labperf-agent record -e cpu-clock -c 100000 -- sleep 1
   labperf-agent record -e '{cpu-clock,page-faults}' -- ./my-prog
   labperf-agent record -g -c 250000 -- ./labperf-bench --calls
   labperf-agent record -a --duration 2 -o box.lpr
@@ -87,8 +78,8 @@ EXAMPLES:
   labperf-agent list armv8_pmuv3_0
 
 Exit status: the workload's (128+N if killed by signal N); 125 when the agent
-itself fails; 127 when CMD cannot be run; 2 for a usage error. A workload can
-exit 125 or 127 itself: --status-file tells the cases apart.";
+fails; 127 when CMD cannot be run; 2 for a usage error (--status-file tells a
+workload's own 125 or 127 apart).";
 
 /// Most ring-buffer data pages per CPU (256 MiB of 4 KiB pages).
 const MAX_MMAP_PAGES: usize = 1 << 16;
@@ -101,6 +92,10 @@ pub struct Opts {
     pub freq: Option<u64>,
     pub output: Option<String>,
     pub pid: Option<i32>,
+    /// `stat -t TID`: count this one thread (`pid` holds it too, for the attach).
+    pub tid: bool,
+    /// `stat --no-summary`: no table at the end (labperf prints perf's from the file).
+    pub no_summary: bool,
     /// `-a` (every online CPU: empty) or `-C LIST`: record every task on these CPUs.
     pub cpus: Option<Vec<i32>>,
     /// `--duration SECS` of a whole-machine recording, in ms.
@@ -215,7 +210,11 @@ fn parse_opts(args: Vec<std::ffi::OsString>) -> Result<Opts, String> {
                 val().ok_or("--call-graph needs a mode: fp or dwarf[,SIZE]")?,
             )?,
             "-o" | "--output" => o.output = Some(val().ok_or("--output needs a file name")?),
-            "-p" | "--pid" => o.pid = Some(num(&flag, val())?),
+            "-p" | "--pid" | "-t" | "--tid" => {
+                o.pid = Some(num(&flag, val())?);
+                o.tid = flag.contains('t');
+            }
+            "--no-summary" => o.no_summary = true,
             "-a" | "--all-cpus" => o.cpus = Some(o.cpus.take().unwrap_or_default()),
             "-C" | "--cpu" => o.cpus = Some(cpu_list(&val().unwrap_or_default())?),
             "--duration" => o.duration_ms = Some(millis(&val().unwrap_or_default())?),
@@ -313,8 +312,10 @@ fn check(o: Opts) -> Result<Opts, String> {
         }
         return Ok(o);
     }
-    if o.duration_ms.is_some() {
-        return Err("--duration goes with -a or -C (a command ends the recording itself)".into());
+    if o.duration_ms.is_some() && o.pid.is_none() {
+        return Err(
+            "--duration goes with -a, -C or --pid (a command ends the recording itself)".into(),
+        );
     }
     match (o.pid.is_some(), o.command.is_empty()) {
         (true, false) => return Err("give either --pid or a command after --, not both".into()),
@@ -439,7 +440,10 @@ fn main() {
             }
             Ok(o) => {
                 let r = if cmd == "record" {
-                    record::run(&o)
+                    match o.tid {
+                        true => Err("-t is for stat".into()),
+                        false => record::run(&o),
+                    }
                 } else {
                     stat::run(&o)
                 };
@@ -457,7 +461,7 @@ fn main() {
 /// Reports a run's result (its status file, its error) and gives the exit code.
 fn finish(o: &Opts, r: Result<i32, status::Fail>) -> i32 {
     if let Some(f) = &o.status_file {
-        status::write(f, &r);
+        status::write(f, &r, o.no_summary);
     }
     match r {
         Ok(code) => code,

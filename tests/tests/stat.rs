@@ -62,10 +62,15 @@ fn prog(dir: &Path) -> PathBuf {
 }
 
 fn labperf(args: &[&str]) -> Output {
+    labperf_in("C", args)
+}
+
+/// `labperf stat ARGS` with `LC_ALL=locale` (perf groups thousands unless C or POSIX).
+fn labperf_in(locale: &str, args: &[&str]) -> Output {
     let o = Command::new(bin("labperf"))
         .arg("stat")
         .args(args)
-        .env("LC_ALL", "C")
+        .env("LC_ALL", locale)
         .output()
         .unwrap();
     assert!(
@@ -207,6 +212,17 @@ fn counts_include_kernel_mode_and_match_the_programs_sleeps_faults_and_clock() {
     );
     // Not multiplexed: no share.
     assert!(!e.contains("%)"), "{e}");
+    // In a locale that groups digits, as perf's `%'`: 1,0NN page faults.
+    let e = err(&labperf_in(
+        "en_US.UTF-8",
+        &["-e", "page-faults", "--", p, "0", "0", "1000", "0"],
+    ));
+    let l = e.lines().find(|l| l.contains("page-faults")).unwrap();
+    let n = l.split_whitespace().next().unwrap();
+    assert!(
+        n.len() == 5 && n.starts_with("1,0") && n[2..].chars().all(|c| c.is_ascii_digit()),
+        "{l}"
+    );
 }
 
 /// Where each word of a line starts, with the word.

@@ -116,6 +116,14 @@ mod tests {
     #[test]
     fn status_lines() {
         assert_eq!(line(&Ok(125), false), "ok 125\n");
+        // stat --no-summary: the code, then the workloads' user and system ns.
+        let l = line(&Ok(3), true);
+        let f: Vec<&str> = l.trim_end().split(' ').collect();
+        assert_eq!((f.len(), f[0], f[1]), (4, "ok", "3"), "{l}");
+        assert!(
+            f[2].parse::<u64>().is_ok() && f[3].parse::<u64>().is_ok(),
+            "{l}"
+        );
         assert_eq!(
             line(
                 &Err(Fail::exec("cannot run 'x':\nno such file".into())),

@@ -58,7 +58,8 @@ fn read(c: &Counter, event: u32) -> Count {
 pub fn plan_for(spec: events::EventSpec, spawned: bool, inherit: bool) -> AttrPlan {
     AttrPlan {
         read_format: perf::FORMAT_TOTAL_TIME_ENABLED | perf::FORMAT_TOTAL_TIME_RUNNING,
-        disabled: spawned,
+        // Enabled at exec, or by `run` once every counter is open.
+        disabled: true,
         enable_on_exec: spawned,
         inherit,
         ..AttrPlan::new(spec)
@@ -142,12 +143,17 @@ pub fn run(o: &Opts) -> Result<i32, Fail> {
     };
     let start = sys::clock_ns(libc::CLOCK_MONOTONIC);
     let mut out = create(o, descs, Recipe::Stat, false, notes, start)?;
-    match &mut target {
-        Target::Spawned(w) | Target::System(Some(w)) => w.go().map_err(Fail::exec)?,
-        _ => counters.iter().flat_map(|c| &c.fds).for_each(Fd::enable),
+    // A spawned workload's counters start at its exec; the others (opened disabled) now,
+    // so that the elapsed time starts with them (`-a -- CMD`: before CMD runs).
+    if !matches!(target, Target::Spawned(_)) {
+        counters.iter().flat_map(|c| &c.fds).for_each(Fd::enable);
+    }
+    // The elapsed time starts before the exec, as perf's (`go` waits for it).
+    let t0 = Instant::now();
+    if let Target::Spawned(w) | Target::System(Some(w)) = &mut target {
+        w.go().map_err(Fail::exec)?
     }
     let every = o.interval_ms.map(Duration::from_millis);
-    let t0 = Instant::now();
     let until = o.duration_ms.map(Duration::from_millis);
     let exit = run_loop(&target, every, until, |t, done| {
         if every.is_none() && done {

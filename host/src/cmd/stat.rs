@@ -45,8 +45,9 @@ pub struct Args {
     /// Count one thread of a running process, as -p.
     #[arg(short = 't', long, value_name = "TID", conflicts_with_all = ["all_cpus", "cpu"])]
     pub tid: Option<u32>,
-    /// Count every task on every CPU, for --duration or while CMD runs (events without
-    /// :u/:k count kernel mode too). Needs root, CAP_PERFMON or perf_event_paranoid <= 0.
+    /// Count every task on every CPU, for --duration or while CMD runs. Needs root,
+    /// CAP_PERFMON or perf_event_paranoid <= 0. (Events without :u/:k count kernel mode
+    /// too wherever perf would: paranoid <= 1, or CAP_PERFMON.)
     #[arg(short = 'a', long)]
     pub all_cpus: bool,
     /// As -a, on these CPUs only: 0,2-3.

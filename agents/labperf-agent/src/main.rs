@@ -20,54 +20,27 @@ pub const VERSION: &str = concat!("labperf-agent ", env!("CARGO_PKG_VERSION"));
 const USAGE: &str = "labperf-agent: records perf events into labperf record files
 
 USAGE:
-  labperf-agent record [OPTIONS] (-- CMD [ARGS...] | -p PID | -t TID)
-  labperf-agent record -a|-C LIST [OPTIONS] (--duration SECS | -- CMD [ARGS...])
-  labperf-agent stat   [OPTIONS] [-I MS] (-- CMD [ARGS...] | -p PID)
-  labperf-agent list   [PMU]
-  labperf-agent plan   (record|stat) [OPTIONS] [-- CMD]   the perf_event_attrs it would open
-  labperf-agent strobe-probe [-c PERIOD] [--window N]   the strobing mode --metrics uses here
-  labperf-agent replay RINGFILE [OPTIONS] -o FILE   re-encode saved ring-buffer bytes
-  labperf-agent --version | --help
+  labperf-agent record|stat [OPTIONS] (-- CMD [ARGS] | -p PID | -t TID | -a | -C LIST)
+  labperf-agent list [PMU] | plan (record|stat) [OPTIONS] | strobe-probe | --version
+  labperf-agent replay RINGFILE [OPTIONS] -o FILE
 
-OPTIONS (`labperf record --help` says more):
-  -e, --event SPEC     repeatable: a name (cycles, cpu-clock, ...), rHEX, pmu/event/ or
-                       pmu/term=val,.../, optionally :u/:k; a group {leader,member,...}
-  -c, --period N       sample every N events (ns for cpu-clock/task-clock)
-  -F, --freq HZ        sample about HZ times per second instead
-  -g, --call-graph fp  call stacks by the frame pointers (kernel frames with :k events)
-      --call-graph dwarf[,SIZE]  SIZE bytes of user stack (8192), unwound on the host
-  -o, --output FILE    record file (default labperf.lpr; stat writes only with -o),
-                       written as FILE.part, then renamed; a device or FIFO directly
-      --status-file F  how the run ended: `ok CODE`, `exec-error MSG`, `disk-full MSG`
-                       or `agent-error MSG`
-  -p, --pid PID        attach to a running process instead of starting CMD
-  -t, --tid TID        attach to one thread
-  -a, --all-cpus       record every task on every CPU (events without :u/:k count kernel
-                       mode too); needs root, CAP_PERFMON or perf_event_paranoid <= 0
-  -C, --cpu LIST       as -a on these CPUs only (0,2-3)
-      --duration SECS  with -a/-C/-p/-t: record SECS seconds (or until CMD ends)
-  -I, --interval MS    stat: print and record counts every MS milliseconds
-      --mmap-pages N   ring data pages per CPU, a power of two up to 65536 (default 128)
-      --no-inherit     do not follow the workload's children and threads
-      --progress       progress every second on stderr
-      --flush-ms MS    close a record frame at least every MS ms (default 1000)
-      --metrics        per-function metrics by strobing: {cycles,instructions,branch-misses,
-                       cache-references,cache-misses} over a window after each period -c
-      --window N       the window in cycles (default 300); --jitter: jitter its start
-      --strobe MODE    auto (kernel if verified, else decimate), kernel, decimate, fixed
-      --topdown        Intel TopDown: stat the {slots,topdown-*} group (or the older
-                       per-core events, root); record {slots,SAMPLER,topdown-*} (-e SAMPLER)
-      --level N        --topdown level 1 (default) or 2; --per-thread: stat per thread
-      --sample-type HEX, --read-format HEX   replay: the ring's layout
-ENVIRONMENT: LABPERF_SYSFS  the sysfs root to read PMUs from (default /sys)
+OPTIONS (`labperf record --help` and `labperf stat --help` say more):
+  -e SPEC        event (repeatable): name, rHEX, pmu/event/, :u/:k, {leader,member}
+  -c N | -F HZ   sample every N events (ns for the clocks) | about HZ times a second
+  -g | --call-graph fp|dwarf[,SIZE]
+  -o FILE        record file (default labperf.lpr; stat only with -o)
+  -p PID | -t TID  attach; -a | -C 0,2-3: every task on the CPUs; --duration SECS
+  -I MS          stat: counts every MS ms
+  --mmap-pages N --no-inherit --progress --flush-ms MS --status-file F
+  --metrics --window N --jitter --strobe MODE --topdown --level N --per-thread
+  --sample-type HEX --read-format HEX (replay)
+ENVIRONMENT: LABPERF_SYSFS (default /sys)
 
 EXAMPLES:
-  labperf-agent record -e cpu-clock -c 100000 -o run.lpr -- ./my-prog arg
-  labperf-agent record -p 1234 --duration 5
+  labperf-agent record -c 100000 -o run.lpr -- ./my-prog arg
   labperf-agent stat -I 500 -- ./my-prog arg
 
-Exit status: the workload's (128+N if killed by signal N); 125 when the agent
-fails; 127 when CMD cannot be run; 2 for a usage error (--status-file tells apart).";
+Exit status: the workload's (128+N: signal N); 125 agent failure; 127 CMD not run; 2 usage";
 
 /// Most ring-buffer data pages per CPU (256 MiB of 4 KiB pages).
 const MAX_MMAP_PAGES: usize = 1 << 16;
@@ -82,6 +55,8 @@ pub struct Opts {
     pub pid: Option<i32>,
     /// `-t/--tid`: attach to this thread only.
     pub tid: Option<i32>,
+    /// `stat --no-summary`: no table at the end (labperf prints perf's from the file).
+    pub no_summary: bool,
     /// `-a` (every online CPU: empty) or `-C LIST`: record every task on these CPUs.
     pub cpus: Option<Vec<i32>>,
     /// `--duration SECS` of a whole-machine recording, in ms.
@@ -203,6 +178,7 @@ fn parse_opts(args: Vec<std::ffi::OsString>) -> Result<Opts, String> {
                 println!("{USAGE}");
                 std::process::exit(0)
             }
+            "--no-summary" => o.no_summary = true,
             "-a" | "--all-cpus" => o.cpus = Some(o.cpus.take().unwrap_or_default()),
             "-C" | "--cpu" => o.cpus = Some(cpu_list(&val().unwrap_or_default())?),
             "--duration" => o.duration_ms = Some(millis(&val().unwrap_or_default())?),
@@ -458,7 +434,7 @@ fn main() {
 /// Reports a run's result (its status file, its error) and gives the exit code.
 fn finish(o: &Opts, r: Result<i32, status::Fail>) -> i32 {
     if let Some(f) = &o.status_file {
-        status::write(f, &r);
+        status::write(f, &r, o.no_summary);
     }
     match r {
         Ok(code) => code,

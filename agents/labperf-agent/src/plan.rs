@@ -3,7 +3,7 @@
 
 use crate::perf::{self, AttrPlan};
 use crate::topdown::{self, Kind};
-use crate::{events, record, stat, Opts};
+use crate::{events, record, stat, sys, Opts};
 use labperf_common::ATTR_FLAG_NAMES;
 use std::fmt::Write;
 
@@ -61,7 +61,9 @@ pub fn print(verb: &str, o: &Opts) -> Result<String, String> {
         }
         "stat" => {
             for n in stat::names(o) {
-                let p = stat::plan_for(events::parse(&n)?, spawned, inherit);
+                let mut spec = events::parse(&n)?;
+                spec.kernel |= sys::kernel_allowed() && !n.contains(':');
+                let p = stat::plan_for(spec, spawned, inherit);
                 line(&mut s, &p, None, "pid=CMD cpu=-1");
             }
         }

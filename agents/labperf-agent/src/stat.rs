@@ -1,4 +1,14 @@
-//! `stat`: counts events over the workload, optionally every -I ms, prints a table and records intervals.
+//! `stat`: counts events over the workload, an attached process or thread (`-p`/`-t`) or
+//! CPUs (`-a`/`-C`), optionally every -I ms; prints a line per counter and interval, and
+//! the totals (labelled `total`; left to labperf with `--no-summary`, which prints perf's
+//! layout from the file), and records them.
+//!
+//! Kernel mode: an event without `:u`/`:k` counts it too when perf would, that is unless
+//! `perf_event_paranoid` is above 1 and the agent lacks CAP_PERFMON and CAP_SYS_ADMIN
+//! (`sys::kernel_allowed`); when it may not, the file's header notes that kernel mode
+//! was left out (a sleep's context switches happen in the kernel: they count 0 then).
+//! `record` keeps sampling user mode only unless `:k` or `-a`, and the C agent has no
+//! `stat`.
 
 use crate::events;
 use crate::out::Out;
@@ -7,6 +17,7 @@ use crate::record::{header, Target};
 use crate::status::Fail;
 use crate::workload::{self, SIGNALLED};
 use crate::{sys, Opts};
+use labperf_common::topdown::seconds;
 use labperf_common::*;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -43,17 +54,12 @@ fn read(c: &Counter, event: u32) -> Count {
     t
 }
 
-/// `d` as seconds with `places` decimals (1..=9), without floats.
-fn secs(d: std::time::Duration, places: u32) -> String {
-    let frac = d.subsec_nanos() / 10u32.pow(9 - places);
-    format!("{}.{:0w$}", d.as_secs(), frac, w = places as usize)
-}
-
 /// The counting attr of one event.
 pub fn plan_for(spec: events::EventSpec, spawned: bool, inherit: bool) -> AttrPlan {
     AttrPlan {
         read_format: perf::FORMAT_TOTAL_TIME_ENABLED | perf::FORMAT_TOTAL_TIME_RUNNING,
-        disabled: spawned,
+        // Enabled at exec, or by `run` once every counter is open.
+        disabled: true,
         enable_on_exec: spawned,
         inherit,
         ..AttrPlan::new(spec)
@@ -74,6 +80,7 @@ pub fn names(o: &Opts) -> Vec<String> {
 fn run_loop(
     target: &Target,
     every: Option<Duration>,
+    until: Option<Duration>,
     mut tick: impl FnMut(Duration, bool) -> Result<(), Fail>,
 ) -> Result<ExitStatus, Fail> {
     let pid = target.pid();
@@ -82,24 +89,24 @@ fn run_loop(
     let mut exit = ExitStatus::default();
     let mut forwarded = false;
     loop {
-        std::thread::sleep(
-            Duration::from_millis(10).min(every.unwrap_or(Duration::from_millis(10))),
-        );
-        let done = match target {
-            Target::Spawned(_) | Target::System(_) => {
-                workload::wait(pid, false).map(|s| exit = s).is_some()
-            }
-            Target::Attached(p, t) => !workload::attached_alive(t.unwrap_or(*p)),
-        };
+        std::thread::sleep(Duration::from_millis(1).min(every.unwrap_or(Duration::from_millis(1))));
+        let done = until.is_some_and(|u| t0.elapsed() >= u)
+            || match target {
+                Target::Spawned(_) | Target::System(Some(_)) => {
+                    workload::wait(pid, false).map(|s| exit = s).is_some()
+                }
+                Target::System(None) => false,
+                Target::Attached(p, t) => !workload::attached_alive(t.unwrap_or(*p)),
+            };
         let sig = SIGNALLED.load(Ordering::SeqCst);
         if sig != 0 && !forwarded {
             forwarded = true;
             match target {
                 // SAFETY: signalling our own child.
-                Target::Spawned(_) | Target::System(_) => unsafe {
+                Target::Spawned(_) | Target::System(Some(_)) => unsafe {
                     libc::kill(pid, sig);
                 },
-                Target::Attached(..) => {
+                Target::Attached(..) | Target::System(None) => {
                     tick(t0.elapsed(), true)?;
                     return Ok(exit);
                 }
@@ -119,10 +126,10 @@ fn run_loop(
 }
 
 pub fn run(o: &Opts) -> Result<i32, Fail> {
-    if o.cpus.is_some() {
-        return Err("-a/-C are for record (stat --topdown counts per core system-wide by itself where it must)".into());
-    }
     if o.topdown {
+        if o.cpus.is_some() || o.tid.is_some() {
+            return Err("--topdown picks its own CPUs and threads".into());
+        }
         return run_topdown(o);
     }
     workload::install_signal_handlers();
@@ -136,13 +143,19 @@ pub fn run(o: &Opts) -> Result<i32, Fail> {
     };
     let start = sys::clock_ns(libc::CLOCK_MONOTONIC);
     let mut out = create(o, descs, Recipe::Stat, false, notes, start)?;
-    match &mut target {
-        Target::Spawned(w) | Target::System(Some(w)) => w.go().map_err(Fail::exec)?,
-        _ => counters.iter().flat_map(|c| &c.fds).for_each(Fd::enable),
+    // A spawned workload's counters start at its exec; the others (opened disabled) now,
+    // so that the elapsed time starts with them (`-a -- CMD`: before CMD runs).
+    if !matches!(target, Target::Spawned(_)) {
+        counters.iter().flat_map(|c| &c.fds).for_each(Fd::enable);
+    }
+    // The elapsed time starts before the exec, as perf's (`go` waits for it).
+    let t0 = Instant::now();
+    if let Target::Spawned(w) | Target::System(Some(w)) = &mut target {
+        w.go().map_err(Fail::exec)?
     }
     let every = o.interval_ms.map(Duration::from_millis);
-    let t0 = Instant::now();
-    let exit = run_loop(&target, every, |t, done| {
+    let until = o.duration_ms.map(Duration::from_millis);
+    let exit = run_loop(&target, every, until, |t, done| {
         if every.is_none() && done {
             return Ok(());
         }
@@ -153,7 +166,15 @@ pub fn run(o: &Opts) -> Result<i32, Fail> {
         .enumerate()
         .map(|(i, c)| read(c, i as u32))
         .collect();
-    print_totals(o, &counters, &totals, t0);
+    if !o.no_summary {
+        for (c, t) in counters.iter().zip(&totals) {
+            line("total", t, &c.name);
+        }
+        eprintln!(
+            "{:>12} seconds time elapsed",
+            seconds(t0.elapsed().as_nanos() as u64)
+        );
+    }
     finish(out, totals, t0, &exit, start)
 }
 
@@ -170,10 +191,27 @@ fn open_counters(o: &Opts, target: &Target) -> Result<Counters, Fail> {
     let mut counters = Vec::new();
     let mut descs = Vec::new();
     let mut notes = Vec::new();
+    let kernel = sys::kernel_allowed();
+    if !kernel {
+        notice(
+            &mut notes,
+            "kernel mode not counted (perf_event_paranoid > 1, no CAP_PERFMON)".into(),
+        );
+    }
+    let cpus = match &o.cpus {
+        Some(c) if c.is_empty() => sys::online_cpus(),
+        Some(c) => c.clone(),
+        None => vec![-1],
+    };
+    // CPU-wide events see every task already: nothing to inherit.
+    let inherit = !o.no_inherit && o.cpus.is_none();
+    let tids = target.tids();
     for n in &names {
-        let spec = events::parse(n)?;
-        let plan = plan_for(spec, spawned, !o.no_inherit);
-        match open_threads(&plan, target) {
+        let mut spec = events::parse(n)?;
+        // Kernel mode too, by perf's rule, unless the name says :u or :k.
+        spec.kernel |= kernel && !n.contains(':');
+        let plan = plan_for(spec, spawned, inherit);
+        match open_each(&plan, &tids, &cpus) {
             Ok(fds) => {
                 descs.push(EventDesc {
                     name: n.clone(),
@@ -212,13 +250,20 @@ fn open_counters(o: &Opts, target: &Target) -> Result<Counters, Fail> {
     Ok((counters, descs, notes))
 }
 
-/// One event's counter on each of the target's threads; the errno of the first that
-/// cannot be opened.
-fn open_threads(plan: &AttrPlan, target: &Target) -> Result<Vec<Fd>, i32> {
+fn notice(notes: &mut Vec<String>, s: String) {
+    eprintln!("labperf-agent: notice: {s}");
+    notes.push(s);
+}
+
+/// One event's counter on each thread (-1: every task) and CPU (-1: any) given; the
+/// errno of the first that cannot be opened.
+fn open_each(plan: &AttrPlan, tids: &[i32], cpus: &[i32]) -> Result<Vec<Fd>, i32> {
     let mut fds = Vec::new();
-    for tid in target.tids() {
-        let mut a = plan.to_kernel();
-        fds.push(perf::open(&mut a, tid, -1, -1).map_err(|e| e.errno)?);
+    for &tid in tids {
+        for &cpu in cpus {
+            let mut a = plan.to_kernel();
+            fds.push(perf::open(&mut a, tid, cpu, -1).map_err(|e| e.errno)?);
+        }
     }
     Ok(fds)
 }
@@ -256,7 +301,7 @@ fn interval(counters: &mut [Counter], t: Duration, out: &mut Option<Out>) -> Res
             time_enabled: now.time_enabled.wrapping_sub(c.prev.time_enabled),
             time_running: now.time_running.wrapping_sub(c.prev.time_running),
         };
-        eprintln!("{:>12} {:>18} {}", secs(t, 3), delta.scaled(), c.name);
+        line(&seconds(t.as_nanos() as u64), &delta, &c.name);
         c.prev = now;
         counts.push(delta);
     }
@@ -272,24 +317,10 @@ fn interval(counters: &mut [Counter], t: Duration, out: &mut Option<Out>) -> Res
     Ok(())
 }
 
-/// perf stat's table of the whole run: each counter's total and the share of the time it
-/// was counting, then the elapsed time.
-fn print_totals(o: &Opts, counters: &[Counter], totals: &[Count], t0: Instant) {
-    eprintln!(
-        "\n Performance counter stats for '{}':\n",
-        o.command_text().join(" ")
-    );
-    for (c, t) in counters.iter().zip(totals) {
-        let bp = t.running_bp();
-        eprintln!(
-            "{:>18}      {:<24} ({}.{:02}%)",
-            t.scaled(),
-            c.name,
-            bp / 100,
-            bp % 100
-        );
-    }
-    eprintln!("\n{:>18} seconds time elapsed\n", secs(t0.elapsed(), 9));
+/// One counter's line, `label` its interval's end or `total`, the count scaled for
+/// multiplexing (perf's layout, with the running share, is labperf's: `--no-summary`).
+fn line(label: &str, c: &Count, name: &str) {
+    eprintln!("{label:>12} {:>18} {name}", c.scaled());
 }
 
 /// `stat --topdown`: the TopDown group read once per interval, as perf's ratios.
@@ -351,7 +382,7 @@ fn run_topdown(o: &Opts) -> Result<i32, Fail> {
         per_thread,
         out,
     };
-    let exit = run_loop(&target, every, |t, done| {
+    let exit = run_loop(&target, every, None, |t, done| {
         let d = c.deltas(k.as_mut());
         lines.interval(t.as_nanos() as u64, &d, !done || every.is_some())
     })?;
@@ -388,12 +419,9 @@ fn topdown_setup(o: &Opts) -> Result<TopdownSetup, Fail> {
     };
     let mut notes = recipe.notes.clone();
     if recipe.kind == Kind::Legacy {
-        let paranoid: i32 = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
-            .ok()
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(2);
-        // SAFETY: geteuid has no failure mode.
-        if paranoid > 0 && unsafe { libc::geteuid() } != 0 && replay.is_none() {
+        // Root, or rather its CAP_SYS_ADMIN (or CAP_PERFMON), as for -a.
+        let (paranoid, caps) = sys::paranoid_and_caps();
+        if paranoid > 0 && !caps && replay.is_none() {
             return Err(format!("{} (it is {paranoid})", topdown::ROOT_NEEDED).into());
         }
         if let Some(w) = topdown::nmi_watchdog_warning(std::path::Path::new("/proc")) {

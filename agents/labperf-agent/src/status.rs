@@ -1,7 +1,9 @@
 //! How a run ended, told out of band: the agent's own failures apart from the workload's
 //! exit status, in `--status-file` (the host never guesses from exit codes or stderr).
 //!
-//! The file holds one line: `ok <workload exit code>`, `exec-error <message>` (the
+//! The file holds one line: `ok <workload exit code>` (for `stat --no-summary`, the
+//! labperf CLI's stat, followed by ` <user ns> <system ns>`: the CPU time of the workload
+//! the agent started and reaped, which `perf stat` prints; 0 for an attached process), `exec-error <message>` (the
 //! workload could not be started), `disk-full <message>` (the record file could not be
 //! written: no space) or `agent-error <message>` (anything else the agent could not do).
 //! A missing file means the agent was killed before it could write one.
@@ -72,11 +74,15 @@ impl std::fmt::Display for Fail {
     }
 }
 
-/// The status line for a run's result.
-pub fn line(r: &Result<i32, Fail>) -> String {
+/// The status line for a run's result; `times`: with the workloads' CPU times.
+pub fn line(r: &Result<i32, Fail>, times: bool) -> String {
     let one_line = |m: &str| m.replace(['\n', '\r'], " ");
     match r {
-        Ok(code) => format!("ok {code}\n"),
+        Ok(code) if !times => format!("ok {code}\n"),
+        Ok(code) => {
+            let (user, sys, _) = crate::sys::usage(libc::RUSAGE_CHILDREN);
+            format!("ok {code} {user} {sys}\n")
+        }
         Err(f) => format!(
             "{} {}\n",
             match f.kind {
@@ -92,9 +98,9 @@ pub fn line(r: &Result<i32, Fail>) -> String {
 /// Writes the status file by `dest.rs`'s rule (a regular file through a temporary name,
 /// then a rename; a device or FIFO straight through); a failure to write it is only
 /// reported, as the run's own result matters more.
-pub fn write(path: &str, r: &Result<i32, Fail>) {
+pub fn write(path: &str, r: &Result<i32, Fail>, times: bool) {
     let res = crate::dest::resolve(path, ".tmp", "the status file").and_then(|(at, then)| {
-        std::fs::write(&at, line(r))
+        std::fs::write(&at, line(r, times))
             .and_then(|_| then.map_or(Ok(()), |p| std::fs::rename(&at, p)))
             .map_err(|e| format!("cannot write the status file '{path}': {e}"))
     });
@@ -109,17 +115,31 @@ mod tests {
 
     #[test]
     fn status_lines() {
-        assert_eq!(line(&Ok(125)), "ok 125\n");
+        assert_eq!(line(&Ok(125), false), "ok 125\n");
+        // stat --no-summary: the code, then the workloads' user and system ns.
+        let l = line(&Ok(3), true);
+        let f: Vec<&str> = l.trim_end().split(' ').collect();
+        assert_eq!((f.len(), f[0], f[1]), (4, "ok", "3"), "{l}");
+        assert!(
+            f[2].parse::<u64>().is_ok() && f[3].parse::<u64>().is_ok(),
+            "{l}"
+        );
         assert_eq!(
-            line(&Err(Fail::exec("cannot run 'x':\nno such file".into()))),
+            line(
+                &Err(Fail::exec("cannot run 'x':\nno such file".into())),
+                true
+            ),
             "exec-error cannot run 'x': no such file\n"
         );
         let full = std::io::Error::from_raw_os_error(libc::ENOSPC);
         assert_eq!(
-            line(&Err(Fail::io(&full, "cannot write".into()))),
+            line(&Err(Fail::io(&full, "cannot write".into())), true),
             "disk-full cannot write\n"
         );
-        assert_eq!(line(&Err("no events".into())), "agent-error no events\n");
+        assert_eq!(
+            line(&Err("no events".into()), false),
+            "agent-error no events\n"
+        );
         assert_eq!(Fail::exec(String::new()).exit_code(), 127);
         assert_eq!(Fail::from("x").exit_code(), 125);
     }

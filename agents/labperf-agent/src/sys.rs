@@ -58,12 +58,18 @@ pub fn clock_ns(clock: libc::clockid_t) -> u64 {
 
 /// The agent's own CPU time (ns) and peak RSS (KiB).
 pub fn self_usage() -> (u64, u64) {
+    let (user, sys, rss) = usage(libc::RUSAGE_SELF);
+    (user + sys, rss)
+}
+
+/// `getrusage(who)`: user and system CPU time in ns, and the peak RSS in KiB.
+pub fn usage(who: i32) -> (u64, u64, u64) {
     // SAFETY: rusage is plain data; getrusage fills it.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: valid pointer.
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    unsafe { libc::getrusage(who, &mut ru) };
     let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
-    (tv(ru.ru_utime) + tv(ru.ru_stime), ru.ru_maxrss as u64)
+    (tv(ru.ru_utime), tv(ru.ru_stime), ru.ru_maxrss as u64)
 }
 
 /// `kernel.perf_event_paranoid`, if readable.
@@ -107,20 +113,30 @@ pub fn cpu_list_text(c: &[i32]) -> String {
     v.join(",")
 }
 
-/// Whether CPU-wide events may be opened here: with CAP_PERFMON or CAP_SYS_ADMIN (root),
-/// or `kernel.perf_event_paranoid` at 0 or below; else what to change.
-pub fn may_record_cpus() -> Result<(), String> {
-    let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
-    let paranoid: i32 = read("/proc/sys/kernel/perf_event_paranoid")
-        .trim()
-        .parse()
-        .unwrap_or(2);
-    let caps = read("/proc/self/status")
+/// `kernel.perf_event_paranoid` (2 when unreadable) and whether this process has
+/// CAP_PERFMON or CAP_SYS_ADMIN in its effective set.
+pub fn paranoid_and_caps() -> (i32, bool) {
+    let caps = std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
         .lines()
         .find_map(|l| l.strip_prefix("CapEff:"))
         .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
         .unwrap_or(0);
-    if caps & (1 << 38 | 1 << 21) != 0 || paranoid <= 0 {
+    (paranoid().unwrap_or(2), caps & (1 << 38 | 1 << 21) != 0)
+}
+
+/// perf's rule for an event without `:u`/`:k`: kernel mode is counted too, unless
+/// `perf_event_paranoid` is above 1 and the process lacks CAP_PERFMON and CAP_SYS_ADMIN.
+pub fn kernel_allowed() -> bool {
+    let (paranoid, caps) = paranoid_and_caps();
+    caps || paranoid <= 1
+}
+
+/// Whether CPU-wide events may be opened here: with CAP_PERFMON or CAP_SYS_ADMIN (root),
+/// or `kernel.perf_event_paranoid` at 0 or below; else what to change.
+pub fn may_record_cpus() -> Result<(), String> {
+    let (paranoid, caps) = paranoid_and_caps();
+    if caps || paranoid <= 0 {
         return Ok(());
     }
     Err(format!("-a/-C record every task on the CPUs: that needs CAP_PERFMON (or root), or kernel.perf_event_paranoid at 0 or below, and it is {paranoid} here. Run as root, give the agent the capability (setcap cap_perfmon+ep labperf-agent), or run `sysctl -w kernel.perf_event_paranoid=0`; nothing was recorded"))

@@ -12,6 +12,20 @@ use std::time::Duration;
 pub struct Finished {
     pub status: i32,
     pub interrupted: bool,
+    /// The workload's user and system CPU time in ns (`stat --no-summary` says them).
+    pub times: Option<(u64, u64)>,
+}
+
+/// An `ok` status line's rest: the exit code, then (`stat --no-summary`) the workload's
+/// user and system time in ns.
+pub fn ok_fields(rest: &str) -> (Option<i32>, Option<(u64, u64)>) {
+    let mut f = rest.split_whitespace();
+    let code = f.next().and_then(|c| c.parse().ok());
+    let times = match (f.next(), f.next()) {
+        (Some(u), Some(s)) => u.parse().ok().zip(s.parse().ok()),
+        _ => None,
+    };
+    (code, times)
 }
 
 /// A fresh status file name in the temporary directory.
@@ -87,10 +101,14 @@ pub fn run(
     let line = line.trim();
     let (kind, rest) = line.split_once(' ').unwrap_or((line, ""));
     match kind {
-        "ok" => Ok(Finished {
-            status: rest.trim().parse().unwrap_or(0),
-            interrupted,
-        }),
+        "ok" => {
+            let (code, times) = ok_fields(rest);
+            Ok(Finished {
+                status: code.unwrap_or(0),
+                interrupted,
+                times,
+            })
+        }
         "exec-error" => bail!(
             "the workload '{}' could not be started ({}): check the command and PATH",
             command[0].to_string_lossy(),

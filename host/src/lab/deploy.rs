@@ -418,7 +418,9 @@ pub fn finish(
     let why = show(rest).into_owned();
     match kind {
         "ok" => {
-            let status = rest.trim().parse().map_err(|_| RunError::AgentFailed {
+            // `ok CODE`, then `stat --no-summary`'s user and system times (unused here).
+            let code = rest.split_whitespace().next().unwrap_or("");
+            let status = code.parse().map_err(|_| RunError::AgentFailed {
                 host: host.clone(),
                 why: format!("its status file says {:?}", show(&line)),
             })?;

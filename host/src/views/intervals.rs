@@ -1,9 +1,10 @@
 //! The intervals view: the counts of a `stat` recording, one row per interval, thread and
-//! event, scaled for multiplexing as `perf stat` scales them.
+//! event, scaled for multiplexing as `perf stat` scales them; the whole run's totals in a
+//! table of their own, titled as such (not one more interval).
 
 use crate::record::load::{self, LoadError};
 use crate::render::table::{Cell, Column, Report, Table};
-use labperf_common::Record;
+use labperf_common::{Count, Record};
 use serde_json::{json, Map};
 
 /// Reads a `stat` recording's intervals into the table model.
@@ -19,7 +20,8 @@ pub fn build(src: &load::Source) -> Result<Report, LoadError> {
             }
         }
         let Record::Interval(i) = r else { return };
-        intervals += 1;
+        // The whole run's totals are no interval.
+        intervals += u64::from(i.delta);
         per_thread |= i.tid.is_some();
         for c in &i.counts {
             let event = names
@@ -29,48 +31,52 @@ pub fn build(src: &load::Source) -> Result<Report, LoadError> {
             rows.push((i.time, i.tid, i.delta, event, c.clone()));
         }
     })?;
-    let mut columns = vec![Column::right("time_s", "time", 12)];
-    if per_thread {
-        columns.push(Column::right("tid", "thread", 8));
-    }
-    columns.extend([
-        Column::right("count", "counts", 18),
-        Column::right("running_pct", "running", 8),
-        Column::left("event", "event", 0),
-        Column::left("kind", "kind", 0),
-        Column::right("value", "raw", 0),
-        Column::right("time_enabled", "enabled ns", 0),
-        Column::right("time_running", "running ns", 0),
-    ]);
-    let mut t = Table::new("intervals", columns);
+    let columns = |first: Column| {
+        let mut c = vec![first];
+        if per_thread {
+            c.push(Column::right("tid", "thread", 8));
+        }
+        c.extend(more_columns());
+        c
+    };
+    let row = |(time, tid, delta, event, c): (u64, Option<u32>, bool, String, Count)| {
+        let mut r = vec![Cell::Shown {
+            text: labperf_common::topdown::seconds(time),
+            value: json!(time as f64 / 1e9),
+        }];
+        if per_thread {
+            r.push(tid.map_or(Cell::Empty, |t| Cell::Int(u64::from(t))));
+        }
+        r.extend([
+            Cell::Int(c.scaled()),
+            Cell::Percent {
+                value: c.running_bp() as f64 / 100.0,
+                places: 2,
+            },
+            Cell::Text(event),
+            Cell::text(if delta { "delta" } else { "total" }),
+            Cell::Int(c.value),
+            Cell::Int(c.time_enabled),
+            Cell::Int(c.time_running),
+        ]);
+        r
+    };
+    let (deltas, totals): (Vec<_>, Vec<_>) = rows.into_iter().partition(|r| r.2);
+    let mut t = Table::new("intervals", columns(Column::right("time_s", "time", 12)));
     t.ranked = false;
     // perf stat prints counts, running share and event; the raw numbers are for CSV/JSON.
     t.hidden = vec!["kind", "value", "time_enabled", "time_running"];
-    t.rows = rows
-        .into_iter()
-        .map(|(time, tid, delta, event, c)| {
-            let mut r = vec![Cell::Shown {
-                text: labperf_common::topdown::seconds(time),
-                value: json!(time as f64 / 1e9),
-            }];
-            if per_thread {
-                r.push(tid.map_or(Cell::Empty, |t| Cell::Int(u64::from(t))));
-            }
-            r.extend([
-                Cell::Int(c.scaled()),
-                Cell::Percent {
-                    value: c.running_bp() as f64 / 100.0,
-                    places: 2,
-                },
-                Cell::Text(event),
-                Cell::text(if delta { "delta" } else { "total" }),
-                Cell::Int(c.value),
-                Cell::Int(c.time_enabled),
-                Cell::Int(c.time_running),
-            ]);
-            r
-        })
-        .collect();
+    t.rows = deltas.into_iter().map(row).collect();
+    let mut tables = vec![t];
+    if !totals.is_empty() {
+        // Its time column is the run's end ("end_s"): no chart draws it as an interval.
+        let mut t = Table::new("total", columns(Column::right("end_s", "end", 12)));
+        t.ranked = false;
+        t.title = Some("# total of the whole run".into());
+        t.hidden = vec!["kind", "value", "time_enabled", "time_running"];
+        t.rows = totals.into_iter().map(row).collect();
+        tables.push(t);
+    }
     let mut summary = Map::new();
     summary.insert("intervals".into(), json!(intervals));
     let none = (intervals == 0).then(|| {
@@ -79,7 +85,20 @@ pub fn build(src: &load::Source) -> Result<Report, LoadError> {
     Ok(Report {
         heading: vec![format!("# {intervals} intervals")],
         summary,
-        tables: vec![t],
+        tables,
         ..Report::of_file("intervals", &info, none)
     })
+}
+
+/// The columns after the time and thread: counts, share, event, then the raw numbers.
+fn more_columns() -> [Column; 7] {
+    [
+        Column::right("count", "counts", 18),
+        Column::right("running_pct", "running", 8),
+        Column::left("event", "event", 0),
+        Column::left("kind", "kind", 0),
+        Column::right("value", "raw", 0),
+        Column::right("time_enabled", "enabled ns", 0),
+        Column::right("time_running", "running ns", 0),
+    ]
 }

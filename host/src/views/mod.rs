@@ -1,4 +1,4 @@
-//! The views a recording's recipe picks, each turning records into the table model: the pipeline (`view`), report, metrics, TopDown, ProfileMe, intervals, dump, and diff of two reports.
+//! The views a recording's recipe picks, each turning records into the table model: the pipeline (`view`), report, metrics, TopDown, ProfileMe, intervals, dump, and diff of two reports; and `stat`'s summary in perf's layout.
 
 pub mod diff;
 pub mod dump;
@@ -6,5 +6,6 @@ pub mod intervals;
 pub mod metrics;
 pub mod profileme;
 pub mod report;
+pub mod stat;
 pub mod topdown;
 pub mod view;

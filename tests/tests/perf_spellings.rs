@@ -1,5 +1,5 @@
 //! perf's command-line spellings where a perf user reaches for them (issue 27): `record
-//! -p/-t/-m`, a trailing command without `--`, `report -i/-s/--sort/--stdio`, `-q/-v`,
+//! -p/-t/-m`, a trailing command without `--`, `report -i/-s/--sort/--stdio/--no-children`, `-q/-v`,
 //! `labperf list` and "did you mean" for `-e`, `record --help`'s headings and the agent's
 //! `--help`; each checked for its effect, not only that it parses.
 
@@ -69,6 +69,28 @@ fn report_takes_perf_s_input_sort_and_stdio() {
     // --stdio is the table, so it does not go with another format.
     let o = labperf(&["report", &f, "--stdio", "--format", "csv"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+}
+
+#[test]
+fn report_takes_perf_s_no_children() {
+    // A recording with a call stack, so that --children's table differs from the default.
+    let f = root()
+        .join("tests/data/v2-stacks/record.lpr")
+        .to_string_lossy()
+        .into_owned();
+    let plain = labperf(&["report", &f]);
+    let children = labperf(&["report", &f, "--children"]);
+    assert_ne!(text(&plain.stdout), text(&children.stdout));
+    // perf's --no-children is Self only, the default; the last of the two counts.
+    same_report(&["report", &f], &["report", &f, "--no-children"]);
+    same_report(
+        &["report", &f],
+        &["report", &f, "--children", "--no-children"],
+    );
+    same_report(
+        &["report", &f, "--children"],
+        &["report", &f, "--no-children", "--children"],
+    );
 }
 
 /// A file whose kernel lost samples: its report warns (what `-q` silences).

@@ -1,7 +1,8 @@
 //! What labperf says as it works, read as a perf user reads it: `--top` says what it hid,
 //! `record` keeps the previous file as `.old` (a regular file only), `export -o x.svg`
 //! needs no `--format`, output into a closed pipe ends quietly, plurals and signal names,
-//! a failed host's error said once, `info` in words (issue 27's quiet defaults).
+//! a failed host's error said once, `info` in words, an attached recording's missing exit
+//! explained (issue 27's quiet defaults).
 
 use labperf_tests::{bin, root, scratch};
 use std::os::unix::fs::FileTypeExt;
@@ -475,4 +476,46 @@ fn info_speaks_words_not_debug_text_or_raw_nanoseconds() {
             .any(|l| l.starts_with("duration:") && l.ends_with(" s")),
         "{out}"
     );
+}
+
+#[test]
+fn info_says_why_an_attached_or_whole_machine_recording_has_no_exit() {
+    let d = scratch("messages-no-exit");
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["--pid", "4242"],
+            "none: attached to process 4242, which labperf did not start (record -p)",
+        ),
+        (
+            &["--tid", "4243"],
+            "none: attached to thread 4243, which labperf did not start (record -t)",
+        ),
+        (
+            &["-a", "--duration", "0.300"],
+            "none: the whole machine, without a command (record -a)",
+        ),
+        (
+            &["-C", "0,2-3", "--duration", "1.000"],
+            "none: CPUs 0,2-3, without a command (record -C)",
+        ),
+        // A workload's exit the trailer lacks is not guessed at.
+        (&["./prog"], "unknown"),
+    ];
+    for (i, (command, words)) in cases.iter().enumerate() {
+        let mut h = labperf_tests::golden::header(labperf_tests::golden::Kind::Sample);
+        h.command = command.iter().map(|w| w.to_string()).collect();
+        let mut enc = labperf_common::Encoder::new();
+        let mut bytes = labperf_common::Encoder::prelude().to_vec();
+        bytes.extend(enc.header_frame(&h));
+        bytes.extend(enc.trailer_frame(&labperf_common::Trailer::default()));
+        let f = d.join(format!("{i}.lpr"));
+        std::fs::write(&f, bytes).unwrap();
+        let o = labperf(&["info", f.to_str().unwrap()]);
+        let out = text(&o.stdout);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        assert!(
+            out.contains(&format!("\nworkload exit:   {words}\n")),
+            "{command:?}: {out}"
+        );
+    }
 }

@@ -135,6 +135,37 @@ fn quiet_silences_warnings_and_verbose_says_the_agent_command() {
     let quiet = labperf(&["report", &f, "-o", &to, "-q"]);
     assert!(quiet.status.success());
     assert_eq!(text(&quiet.stderr), "");
+    // export and diff warn of the same losses, and say where the export went: -q silences
+    // them as it does report's, and leaves what they write alone.
+    for (i, format) in ["folded", "svg", "pprof", "parquet"]
+        .into_iter()
+        .enumerate()
+    {
+        let to = d
+            .join(format!("x{i}.{format}"))
+            .to_string_lossy()
+            .into_owned();
+        let loud = labperf(&["export", &f, "--format", format, "-o", &to]);
+        assert!(loud.status.success(), "{}", text(&loud.stderr));
+        assert!(
+            text(&loud.stderr).contains("the kernel lost 5 samples"),
+            "{format}"
+        );
+        assert!(text(&loud.stderr).contains(" written to "), "{format}");
+        let bytes = std::fs::read(&to).unwrap();
+        let quiet = labperf(&["-q", "export", &f, "--format", format, "-o", &to]);
+        assert!(quiet.status.success());
+        assert_eq!(text(&quiet.stderr), "", "{format}");
+        if format != "pprof" && format != "parquet" {
+            assert_eq!(std::fs::read(&to).unwrap(), bytes, "{format}");
+        }
+    }
+    let loud = labperf(&["diff", &f, &f]);
+    assert!(text(&loud.stderr).contains("the kernel lost 5 samples"));
+    let quiet = labperf(&["diff", &f, &f, "-q"]);
+    assert!(quiet.status.success());
+    assert_eq!(text(&quiet.stderr), "");
+    assert_eq!(loud.stdout, quiet.stdout);
     // -v: the agent's command line, -m among its options (as `--mmap-pages`).
     let out = d.join("m.lpr");
     let o = Command::new(bin("labperf"))

@@ -48,7 +48,7 @@ pub fn run(a: &Args) -> Result<()> {
     };
     let (base, new) = (report(&a.base)?, report(&a.new)?);
     let d = labperf::views::diff::diff(&base, &new)?;
-    for w in &d.warnings {
+    for w in d.warnings.iter().filter(|_| !super::quiet()) {
         eprintln!("{}", labperf::text::show_text(w));
     }
     print!(

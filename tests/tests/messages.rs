@@ -479,7 +479,7 @@ fn info_speaks_words_not_debug_text_or_raw_nanoseconds() {
 }
 
 #[test]
-fn info_says_why_an_attached_or_whole_machine_recording_has_no_exit() {
+fn info_and_titles_say_what_an_attached_recording_recorded() {
     let d = scratch("messages-no-exit");
     let cases: [(&[&str], &str); 5] = [
         (
@@ -518,4 +518,40 @@ fn info_says_why_an_attached_or_whole_machine_recording_has_no_exit() {
             "{command:?}: {out}"
         );
     }
+    // The HTML page's and the flame graph's titles name what an attached recording recorded,
+    // not the header's `--pid N` as if it were a command line.
+    let mut h = labperf_tests::golden::header(labperf_tests::golden::Kind::Sample);
+    h.command = vec!["--pid".into(), "4242".into()];
+    let mut enc = labperf_common::Encoder::new();
+    let mut bytes = labperf_common::Encoder::prelude().to_vec();
+    bytes.extend(enc.header_frame(&h));
+    enc.push(&labperf_common::Record::Sample(labperf_common::Sample {
+        pid: 4242,
+        tid: 4242,
+        ip: 0x1000,
+        period: 1,
+        ..Default::default()
+    }));
+    bytes.extend(enc.trailer_frame(&labperf_common::Trailer::default()));
+    let f = d.join("p.lpr");
+    std::fs::write(&f, bytes).unwrap();
+    let (page, svg) = (d.join("p.html"), d.join("p.svg"));
+    for (out, args) in [
+        (&page, ["report", "--format", "html"]),
+        (&svg, ["export", "--format", "svg"]),
+    ] {
+        let o = labperf(&[
+            args[0],
+            f.to_str().unwrap(),
+            args[1],
+            args[2],
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+    }
+    let page = std::fs::read_to_string(page).unwrap();
+    assert!(page.contains("<h1>labperf: process 4242</h1>"), "{page}");
+    let svg = std::fs::read_to_string(svg).unwrap();
+    assert!(svg.contains(">labperf: process 4242 on "), "{svg}");
 }

@@ -552,6 +552,20 @@ fn info_and_titles_say_what_an_attached_recording_recorded() {
     }
     let page = std::fs::read_to_string(page).unwrap();
     assert!(page.contains("<h1>labperf: process 4242</h1>"), "{page}");
+    // Without samples, an attached process is asked whether it ran (`sleep` never does),
+    // not whether the workload was too short.
+    let mut enc = labperf_common::Encoder::new();
+    let mut bytes = labperf_common::Encoder::prelude().to_vec();
+    bytes.extend(enc.header_frame(&h));
+    bytes.extend(enc.trailer_frame(&labperf_common::Trailer::default()));
+    let none = d.join("none.lpr");
+    std::fs::write(&none, bytes).unwrap();
+    let o = labperf(&["report", none.to_str().unwrap()]);
+    assert!(
+        text(&o.stderr).contains("note: the file holds no samples (did the process run on a CPU while recorded, or was the period too long?)"),
+        "{}",
+        text(&o.stderr)
+    );
     let svg = std::fs::read_to_string(svg).unwrap();
     assert!(svg.contains(">labperf: process 4242 on "), "{svg}");
 }

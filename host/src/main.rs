@@ -20,8 +20,9 @@ use clap::{Parser, Subcommand};
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
-    /// Print no report warnings or notes and no progress of a local recording (errors
-    /// still print; the agent's and the workload's own lines are theirs).
+    /// Print no warnings or notes of report, export or diff, no "written to" lines and no
+    /// progress of a local recording (errors still print; the agent's and the workload's
+    /// own lines are theirs).
     #[arg(short, long, global = true, conflicts_with = "verbose")]
     quiet: bool,
     /// Say more: the agent command each run starts.

@@ -63,6 +63,17 @@ mod tests {
     }
 }
 
+/// What a recording recorded, from its header's command, for a title: the workload's words,
+/// or "process N" / "thread N" for an attached recording (the header's `--pid N`,
+/// `--tid N`), which is no command line.
+pub fn recorded(command: &[String]) -> String {
+    match command {
+        [flag, n] if flag == "--pid" => format!("process {n}"),
+        [flag, n] if flag == "--tid" => format!("thread {n}"),
+        _ => command.join(" "),
+    }
+}
+
 /// `n` and its noun, singular for 1: `plural(1, "sample", "samples")` is "1 sample".
 pub fn plural(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
@@ -151,6 +162,15 @@ pub fn utc_date(ns: u64) -> String {
 #[cfg(test)]
 mod words {
     use super::*;
+
+    #[test]
+    fn an_attached_recording_is_named_as_what_it_recorded() {
+        let w = |c: &[&str]| recorded(&c.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(w(&["--pid", "4242"]), "process 4242");
+        assert_eq!(w(&["--tid", "7"]), "thread 7");
+        assert_eq!(w(&["./prog", "--pid", "1"]), "./prog --pid 1");
+        assert_eq!(w(&["-a", "--duration", "1.000"]), "-a --duration 1.000");
+    }
 
     #[test]
     fn dates_plurals_and_signals() {

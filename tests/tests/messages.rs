@@ -1,7 +1,8 @@
 //! What labperf says as it works, read as a perf user reads it: `--top` says what it hid,
 //! `record` keeps the previous file as `.old` (a regular file only), `export -o x.svg`
 //! needs no `--format`, output into a closed pipe ends quietly, plurals and signal names,
-//! a failed host's error said once, `info` in words (issue 27's quiet defaults).
+//! a failed host's error said once, `info` in words, an attached recording's missing exit
+//! explained (issue 27's quiet defaults).
 
 use labperf_tests::{bin, root, scratch};
 use std::os::unix::fs::FileTypeExt;
@@ -475,4 +476,96 @@ fn info_speaks_words_not_debug_text_or_raw_nanoseconds() {
             .any(|l| l.starts_with("duration:") && l.ends_with(" s")),
         "{out}"
     );
+}
+
+#[test]
+fn info_and_titles_say_what_an_attached_recording_recorded() {
+    let d = scratch("messages-no-exit");
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["--pid", "4242"],
+            "none: attached to process 4242, which labperf did not start (record -p)",
+        ),
+        (
+            &["--tid", "4243"],
+            "none: attached to thread 4243, which labperf did not start (record -t)",
+        ),
+        (
+            &["-a", "--duration", "0.300"],
+            "none: the whole machine, without a command (record -a)",
+        ),
+        (
+            &["-C", "0,2-3", "--duration", "1.000"],
+            "none: CPUs 0,2-3, without a command (record -C)",
+        ),
+        // A workload's exit the trailer lacks is not guessed at.
+        (&["./prog"], "unknown"),
+    ];
+    for (i, (command, words)) in cases.iter().enumerate() {
+        let mut h = labperf_tests::golden::header(labperf_tests::golden::Kind::Sample);
+        h.command = command.iter().map(|w| w.to_string()).collect();
+        let mut enc = labperf_common::Encoder::new();
+        let mut bytes = labperf_common::Encoder::prelude().to_vec();
+        bytes.extend(enc.header_frame(&h));
+        bytes.extend(enc.trailer_frame(&labperf_common::Trailer::default()));
+        let f = d.join(format!("{i}.lpr"));
+        std::fs::write(&f, bytes).unwrap();
+        let o = labperf(&["info", f.to_str().unwrap()]);
+        let out = text(&o.stdout);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        assert!(
+            out.contains(&format!("\nworkload exit:   {words}\n")),
+            "{command:?}: {out}"
+        );
+    }
+    // The HTML page's and the flame graph's titles name what an attached recording recorded,
+    // not the header's `--pid N` as if it were a command line.
+    let mut h = labperf_tests::golden::header(labperf_tests::golden::Kind::Sample);
+    h.command = vec!["--pid".into(), "4242".into()];
+    let mut enc = labperf_common::Encoder::new();
+    let mut bytes = labperf_common::Encoder::prelude().to_vec();
+    bytes.extend(enc.header_frame(&h));
+    enc.push(&labperf_common::Record::Sample(labperf_common::Sample {
+        pid: 4242,
+        tid: 4242,
+        ip: 0x1000,
+        period: 1,
+        ..Default::default()
+    }));
+    bytes.extend(enc.trailer_frame(&labperf_common::Trailer::default()));
+    let f = d.join("p.lpr");
+    std::fs::write(&f, bytes).unwrap();
+    let (page, svg) = (d.join("p.html"), d.join("p.svg"));
+    for (out, args) in [
+        (&page, ["report", "--format", "html"]),
+        (&svg, ["export", "--format", "svg"]),
+    ] {
+        let o = labperf(&[
+            args[0],
+            f.to_str().unwrap(),
+            args[1],
+            args[2],
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+    }
+    let page = std::fs::read_to_string(page).unwrap();
+    assert!(page.contains("<h1>labperf: process 4242</h1>"), "{page}");
+    // Without samples, an attached process is asked whether it ran (`sleep` never does),
+    // not whether the workload was too short.
+    let mut enc = labperf_common::Encoder::new();
+    let mut bytes = labperf_common::Encoder::prelude().to_vec();
+    bytes.extend(enc.header_frame(&h));
+    bytes.extend(enc.trailer_frame(&labperf_common::Trailer::default()));
+    let none = d.join("none.lpr");
+    std::fs::write(&none, bytes).unwrap();
+    let o = labperf(&["report", none.to_str().unwrap()]);
+    assert!(
+        text(&o.stderr).contains("note: the file holds no samples (did the process run on a CPU while recorded, or was the period too long?)"),
+        "{}",
+        text(&o.stderr)
+    );
+    let svg = std::fs::read_to_string(svg).unwrap();
+    assert!(svg.contains(">labperf: process 4242 on "), "{svg}");
 }

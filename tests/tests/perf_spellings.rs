@@ -1,5 +1,5 @@
 //! perf's command-line spellings where a perf user reaches for them (issue 27): `record
-//! -p/-t/-m`, a trailing command without `--`, `report -i/-s/--sort/--stdio`, `-q/-v`,
+//! -p/-t/-m`, a trailing command without `--`, `report -i/-s/--sort/--stdio/--no-children`, `-q/-v`,
 //! `labperf list` and "did you mean" for `-e`, `record --help`'s headings and the agent's
 //! `--help`; each checked for its effect, not only that it parses.
 
@@ -71,6 +71,28 @@ fn report_takes_perf_s_input_sort_and_stdio() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
 }
 
+#[test]
+fn report_takes_perf_s_no_children() {
+    // A recording with a call stack, so that --children's table differs from the default.
+    let f = root()
+        .join("tests/data/v2-stacks/record.lpr")
+        .to_string_lossy()
+        .into_owned();
+    let plain = labperf(&["report", &f]);
+    let children = labperf(&["report", &f, "--children"]);
+    assert_ne!(text(&plain.stdout), text(&children.stdout));
+    // perf's --no-children is Self only, the default; the last of the two counts.
+    same_report(&["report", &f], &["report", &f, "--no-children"]);
+    same_report(
+        &["report", &f],
+        &["report", &f, "--children", "--no-children"],
+    );
+    same_report(
+        &["report", &f, "--children"],
+        &["report", &f, "--no-children", "--children"],
+    );
+}
+
 /// A file whose kernel lost samples: its report warns (what `-q` silences).
 fn lossy_file(dir: &Path) -> String {
     let f = dir.join("lost.lpr");
@@ -113,6 +135,37 @@ fn quiet_silences_warnings_and_verbose_says_the_agent_command() {
     let quiet = labperf(&["report", &f, "-o", &to, "-q"]);
     assert!(quiet.status.success());
     assert_eq!(text(&quiet.stderr), "");
+    // export and diff warn of the same losses, and say where the export went: -q silences
+    // them as it does report's, and leaves what they write alone.
+    for (i, format) in ["folded", "svg", "pprof", "parquet"]
+        .into_iter()
+        .enumerate()
+    {
+        let to = d
+            .join(format!("x{i}.{format}"))
+            .to_string_lossy()
+            .into_owned();
+        let loud = labperf(&["export", &f, "--format", format, "-o", &to]);
+        assert!(loud.status.success(), "{}", text(&loud.stderr));
+        assert!(
+            text(&loud.stderr).contains("the kernel lost 5 samples"),
+            "{format}"
+        );
+        assert!(text(&loud.stderr).contains(" written to "), "{format}");
+        let bytes = std::fs::read(&to).unwrap();
+        let quiet = labperf(&["-q", "export", &f, "--format", format, "-o", &to]);
+        assert!(quiet.status.success());
+        assert_eq!(text(&quiet.stderr), "", "{format}");
+        if format != "pprof" && format != "parquet" {
+            assert_eq!(std::fs::read(&to).unwrap(), bytes, "{format}");
+        }
+    }
+    let loud = labperf(&["diff", &f, &f]);
+    assert!(text(&loud.stderr).contains("the kernel lost 5 samples"));
+    let quiet = labperf(&["diff", &f, &f, "-q"]);
+    assert!(quiet.status.success());
+    assert_eq!(text(&quiet.stderr), "");
+    assert_eq!(loud.stdout, quiet.stdout);
     // -v: the agent's command line, -m among its options (as `--mmap-pages`).
     let out = d.join("m.lpr");
     let o = Command::new(bin("labperf"))

@@ -287,7 +287,10 @@ fn a_missing_workload_is_a_clear_error() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("could not be started"));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("could not be started"), "{e}");
+    // Said once: the agent's line says why, labperf's names the remedy.
+    assert_eq!(e.matches("no such file").count(), 1, "{e}");
 }
 
 #[test]

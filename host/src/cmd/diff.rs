@@ -53,7 +53,7 @@ pub fn run(a: &Args) -> Result<()> {
     };
     let (base, new) = (report(&base)?, report(&new)?);
     let d = labperf::views::diff::diff(&base, &new)?;
-    for w in &d.warnings {
+    for w in d.warnings.iter().filter(|_| !super::quiet()) {
         eprintln!("{}", labperf::text::show_text(w));
     }
     print!(

@@ -157,6 +157,9 @@ fn check_event(srcs: &[labperf::record::load::Source], sel: &Select, what: &str)
 /// The warnings of reading the recordings, then how far each one's stacks reach, as
 /// `report` says it.
 fn say_warnings(stacks: &StackTable) {
+    if super::quiet() {
+        return;
+    }
     for w in stacks.warnings.iter().chain(
         stacks
             .runs
@@ -235,6 +238,9 @@ fn write_parquet(stacks: &StackTable, out: &Path) -> Result<()> {
         .context("cannot write the Parquet tables")?;
     let bytes = samples.commit()?;
     stack_rows.commit()?;
+    if super::quiet() {
+        return Ok(());
+    }
     eprintln!(
         "labperf: {} written to {} ({:.1} bytes per sample), {} to {}",
         plural(stacks.samples.len() as u64, "sample", "samples"),
@@ -268,12 +274,12 @@ fn write_stream(format: Format, stacks: &StackTable, path: &Path) -> Result<()> 
         }
         Format::Parquet => unreachable!("written by write_parquet"),
     };
-    if let Some(n) = note {
+    if let Some(n) = note.filter(|_| !super::quiet()) {
         eprintln!("{n}");
     }
     let dest = out.dest().clone();
     out.commit()?;
-    if dest != Dest::Stdout {
+    if dest != Dest::Stdout && !super::quiet() {
         eprintln!(
             "labperf: {} of {} written to {}",
             plural(stacks.stacks.len() as u64, "stack", "stacks"),

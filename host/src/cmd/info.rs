@@ -62,7 +62,8 @@ pub fn run(a: &Args) -> Result<()> {
         .header
         .as_ref()
         .is_some_and(|h| h.arch == labperf_common::Arch::Alpha);
-    print_trailer(info.trailer.as_ref(), alpha);
+    let command = info.header.as_ref().map_or(&[][..], |h| &h.command[..]);
+    print_trailer(info.trailer.as_ref(), alpha, command);
     println!("kernel lost:     {}", plural(lost, "record", "records"));
     // How far the call stacks reach, as every report says it.
     let src: labperf::record::load::Source = a.file.file.as_path().into();
@@ -178,8 +179,9 @@ fn print_event(i: usize, e: &EventDesc) {
 }
 
 /// The trailer's totals, the agent's cost, the duration and the workload's exit (or that
-/// the trailer is missing).
-fn print_trailer(trailer: Option<&Trailer>, alpha: bool) {
+/// the trailer is missing); `command` is the header's (`--pid N`, `--tid N`, `-a`, `-C
+/// LIST`: a recording of something the agent did not start, which has no exit of its own).
+fn print_trailer(trailer: Option<&Trailer>, alpha: bool, command: &[String]) {
     match trailer {
         None => println!("trailer:         missing: the agent did not finish cleanly (killed?); records up to its last flush are above"),
         Some(t) => {
@@ -192,9 +194,28 @@ fn print_trailer(trailer: Option<&Trailer>, alpha: bool) {
                     Some(name) => format!("killed by {name}"),
                     None => format!("killed by signal {s}"),
                 },
-                _ => "unknown".into(),
+                _ => no_exit(command),
             });
         }
+    }
+}
+
+/// Why a recording has no workload exit, from its header's command: it attached to a
+/// process or thread labperf did not start (`record -p/-t`), or recorded the whole machine
+/// (or some CPUs) without a command.
+fn no_exit(command: &[String]) -> String {
+    let first = command.first().map(String::as_str);
+    let arg = command.get(1).map(|a| show(a)).unwrap_or_default();
+    match first {
+        Some("--pid") => {
+            format!("none: attached to process {arg}, which labperf did not start (record -p)")
+        }
+        Some("--tid") => {
+            format!("none: attached to thread {arg}, which labperf did not start (record -t)")
+        }
+        Some("-a") => "none: the whole machine, without a command (record -a)".into(),
+        Some("-C") => format!("none: CPUs {arg}, without a command (record -C)"),
+        _ => "unknown".into(),
     }
 }
 

@@ -109,10 +109,11 @@ pub fn run(
                 times,
             })
         }
+        // The agent's stderr is ours: it has said why (`cannot run 'x': no such file…`)
+        // on the line above, so this names the workload and the remedy, once.
         "exec-error" => bail!(
-            "the workload '{}' could not be started ({}): check the command and PATH",
-            command[0].to_string_lossy(),
-            labperf::text::show(rest)
+            "the workload '{}' could not be started (the agent says why above): check the command and PATH",
+            labperf::text::show(&command[0].to_string_lossy())
         ),
         "disk-full" => bail!(
             "no space left for the record file: {}",

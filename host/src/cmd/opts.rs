@@ -369,8 +369,12 @@ pub struct ReportOpts {
     pub by: Vec<By>,
     /// Plain view: each function's samples with its callees' (Children) beside its own
     /// (Self), from the call stacks of `record -g`, as `perf report --children`.
-    #[arg(long, conflicts_with = "by")]
+    #[arg(long, conflicts_with = "by", overrides_with = "no_children")]
     pub children: bool,
+    /// As perf report --no-children: Self only, which is the default here (the last of
+    /// --children and --no-children counts).
+    #[arg(long, overrides_with = "children")]
+    pub no_children: bool,
     /// Show only the N busiest rows of each ranked table (0 = all; time series are whole).
     #[arg(long, default_value_t = 20)]
     pub top: usize,

@@ -7,6 +7,9 @@ use std::io::Write;
 
 /// A command with its program's file name only (titles).
 fn short_command(argv: &[String]) -> String {
+    if matches!(argv.first().map(String::as_str), Some("--pid" | "--tid")) {
+        return crate::text::recorded(argv);
+    }
     let mut v: Vec<&str> = argv.iter().map(String::as_str).collect();
     if let Some(p) = v.first_mut() {
         *p = crate::text::file_name(p);

@@ -72,7 +72,7 @@ pub fn page(r: &Report, runs: &[Run], flames: &[Flame], top: usize) -> String {
         .and_then(|r| r.info.header.as_ref())
         .map_or_else(
             || format!("labperf {} report", r.view),
-            |h| format!("labperf: {}", h.command.join(" ")),
+            |h| format!("labperf: {}", crate::text::recorded(&h.command)),
         );
     let _ = write!(
         s,

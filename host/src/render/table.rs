@@ -323,6 +323,11 @@ impl Report {
     }
 }
 
+/// The widest a left-aligned column followed by text columns is padded to: a longer cell
+/// (a C++ template instance's name runs to hundreds of characters) pushes the rest of its
+/// own row right instead of widening every row of the table to its length.
+const MAX_PADDED: usize = 64;
+
 fn pad(s: &mut String, text: &str, col: &Column, width: usize, last: bool) {
     let w = text.chars().count();
     let fill = width.saturating_sub(w);
@@ -415,18 +420,28 @@ fn write_text_table(s: &mut String, t: &Table, rows: usize, colour: bool) {
         .iter()
         .map(|r| r.iter().map(|c| c.table()).collect())
         .collect();
-    // Each column as wide as its widest cell, at least its set width.
+    // Each column as wide as its widest cell, at least its set width; a left-aligned
+    // column followed by text columns only (Symbol before DSO) at most MAX_PADDED wide
+    // (or its set width); one followed by numbers keeps them aligned.
     let widths: Vec<usize> = columns
         .iter()
         .enumerate()
         .map(|(i, c)| {
-            shown
+            let widest = shown
                 .iter()
                 .filter_map(|r| r.get(i))
                 .map(|x| x.chars().count())
                 .chain([c.width, c.title.chars().count()])
                 .max()
-                .unwrap_or(0)
+                .unwrap_or(0);
+            match c.align {
+                Align::Left
+                    if i + 1 < ncol && columns[i + 1..].iter().all(|c| c.align == Align::Left) =>
+                {
+                    widest.min(MAX_PADDED.max(c.width).max(c.title.chars().count()))
+                }
+                _ => widest,
+            }
         })
         .collect();
     let mut line = String::new();
@@ -756,6 +771,71 @@ mod tests {
             r.render(Format::Csv, 2, false),
             "samples,name\n50,f0\n30,f1\n"
         );
+    }
+
+    #[test]
+    fn a_long_name_pushes_its_own_row_not_every_row() {
+        let long = format!("void std::__introsort_loop<{}>(long)", "x".repeat(200));
+        let mut t = Table::new(
+            "functions",
+            vec![
+                Column::right("percent", "Overhead", 8),
+                Column::left("name", "Symbol", 40),
+                Column::left("dso", "DSO", 0),
+            ],
+        );
+        for (pct, name) in [(90.0, long.as_str()), (10.0, "main")] {
+            t.rows.push(vec![
+                Cell::Percent {
+                    value: pct,
+                    places: 2,
+                },
+                Cell::text(name),
+                Cell::text("tmpl"),
+            ]);
+        }
+        let r = Report {
+            view: "plain",
+            tables: vec![t],
+            ..Default::default()
+        };
+        let text = r.render(Format::Table, 0, false);
+        let lines: Vec<&str> = text.lines().collect();
+        let pad = " ".repeat(MAX_PADDED - "Symbol".len());
+        assert_eq!(lines[0], format!("Overhead  Symbol{pad}  DSO"));
+        // The long name whole, then the gap and its DSO.
+        assert_eq!(lines[1], format!("  90.00%  {long}  tmpl"));
+        // The short name's row as wide as the title's: MAX_PADDED, not the long name's.
+        let pad = " ".repeat(MAX_PADDED - "main".len());
+        assert_eq!(lines[2], format!("  10.00%  main{pad}  tmpl"));
+        // The last column is never padded, however long.
+        let mut t = r.tables[0].clone();
+        t.columns.swap(1, 2);
+        for row in &mut t.rows {
+            row.swap(1, 2);
+        }
+        let r = Report {
+            view: "plain",
+            tables: vec![t],
+            ..Default::default()
+        };
+        let text = r.render(Format::Table, 0, false);
+        assert_eq!(text.lines().nth(2), Some("  10.00%  tmpl  main"));
+        // Numbers after the name (the metrics view) stay aligned under their titles.
+        let mut t = r.tables[0].clone();
+        t.columns.swap(0, 2);
+        for row in &mut t.rows {
+            row.swap(0, 2);
+        }
+        let r = Report {
+            view: "plain",
+            tables: vec![t],
+            ..Default::default()
+        };
+        let text = r.render(Format::Table, 0, false);
+        let ends: Vec<usize> = text.lines().map(|l| l.len()).collect();
+        assert_eq!(ends[0], ends[1]);
+        assert_eq!(ends[1], ends[2]);
     }
 
     #[test]

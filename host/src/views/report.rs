@@ -1109,7 +1109,18 @@ impl Report {
         }
         warnings.extend(self.warnings);
         if self.total_samples == 0 {
-            warnings.push("note: the file holds no samples (was the workload too short, or the period too long?)".into());
+            // An attached process may have slept throughout: cpu-clock counts time on a CPU.
+            let attached = self.info.header.as_ref().and_then(|h| {
+                match h.command.first().map(String::as_str) {
+                    Some("--pid") => Some("process"),
+                    Some("--tid") => Some("thread"),
+                    _ => None,
+                }
+            });
+            warnings.push(match attached {
+                Some(what) => format!("note: the file holds no samples (did the {what} run on a CPU while recorded, or was the period too long?)"),
+                None => "note: the file holds no samples (was the workload too short, or the period too long?)".into(),
+            });
         }
         crate::render::table::Report {
             heading: vec![heading],

@@ -271,7 +271,7 @@ fn impossible_ring_sizes_and_process_ids_are_refused_before_anything_runs() {
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
         assert!(
             err.contains("--mmap-pages must be a power of two from 1 to 65536")
-                || err.contains("--pid takes a process id greater than 0"),
+                || err.contains("--pid/--tid take an id greater than 0"),
             "{args:?}: {err}"
         );
     }

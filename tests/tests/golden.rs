@@ -122,7 +122,7 @@ fn damaged_golden_still_reports_and_says_exactly_what_was_lost() {
     );
     // Not a labperf file at all: a clear error and exit 1.
     let junk = dir.join("junk.lpr");
-    std::fs::write(&junk, b"PERFILE2 not ours").unwrap();
+    std::fs::write(&junk, b"LPRX not ours at all").unwrap();
     let o = Command::new(bin("labperf"))
         .arg("report")
         .arg(&junk)
@@ -130,6 +130,20 @@ fn damaged_golden_still_reports_and_says_exactly_what_was_lost() {
         .unwrap();
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("is not a labperf record file"));
+    // perf's magic is perf.data (imported on the fly), so a cut one says what perf's is.
+    std::fs::write(&junk, b"PERFILE2 not ours").unwrap();
+    let o = Command::new(bin("labperf"))
+        .arg("report")
+        .arg(&junk)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("is perf's perf.data: cannot import it")
+            && err.contains("shorter (17 bytes) than perf.data's 104-byte header"),
+        "{err}"
+    );
     let o = Command::new(bin("labperf"))
         .arg("report")
         .arg(dir.join("missing.lpr"))

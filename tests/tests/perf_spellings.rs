@@ -637,7 +637,7 @@ fn the_agent_s_help_exits_0_before_the_workload_only() {
         .arg("--help")
         .output()
         .unwrap();
-    assert!(text(&o.stdout).contains("-t, --tid TID"));
+    assert!(text(&o.stdout).contains("-p PID | -t TID"));
     let o = Command::new(c_agent())
         .args(["record", "-t", "1"])
         .output()

@@ -143,13 +143,16 @@ pub fn run(o: &Opts) -> Result<i32, Fail> {
     };
     let start = sys::clock_ns(libc::CLOCK_MONOTONIC);
     let mut out = create(o, descs, Recipe::Stat, false, notes, start)?;
+    // The elapsed time starts before the counters are enabled and the workload's exec, as
+    // perf's (`go` waits for it): no counter's span then starts before it, so a CPU's
+    // clock never reads more than the elapsed time (`-a`: "CPUs utilized" at most the
+    // CPUs, however long the enables below take on a busy machine).
+    let t0 = Instant::now();
     // A spawned workload's counters start at its exec; the others (opened disabled) now,
     // so that the elapsed time starts with them (`-a -- CMD`: before CMD runs).
     if !matches!(target, Target::Spawned(_)) {
         counters.iter().flat_map(|c| &c.fds).for_each(Fd::enable);
     }
-    // The elapsed time starts before the exec, as perf's (`go` waits for it).
-    let t0 = Instant::now();
     if let Target::Spawned(w) | Target::System(Some(w)) = &mut target {
         w.go().map_err(Fail::exec)?
     }

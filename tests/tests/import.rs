@@ -291,7 +291,10 @@ fn the_folded_stacks_of_an_import_are_inferno_s_of_perf_script() {
             .collect()
     };
     let (ours, theirs) = (lines(&ours.stdout), lines(&theirs.stdout));
-    assert!(ours.len() >= 3, "{ours:?}");
+    // The two classes always have stacks; the bench's own loop and the vDSO's clock reads
+    // get one only when a sample lands there, which a busy machine's 1 s run may not give
+    // (2 stacks seen under a full test run): the equality below is the check.
+    assert!(ours.len() >= 2, "{ours:?}");
     assert_eq!(ours, theirs);
 }
 

@@ -660,3 +660,56 @@ fn call_stack_figures_of_crafted_files_are_exact_in_every_report_info_and_html()
         assert_eq!(j[k], v, "{k}: {j}");
     }
 }
+
+/// A program whose time goes to page faults (the kernel's), recorded by perf with
+/// `--call-graph dwarf` and kernel samples: the kernel's callchain ends at the kernel's
+/// entry, and the user frame it interrupted (`touch`, where each page is first written) is
+/// the unwound user stack's first frame. `touch` and `main` get perf's Children on the
+/// same samples (equal to two decimals here; 0.5 points allowed, as above).
+#[test]
+fn dwarf_stacks_of_kernel_samples_keep_the_user_frame_the_kernel_interrupted() {
+    let dir = scratch("unwind-kernel");
+    std::fs::write(
+        dir.join("pf.c"),
+        r#"#include <sys/mman.h>
+__attribute__((noinline)) void touch(char *p, long n) { for (long i = 0; i < n; i += 4096) p[i] = 1; }
+int main(void) {
+    for (int r = 0; r < 10; r++) {
+        long n = 40000L * 4096;
+        char *p = mmap(0, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        touch(p, n);
+        munmap(p, n);
+    }
+    return 0;
+}
+"#,
+    )
+    .unwrap();
+    gcc(&dir, &["-O2", "-g", "-o", "pf", "pf.c"]);
+    let data = dir.join("perf.data");
+    let o = Command::new("perf")
+        .args(["record", "-q", "--call-graph", "dwarf", "-e", "cpu-clock"])
+        .args(["-c", "250000", "-o"])
+        .arg(&data)
+        .arg("--")
+        .arg(dir.join("pf"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let f = dir.join("imported.lpr");
+    import(&data, &f);
+    let theirs = perf_children(&data);
+    let (ours, _) = children(&f);
+    for name in ["main", "touch"] {
+        let (Some(o), Some(t)) = (ours.get(name), theirs.get(name)) else {
+            panic!("{name}: labperf {ours:?}, perf {theirs:?}");
+        };
+        assert!(
+            (o.0 - t.0).abs() <= 0.5 && (o.1 - t.1).abs() <= 0.5,
+            "{name}: labperf {o:?}, perf {t:?} (Children, Self) of the same samples"
+        );
+    }
+    // Most samples are in the kernel's fault path: the test is about them.
+    let t = theirs["touch"];
+    assert!(t.0 - t.1 > 50.0, "touch {t:?}: too few kernel samples");
+}

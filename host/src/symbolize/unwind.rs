@@ -550,9 +550,18 @@ impl Unwind {
         }
         let end = self.end(s.pid, &frames, fin, u.sp, u.data.len() as u64, uncovered);
         self.quality.add(&end, 1);
-        // The return addresses: every frame but the sampled one.
-        if !frames.is_empty() {
-            frames.remove(0);
+        // The return addresses: every frame but the sampled one. A sample taken in the
+        // kernel (a page fault, a system call) has its user registers where the kernel
+        // entered: that user address is the innermost user frame, which the kernel's
+        // callchain does not hold (perf's dwarf mode records its kernel part only). It is
+        // kept as the address one past it, so that `call_site`'s one byte back names
+        // exactly the interrupted instruction.
+        if let Some(&user_ip) = frames.first() {
+            if user_ip == s.ip || s.callchain.contains(&user_ip) {
+                frames.remove(0);
+            } else {
+                frames[0] = user_ip.wrapping_add(1);
+            }
         }
         frames
     }

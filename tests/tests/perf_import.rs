@@ -426,3 +426,32 @@ fn public_files_of_other_perf_versions_import_as_perf_6_1_reads_them() {
     }
     assert!(n >= 3, "tests/data/perf/ holds {n} perf.data files");
 }
+
+/// The first bytes of a perf stream (a download cut short, `head -c`): one sentence that
+/// says the file ends too soon, not the parser's I/O error three times over.
+#[test]
+fn a_perf_data_cut_inside_its_header_says_so_once() {
+    let d = scratch("perf-import-cut-head");
+    let whole = std::fs::read(root().join("tests/data/perf/piped.lost_samples-4.4.data")).unwrap();
+    for n in [12, 50, 100] {
+        let cut = d.join(format!("cut{n}.data"));
+        std::fs::write(&cut, &whole[..n]).unwrap();
+        let o = Command::new(bin("labperf"))
+            .arg("import")
+            .arg(&cut)
+            .arg("-o")
+            .arg(d.join("cut.lpr"))
+            .output()
+            .unwrap();
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{n}: {e}");
+        // 12 bytes are too few to tell a stream: the file's header check says it.
+        assert!(
+            e.contains("ends too soon") || e.contains("shorter (12 bytes) than perf.data's"),
+            "{n} bytes: {e}"
+        );
+        assert!(!e.contains("fill whole buffer"), "{n} bytes: {e}");
+        assert_eq!(e.lines().count(), 1, "{n} bytes: {e}");
+        assert!(!d.join("cut.lpr").exists(), "{n}: an output was left");
+    }
+}

@@ -112,18 +112,17 @@ fn read_header(inner: &mut (impl Read + Seek)) -> Result<(u64, [u8; HEADER], End
         }
     };
     let e = Endian { le };
-    // A `perf record -o -` stream has a 16-byte header and no sections.
-    if e.u64(&h, 8) == Some(16) {
-        return Err(CheckError::Unsupported(
-            "it is a `perf record -o -` stream; `perf inject -i FILE -o perf.data` makes \
-             a file of it"
-                .into(),
-        ));
-    }
     if got < HEADER {
         return Err(damaged(format!(
             "shorter ({got} bytes) than perf.data's {HEADER}-byte header"
         )));
+    }
+    // A `perf record -o -` stream has a 16-byte header and no sections: `import_to` reads
+    // those as streams (`is_pipe_header`) before this file's checks.
+    if e.u64(&h, 8) == Some(16) {
+        return Err(CheckError::Unsupported(
+            "a `perf record -o -` stream where a perf.data file was expected".into(),
+        ));
     }
     Ok((len, h, e))
 }

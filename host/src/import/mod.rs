@@ -23,8 +23,13 @@ pub use records::ROUND_BYTES;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {
-    #[error("not a perf.data file perf can write ({0})")]
-    Parse(#[from] linux_perf_data::Error),
+    /// The parser's refusal, said once (not also as a source, which error chains would
+    /// print again).
+    #[error("not a perf.data file perf can write: {0}")]
+    Parse(linux_perf_data::Error),
+    /// The input ends inside perf's header or a record.
+    #[error("the perf.data ends too soon (inside its header or a record): was it cut short?")]
+    Short,
     #[error(transparent)]
     Io(#[from] std::io::Error),
     /// A section outside the file, or a count its bytes cannot hold (checked before the
@@ -36,6 +41,19 @@ pub enum ImportError {
     /// A file perf reads that labperf does not read yet.
     #[error("{0}")]
     Unsupported(String),
+}
+
+impl From<linux_perf_data::Error> for ImportError {
+    fn from(e: linux_perf_data::Error) -> Self {
+        match e {
+            linux_perf_data::Error::IoError(io)
+                if io.kind() == std::io::ErrorKind::UnexpectedEof =>
+            {
+                Self::Short
+            }
+            e => Self::Parse(e),
+        }
+    }
 }
 
 impl From<checked::CheckError> for ImportError {

@@ -501,3 +501,101 @@ fn the_interval_runs_total_is_marked_as_the_whole_runs() {
         String::from_utf8_lossy(&text.stdout)
     );
 }
+
+/// The agent's own voluntary context switches while it counts a program that burns
+/// 300 ms of CPU without sleeping: perf stat blocks in wait4, and so must the agent, or
+/// its wakeups preempt what it counts (a 1 ms poll: about 300 of them, and on a busy
+/// 2-core machine `-e context-switches` 26 to 70 where perf says 11 to 16). Exact and
+/// load-independent: blocked on the workload's pidfd it switches out a few times (exec,
+/// the wait, the exit), nowhere near 20.
+#[test]
+fn the_agent_sleeps_while_the_workload_runs() {
+    let d = scratch("stat-observer");
+    let p = prog(&d);
+    // Reaped by wait4 below, which also gives its usage.
+    let pid = Command::new(bin("labperf-agent"))
+        .args(["stat", "-e", "context-switches", "--"])
+        .arg(&p)
+        .args(["0", "0", "0", "300"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+        .id() as i32;
+    let mut st = 0;
+    // SAFETY: plain data, filled by wait4 on our own child.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointers; reaps the child spawned above.
+    assert_eq!(unsafe { libc::wait4(pid, &mut st, 0, &mut ru) }, pid);
+    assert!(libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0, "{st}");
+    // wait4's usage is the agent's and its reaped workload's (which burns without a
+    // voluntary switch).
+    assert!(
+        ru.ru_nvcsw < 20,
+        "the agent switched out {} times voluntarily in 0.3 s",
+        ru.ru_nvcsw
+    );
+}
+
+/// The first counter line's event of a `perf stat` layout.
+fn first_event(text: &str) -> String {
+    let l = text
+        .lines()
+        .skip_while(|l| !l.contains("Performance counter stats"))
+        .skip(1)
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or_else(|| panic!("no counter line in:\n{text}"));
+    let w: Vec<&str> = l.split_whitespace().collect();
+    w[if w.get(1) == Some(&"msec") { 2 } else { 1 }].to_string()
+}
+
+/// perf stat's default clock on CPUs is cpu-clock, as it is labperf's (task-clock for a
+/// command or an attached process).
+#[test]
+fn the_default_clock_on_cpus_is_perfs() {
+    let o = Command::new("perf")
+        .args(["stat", "-a", "--", "sleep", "0.1"])
+        .env("LC_ALL", "C")
+        .output()
+        .expect("perf (cargo xtask setup installs it)");
+    assert!(o.status.success(), "{}", err(&o));
+    let perf = first_event(&err(&o));
+    assert_eq!(perf, "cpu-clock", "{}", err(&o));
+    for args in [["-a"], ["-C0"]] {
+        let e = err(&labperf(&[args[0], "--duration", "0.1"]));
+        assert_eq!(first_event(&e), perf, "{args:?}: {e}");
+    }
+}
+
+/// `labperf report` of a file counted without -I: the totals alone, no empty table of
+/// intervals and no note that the file holds no counts.
+#[test]
+fn report_of_a_file_without_intervals_shows_its_totals() {
+    let d = scratch("stat-no-intervals");
+    let p = prog(&d);
+    let f = d.join("s.lpr");
+    labperf(
+        &["-e", "page-faults", "-o", f.to_str().unwrap(), "--"]
+            .into_iter()
+            .chain([p.to_str().unwrap(), "0", "0", "100", "1"])
+            .collect::<Vec<_>>(),
+    );
+    let o = Command::new(bin("labperf"))
+        .arg("report")
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", err(&o));
+    let all = format!("{}{}", String::from_utf8_lossy(&o.stdout), err(&o));
+    assert!(!all.contains("holds no counts"), "{all}");
+    assert!(!all.contains("0 intervals"), "{all}");
+    assert_eq!(all.matches("  event").count(), 1, "one table only:\n{all}");
+    assert!(all.contains("# total of the whole run"), "{all}");
+    // `END COUNT RUNNING EVENT`.
+    let n: u64 = all
+        .lines()
+        .find(|l| l.ends_with(" page-faults"))
+        .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        .unwrap_or_else(|| panic!("no page-faults total in:\n{all}"));
+    assert!(n >= 100, "100 pages written, {n} faults:\n{all}");
+}

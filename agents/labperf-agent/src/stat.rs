@@ -66,10 +66,22 @@ pub fn plan_for(spec: events::EventSpec, spawned: bool, inherit: bool) -> AttrPl
     }
 }
 
-/// The events plain `stat` counts.
+/// The events plain `stat` counts: perf's defaults, whose clock is cpu-clock on CPUs
+/// (`-a`/`-C`), as perf's is, and task-clock otherwise.
 pub fn names(o: &Opts) -> Vec<String> {
     if o.events.is_empty() {
-        DEFAULT.iter().map(|s| s.to_string()).collect()
+        let cpus = o.cpus.is_some();
+        DEFAULT
+            .iter()
+            .map(|&s| {
+                if cpus && s == "task-clock" {
+                    "cpu-clock"
+                } else {
+                    s
+                }
+                .to_string()
+            })
+            .collect()
     } else {
         o.events.clone()
     }
@@ -77,6 +89,14 @@ pub fn names(o: &Opts) -> Vec<String> {
 
 /// Waits for the workload (or attached process) to end, forwarding a signal once, and
 /// calls `tick(elapsed, done)` every interval and once more, with `done`, at the end.
+///
+/// It blocks as `perf stat` does in wait4, so that counting does not preempt what it
+/// counts: in `ppoll` on the process's pidfd (readable when it exits) until the next
+/// interval or the `--duration`'s end, with SIGINT and SIGTERM let in only there (no
+/// signal is missed between the check and the wait). A run without `-I` wakes when the
+/// workload ends. Without a pidfd (a thread of `-t`, a kernel before 5.3) it looks every
+/// 1 ms, as it always did (the elapsed time stays exact). The pidfd stays open until the
+/// agent exits.
 fn run_loop(
     target: &Target,
     every: Option<Duration>,
@@ -88,8 +108,21 @@ fn run_loop(
     let mut next = every.map(|d| t0 + d);
     let mut exit = ExitStatus::default();
     let mut forwarded = false;
+    let exited = match target {
+        Target::Spawned(_) | Target::System(Some(_)) => sys::pidfd(pid),
+        Target::Attached(p, None) => sys::pidfd(*p),
+        _ => None,
+    };
+    // SIGINT and SIGTERM blocked but in the wait, which lets in what was open before; they
+    // stay blocked after it (their handler only notes them, for this loop).
+    let open = sys::block_signals();
     loop {
-        std::thread::sleep(Duration::from_millis(1).min(every.unwrap_or(Duration::from_millis(1))));
+        let deadline = [next, until.map(|u| t0 + u)].into_iter().flatten().min();
+        let mut wait = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+        if exited.is_none() && !matches!(target, Target::System(None)) {
+            wait = Some(wait.map_or(MS, |w| w.min(MS)));
+        }
+        sys::wait_readable(exited, wait, &open);
         let done = until.is_some_and(|u| t0.elapsed() >= u)
             || match target {
                 Target::Spawned(_) | Target::System(Some(_)) => {
@@ -124,6 +157,8 @@ fn run_loop(
         }
     }
 }
+
+const MS: Duration = Duration::from_millis(1);
 
 pub fn run(o: &Opts) -> Result<i32, Fail> {
     if o.topdown {

@@ -107,6 +107,37 @@ pub fn pidfd(pid: i32) -> Option<i32> {
     (fd >= 0).then_some(fd as i32)
 }
 
+/// Waits until `fd` (a pidfd) is readable, `wait` has passed (`None`: no limit) or a
+/// signal arrives, with the signal mask `open` for the wait only (`ppoll`'s: the caller
+/// blocks SIGINT and SIGTERM, so none lands between its check and this wait).
+pub fn wait_readable(fd: Option<i32>, wait: Option<std::time::Duration>, open: &libc::sigset_t) {
+    let mut p = libc::pollfd {
+        fd: fd.unwrap_or(-1),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ts = wait.map(|w| libc::timespec {
+        tv_sec: w.as_secs() as _,
+        tv_nsec: w.subsec_nanos() as _,
+    });
+    // SAFETY: one valid pollfd (a negative fd is ignored), a timespec or null, a mask.
+    unsafe { libc::ppoll(&mut p, 1, ts.as_ref().map_or(std::ptr::null(), |t| t), open) };
+}
+
+/// SIGINT and SIGTERM blocked; the mask before.
+pub fn block_signals() -> libc::sigset_t {
+    // SAFETY: sigset_t is plain data, filled by sigemptyset/sigaddset.
+    unsafe {
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        let mut s = old;
+        libc::sigemptyset(&mut s);
+        libc::sigaddset(&mut s, libc::SIGINT);
+        libc::sigaddset(&mut s, libc::SIGTERM);
+        libc::sigprocmask(libc::SIG_BLOCK, &s, &mut old);
+        old
+    }
+}
+
 /// `0,2-3`: the CPUs of `-C` as text.
 pub fn cpu_list_text(c: &[i32]) -> String {
     let v: Vec<String> = c.iter().map(i32::to_string).collect();

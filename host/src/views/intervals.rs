@@ -1,6 +1,7 @@
 //! The intervals view: the counts of a `stat` recording, one row per interval, thread and
 //! event, scaled for multiplexing as `perf stat` scales them; the whole run's totals in a
-//! table of their own, titled as such (not one more interval).
+//! table of their own, titled as such (not one more interval); a file counted without
+//! `-I` shows that table alone.
 
 use crate::record::load::{self, LoadError};
 use crate::render::table::{Cell, Column, Report, Table};
@@ -67,7 +68,9 @@ pub fn build(src: &load::Source) -> Result<Report, LoadError> {
     // perf stat prints counts, running share and event; the raw numbers are for CSV/JSON.
     t.hidden = vec!["kind", "value", "time_enabled", "time_running"];
     t.rows = deltas.into_iter().map(row).collect();
-    let mut tables = vec![t];
+    // A file recorded without -I holds the totals only: no empty table of intervals.
+    let only_totals = intervals == 0 && !totals.is_empty();
+    let mut tables = if only_totals { Vec::new() } else { vec![t] };
     if !totals.is_empty() {
         // Its time column is the run's end ("end_s"): no chart draws it as an interval.
         let mut t = Table::new("total", columns(Column::right("end_s", "end", 12)));
@@ -79,11 +82,15 @@ pub fn build(src: &load::Source) -> Result<Report, LoadError> {
     }
     let mut summary = Map::new();
     summary.insert("intervals".into(), json!(intervals));
-    let none = (intervals == 0).then(|| {
+    let none = (intervals == 0 && !only_totals).then(|| {
         "note: the file holds no counts (record them with `labperf stat -o FILE -- CMD`)".into()
     });
+    let heading = match only_totals {
+        true => "# the whole run's totals (counted without -I: no intervals)".into(),
+        false => format!("# {intervals} intervals"),
+    };
     Ok(Report {
-        heading: vec![format!("# {intervals} intervals")],
+        heading: vec![heading],
         summary,
         tables,
         ..Report::of_file("intervals", &info, none)

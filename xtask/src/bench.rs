@@ -405,7 +405,7 @@ fn merged_report(a: &Args, s: &mut Summary, t: &Tools) {
 
 /// Fuzzes the decoder for `--fuzz-seconds`.
 fn fuzz_decoder(a: &Args, s: &mut Summary) {
-    crate::setup::run(&crate::setup::Args { fuzz: true }, s);
+    crate::setup::run(crate::setup::Need::Fuzz, s);
     s.step(
         &format!("fuzz the decoder for {} s", a.fuzz_seconds),
         || {

@@ -36,8 +36,14 @@ fn install(src: &std::path::Path, dst_dir: &std::path::Path, name: &str) -> anyh
 /// "abort" (Cargo.toml), so the host's release profile can unwind.
 pub const PROFILE: &str = "agent";
 
-/// Builds the Rust agent and bench for a musl triple.
+/// Builds the Rust agent and bench for a musl triple, and the bench without frame pointers.
 pub fn build(triple: &str) -> anyhow::Result<String> {
+    build_with(triple, true)
+}
+
+/// Builds the Rust agent and bench for a musl triple; `nofp`: also the bench without frame
+/// pointers (`labperf-bench-nofp`, a second build of it), which the tests and bench use.
+pub fn build_with(triple: &str, nofp: bool) -> anyhow::Result<String> {
     let sh = Shell::new()?;
     sh.change_dir(root());
     cmd!(
@@ -64,6 +70,9 @@ pub fn build(triple: &str) -> anyhow::Result<String> {
             &agents_dir(triple),
             b,
         )?;
+    }
+    if !nofp {
+        return Ok(agents_dir(triple).display().to_string());
     }
     // The same bench without frame pointers, for `--call-graph dwarf` (frame pointers
     // cannot unwind it): in a target directory of its own, so neither build undoes the
@@ -132,16 +141,17 @@ pub fn build_c(cc: &str, arch_file: &str, dir: &str) -> anyhow::Result<String> {
     Ok(out.display().to_string())
 }
 
-/// Builds the agents and the release `labperf` for this machine, as steps of `s`;
-/// returns whether both succeeded.
+/// Builds this machine's agent and bench (not the bench without frame pointers) and the
+/// release `labperf`, as steps of `s`; returns whether both succeeded.
 pub fn build_all_release(triple: &str, s: &mut Summary) -> bool {
-    s.step("build agents", || build(triple))
-        && s.step("build labperf (release)", || {
-            let sh = Shell::new()?;
-            sh.change_dir(root());
-            cmd!(sh, "cargo build --release -p labperf").run()?;
-            Ok(String::new())
-        })
+    s.step(&format!("build agent and bench {triple}"), || {
+        build_with(triple, false)
+    }) && s.step("build labperf (release)", || {
+        let sh = Shell::new()?;
+        sh.change_dir(root());
+        cmd!(sh, "cargo build --release -p labperf").run()?;
+        Ok(String::new())
+    })
 }
 
 /// Checks every built agent with `object` (through `labperf agents --check`) and `file`,

@@ -1,4 +1,6 @@
-//! `cargo xtask demo`: builds everything and profiles labperf-bench on this machine.
+//! `cargo xtask demo`: builds this machine's agent and bench and the release labperf, and
+//! profiles labperf-bench on this machine. Its setup ([`crate::setup::Need::Demo`]) is the
+//! musl target and what labperf's build links with, each only when missing.
 
 use crate::util::{agents_dir, host_musl, target_dir, Summary};
 use anyhow::Context;

@@ -334,7 +334,7 @@ pub fn run(a: &Args) -> i32 {
     }
     println!("hwcheck: this machine has {what}");
     let mut s = Summary::default();
-    crate::setup::run(&crate::setup::Args::default(), &mut s);
+    crate::setup::run(crate::setup::Need::Demo, &mut s);
     let triple = host_musl();
     s.step(&format!("build-agents {triple}"), || {
         crate::build_agents::build(&triple)

@@ -15,11 +15,12 @@ mod util;
 
 use clap::{Parser, Subcommand};
 
-/// labperf's build and test automation. Every command runs `setup` first.
+/// labperf's build and test automation. Every command first sets up what it needs (`setup
+/// --for` that command): `demo` only the musl target and what labperf's build links with.
 #[derive(Parser)]
 #[command(
     name = "cargo xtask",
-    after_help = "EXAMPLES:\n  cargo xtask demo                 # profile labperf-bench on this machine\n  cargo xtask test                 # everything CI runs\n  cargo xtask bench                # size and speed vs perf, plus a fuzz run\n  cargo xtask build-agents --target all\n  cargo xtask bless views          # rewrite the view goldens after a deliberate change\n  cargo xtask hwcheck              # TopDown known answers on this Intel machine (exit 3: none here)"
+    after_help = "EXAMPLES:\n  cargo xtask demo                 # profile labperf-bench on this machine\n  cargo xtask setup --check --for demo   # what demo would install, and why\n  cargo xtask test                 # everything CI runs\n  cargo xtask bench                # size and speed vs perf, plus a fuzz run\n  cargo xtask build-agents --target all\n  cargo xtask bless views          # rewrite the view goldens after a deliberate change\n  cargo xtask hwcheck              # TopDown known answers on this Intel machine (exit 3: none here)"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -28,11 +29,12 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Install what is missing: rustup targets and Debian packages.
+    /// Install what a command needs and is missing (`--for`; the full set, what `test` needs,
+    /// by default), or list it (`--check`).
     Setup(setup::Args),
     /// Build the static agents and labperf-bench into target/agents/<triple>/.
     BuildAgents(build_agents::Args),
-    /// Build everything and profile labperf-bench on this machine.
+    /// Build this machine's agent, bench and labperf, and profile labperf-bench here.
     Demo(demo::Args),
     /// Build and run the whole test suite (what CI runs).
     Test(test::Args),
@@ -55,46 +57,59 @@ enum Cmd {
 }
 
 fn main() {
+    use setup::Need;
     let cli = Cli::parse();
     let mut s = util::Summary::default();
     match cli.cmd {
         // Detection first: a machine without the PMU needs nothing set up or built.
         Cmd::Hwcheck(a) => std::process::exit(hwcheck::run(&a)),
-        Cmd::Setup(a) => setup::run(&a, &mut s),
+        Cmd::Setup(a) if a.check => {
+            let mut code = setup::check(a.need);
+            if a.fuzz {
+                code |= setup::check(Need::Fuzz);
+            }
+            std::process::exit(code);
+        }
+        Cmd::Setup(a) => {
+            setup::run(a.need, &mut s);
+            if a.fuzz {
+                setup::run(Need::Fuzz, &mut s);
+            }
+        }
         Cmd::BuildAgents(a) => {
-            setup::run(&setup::Args::default(), &mut s);
+            setup::run(Need::Agents, &mut s);
             build_agents::run(&a, &mut s);
         }
         Cmd::Lab(a) => {
-            setup::run(&setup::Args::default(), &mut s);
+            setup::run(Need::Lab, &mut s);
             lab::run(&a, &mut s);
         }
         Cmd::Dist(a) => {
-            setup::run(&setup::Args::default(), &mut s);
+            setup::run(Need::Dist, &mut s);
             dist::run(&a, &mut s);
         }
         Cmd::Demo(a) => {
-            setup::run(&setup::Args::default(), &mut s);
+            setup::run(Need::Demo, &mut s);
             demo::run(&a, &mut s);
         }
         Cmd::Test(a) => {
-            setup::run(&setup::Args::default(), &mut s);
+            setup::run(Need::Test, &mut s);
             test::run(&a, &mut s);
         }
         Cmd::CorpusTable(a) => {
-            setup::run(&setup::Args::default(), &mut s);
+            setup::run(Need::Test, &mut s);
             s.step("corpus table", || corpus_table::run(&a));
         }
         Cmd::Bench(a) => {
-            setup::run(&setup::Args::default(), &mut s);
+            setup::run(Need::Bench, &mut s);
             bench::run(&a, &mut s);
         }
         Cmd::Bless(a) => {
-            setup::run(&setup::Args::default(), &mut s);
+            setup::run(Need::Bless, &mut s);
             bless::run(&a, &mut s);
         }
         Cmd::Fuzz(a) => {
-            setup::run(&setup::Args { fuzz: true }, &mut s);
+            setup::run(Need::Fuzz, &mut s);
             fuzz::run(&a, &mut s);
         }
     }

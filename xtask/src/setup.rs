@@ -1,148 +1,356 @@
-//! `cargo xtask setup`: installs missing rustup targets and every Debian package that a test,
-//! bench or xtask command runs, idempotently. [`PROGRAMS`] is the one table of them.
+//! `cargo xtask setup`: installs what a command needs ([`Need`]) and nothing else: rustup
+//! targets and components, Debian packages, cargo tools, the Python venv, binfmt. Each entry
+//! of the tables ([`PROGRAMS`], [`FILES`], [`CARGO_TOOLS`]) says which needs it serves and
+//! why; `--check` lists what is missing without installing. apt never removes a package.
 
-use crate::util::{is_root, Summary};
+use crate::util::{host_musl, is_root, Summary};
 use anyhow::{bail, Context};
 use std::path::Path;
 use xshell::{cmd, Shell};
 
 #[derive(clap::Args, Default)]
 pub struct Args {
-    /// Also install cargo-fuzz and the nightly toolchain it needs.
+    /// Also install cargo-fuzz and the nightly toolchain it needs (what `fuzz` needs).
     #[arg(long)]
     pub fuzz: bool,
+    /// List what is missing and why it is needed, install nothing; exit 1 when something is.
+    #[arg(long)]
+    pub check: bool,
+    /// Set up (or check) for one command's need only; the default is the full set, what
+    /// `test` needs.
+    #[arg(long = "for", value_enum, default_value_t)]
+    pub need: Need,
 }
+
+/// What a command needs set up. Every xtask command sets up its own need before it runs:
+/// `demo` the least (the musl target, and what labperf's build needs), `test` the full set.
+#[derive(clap::ValueEnum, Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub enum Need {
+    /// `demo` and `hwcheck`: this machine's musl agent and bench, and labperf, built.
+    Demo,
+    /// `build-agents`: every agent (Rust for x86_64 and aarch64, C for Alpha and x86_64),
+    /// checked (labperf and file(1)).
+    Agents,
+    /// `dist`: the agents and labperf, packed.
+    Dist,
+    /// `bless`: labperf, the C agent and the views' C program, built.
+    Bless,
+    /// `lab`: the emulated Arm machine (its image, its kernels, qemu, ssh).
+    Lab,
+    /// `bench`: the agents, perf and inferno, private sshd instances, the lab machine.
+    Bench,
+    /// `fuzz`: the nightly toolchain, cargo-fuzz, libFuzzer's C++ build, perf's seeds.
+    Fuzz,
+    /// `test`, `corpus-table` and `setup` alone: every table entry (all but fuzz's nightly
+    /// and cargo-fuzz).
+    #[default]
+    Test,
+}
+
+impl Need {
+    /// The name `--for` takes.
+    pub fn name(self) -> String {
+        use clap::ValueEnum;
+        self.to_possible_value()
+            .map(|v| v.get_name().to_string())
+            .unwrap_or_default()
+    }
+
+    /// The xtask commands that set up this need.
+    pub fn commands(self) -> &'static str {
+        match self {
+            Demo => "`cargo xtask demo` (and hwcheck)",
+            Agents => "`cargo xtask build-agents`",
+            Dist => "`cargo xtask dist`",
+            Bless => "`cargo xtask bless`",
+            Lab => "`cargo xtask lab`",
+            Bench => "`cargo xtask bench`",
+            Fuzz => "`cargo xtask fuzz` (and bench's fuzz run)",
+            Test => "`cargo xtask test` (and corpus-table, and setup alone)",
+        }
+    }
+
+    /// The needs this one takes in: its own, and those of what the command builds on.
+    pub fn covers(self) -> &'static [Need] {
+        match self {
+            Demo => &[Demo],
+            Agents => &[Agents, Demo],
+            Dist => &[Dist, Agents, Demo],
+            Bless => &[Bless, Demo],
+            Lab => &[Lab],
+            Bench => &[Bench, Agents, Demo, Lab],
+            Fuzz => &[Fuzz],
+            Test => &[Test, Demo, Agents, Dist, Bless, Lab, Bench],
+        }
+    }
+
+    /// Whether an entry tagged `why` is installed for this need: `test` takes every entry.
+    pub fn wants(self, why: &Why) -> bool {
+        self == Need::Test || why.needs.iter().any(|n| self.covers().contains(n))
+    }
+}
+
+/// Why a table entry is installed: the needs it serves (the smallest: a command's need
+/// covers others, [`Need::covers`]) and the reason, printed before installing it.
+#[derive(Clone, Copy, Debug)]
+pub struct Why {
+    pub needs: &'static [Need],
+    pub why: &'static str,
+}
+
+const fn why(needs: &'static [Need], why: &'static str) -> Why {
+    Why { needs, why }
+}
+
+use Need::{Agents, Bench, Bless, Demo, Dist, Fuzz, Lab, Test};
+
+// labperf's build (every command builds it): libssh2, zlib and zstd come as C sources that
+// the `cc` crate compiles and archives; OpenSSL is the system's, found by openssl-sys with
+// pkg-config. The musl agents link with rust-lld (.cargo/config.toml): no C toolchain.
+const HOST_C: Why = why(
+    &[Demo, Fuzz],
+    "labperf's build compiles its C dependencies (libssh2, zlib, zstd) with it",
+);
+const HOST_SSL: Why = why(
+    &[Demo],
+    "labperf's SSH library (libssh2) links OpenSSL; openssl-sys finds it with pkg-config",
+);
+const LIBC_DEV: Why = why(
+    &[Demo, Fuzz],
+    "the C library's headers: labperf's C dependencies, the tests' C programs (PIE, non-PIE, shared, static); only a Recommends of gcc",
+);
+const C_AGENT: Why = why(
+    &[Agents, Bless],
+    "the freestanding C agent's x86_64 build, and the C programs of bless views and the tests",
+);
+const ALPHA_AGENT: Why = why(
+    &[Agents],
+    "the Alpha C agent (its kernel headers are only a Recommends of gcc-alpha-linux-gnu)",
+);
+const AGENT_CHECK: Why = why(&[Agents], "build-agents checks that every agent is static");
+const CORPUS: Why = why(
+    &[Test],
+    "the corpus programs are built as people build them (tests/tests/corpus.rs)",
+);
+const FUZZ_CXX: Why = why(&[Fuzz], "cargo-fuzz compiles libFuzzer (C++)");
+const QEMU_USER: Why = why(
+    &[Test],
+    "qemu-user runs the Alpha agent and bench, and the Arm corpus programs, in the tests",
+);
+const LAB_QEMU: Why = why(&[Lab], "the emulated Arm lab machine");
+const SSH_LAB: Why = why(
+    &[Lab, Bench],
+    "ssh reaches the lab machine with its own key; the tests and bench talk to their own sshd",
+);
+const SSHD: Why = why(
+    &[Bench],
+    "the tests and bench start their own sshd, as a lab machine runs",
+);
+const SSH_TESTS: Why = why(
+    &[Test],
+    "the SSH tests: a terminal (script) and an ssh-agent",
+);
+const PERF: Why = why(
+    &[Bench, Fuzz],
+    "the reference profiler of the tests and the benchmarks; fuzz records its seeds with it",
+);
+const SYMBOLS: Why = why(&[Test], "the symbol tests' workloads and tools");
+const PPROF: Why = why(
+    &[Test],
+    "a real pprof client reads `labperf export --format pprof` (tests/tests/export.rs)",
+);
+const CHROMIUM: Why = why(
+    &[Test],
+    "headless Chromium loads `labperf report --format html` (tests/tests/views.rs)",
+);
+const TIME: Why = why(
+    &[Bench],
+    "bench: the recorders' own CPU time and peak memory",
+);
+const LAB_IMAGE: Why = why(&[Lab], "the lab image, made of Debian's arm64 packages");
+const LAB_KERNEL: Why = why(
+    &[Lab],
+    "the altperiod lab kernel, built from Debian's source (xtask/src/lab/kernel.rs)",
+);
+const PACK: Why = why(
+    &[Dist, Lab],
+    "packing releases (dist), unpacking the lab kernel's source",
+);
+const PERF_LIBS: Why = why(
+    &[Bench],
+    "bench sizes the distribution's perf and its libraries",
+);
+const PROCESS: Why = why(&[Test], "the tests' process and mount tools");
+const PROCESS_LAB: Why = why(
+    &[Lab, Bench],
+    "process tools of the tests, bench and the lab",
+);
+const BASE: Why = why(
+    &[Lab, Bench, Fuzz],
+    "coreutils and the shell: the tests, bench, fuzz and the lab image's build run them (and the host, through the tests' sshd, as on a lab machine)",
+);
+const DEBUG_LIBC: Why = why(
+    &[Test],
+    "the symbol tests read libc's separate debug file, as a user's machine has it",
+);
+const ARM_LIBC: Why = why(
+    &[Test],
+    "the corpus programs built for the emulated Arm machine (only a Recommends of gcc-aarch64-linux-gnu)",
+);
+const VENV_MODULE: Why = why(
+    &[Test],
+    "the Python venv of the tests' DuckDB is made with Debian's python3 and its venv module",
+);
+const FLAMEGRAPH: Why = why(
+    &[Bench],
+    "the reference flame-graph pipeline of the test and the benchmark (perf script | inferno-collapse-perf | inferno-flamegraph)",
+);
 
 /// Every external program that a test, bench or xtask command starts (or that the host
 /// runs on a lab machine, which the tests' sshd is), with the Debian package that
-/// installs it. `cargo xtask setup` installs the package of each missing program; the
-/// tidy test (`tests/tests/tidy.rs`) fails when code starts a program not listed here.
-pub const PROGRAMS: &[(&str, &str)] = &[
-    // Compilers: the corpus programs are built as people build them (tests/tests/corpus.rs).
-    ("gcc", "gcc"),
-    ("g++", "g++"),
-    ("clang", "clang"),
-    ("musl-gcc", "musl-tools"),
-    ("alpha-linux-gnu-gcc", "gcc-alpha-linux-gnu"),
+/// installs it and why. `cargo xtask setup` installs the package of each missing program
+/// that the command's [`Need`] wants; the tidy test (`tests/tests/tidy.rs`) fails when
+/// code starts a program not listed here.
+pub const PROGRAMS: &[(&str, &str, Why)] = &[
+    // labperf's build: a C compiler and archiver for its C dependencies, pkg-config for
+    // OpenSSL (FILES has the headers).
+    ("cc", "gcc", HOST_C),
+    ("ar", "binutils", HOST_C),
+    ("pkg-config", "pkgconf", HOST_SSL),
+    // Compilers: the C agent's x86_64 build; the corpus programs are built as people
+    // build them (tests/tests/corpus.rs); libFuzzer is C++.
+    ("gcc", "gcc", C_AGENT),
+    ("g++", "g++", CORPUS),
+    ("c++", "g++", FUZZ_CXX),
+    ("clang", "clang", CORPUS),
+    ("musl-gcc", "musl-tools", CORPUS),
+    ("alpha-linux-gnu-gcc", "gcc-alpha-linux-gnu", ALPHA_AGENT),
     // Emulators: qemu-user for the Alpha agent and bench, the system emulator for the Arm lab.
-    ("qemu-alpha", "qemu-user"),
-    ("qemu-aarch64", "qemu-user"),
-    ("qemu-system-aarch64", "qemu-system-arm"),
+    ("qemu-alpha", "qemu-user", QEMU_USER),
+    ("qemu-aarch64", "qemu-user", QEMU_USER),
+    ("qemu-system-aarch64", "qemu-system-arm", LAB_QEMU),
     // SSH: the tests start their own sshd and talk to the lab machine with ssh.
-    ("sshd", "openssh-server"),
-    ("ssh", "openssh-client"),
-    ("scp", "openssh-client"),
-    ("ssh-keygen", "openssh-client"),
-    ("script", "bsdutils"),
-    ("ssh-agent", "openssh-client"),
-    ("ssh-add", "openssh-client"),
+    ("sshd", "openssh-server", SSHD),
+    ("ssh", "openssh-client", SSH_LAB),
+    ("scp", "openssh-client", SSHD),
+    ("ssh-keygen", "openssh-client", SSH_LAB),
+    ("script", "bsdutils", SSH_TESTS),
+    ("ssh-agent", "openssh-client", SSH_TESTS),
+    ("ssh-add", "openssh-client", SSH_TESTS),
     // The reference profiler of the benchmarks, and the symbol tests' workloads and tools.
-    ("perf", "linux-perf"),
-    ("python3", "python3"),
+    ("perf", "linux-perf", PERF),
+    ("python3", "python3", SYMBOLS),
     // A real pprof client reads `labperf export --format pprof` (tests/tests/export.rs).
-    ("go", "golang-go"),
+    ("go", "golang-go", PPROF),
     // Headless Chromium loads `labperf report --format html` (tests/tests/views.rs).
-    ("chromium", "chromium"),
-    ("objcopy", "binutils"),
-    ("addr2line", "binutils"),
+    ("chromium", "chromium", CHROMIUM),
+    ("objcopy", "binutils", SYMBOLS),
+    ("addr2line", "binutils", SYMBOLS),
     // `cargo xtask bench`: the recorders' own CPU time and peak memory.
-    ("time", "time"),
+    ("time", "time", TIME),
     // Building the lab image.
-    ("cpio", "cpio"),
-    ("dpkg-query", "dpkg"),
+    ("cpio", "cpio", LAB_IMAGE),
+    ("dpkg-query", "dpkg", LAB_KERNEL),
     // Building the altperiod lab kernel (xtask/src/lab/kernel.rs): its source is in FILES.
-    ("aarch64-linux-gnu-gcc", "gcc-aarch64-linux-gnu"),
-    ("make", "make"),
-    ("patch", "patch"),
-    ("xz", "xz-utils"),
-    ("flex", "flex"),
-    ("bison", "bison"),
-    ("bc", "bc"),
-    ("gzip", "gzip"),
-    ("dpkg", "dpkg"),
-    ("dpkg-deb", "dpkg"),
-    ("apt-get", "apt"),
-    ("apt-cache", "apt"),
+    ("aarch64-linux-gnu-gcc", "gcc-aarch64-linux-gnu", LAB_KERNEL),
+    ("make", "make", LAB_KERNEL),
+    ("patch", "patch", LAB_KERNEL),
+    ("xz", "xz-utils", LAB_KERNEL),
+    ("flex", "flex", LAB_KERNEL),
+    ("bison", "bison", LAB_KERNEL),
+    ("bc", "bc", LAB_KERNEL),
+    ("gzip", "gzip", LAB_IMAGE),
+    ("dpkg", "dpkg", LAB_IMAGE),
+    ("dpkg-deb", "dpkg", LAB_IMAGE),
+    ("apt-get", "apt", LAB_IMAGE),
+    ("apt-cache", "apt", LAB_IMAGE),
     // Checking binaries and packing releases.
-    ("file", "file"),
-    ("ldd", "libc-bin"),
-    ("tar", "tar"),
+    ("file", "file", AGENT_CHECK),
+    ("ldd", "libc-bin", PERF_LIBS),
+    ("tar", "tar", PACK),
     // Process and mount tools the tests use.
-    ("setpriv", "util-linux"),
-    ("unshare", "util-linux"),
-    ("hostname", "hostname"),
-    ("mount", "mount"),
-    ("umount", "mount"),
-    ("pgrep", "procps"),
-    ("pkill", "procps"),
-    ("kill", "procps"),
-    ("find", "findutils"),
-    ("which", "debianutils"),
+    ("setpriv", "util-linux", PROCESS),
+    ("unshare", "util-linux", PROCESS),
+    ("hostname", "hostname", PROCESS),
+    ("mount", "mount", PROCESS),
+    ("umount", "mount", PROCESS),
+    ("pgrep", "procps", PROCESS),
+    ("pkill", "procps", PROCESS),
+    ("kill", "procps", PROCESS_LAB),
+    ("find", "findutils", PROCESS_LAB),
+    ("which", "debianutils", PROCESS_LAB),
     // Coreutils and the shell: run by the tests and, through the tests' sshd, by the host
     // as it would on a lab machine.
-    ("sh", "dash"),
-    ("id", "coreutils"),
-    ("df", "coreutils"),
-    ("tail", "coreutils"),
-    ("date", "coreutils"),
-    ("env", "coreutils"),
-    ("cat", "coreutils"),
-    ("head", "coreutils"),
-    ("chmod", "coreutils"),
-    ("chown", "coreutils"),
-    ("cp", "coreutils"),
-    ("mv", "coreutils"),
-    ("rm", "coreutils"),
-    ("mkdir", "coreutils"),
-    ("uname", "coreutils"),
-    ("sha256sum", "coreutils"),
-    ("wc", "coreutils"),
-    ("sleep", "coreutils"),
-    ("true", "coreutils"),
-    ("printf", "coreutils"),
-    ("ls", "coreutils"),
-    ("tr", "coreutils"),
-    ("test", "coreutils"),
-    ("grep", "grep"),
+    ("sh", "dash", BASE),
+    ("id", "coreutils", BASE),
+    ("df", "coreutils", BASE),
+    ("tail", "coreutils", BASE),
+    ("date", "coreutils", BASE),
+    ("env", "coreutils", BASE),
+    ("cat", "coreutils", BASE),
+    ("head", "coreutils", BASE),
+    ("chmod", "coreutils", BASE),
+    ("chown", "coreutils", BASE),
+    ("cp", "coreutils", BASE),
+    ("mv", "coreutils", BASE),
+    ("rm", "coreutils", BASE),
+    ("mkdir", "coreutils", BASE),
+    ("uname", "coreutils", BASE),
+    ("sha256sum", "coreutils", BASE),
+    ("wc", "coreutils", BASE),
+    ("sleep", "coreutils", BASE),
+    ("true", "coreutils", BASE),
+    ("printf", "coreutils", BASE),
+    ("ls", "coreutils", BASE),
+    ("tr", "coreutils", BASE),
+    ("test", "coreutils", BASE),
+    ("grep", "grep", BASE),
 ];
 
 /// Programs from crates.io (no Debian package), with the crate `cargo install --locked`
 /// installs them from: the reference pipeline of the flame-graph test and benchmark
 /// (`perf script | inferno-collapse-perf | inferno-flamegraph`). The tidy test reads it.
-pub const CARGO_TOOLS: &[(&str, &str)] = &[
-    ("inferno-collapse-perf", "inferno"),
-    ("inferno-flamegraph", "inferno"),
+pub const CARGO_TOOLS: &[(&str, &str, Why)] = &[
+    ("inferno-collapse-perf", "inferno", FLAMEGRAPH),
+    ("inferno-flamegraph", "inferno", FLAMEGRAPH),
 ];
 
-/// Files (not programs) that tests read, with the Debian package that installs each: the
-/// symbol tests need libc's separate debug file, as a user's machine has it; the lab needs
-/// the kernel source.
-pub const FILES: &[(&str, &str)] = &[
-    ("/usr/share/doc/libc6-dbg", "libc6-dbg"),
-    // The C library's headers and its static archive: the tests' C programs, built as PIE,
-    // non-PIE, shared library and static (`tests/tests/unwinding.rs`); only a Recommends
-    // of gcc.
-    ("/usr/include/stdio.h", "libc6-dev"),
+/// Files (not programs) that a build or the tests read, with the Debian package that
+/// installs each: labperf's build needs the C library's and OpenSSL's headers, the symbol
+/// tests libc's separate debug file, the lab the kernel source.
+pub const FILES: &[(&str, &str, Why)] = &[
+    ("/usr/include/stdio.h", "libc6-dev", LIBC_DEV),
+    ("/usr/include/openssl/ssl.h", "libssl-dev", HOST_SSL),
+    ("/usr/share/doc/libc6-dbg", "libc6-dbg", DEBUG_LIBC),
     // The C library for aarch64 (headers, static archive): the corpus programs built for
     // the emulated Arm machine (tests/tests/corpus.rs); only a Recommends of
     // gcc-aarch64-linux-gnu.
-    ("/usr/aarch64-linux-gnu/lib/libc.a", "libc6-dev-arm64-cross"),
+    (
+        "/usr/aarch64-linux-gnu/lib/libc.a",
+        "libc6-dev-arm64-cross",
+        ARM_LIBC,
+    ),
     // The Alpha C agent's kernel headers (asm/unistd.h, linux/perf_event.h): only a
     // Recommends of gcc-alpha-linux-gnu, which --no-install-recommends leaves out (a fresh
     // machine could not build the Alpha agent).
     (
         "/usr/alpha-linux-gnu/include/asm/unistd.h",
         "linux-libc-dev-alpha-cross",
+        ALPHA_AGENT,
     ),
     // The altperiod lab kernel's source (xtask/src/lab/kernel.rs).
-    ("/usr/src/linux-source-6.1.tar.xz", "linux-source-6.1"),
+    (
+        "/usr/src/linux-source-6.1.tar.xz",
+        "linux-source-6.1",
+        LAB_KERNEL,
+    ),
     // The Python venv of PYTHON_PACKAGES is made with Debian's python3 and its venv module.
-    ("/usr/share/doc/python3-venv", "python3-venv"),
+    ("/usr/share/doc/python3-venv", "python3-venv", VENV_MODULE),
 ];
 
 /// Python packages (PyPI) that tests import, installed by `cargo xtask setup` into the venv
 /// at [`VENV`] (Debian's Python refuses `pip install` outside one): DuckDB reads the
-/// Parquet export (tests/tests/export.rs).
+/// Parquet export (tests/tests/export.rs). Only `test` wants them.
 pub const PYTHON_PACKAGES: &[&str] = &["duckdb==2.0.1"];
 
 /// The venv of [`PYTHON_PACKAGES`], under the workspace's target directory; tests find its
@@ -153,6 +361,75 @@ pub const VENV: &str = "target/venv";
 /// `cargo xtask` cannot install for itself. The tidy test reads this list.
 #[allow(dead_code)]
 pub const TOOLCHAIN: &[&str] = &["cargo", "rustup", "rustc"];
+
+/// The musl targets: this machine's builds its agent and bench (`demo`); `build-agents`
+/// builds both.
+const MUSL_TARGETS: [&str; 2] = ["x86_64-unknown-linux-musl", "aarch64-unknown-linux-musl"];
+
+/// The rustup components `test` runs (`cargo fmt --check`, `cargo clippy`).
+const COMPONENTS: [&str; 2] = ["clippy", "rustfmt"];
+
+/// What setup installs for a need, in its order; each entry with why.
+#[derive(Debug)]
+pub struct Plan {
+    /// rustup targets, with why.
+    pub targets: Vec<(String, &'static str)>,
+    /// rustup components.
+    pub components: Vec<&'static str>,
+    /// (program or file, Debian package, why) of [`PROGRAMS`] and [`FILES`].
+    pub packages: Vec<(&'static str, &'static str, Why)>,
+    /// (program, crate, why) of [`CARGO_TOOLS`].
+    pub cargo_tools: Vec<(&'static str, &'static str, Why)>,
+    /// The venv of [`PYTHON_PACKAGES`].
+    pub venv: bool,
+    /// qemu-alpha registered with binfmt_misc (the tests run Alpha binaries).
+    pub binfmt: bool,
+    /// The nightly toolchain and cargo-fuzz.
+    pub fuzz: bool,
+}
+
+/// What `need` wants installed.
+pub fn plan(need: Need) -> Plan {
+    let mut targets = Vec::new();
+    if need.covers().contains(&Demo) {
+        targets.push((
+            host_musl(),
+            "this machine's agent and bench are static musl binaries",
+        ));
+    }
+    if need.covers().contains(&Agents) {
+        for t in MUSL_TARGETS {
+            if !targets.iter().any(|(have, _)| have == t) {
+                targets.push((
+                    t.into(),
+                    "build-agents builds the agents of both musl targets",
+                ));
+            }
+        }
+    }
+    let take = |table: &[(&'static str, &'static str, Why)]| {
+        table
+            .iter()
+            .filter(|(_, _, w)| need.wants(w))
+            .copied()
+            .collect::<Vec<_>>()
+    };
+    let mut packages = take(PROGRAMS);
+    packages.extend(take(FILES));
+    Plan {
+        targets,
+        components: if need == Test {
+            COMPONENTS.to_vec()
+        } else {
+            Vec::new()
+        },
+        packages,
+        cargo_tools: take(CARGO_TOOLS),
+        venv: need == Test,
+        binfmt: need == Test,
+        fuzz: need == Fuzz,
+    }
+}
 
 /// Whether `bin` is installed: on PATH, or in the sbin directories (not on a user's PATH).
 fn have(bin: &str) -> bool {
@@ -167,47 +444,190 @@ fn is_executable(p: &Path) -> bool {
     std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-fn apt(sh: &Shell, pkgs: &[&str]) -> anyhow::Result<()> {
-    if !is_root() {
-        bail!(
-            "not root: install them with `sudo apt-get install {}`",
-            pkgs.join(" ")
-        );
+/// Whether a table entry is there: a file (an absolute path) exists, a program is installed.
+fn present(what: &str) -> bool {
+    if what.starts_with('/') {
+        Path::new(what).exists()
+    } else {
+        have(what)
     }
-    let _ = cmd!(sh, "apt-get update -qq").run();
-    cmd!(
-        sh,
-        "apt-get install -y -qq --no-install-recommends {pkgs...}"
-    )
-    .env("DEBIAN_FRONTEND", "noninteractive")
-    .run()
-    .with_context(|| {
-        format!(
-            "apt-get failed: run `apt-get install {}` by hand",
-            pkgs.join(" ")
-        )
-    })
 }
 
-/// The packages of the programs in `wanted` that are missing, each once, in table order.
-pub fn missing_packages(wanted: &[(&str, &str)], have: impl Fn(&str) -> bool) -> Vec<String> {
-    let mut missing: Vec<String> = Vec::new();
-    for (prog, pkg) in wanted {
-        if !have(prog) && !missing.iter().any(|m| m == pkg) {
-            missing.push(pkg.to_string());
+/// A package to install, with what of it is missing and why each is wanted.
+#[derive(Debug, PartialEq)]
+pub struct Missing {
+    pub package: String,
+    pub reasons: Vec<(String, String)>,
+}
+
+impl Missing {
+    /// `pkg-config: openssl-sys finds OpenSSL with it; ...`
+    pub fn why(&self) -> String {
+        self.reasons
+            .iter()
+            .map(|(what, why)| format!("{what}: {why}"))
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
+
+/// The packages of the entries of `wanted` that are not `present`, each once, in table
+/// order, with what is missing of each and why.
+pub fn missing_packages(
+    wanted: &[(&str, &str, Why)],
+    present: impl Fn(&str) -> bool,
+) -> Vec<Missing> {
+    let mut missing: Vec<Missing> = Vec::new();
+    for (what, pkg, why) in wanted {
+        if present(what) {
+            continue;
+        }
+        let reason = (what.to_string(), why.why.to_string());
+        match missing.iter_mut().find(|m| m.package == *pkg) {
+            Some(m) => m.reasons.push(reason),
+            None => missing.push(Missing {
+                package: pkg.to_string(),
+                reasons: vec![reason],
+            }),
         }
     }
     missing
 }
 
-/// Makes the venv at [`VENV`] (workspace root) and installs [`PYTHON_PACKAGES`] in it,
-/// unless each already imports.
-fn venv(sh: &Shell) -> anyhow::Result<String> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .context("xtask sits in the workspace")?;
-    let dir = root.join(VENV);
-    let python = dir.join("bin/python");
+/// apt-get's arguments to install `pkgs`: no Recommends, and never a removal: under
+/// `--no-remove` apt stops with an error rather than remove a package. `simulate` adds
+/// `-s`: the same command line, run as a simulation.
+pub fn apt_install_args(pkgs: &[&str], simulate: bool) -> Vec<String> {
+    let mut a: Vec<String> = [
+        "install",
+        "-y",
+        "-q",
+        "--no-install-recommends",
+        "--no-remove",
+    ]
+    .map(String::from)
+    .to_vec();
+    if simulate {
+        a.push("-s".into());
+    }
+    a.extend(pkgs.iter().map(|p| p.to_string()));
+    a
+}
+
+/// The packages an apt-get simulation says it would remove: its `Remv` lines, and, as it
+/// prints under `--no-remove` before it stops, the list after "The following packages will
+/// be REMOVED:".
+pub fn removals(out: &str) -> Vec<String> {
+    let mut r: Vec<String> = Vec::new();
+    let mut in_list = false;
+    for l in out.lines() {
+        let names: Vec<&str> = if let Some(rest) = l.strip_prefix("Remv ") {
+            in_list = false;
+            rest.split_whitespace().take(1).collect()
+        } else if l.starts_with("The following packages will be REMOVED") {
+            in_list = true;
+            continue;
+        } else if in_list && l.starts_with(' ') {
+            l.split_whitespace().collect()
+        } else {
+            in_list = false;
+            continue;
+        };
+        for n in names {
+            let n = n.trim_end_matches('*').to_string();
+            if !r.contains(&n) {
+                r.push(n);
+            }
+        }
+    }
+    r
+}
+
+/// Runs setup's apt-get command line for `pkgs` as a simulation (no root needed): the
+/// packages apt would remove (none, or the install would fail), or apt's error.
+pub fn simulate(sh: &Shell, pkgs: &[&str]) -> anyhow::Result<Vec<String>> {
+    let args = apt_install_args(pkgs, true);
+    let line = args.join(" ");
+    let o = cmd!(sh, "apt-get {args...}")
+        .env("LC_ALL", "C")
+        .quiet()
+        .ignore_status()
+        .output()
+        .context("cannot run apt-get")?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let removed = removals(&text);
+    if removed.is_empty() && !o.status.success() {
+        bail!(
+            "`apt-get {}` failed: {}",
+            line,
+            String::from_utf8_lossy(&o.stderr).trim()
+        );
+    }
+    Ok(removed)
+}
+
+/// What apt would remove for which package: each package of `missing` simulated alone
+/// (`removed`: what the simulation of them all would remove).
+fn removal_report(sh: &Shell, missing: &[Missing], removed: &[String]) -> String {
+    let mut culprits = Vec::new();
+    for m in missing {
+        let r = simulate(sh, &[m.package.as_str()]).unwrap_or_default();
+        if !r.is_empty() {
+            culprits.push(format!(
+                "installing {} (for {}) would remove {}",
+                m.package,
+                m.why(),
+                r.join(" ")
+            ));
+        }
+    }
+    if culprits.is_empty() {
+        culprits.push(format!(
+            "installing them together would remove {}",
+            removed.join(" ")
+        ));
+    }
+    culprits.join("; ")
+}
+
+/// Installs the `missing` packages with apt-get, after saying what and why; first simulates
+/// the same command line, and stops, installing nothing, when apt would remove a package.
+fn apt(sh: &Shell, missing: &[Missing]) -> anyhow::Result<()> {
+    let pkgs: Vec<&str> = missing.iter().map(|m| m.package.as_str()).collect();
+    eprintln!("setup: apt-get will install {}:", pkgs.join(" "));
+    for m in missing {
+        eprintln!("  {:<24} {}", m.package, m.why());
+    }
+    if !is_root() {
+        bail!(
+            "not root: install them with `sudo apt-get install --no-install-recommends --no-remove {}`",
+            pkgs.join(" ")
+        );
+    }
+    let _ = cmd!(sh, "apt-get update -qq").run();
+    let removed = simulate(sh, &pkgs)?;
+    if !removed.is_empty() {
+        bail!(
+            "nothing installed: apt would remove packages, which setup never does: {}. Install by hand if you accept that",
+            removal_report(sh, missing, &removed)
+        );
+    }
+    let args = apt_install_args(&pkgs, false);
+    let line = args.join(" ");
+    cmd!(sh, "apt-get {args...}")
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .run()
+        .with_context(|| format!("apt-get failed: run `apt-get {line}` by hand"))
+}
+
+/// The Python packages of [`PYTHON_PACKAGES`] that the venv at [`VENV`] lacks (all when
+/// there is no venv), and the venv's python.
+fn venv_missing(sh: &Shell) -> (Vec<&'static str>, std::path::PathBuf) {
+    let python = crate::util::root().join(VENV).join("bin/python");
     let module = |p: &str| p.split("==").next().unwrap_or(p).to_string();
     let importable = |p: &str| {
         let m = module(p);
@@ -218,14 +638,26 @@ fn venv(sh: &Shell) -> anyhow::Result<String> {
             .run()
             .is_ok()
     };
-    let missing: Vec<&str> = PYTHON_PACKAGES
+    let missing = PYTHON_PACKAGES
         .iter()
         .copied()
         .filter(|p| !python.exists() || !importable(p))
         .collect();
+    (missing, python)
+}
+
+/// Makes the venv at [`VENV`] (workspace root) and installs [`PYTHON_PACKAGES`] in it,
+/// unless each already imports.
+fn venv(sh: &Shell) -> anyhow::Result<String> {
+    let (missing, python) = venv_missing(sh);
     if missing.is_empty() {
         return Ok(format!("{} present in {VENV}", PYTHON_PACKAGES.join(" ")));
     }
+    eprintln!(
+        "setup: pip will install {} in {VENV}: DuckDB reads labperf's Parquet export in the tests",
+        missing.join(" ")
+    );
+    let dir = crate::util::root().join(VENV);
     if !python.exists() {
         cmd!(sh, "/usr/bin/python3 -m venv {dir}").run().context(
             "cannot make the venv: install python3-venv (`apt-get install python3-venv`)",
@@ -248,158 +680,497 @@ fn venv(sh: &Shell) -> anyhow::Result<String> {
     Ok(format!("installed {} in {VENV}", missing.join(" ")))
 }
 
-/// The packages of [`PROGRAMS`] and [`FILES`] that are missing.
-fn missing() -> Vec<String> {
-    let mut m = missing_packages(PROGRAMS, have);
-    for p in missing_packages(FILES, |f| Path::new(f).exists()) {
-        if !m.contains(&p) {
-            m.push(p);
-        }
-    }
-    m
+/// The rustup targets of `plan` that are not installed.
+fn missing_targets(sh: &Shell, plan: &Plan) -> anyhow::Result<Vec<(String, &'static str)>> {
+    let have = cmd!(sh, "rustup target list --installed")
+        .quiet()
+        .read()
+        .context("rustup is missing: install Rust with rustup (https://rustup.rs)")?;
+    Ok(plan
+        .targets
+        .iter()
+        .filter(|(t, _)| !have.lines().any(|l| l.trim() == t))
+        .cloned()
+        .collect())
 }
 
-/// Installs the Debian packages of the missing programs of [`PROGRAMS`] and files of [`FILES`].
-fn packages(sh: &Shell) -> anyhow::Result<String> {
-    let missing = missing();
-    if missing.is_empty() {
-        return Ok(format!(
-            "all {} programs and {} files present",
-            PROGRAMS.len(),
-            FILES.len()
+/// The rustup components of `plan` that are not installed.
+fn missing_components(sh: &Shell, plan: &Plan) -> anyhow::Result<Vec<&'static str>> {
+    if plan.components.is_empty() {
+        return Ok(Vec::new());
+    }
+    let have = cmd!(sh, "rustup component list --installed")
+        .quiet()
+        .read()?;
+    Ok(plan
+        .components
+        .iter()
+        .copied()
+        .filter(|c| !have.lines().any(|l| l.starts_with(c)))
+        .collect())
+}
+
+/// Where qemu-user-binfmt describes qemu-alpha, and where binfmt_misc lists it once
+/// registered.
+const BINFMT_CONF: &str = "/usr/lib/binfmt.d/qemu-alpha.conf";
+const BINFMT_MISC: &str = "/proc/sys/fs/binfmt_misc";
+
+fn have_nightly(sh: &Shell) -> bool {
+    cmd!(sh, "rustup toolchain list")
+        .quiet()
+        .read()
+        .is_ok_and(|l| l.lines().any(|l| l.starts_with("nightly")))
+}
+
+fn have_cargo_fuzz(sh: &Shell) -> bool {
+    cmd!(sh, "cargo fuzz --version")
+        .quiet()
+        .ignore_stdout()
+        .ignore_stderr()
+        .run()
+        .is_ok()
+}
+
+/// One thing a need wants: whether it is there, what it is, and why it is wanted.
+type Checked = (bool, String, String);
+
+/// The apt packages of `plan`, each once, with its programs and files, present or not.
+fn checked_packages(plan: &Plan) -> Vec<Checked> {
+    let absent = missing_packages(&plan.packages, present);
+    let mut out = Vec::new();
+    let mut seen: Vec<&str> = Vec::new();
+    for (_, pkg, _) in &plan.packages {
+        if seen.contains(pkg) {
+            continue;
+        }
+        seen.push(pkg);
+        let whats: Vec<&str> = plan
+            .packages
+            .iter()
+            .filter(|(_, p, _)| p == pkg)
+            .map(|(w, _, _)| *w)
+            .collect();
+        let m = absent.iter().find(|m| m.package == *pkg);
+        out.push((
+            m.is_none(),
+            format!("apt package {pkg} ({})", whats.join(", ")),
+            m.map(Missing::why).unwrap_or_default(),
         ));
     }
-    eprintln!("installing {}", missing.join(" "));
-    let refs: Vec<&str> = missing.iter().map(String::as_str).collect();
-    apt(sh, &refs)?;
-    let still = self::missing();
-    if !still.is_empty() {
-        bail!(
-            "installed, but still missing the programs of: {}",
-            still.join(" ")
-        );
-    }
-    Ok(format!("installed {}", missing.join(" ")))
+    out
 }
 
-pub fn run(a: &Args, s: &mut Summary) {
+/// Everything `plan` wants, present or not, in setup's order.
+fn checked(sh: &Shell, plan: &Plan) -> Vec<Checked> {
+    let mut out: Vec<Checked> = Vec::new();
+    match missing_targets(sh, plan) {
+        Ok(m) => out.extend(plan.targets.iter().map(|(t, why)| {
+            let ok = !m.iter().any(|(x, _)| x == t);
+            (ok, format!("rustup target {t}"), why.to_string())
+        })),
+        Err(e) => out.push((false, "rustup".into(), format!("{e:#}"))),
+    }
+    let comps = missing_components(sh, plan).unwrap_or_else(|_| plan.components.clone());
+    out.extend(plan.components.iter().map(|c| {
+        let why = "`cargo xtask test` runs cargo fmt --check and clippy".to_string();
+        (!comps.contains(c), format!("rustup component {c}"), why)
+    }));
+    out.extend(checked_packages(plan));
+    let tools = missing_packages(&plan.cargo_tools, have);
+    let mut seen: Vec<&str> = Vec::new();
+    for (_, krate, why) in &plan.cargo_tools {
+        if !seen.contains(krate) {
+            seen.push(krate);
+            let ok = !tools.iter().any(|m| m.package == *krate);
+            out.push((ok, format!("cargo install {krate}"), why.why.into()));
+        }
+    }
+    if plan.venv {
+        let (m, _) = venv_missing(sh);
+        out.extend(PYTHON_PACKAGES.iter().map(|p| {
+            let why = "DuckDB reads labperf's Parquet export in the tests".to_string();
+            (!m.contains(p), format!("pip {p} in {VENV}"), why)
+        }));
+    }
+    if plan.binfmt {
+        out.push((
+            Path::new(BINFMT_MISC).join("qemu-alpha").exists(),
+            "qemu-alpha registered with binfmt_misc (qemu-user-binfmt)".into(),
+            "the tests run the Alpha agent and bench as programs".into(),
+        ));
+    }
+    if plan.fuzz {
+        let why = "cargo-fuzz builds with nightly".to_string();
+        out.push((have_nightly(sh), "rustup toolchain nightly".into(), why));
+        let why = "the fuzz targets run under cargo-fuzz".to_string();
+        out.push((have_cargo_fuzz(sh), "cargo install cargo-fuzz".into(), why));
+    }
+    out
+}
+
+/// `cargo xtask setup --check [--for NEED]`: prints what `need` wants, each present or
+/// missing with why; installs nothing. Returns the exit code: 1 when something is missing.
+pub fn check(need: Need) -> i32 {
     let sh = Shell::new().expect("a shell");
-    s.step("setup: rustup targets", || {
-        let have = cmd!(sh, "rustup target list --installed")
-            .read()
-            .context("rustup is missing: install Rust with rustup (https://rustup.rs)")?;
-        let mut added = Vec::new();
-        for want in ["x86_64-unknown-linux-musl", "aarch64-unknown-linux-musl"] {
-            if !have.lines().any(|l| l.trim() == want) {
-                eprintln!("installing rustup target {want}");
-                cmd!(sh, "rustup target add {want}")
-                    .run()
-                    .with_context(|| format!("run `rustup target add {want}` by hand"))?;
-                added.push(want);
-            }
-        }
-        Ok(if added.is_empty() {
-            "x86_64 and aarch64 musl present".into()
+    let n = need.name();
+    println!("setup --check --for {n}: what {} needs", need.commands());
+    let all = checked(&sh, &plan(need));
+    for (ok, what, why) in &all {
+        if *ok {
+            println!("  ok       {what}");
         } else {
-            format!("added {}", added.join(", "))
-        })
-    });
-    s.step("setup: clippy and rustfmt", || {
-        let have = cmd!(sh, "rustup component list --installed").read()?;
-        let mut added = Vec::new();
-        for want in ["clippy", "rustfmt"] {
-            if !have.lines().any(|l| l.starts_with(want)) {
-                cmd!(sh, "rustup component add {want}")
-                    .run()
-                    .with_context(|| format!("run `rustup component add {want}` by hand"))?;
-                added.push(want);
-            }
+            println!("  MISSING  {what}: {why}");
         }
-        Ok(if added.is_empty() {
-            "present".into()
-        } else {
-            format!("added {}", added.join(", "))
-        })
-    });
-    s.step(
-        "setup: Debian packages (compilers, qemu, sshd, perf, tools)",
-        || packages(&sh),
-    );
-    s.step("setup: cargo tools (inferno)", || {
-        let missing = missing_packages(CARGO_TOOLS, have);
-        for krate in &missing {
-            eprintln!("installing {krate} with cargo install");
-            cmd!(sh, "cargo install --locked {krate}")
-                .run()
-                .with_context(|| format!("run `cargo install --locked {krate}` by hand"))?;
-        }
-        Ok(if missing.is_empty() {
-            "present".into()
-        } else {
-            format!("installed {}", missing.join(" "))
-        })
-    });
-    s.step("setup: Python venv (duckdb)", || venv(&sh));
-    s.step("setup: binfmt_misc runs Alpha binaries (qemu-alpha)", || {
-        let conf = Path::new("/usr/lib/binfmt.d/qemu-alpha.conf");
-        let mut did = Vec::new();
-        if !conf.exists() {
-            apt(&sh, &["qemu-user-binfmt"])?;
-            did.push("installed qemu-user-binfmt");
-        }
-        let dir = Path::new("/proc/sys/fs/binfmt_misc");
-        if dir.join("qemu-alpha").exists() {
-            did.push("qemu-alpha registered");
-            return Ok(did.join(", "));
-        }
-        if !dir.join("register").exists() {
-            cmd!(sh, "mount -t binfmt_misc binfmt_misc {dir}")
-                .run()
-                .context("cannot mount binfmt_misc: run `sudo mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc`")?;
-        }
-        std::fs::write(dir.join("register"), std::fs::read(conf)?).context(
-            "cannot register qemu-alpha: run `sudo systemctl restart systemd-binfmt` (or as root: cat /usr/lib/binfmt.d/qemu-alpha.conf > /proc/sys/fs/binfmt_misc/register)",
-        )?;
-        did.push("registered qemu-alpha");
-        Ok(did.join(", "))
-    });
-    if a.fuzz {
-        s.step("setup: cargo-fuzz", || {
-            if cmd!(sh, "rustup toolchain list")
-                .read()?
-                .lines()
-                .all(|l| !l.starts_with("nightly"))
-            {
-                cmd!(sh, "rustup toolchain install nightly --profile minimal")
-                    .run()
-                    .context("run `rustup toolchain install nightly` by hand")?;
-            }
-            if cmd!(sh, "cargo fuzz --version")
-                .quiet()
-                .ignore_stdout()
-                .ignore_stderr()
-                .run()
-                .is_ok()
-            {
-                return Ok("cargo-fuzz present".into());
-            }
-            cmd!(sh, "cargo install --locked cargo-fuzz")
-                .run()
-                .context("run `cargo install cargo-fuzz` by hand")?;
-            Ok("cargo-fuzz installed".into())
+    }
+    let missing = all.iter().filter(|c| !c.0).count();
+    if missing == 0 {
+        println!("nothing missing for {n} ({} checked)", all.len());
+        0
+    } else {
+        println!("{missing} missing for {n}: `cargo xtask setup --for {n}` installs them");
+        1
+    }
+}
+
+/// Installs the missing rustup targets of `plan`, saying why.
+fn targets(sh: &Shell, plan: &Plan) -> anyhow::Result<String> {
+    let missing = missing_targets(sh, plan)?;
+    for (want, why) in &missing {
+        eprintln!("setup: installing rustup target {want}: {why}");
+        cmd!(sh, "rustup target add {want}")
+            .run()
+            .with_context(|| format!("run `rustup target add {want}` by hand"))?;
+    }
+    let all: Vec<&str> = plan.targets.iter().map(|(t, _)| t.as_str()).collect();
+    let added: Vec<&str> = missing.iter().map(|(t, _)| t.as_str()).collect();
+    Ok(if missing.is_empty() {
+        format!("{} present", all.join(", "))
+    } else {
+        format!("added {}", added.join(", "))
+    })
+}
+
+/// Installs the missing rustup components of `plan`.
+fn components(sh: &Shell, plan: &Plan) -> anyhow::Result<String> {
+    let missing = missing_components(sh, plan)?;
+    for want in &missing {
+        eprintln!("setup: installing rustup component {want}: `cargo xtask test` runs it");
+        cmd!(sh, "rustup component add {want}")
+            .run()
+            .with_context(|| format!("run `rustup component add {want}` by hand"))?;
+    }
+    Ok(if missing.is_empty() {
+        "present".into()
+    } else {
+        format!("added {}", missing.join(", "))
+    })
+}
+
+/// Installs the missing [`CARGO_TOOLS`] of `plan` with `cargo install`, saying why.
+fn cargo_tools(sh: &Shell, plan: &Plan) -> anyhow::Result<String> {
+    let missing = missing_packages(&plan.cargo_tools, have);
+    for m in &missing {
+        let krate = &m.package;
+        eprintln!("setup: cargo install {krate}: {}", m.why());
+        cmd!(sh, "cargo install --locked {krate}")
+            .run()
+            .with_context(|| format!("run `cargo install --locked {krate}` by hand"))?;
+    }
+    let names: Vec<&str> = missing.iter().map(|m| m.package.as_str()).collect();
+    Ok(if missing.is_empty() {
+        "present".into()
+    } else {
+        format!("installed {}", names.join(" "))
+    })
+}
+
+/// Installs the nightly toolchain and cargo-fuzz when missing.
+fn nightly_and_cargo_fuzz(sh: &Shell) -> anyhow::Result<String> {
+    let mut did = Vec::new();
+    if !have_nightly(sh) {
+        eprintln!("setup: installing the nightly toolchain: cargo-fuzz builds with it");
+        cmd!(sh, "rustup toolchain install nightly --profile minimal")
+            .run()
+            .context("run `rustup toolchain install nightly` by hand")?;
+        did.push("nightly installed");
+    }
+    if !have_cargo_fuzz(sh) {
+        eprintln!("setup: cargo install cargo-fuzz: the fuzz targets run under it");
+        cmd!(sh, "cargo install --locked cargo-fuzz")
+            .run()
+            .context("run `cargo install cargo-fuzz` by hand")?;
+        did.push("cargo-fuzz installed");
+    }
+    Ok(if did.is_empty() {
+        "nightly and cargo-fuzz present".into()
+    } else {
+        did.join(", ")
+    })
+}
+
+/// Installs what `need` wants and is missing, as steps of `s`: each says what it installs
+/// and why; a step with nothing missing installs nothing (no apt-get run at all).
+pub fn run(need: Need, s: &mut Summary) {
+    let sh = Shell::new().expect("a shell");
+    let plan = plan(need);
+    let n = need.name();
+    if !plan.targets.is_empty() {
+        s.step(&format!("setup for {n}: rustup targets"), || {
+            targets(&sh, &plan)
         });
     }
+    if !plan.components.is_empty() {
+        s.step(&format!("setup for {n}: clippy and rustfmt"), || {
+            components(&sh, &plan)
+        });
+    }
+    if !plan.packages.is_empty() {
+        s.step(&format!("setup for {n}: Debian packages"), || {
+            packages(&sh, &plan)
+        });
+    }
+    if !plan.cargo_tools.is_empty() {
+        s.step(&format!("setup for {n}: cargo tools (inferno)"), || {
+            cargo_tools(&sh, &plan)
+        });
+    }
+    if plan.venv {
+        s.step(&format!("setup for {n}: Python venv (duckdb)"), || {
+            venv(&sh)
+        });
+    }
+    if plan.binfmt {
+        s.step(
+            &format!("setup for {n}: binfmt_misc runs Alpha binaries (qemu-alpha)"),
+            || binfmt(&sh),
+        );
+    }
+    if plan.fuzz {
+        s.step(&format!("setup for {n}: nightly and cargo-fuzz"), || {
+            nightly_and_cargo_fuzz(&sh)
+        });
+    }
+}
+
+/// Installs the Debian packages of the plan's missing programs and files.
+fn packages(sh: &Shell, plan: &Plan) -> anyhow::Result<String> {
+    let missing = missing_packages(&plan.packages, present);
+    if missing.is_empty() {
+        return Ok(format!(
+            "all {} programs and files present",
+            plan.packages.len()
+        ));
+    }
+    apt(sh, &missing)?;
+    let still = missing_packages(&plan.packages, present);
+    if !still.is_empty() {
+        let names: Vec<&str> = still.iter().map(|m| m.package.as_str()).collect();
+        bail!(
+            "installed, but still missing the programs of: {}",
+            names.join(" ")
+        );
+    }
+    let names: Vec<&str> = missing.iter().map(|m| m.package.as_str()).collect();
+    Ok(format!("installed {}", names.join(" ")))
+}
+
+/// Registers qemu-alpha with binfmt_misc (installing qemu-user-binfmt when its description
+/// is missing), so the tests run Alpha binaries as programs.
+fn binfmt(sh: &Shell) -> anyhow::Result<String> {
+    let conf = Path::new(BINFMT_CONF);
+    let mut did = Vec::new();
+    if !conf.exists() {
+        apt(
+            sh,
+            &[Missing {
+                package: "qemu-user-binfmt".into(),
+                reasons: vec![(
+                    BINFMT_CONF.into(),
+                    "binfmt_misc runs the Alpha agent and bench with qemu-alpha in the tests"
+                        .into(),
+                )],
+            }],
+        )?;
+        did.push("installed qemu-user-binfmt");
+    }
+    let dir = Path::new(BINFMT_MISC);
+    if dir.join("qemu-alpha").exists() {
+        did.push("qemu-alpha registered");
+        return Ok(did.join(", "));
+    }
+    if !dir.join("register").exists() {
+        cmd!(sh, "mount -t binfmt_misc binfmt_misc {dir}")
+            .run()
+            .context("cannot mount binfmt_misc: run `sudo mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc`")?;
+    }
+    std::fs::write(dir.join("register"), std::fs::read(conf)?).context(
+        "cannot register qemu-alpha: run `sudo systemctl restart systemd-binfmt` (or as root: cat /usr/lib/binfmt.d/qemu-alpha.conf > /proc/sys/fs/binfmt_misc/register)",
+    )?;
+    did.push("registered qemu-alpha");
+    Ok(did.join(", "))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn packages_of(need: Need) -> Vec<&'static str> {
+        let mut v: Vec<&str> = plan(need).packages.iter().map(|(_, p, _)| *p).collect();
+        v.sort();
+        v.dedup();
+        v
+    }
+
     #[test]
     fn a_missing_program_names_its_package_once() {
         let have = |p: &str| !["sshd", "ssh", "ssh-keygen"].contains(&p);
         let m = missing_packages(PROGRAMS, have);
-        assert_eq!(m, ["openssh-server", "openssh-client"]);
+        let names: Vec<&str> = m.iter().map(|m| m.package.as_str()).collect();
+        assert_eq!(names, ["openssh-server", "openssh-client"]);
+        assert_eq!(m[1].reasons.len(), 2, "{m:?}");
+        assert_eq!(
+            m[1].reasons[0],
+            ("ssh".to_string(), SSH_LAB.why.to_string())
+        );
         assert!(missing_packages(PROGRAMS, |_| true).is_empty());
+    }
+
+    #[test]
+    fn demo_needs_its_musl_target_and_what_labperf_links_with_only() {
+        let p = plan(Need::Demo);
+        assert_eq!(
+            p.targets
+                .iter()
+                .map(|(t, _)| t.as_str())
+                .collect::<Vec<_>>(),
+            [host_musl().as_str()]
+        );
+        // A C compiler and archiver, the C library's and OpenSSL's headers, pkg-config:
+        // each installed only when missing (a machine that builds xtask has the first).
+        assert_eq!(
+            packages_of(Need::Demo),
+            ["binutils", "gcc", "libc6-dev", "libssl-dev", "pkgconf"]
+        );
+        let whats: Vec<&str> = p.packages.iter().map(|(w, _, _)| *w).collect();
+        assert_eq!(
+            whats,
+            [
+                "cc",
+                "ar",
+                "pkg-config",
+                "/usr/include/stdio.h",
+                "/usr/include/openssl/ssl.h"
+            ]
+        );
+        assert!(p.components.is_empty() && p.cargo_tools.is_empty());
+        assert!(!p.venv && !p.binfmt && !p.fuzz);
+        for not in [
+            "chromium",
+            "golang-go",
+            "qemu-user",
+            "qemu-system-arm",
+            "linux-source-6.1",
+            "linux-perf",
+            "gcc-alpha-linux-gnu",
+        ] {
+            assert!(!packages_of(Need::Demo).contains(&not), "{not}");
+        }
+    }
+
+    #[test]
+    fn test_wants_the_full_set_and_the_others_less() {
+        let t = plan(Need::Test);
+        assert_eq!(t.packages.len(), PROGRAMS.len() + FILES.len());
+        assert_eq!(t.cargo_tools.len(), CARGO_TOOLS.len());
+        assert!(t.targets.len() >= 2 && t.components.len() == 2);
+        assert!(t.venv && t.binfmt && !t.fuzz);
+        // Every need's entries are test's, and each need serves a command.
+        for n in [Demo, Agents, Dist, Bless, Lab, Bench, Fuzz] {
+            assert!(packages_of(n).len() < packages_of(Test).len(), "{n:?}");
+            assert!(n.covers()[0] == n && Test.covers().contains(&n) != (n == Fuzz));
+        }
+        let lab = packages_of(Lab);
+        for want in [
+            "qemu-system-arm",
+            "linux-source-6.1",
+            "gcc-aarch64-linux-gnu",
+            "cpio",
+        ] {
+            assert!(lab.contains(&want), "lab lacks {want}");
+        }
+        assert!(!lab.contains(&"chromium") && !lab.contains(&"libssl-dev"));
+        let agents = packages_of(Agents);
+        for want in [
+            "gcc-alpha-linux-gnu",
+            "linux-libc-dev-alpha-cross",
+            "file",
+            "libssl-dev",
+        ] {
+            assert!(agents.contains(&want), "agents lack {want}");
+        }
+        assert_eq!(plan(Agents).targets.len(), 2);
+        assert!(plan(Lab).targets.is_empty() && plan(Fuzz).targets.is_empty());
+        let fuzz = plan(Fuzz);
+        assert!(fuzz.fuzz && packages_of(Fuzz).contains(&"g++"));
+        assert!(packages_of(Fuzz).contains(&"linux-perf"));
+        let bench = plan(Bench);
+        assert!(bench.cargo_tools.len() == 2 && !bench.venv);
+        assert!(packages_of(Bench).contains(&"qemu-system-arm"));
+        assert!(!packages_of(Bench).contains(&"chromium"));
+    }
+
+    #[test]
+    fn apt_installs_without_recommends_and_never_removes() {
+        let a = apt_install_args(&["gcc", "libssl-dev"], false);
+        assert_eq!(
+            a,
+            [
+                "install",
+                "-y",
+                "-q",
+                "--no-install-recommends",
+                "--no-remove",
+                "gcc",
+                "libssl-dev"
+            ]
+        );
+        let s = apt_install_args(&["gcc", "libssl-dev"], true);
+        assert!(s.contains(&"-s".to_string()) && s.contains(&"--no-remove".to_string()));
+        assert_eq!(
+            s.iter().filter(|x| *x != "-s").collect::<Vec<_>>(),
+            a.iter().collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn the_parse_finds_what_apt_would_remove() {
+        // apt-get -s without --no-remove: its Remv lines.
+        let remv = "Reading package lists...\nInst sysvinit-core (3.06-4 Debian:12.15/oldstable [amd64])\nRemv at-spi2-core [2.46.0-5]\nRemv chromium [156.0.8078.114-1~deb12u1]\nRemv mawk [1.3.4.20200120-3.1] []\nConf sysvinit-core (3.06-4 Debian:12.15/oldstable [amd64])\n";
+        assert_eq!(removals(remv), ["at-spi2-core", "chromium", "mawk"]);
+        // Under --no-remove apt lists them, then stops (exit 100).
+        let stopped = "Reading package lists...\nThe following packages were automatically installed and are no longer required:\n  appstream chromium-common\nUse 'apt autoremove' to remove them.\nThe following packages will be REMOVED:\n  at-spi2-core chromium* dbus-user-session\n  systemd-sysv\nThe following NEW packages will be installed:\n  initscripts insserv\n5 upgraded, 5 newly installed, 4 to remove and 130 not upgraded.\nE: Packages need to be removed but remove is disabled.\n";
+        assert_eq!(
+            removals(stopped),
+            [
+                "at-spi2-core",
+                "chromium",
+                "dbus-user-session",
+                "systemd-sysv"
+            ]
+        );
+        let clean = "The following NEW packages will be installed:\n  pkgconf\nInst pkgconf (1.8.1-1 Debian:12.15/oldstable [amd64])\nConf pkgconf (1.8.1-1 Debian:12.15/oldstable [amd64])\n0 upgraded, 1 newly installed, 0 to remove and 137 not upgraded.\n";
+        assert!(removals(clean).is_empty());
+    }
+
+    /// Setup's own apt-get command line, run as a simulation (no root needed) for every
+    /// package of the project: apt would install them all and remove nothing.
+    #[test]
+    fn setup_s_apt_line_simulated_for_every_package_removes_nothing() {
+        let mut pkgs = packages_of(Test);
+        pkgs.push("qemu-user-binfmt");
+        assert!(pkgs.len() > 40, "{pkgs:?}");
+        let sh = Shell::new().unwrap();
+        let removed = simulate(&sh, &pkgs).unwrap();
+        assert!(removed.is_empty(), "apt would remove {removed:?}");
     }
 }

@@ -473,30 +473,55 @@ fn labperf_finds_its_agent_in_an_installed_tree() {
             .join("labperf-agent"),
     )
     .unwrap();
-    let o = Command::new(d.join("bin/labperf"))
-        .env_remove("LABPERF_AGENT")
+    let installed = || {
+        let mut c = Command::new(d.join("bin/labperf"));
+        c.env_remove("LABPERF_AGENT")
+            .env_remove("LABPERF_AGENTS_DIR");
+        c
+    };
+    let o = installed()
         .args(["record", "--local", "--no-report", "-e", "task-clock", "-o"])
         .arg(d.join("x.lpr"))
         .args(["--", "/bin/true"])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let o = Command::new(d.join("bin/labperf"))
-        .args(["agents", "--check"])
-        .output()
-        .unwrap();
+    let o = installed().args(["agents", "--check"]).output().unwrap();
     assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains(&triple));
-    // No agent for an architecture: the error names the fix.
+    // It says which directory it listed.
+    let listed = d.join("bin/../lib/labperf/agents");
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr).trim(),
+        format!("labperf: the agents in {}", listed.display())
+    );
+    // Without the installed tree, a `cargo install --path host` binary: the agents of the
+    // source tree it was built from (`cargo xtask build-agents`' target/agents).
     std::fs::remove_dir_all(d.join("lib")).unwrap();
-    let o = Command::new(d.join("bin/labperf"))
-        .env_remove("LABPERF_AGENT")
+    let o = installed().args(["agents"]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let tree = labperf_tests::root().join("host/../target/agents");
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr).trim(),
+        format!("labperf: the agents in {}", tree.display())
+    );
+    // LABPERF_AGENTS_DIR names the one directory: an empty one has no agent, and the error
+    // says where labperf looked and what to do.
+    let empty = d.join("no-agents");
+    std::fs::create_dir_all(&empty).unwrap();
+    let o = installed()
+        .env("LABPERF_AGENTS_DIR", &empty)
         .args(["record", "--local", "-o"])
         .arg(d.join("y.lpr"))
         .args(["--", "/bin/true"])
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("cargo xtask build-agents"));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!("looked under {}", empty.display()))
+            && err.contains("cargo xtask build-agents"),
+        "{err}"
+    );
 }
 
 /// Rings of every record kind both agents convert, each in one sample layout:

@@ -627,6 +627,29 @@ fn the_host_s_release_profile_unwinds_and_the_agents_abort() {
         Some("abort"),
         "[profile.agent]"
     );
+    // The host is built for speed, the agents for size (README, "The host's release
+    // build"): the agent profile says its size settings itself, not through release.
+    let get = |t: &toml::Table, k: &str| t.get(k).map(ToString::to_string);
+    assert_eq!(
+        get(&release, "opt-level").as_deref(),
+        Some("3"),
+        "[profile.release]"
+    );
+    assert_eq!(
+        get(&agent, "opt-level").as_deref(),
+        Some("\"z\""),
+        "[profile.agent]"
+    );
+    assert_eq!(
+        get(&agent, "lto").as_deref(),
+        Some("true"),
+        "[profile.agent]"
+    );
+    assert_eq!(
+        get(&agent, "codegen-units").as_deref(),
+        Some("1"),
+        "[profile.agent]"
+    );
     // No cargo configuration overrides a profile.
     let config: toml::Table = read(".cargo/config.toml").parse().unwrap();
     assert!(

@@ -12,6 +12,17 @@ pub struct Args {
 
 pub fn run(a: &Args, s: &mut Summary) {
     let triple = host_musl();
+    // Both lab machines (Debian's kernel, and the altperiod kernel, from the per-user cache
+    // or built on first use) boot while the agents, labperf and clippy build: a boot is
+    // mostly one qemu thread waiting on its guest.
+    let labs = std::thread::spawn(|| {
+        [Kernel::Debian, Kernel::Altperiod].map(|k| {
+            let was_up = crate::lab::is_up(k);
+            let t = std::time::Instant::now();
+            let r = crate::lab::up(k, None);
+            (k, was_up, r, t.elapsed().as_secs_f64())
+        })
+    });
     crate::build_agents::run(
         &crate::build_agents::Args {
             target: "all".into(),
@@ -41,13 +52,24 @@ pub fn run(a: &Args, s: &mut Summary) {
         .run()?;
         Ok(String::new())
     });
-    // Both lab machines: Debian's kernel, and the altperiod kernel (built on first use).
     let mut booted = Vec::new();
-    for k in [Kernel::Debian, Kernel::Altperiod] {
-        let was_up = crate::lab::is_up(k);
-        let step = format!("lab up aarch64 --kernel {} (for the lab tests)", k.name());
-        if s.step(&step, || crate::lab::up(k, None)) && !was_up {
-            booted.push(k);
+    match labs.join() {
+        Ok(ups) => {
+            for (k, was_up, r, secs) in ups {
+                let step = format!("lab up aarch64 --kernel {} (for the lab tests)", k.name());
+                if s.record(&step, r, secs) && !was_up {
+                    booted.push(k);
+                }
+            }
+        }
+        Err(_) => {
+            s.record(
+                "lab up aarch64 (for the lab tests)",
+                Err(anyhow::anyhow!(
+                    "the thread booting the lab machines panicked"
+                )),
+                0.0,
+            );
         }
     }
     let dir = agents_dir(&triple);

@@ -23,6 +23,18 @@ impl Summary {
         ok
     }
 
+    /// Records the outcome of a step that ran elsewhere (a thread), `secs` long.
+    pub fn record(&mut self, name: &str, r: anyhow::Result<String>, secs: f64) -> bool {
+        let r = r.map_err(|e| format!("{e:#}"));
+        let ok = r.is_ok();
+        match &r {
+            Ok(_) => eprintln!("\n==> {name}: done"),
+            Err(e) => eprintln!("xtask: {name} FAILED: {e}"),
+        }
+        self.steps.push((name.into(), r, secs));
+        ok
+    }
+
     pub fn failed(&self) -> bool {
         self.steps.iter().any(|s| s.1.is_err())
     }

@@ -14,14 +14,40 @@ pub fn triple_for(arch: &str) -> Option<&'static str> {
     }
 }
 
-/// Where the agents are: `<prefix>/lib/labperf/agents` of an installed `cargo xtask dist`
-/// tree, or the `target/agents` of a build.
+/// Where labperf looks for the agents, in order: `$LABPERF_AGENTS_DIR`; the
+/// `<prefix>/lib/labperf/agents` of an installed `cargo xtask dist` tree; an `agents`
+/// directory beside the binary or up to three levels above it (`target/agents` of a build
+/// run from `target/debug/`); and the `target/agents` of the source tree this `labperf` was
+/// built from (so `cargo install --path host` finds what `cargo xtask build-agents` built).
+pub fn agents_candidates() -> Vec<PathBuf> {
+    if let Some(d) = std::env::var_os("LABPERF_AGENTS_DIR").filter(|d| !d.is_empty()) {
+        // Named by the user: that one only, so a wrong path is said, not passed over.
+        return vec![d.into()];
+    }
+    let mut candidates = Vec::new();
+    if let Some(bin) = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(Path::to_path_buf))
+    {
+        candidates.push(bin.join("../lib/labperf/agents"));
+        candidates.extend(bin.ancestors().take(4).map(|d| d.join("agents")));
+    }
+    candidates.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/agents"));
+    candidates
+}
+
+/// The first of [`agents_candidates`] that is a directory.
 pub fn agents_dir() -> Option<PathBuf> {
-    let exe = std::env::current_exe().ok()?;
-    let bin = exe.parent()?;
-    let mut candidates = vec![bin.join("../lib/labperf/agents")];
-    candidates.extend(bin.ancestors().take(4).map(|d| d.join("agents")));
-    candidates.into_iter().find(|d| d.is_dir())
+    agents_candidates().into_iter().find(|d| d.is_dir())
+}
+
+/// The directories [`agents_candidates`] names, for an error that says where labperf looked.
+fn looked_in() -> String {
+    agents_candidates()
+        .iter()
+        .map(|d| d.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The agent for architecture `arch`: $LABPERF_AGENT (for this machine's), or from [`agents_dir`].
@@ -52,7 +78,14 @@ fn shipped_for(arch: &str, name: &str, env: &str) -> Result<PathBuf> {
     let p = agents_dir()
         .map(|d| d.join(triple).join(name))
         .filter(|p| p.is_file());
-    p.with_context(|| format!("cannot find the {triple} {name} under lib/labperf/agents or target/agents: build it with `cargo xtask build-agents --target {arch}`, or set {env}=/path/to/{name}"))
+    p.with_context(|| {
+        format!(
+            "cannot find the {triple} {name} (looked under {}): build it with `cargo xtask \
+             build-agents --target {arch}`, set LABPERF_AGENTS_DIR to the directory holding \
+             {triple}/{name}, or set {env}=/path/to/{name}",
+            looked_in()
+        )
+    })
 }
 
 /// The agent for this machine.
@@ -64,7 +97,9 @@ pub fn find_agent() -> Result<PathBuf> {
 #[derive(Debug, clap::Args)]
 #[command(after_help = "EXAMPLES:\n  labperf agents\n  labperf agents --dir target/agents --check")]
 pub struct Args {
-    /// Directory holding <triple>/labperf-agent (default: the one labperf finds at run time).
+    /// Directory holding <triple>/labperf-agent (default: the first of $LABPERF_AGENTS_DIR,
+    /// <prefix>/lib/labperf/agents, an `agents` directory beside labperf or up to three
+    /// levels above it, the target/agents of the source tree labperf was built from).
     #[arg(long)]
     pub dir: Option<PathBuf>,
     /// Exit 1 unless every binary is static and of its directory's architecture.
@@ -127,7 +162,17 @@ fn expected_arch(dir: &str) -> Option<&'static str> {
 pub fn run(a: &Args) -> Result<()> {
     let dir = match &a.dir {
         Some(d) => d.clone(),
-        None => agents_dir().context("no agent directory found: build the agents with `cargo xtask build-agents`, or pass --dir")?,
+        None => {
+            let d = agents_dir().with_context(|| {
+                format!(
+                    "no agent directory found (looked in {}): build the agents with `cargo \
+                     xtask build-agents`, set LABPERF_AGENTS_DIR, or pass --dir",
+                    looked_in()
+                )
+            })?;
+            eprintln!("labperf: the agents in {}", d.display());
+            d
+        }
     };
     let mut entries: Vec<PathBuf> = std::fs::read_dir(&dir)
         .with_context(|| format!("cannot list {}", dir.display()))?

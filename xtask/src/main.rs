@@ -20,7 +20,7 @@ use clap::{Parser, Subcommand};
 #[derive(Parser)]
 #[command(
     name = "cargo xtask",
-    after_help = "EXAMPLES:\n  cargo xtask demo                 # profile labperf-bench on this machine\n  cargo xtask setup --check --for demo   # what demo would install, and why\n  cargo xtask test                 # everything CI runs\n  cargo xtask bench                # size and speed vs perf, plus a fuzz run\n  cargo xtask build-agents --target all\n  cargo xtask bless views          # rewrite the view goldens after a deliberate change\n  cargo xtask hwcheck              # TopDown known answers on this Intel machine (exit 3: none here)"
+    after_help = "EXAMPLES:\n  cargo xtask demo                 # profile labperf-bench on this machine\n  cargo xtask demo --lab           # ... on the emulated Arm lab machine, by strobing\n  cargo xtask setup --check --for demo   # what demo would install, and why\n  cargo xtask test                 # everything CI runs\n  cargo xtask bench                # size and speed vs perf, plus a fuzz run\n  cargo xtask build-agents --target all\n  cargo xtask bless views          # rewrite the view goldens after a deliberate change\n  cargo xtask hwcheck              # TopDown known answers on this Intel machine (exit 3: none here)"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -34,7 +34,8 @@ enum Cmd {
     Setup(setup::Args),
     /// Build the static agents and labperf-bench into target/agents/<triple>/.
     BuildAgents(build_agents::Args),
-    /// Build this machine's agent, bench and labperf, and profile labperf-bench here.
+    /// Build the agent, bench and labperf, and profile labperf-bench here (--lab: on the
+    /// emulated Arm lab machine, by strobing).
     Demo(demo::Args),
     /// Build and run the whole test suite (what CI runs).
     Test(test::Args),
@@ -89,7 +90,7 @@ fn main() {
             dist::run(&a, &mut s);
         }
         Cmd::Demo(a) => {
-            setup::run(Need::Demo, &mut s);
+            setup::run(if a.lab { Need::DemoLab } else { Need::Demo }, &mut s);
             demo::run(&a, &mut s);
         }
         Cmd::Test(a) => {

@@ -28,6 +28,9 @@ pub struct Args {
 pub enum Need {
     /// `demo` and `hwcheck`: this machine's musl agent and bench, and labperf, built.
     Demo,
+    /// `demo --lab`: demo's and the lab's, and the aarch64 musl target (the lab machine's
+    /// agent and bench).
+    DemoLab,
     /// `build-agents`: every agent (Rust for x86_64 and aarch64, C for Alpha and x86_64),
     /// checked (labperf and file(1)).
     Agents,
@@ -60,6 +63,7 @@ impl Need {
     pub fn commands(self) -> &'static str {
         match self {
             Demo => "`cargo xtask demo` (and hwcheck)",
+            DemoLab => "`cargo xtask demo --lab`",
             Agents => "`cargo xtask build-agents`",
             Dist => "`cargo xtask dist`",
             Bless => "`cargo xtask bless`",
@@ -74,13 +78,14 @@ impl Need {
     pub fn covers(self) -> &'static [Need] {
         match self {
             Demo => &[Demo],
+            DemoLab => &[DemoLab, Demo, Lab],
             Agents => &[Agents, Demo],
             Dist => &[Dist, Agents, Demo],
             Bless => &[Bless, Demo],
             Lab => &[Lab],
             Bench => &[Bench, Agents, Demo, Lab],
             Fuzz => &[Fuzz],
-            Test => &[Test, Demo, Agents, Dist, Bless, Lab, Bench],
+            Test => &[Test, Demo, DemoLab, Agents, Dist, Bless, Lab, Bench],
         }
     }
 
@@ -102,7 +107,7 @@ const fn why(needs: &'static [Need], why: &'static str) -> Why {
     Why { needs, why }
 }
 
-use Need::{Agents, Bench, Bless, Demo, Dist, Fuzz, Lab, Test};
+use Need::{Agents, Bench, Bless, Demo, DemoLab, Dist, Fuzz, Lab, Test};
 
 // labperf's build (every command builds it): libssh2, zlib and zstd come as C sources that
 // the `cc` crate compiles and archives; OpenSSL is the system's, found by openssl-sys with
@@ -395,6 +400,12 @@ pub fn plan(need: Need) -> Plan {
         targets.push((
             host_musl(),
             "this machine's agent and bench are static musl binaries",
+        ));
+    }
+    if need.covers().contains(&DemoLab) {
+        targets.push((
+            "aarch64-unknown-linux-musl".into(),
+            "demo --lab builds the lab machine's agent and bench for aarch64",
         ));
     }
     if need.covers().contains(&Agents) {
@@ -1110,6 +1121,16 @@ mod tests {
         }
         assert_eq!(plan(Agents).targets.len(), 2);
         assert!(plan(Lab).targets.is_empty() && plan(Fuzz).targets.is_empty());
+        // demo --lab: demo's and the lab's, and the lab machine's musl target.
+        let demo_lab = packages_of(DemoLab);
+        assert!(packages_of(Demo).iter().all(|p| demo_lab.contains(p)));
+        assert!(packages_of(Lab).iter().all(|p| demo_lab.contains(p)));
+        assert!(!demo_lab.contains(&"chromium") && !demo_lab.contains(&"gcc-alpha-linux-gnu"));
+        let targets: Vec<String> = plan(DemoLab).targets.into_iter().map(|t| t.0).collect();
+        assert!(
+            targets.contains(&"aarch64-unknown-linux-musl".to_string()),
+            "{targets:?}"
+        );
         let fuzz = plan(Fuzz);
         assert!(fuzz.fuzz && packages_of(Fuzz).contains(&"g++"));
         assert!(packages_of(Fuzz).contains(&"linux-perf"));

@@ -53,6 +53,7 @@ pub mod alpha;
 pub mod golden;
 pub mod known;
 pub mod lab;
+pub mod netns;
 pub mod ring;
 pub mod sshd;
 pub mod views;

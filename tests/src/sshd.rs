@@ -84,19 +84,43 @@ impl Sshd {
     }
 
     fn start_full(dir: PathBuf, port: u16, extra: &str, hostname: Option<&str>) -> Sshd {
+        Self::start_at(dir, "127.0.0.1", port, extra, hostname, None)
+    }
+
+    /// Starts sshd in `dir` (made by [`Sshd::keys`]) listening on `addr:port` inside the
+    /// network namespace `netns` (through `ip netns exec`): a machine the test may not
+    /// reach itself. Ready once sshd has written its pid file (after binding).
+    pub fn start_in_netns(dir: PathBuf, netns: &str, addr: &str, port: u16) -> Sshd {
+        Self::start_at(dir, addr, port, "", None, Some(netns))
+    }
+
+    fn start_at(
+        dir: PathBuf,
+        addr: &str,
+        port: u16,
+        extra: &str,
+        hostname: Option<&str>,
+        netns: Option<&str>,
+    ) -> Sshd {
         let _ = std::fs::create_dir_all("/run/sshd");
         let cfg = dir.join("sshd_config");
         std::fs::write(
             &cfg,
             format!(
-                "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nPidFile {d}/sshd.pid\nAuthorizedKeysFile {d}/authorized_keys\nPermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n# The login shell skips root's .bashrc (bash reads it for ssh commands only at SHLVL 0):\n# this machine's own set-up (pyenv, say) is not the lab machine's.\nSetEnv SHLVL=1\n{extra}",
+                "Port {port}\nListenAddress {addr}\nHostKey {d}/host_key\nPidFile {d}/sshd.pid\nAuthorizedKeysFile {d}/authorized_keys\nPermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n# The login shell skips root's .bashrc (bash reads it for ssh commands only at SHLVL 0):\n# this machine's own set-up (pyenv, say) is not the lab machine's.\nSetEnv SHLVL=1\n{extra}",
                 d = dir.display()
             ),
         )
         .unwrap();
-        let mut c = match hostname {
-            None => Command::new("/usr/sbin/sshd"),
-            Some(h) => {
+        let _ = std::fs::remove_file(dir.join("sshd.pid"));
+        let mut c = match (hostname, netns) {
+            (_, Some(ns)) => {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", ns, "/usr/sbin/sshd"]);
+                c
+            }
+            (None, None) => Command::new("/usr/sbin/sshd"),
+            (Some(h), None) => {
                 let mut c = Command::new("unshare");
                 c.args(["--uts", "--", "sh", "-c"])
                     .arg("hostname \"$0\" && exec /usr/sbin/sshd \"$@\"")
@@ -110,8 +134,17 @@ impl Sshd {
             .stderr(Stdio::null())
             .spawn()
             .expect("OpenSSH sshd (openssh-server, installed by `cargo xtask setup`)");
+        let mut child = child;
         let t = Instant::now();
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        let pid = dir.join("sshd.pid");
+        let up = || match netns {
+            None => std::net::TcpStream::connect((addr, port)).is_ok(),
+            Some(_) => pid.is_file(),
+        };
+        while !up() {
+            if let Ok(Some(st)) = child.try_wait() {
+                panic!("sshd exited at once ({st}): see {}", cfg.display());
+            }
             assert!(t.elapsed() < Duration::from_secs(10), "sshd did not start");
             std::thread::sleep(Duration::from_millis(50));
         }

@@ -151,6 +151,10 @@ const SSHD: Why = why(
     &[Bench],
     "the tests and bench start their own sshd, as a lab machine runs",
 );
+const NETNS: Why = why(
+    &[Test],
+    "the bastion tests put the target machine in a network namespace (tests/tests/bastion.rs)",
+);
 const SSH_TESTS: Why = why(
     &[Test],
     "the SSH tests: a terminal (script) and an ssh-agent",
@@ -242,6 +246,7 @@ pub const PROGRAMS: &[(&str, &str, Why)] = &[
     ("script", "bsdutils", SSH_TESTS),
     ("ssh-agent", "openssh-client", SSH_TESTS),
     ("ssh-add", "openssh-client", SSH_TESTS),
+    ("ip", "iproute2", NETNS),
     // The reference profiler of the benchmarks, and the symbol tests' workloads and tools.
     ("perf", "linux-perf", PERF),
     ("python3", "python3", SYMBOLS),

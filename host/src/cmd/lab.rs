@@ -7,7 +7,7 @@ use super::opts::RemoteOpts;
 use anyhow::Result;
 use labperf::lab::board::{Board, Phase};
 use labperf::lab::deploy::{self, RunFiles, RunIo};
-use labperf::lab::remote::{parse_target, remote_dir, HostKeys, Remote};
+use labperf::lab::remote::{remote_dir, target_via, HostKeys, Remote};
 use labperf::text::{show, show_text};
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
@@ -71,7 +71,8 @@ pub fn connect(spec: &str, o: &RemoteOpts) -> Result<Connected> {
     } else {
         entry.address.as_str()
     };
-    let mut t = parse_target(address, o.ssh_config.as_deref())?;
+    let mut t = target_via(address, o.ssh_config.as_deref(), o.jump.as_deref())?;
+    say_unapplied(&t.unapplied);
     if !entry.address.is_empty() {
         t.name = spec.to_string();
     }
@@ -94,6 +95,22 @@ pub fn connect(spec: &str, o: &RemoteOpts) -> Result<Connected> {
     let remote_dir = remote_dir(&dir)?;
     let remote = Remote::connect(&t, &keys, &ids, Duration::from_secs(o.connect_timeout))?;
     Ok(Connected { remote, remote_dir })
+}
+
+/// Says each ssh_config option labperf does not apply, once per run (not with `-q`).
+fn say_unapplied(notes: &[String]) {
+    static SAID: std::sync::Mutex<Option<std::collections::HashSet<String>>> =
+        std::sync::Mutex::new(None);
+    if super::quiet() {
+        return;
+    }
+    let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
+    let said = said.get_or_insert_with(Default::default);
+    for n in notes {
+        if said.insert(n.clone()) {
+            eprintln!("labperf: {}", show(n));
+        }
+    }
 }
 
 /// The target's architecture: `--arch`, or what its `uname -m` says.

@@ -151,14 +151,22 @@ pub struct RemoteOpts {
     /// Private key to try after the ssh-agent's (repeatable).
     #[arg(long, value_name = "FILE")]
     pub identity: Vec<PathBuf>,
-    /// ssh config file [default: ~/.ssh/config].
+    /// ssh config file [default: ~/.ssh/config]: HostName, User, Port, IdentityFile,
+    /// ProxyJump and ProxyCommand are applied; any other option of a block that applies is
+    /// named once on stderr.
     #[arg(long, value_name = "FILE")]
     pub ssh_config: Option<PathBuf>,
+    /// Reach the hosts through these jump hosts, in order, as `ssh -J` does (each looked up
+    /// in the ssh config; the first by its own ProxyJump or ProxyCommand too); replaces the
+    /// config's ProxyJump and ProxyCommand for the hosts; `none`: directly.
+    #[arg(short = 'J', long = "jump", value_name = "[USER@]HOST[:PORT],...")]
+    pub jump: Option<String>,
     /// Directory on the lab machine for agents and runs (relative to the login
     /// directory; `~/DIR` means the same) [default: the hosts file's, else .cache/labperf].
     #[arg(long)]
     pub remote_dir: Option<String>,
-    /// Seconds to wait for a TCP connection.
+    /// Seconds to wait for a connection: TCP, the SSH handshake and the login, of every
+    /// jump host and the host together.
     #[arg(long, default_value_t = 10)]
     pub connect_timeout: u64,
     /// Use this architecture's agent instead of the one `uname -m` names: for a machine

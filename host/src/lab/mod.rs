@@ -1,4 +1,4 @@
-//! Lab machines: SSH, known_hosts, hosts files, the remote flow (deploy, fetch), pushed workloads and the live board.
+//! Lab machines: SSH (through jump hosts too), ssh_config, known_hosts, hosts files, the remote flow (deploy, fetch), pushed workloads and the live board.
 
 pub mod board;
 #[cfg(feature = "remote")]
@@ -6,8 +6,12 @@ pub mod deploy;
 #[cfg(feature = "remote")]
 pub mod hosts;
 #[cfg(feature = "remote")]
+pub mod jump;
+#[cfg(feature = "remote")]
 pub mod known_hosts;
 #[cfg(feature = "remote")]
 pub mod push;
 #[cfg(feature = "remote")]
 pub mod remote;
+#[cfg(feature = "remote")]
+pub mod ssh_config;

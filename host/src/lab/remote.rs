@@ -6,7 +6,9 @@
 //! answering times out. A dead connection is noticed by TCP keepalive and SSH keepalives.
 
 use crate::files::cache::b64;
+use crate::lab::jump::{self, Keep};
 use crate::lab::known_hosts::{self, Verdict};
+use crate::lab::ssh_config;
 use crate::text::show;
 use sha2::{Digest, Sha256};
 use ssh2::{HashType, MethodType, Session};
@@ -135,6 +137,25 @@ pub struct Target {
     pub user: String,
     pub port: u16,
     pub identities: Vec<PathBuf>,
+    /// How the connection is made: directly, through a ProxyCommand, or through jump hosts.
+    pub route: Route,
+    /// The config's options for this host (and its jump hosts) that labperf does not
+    /// apply, one line each naming option, file, line and host: said once by the caller.
+    pub unapplied: Vec<String>,
+}
+
+/// How a connection to a [`Target`] is made.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Route {
+    /// TCP to `host:port`.
+    #[default]
+    Direct,
+    /// `sh -c` of this ProxyCommand (tokens expanded); SSH over its standard input and output.
+    Command(String),
+    /// Through these jump hosts in order (ProxyJump, `-J`): each reached through the
+    /// previous one's `direct-tcpip` channel, the first directly or by its ProxyCommand
+    /// (its own `route`), the target through the last.
+    Jump(Vec<Target>),
 }
 
 fn home() -> PathBuf {
@@ -143,63 +164,173 @@ fn home() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("/"))
 }
 
-/// Parses `[user@]host[:port]`, applying the matching `Host` entries of `config`
-/// (HostName, User, Port, IdentityFile). Explicit parts win over the config.
-pub fn parse_target(spec: &str, config: Option<&Path>) -> Result<Target, RemoteError> {
+fn local_user() -> String {
+    std::env::var("USER").unwrap_or_else(|_| "root".into())
+}
+
+/// Splits `[user@]host[:port]` (or `ssh://[user@]host[:port]`, as ProxyJump takes it).
+fn split_spec(spec: &str) -> (Option<String>, String, Option<u16>) {
+    let spec = spec.strip_prefix("ssh://").unwrap_or(spec);
     let (user, rest) = match spec.rsplit_once('@') {
         Some((u, r)) => (Some(u.to_string()), r),
         None => (None, spec),
     };
-    let (name, port) = match rest.rsplit_once(':') {
+    match rest.rsplit_once(':') {
         Some((h, p)) if !h.contains(':') && p.parse::<u16>().is_ok() => {
-            (h.to_string(), p.parse().ok())
+            (user, h.to_string(), p.parse().ok())
         }
-        _ => (rest.to_string(), None),
-    };
-    let mut t = Target {
-        name: name.clone(),
-        host: name.clone(),
-        user: user.clone().unwrap_or_default(),
-        port: port.unwrap_or(22),
-        identities: Vec::new(),
-    };
+        _ => (user, rest.to_string(), None),
+    }
+}
+
+/// Expands OpenSSH's `%` tokens of `s` for `t`: `%h` host name, `%p` port, `%r` remote
+/// user, `%n` the name given, `%d` home, `%u` local user, `%%`; others stay as written.
+fn expand_tokens(s: &str, t: &Target) -> String {
+    let mut out = String::new();
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('h') => out.push_str(&t.host),
+            Some('p') => out.push_str(&t.port.to_string()),
+            Some('r') => out.push_str(&t.user),
+            Some('n') => out.push_str(&t.name),
+            Some('d') => out.push_str(&home().to_string_lossy()),
+            Some('u') => out.push_str(&local_user()),
+            Some('%') => out.push('%'),
+            Some(o) => {
+                out.push('%');
+                out.push(o);
+            }
+            None => out.push('%'),
+        }
+    }
+    out
+}
+
+/// At most this many jump hosts on the way to one machine (a ProxyJump loop stops here).
+const MAX_HOPS: usize = 8;
+
+/// Parses `[user@]host[:port]`, applying the matching blocks of `config` (HostName, User,
+/// Port, IdentityFile, ProxyJump, ProxyCommand). Explicit parts win over the config.
+pub fn parse_target(spec: &str, config: Option<&Path>) -> Result<Target, RemoteError> {
+    target_via(spec, config, None)
+}
+
+/// [`parse_target`], with `jump` (`-J`: `[user@]host[:port]`, comma-separated, or `none`)
+/// in place of the config's ProxyJump and ProxyCommand for the target, as OpenSSH's `-J`.
+pub fn target_via(
+    spec: &str,
+    config: Option<&Path>,
+    jump: Option<&str>,
+) -> Result<Target, RemoteError> {
     let path = config
         .map(PathBuf::from)
         .unwrap_or_else(|| home().join(".ssh/config"));
-    if path.is_file() {
-        let f = std::fs::File::open(&path).map_err(|e| RemoteError::Config {
+    let cfg = ssh_config::Config::read(&path).map_err(|why| RemoteError::Config {
+        path: path.clone(),
+        why,
+    })?;
+    let mut notes = Vec::new();
+    let mut t =
+        resolve(spec, cfg.as_ref(), jump, 0, &mut notes).map_err(|why| RemoteError::Config {
             path: path.clone(),
-            why: e.to_string(),
+            why,
         })?;
-        let cfg = ssh2_config::SshConfig::default()
-            .parse(
-                &mut std::io::BufReader::new(f.take(1 << 20)),
-                ssh2_config::ParseRule::ALLOW_UNKNOWN_FIELDS
-                    | ssh2_config::ParseRule::ALLOW_UNSUPPORTED_FIELDS,
-            )
-            .map_err(|e| RemoteError::Config {
-                path: path.clone(),
-                why: e.to_string(),
-            })?;
-        let p = cfg.query(&name);
-        if let Some(h) = p.host_name {
-            t.host = h;
-        }
-        if user.is_none() {
-            if let Some(u) = p.user {
-                t.user = u;
-            }
-        }
-        if port.is_none() {
-            if let Some(pt) = p.port {
-                t.port = pt;
-            }
-        }
-        t.identities = p.identity_file.unwrap_or_default();
+    let mut seen = std::collections::HashSet::new();
+    notes.retain(|n| seen.insert(n.clone()));
+    t.unapplied = notes;
+    Ok(t)
+}
+
+/// One host of a route: its config, then its own way there (unless `jump` replaces it).
+fn resolve(
+    spec: &str,
+    cfg: Option<&ssh_config::Config>,
+    jump: Option<&str>,
+    depth: usize,
+    notes: &mut Vec<String>,
+) -> Result<Target, String> {
+    use ssh_config::Proxy;
+    if depth > MAX_HOPS {
+        return Err(format!(
+            "the way to {} takes over {MAX_HOPS} jump hosts (a ProxyJump loop?)",
+            show(spec)
+        ));
     }
-    if t.user.is_empty() {
-        t.user = std::env::var("USER").unwrap_or_else(|_| "root".into());
-    }
+    let (user, name, port) = split_spec(spec);
+    let l = match cfg {
+        Some(c) => c.lookup(&name)?,
+        None => Default::default(),
+    };
+    notes.extend(
+        l.unapplied
+            .iter()
+            .map(|(u, why)| format!("{u} (for {}) is not applied{why}", show(&name))),
+    );
+    let mut t = Target {
+        name: name.clone(),
+        host: l.host_name.clone().unwrap_or_else(|| name.clone()),
+        user: user.or(l.user.clone()).unwrap_or_else(local_user),
+        port: port.or(l.port).unwrap_or(22),
+        identities: Vec::new(),
+        route: Route::Direct,
+        unapplied: Vec::new(),
+    };
+    t.identities = l
+        .identities
+        .iter()
+        .map(|f| {
+            let f = f.to_string_lossy();
+            match f.strip_prefix("~/") {
+                Some(rest) => home().join(expand_tokens(rest, &t)),
+                None => PathBuf::from(expand_tokens(&f, &t)),
+            }
+        })
+        .collect();
+    let proxy = match jump {
+        Some(j) if j.eq_ignore_ascii_case("none") => Proxy::None,
+        Some(j) => Proxy::Jump(j.split(',').map(str::to_string).collect()),
+        None => l.proxy.unwrap_or(Proxy::None),
+    };
+    t.route = match proxy {
+        Proxy::None => Route::Direct,
+        Proxy::Command(c) => Route::Command(expand_tokens(&c, &t)),
+        Proxy::Jump(hops) => {
+            let hops: Vec<&str> = hops
+                .iter()
+                .map(|h| h.trim())
+                .filter(|h| !h.is_empty())
+                .collect();
+            let Some(first) = hops.first() else {
+                return Err(format!("an empty ProxyJump for {}", show(&name)));
+            };
+            // The first hop by its own config, its own way there included; the others
+            // reached through the one before them, as OpenSSH's `ssh -J` reaches them.
+            let mut first = resolve(first, cfg, None, depth + 1, notes)?;
+            let mut chain = match std::mem::take(&mut first.route) {
+                Route::Jump(before) => before,
+                r => {
+                    first.route = r;
+                    Vec::new()
+                }
+            };
+            chain.push(first);
+            for h in &hops[1..] {
+                chain.push(resolve(h, cfg, Some("none"), depth + 1, notes)?);
+            }
+            if chain.len() > MAX_HOPS {
+                return Err(format!(
+                    "the way to {} takes over {MAX_HOPS} jump hosts",
+                    show(&name)
+                ));
+            }
+            Route::Jump(chain)
+        }
+    };
     Ok(t)
 }
 
@@ -333,6 +464,23 @@ pub struct Remote {
     pub target: Target,
     /// SHA-256 of the host key the machine showed (and known_hosts vouched for).
     host_key: Vec<u8>,
+    /// What keeps a ProxyCommand or jump host's tunnel going: dropped after `sess`.
+    keep: Option<Keep>,
+}
+
+/// The byte stream a session speaks over.
+enum Link {
+    Tcp(TcpStream),
+    Unix(std::os::unix::net::UnixStream),
+}
+
+/// The connection to `name` took longer than `--connect-timeout` (every hop together).
+fn timed_out(name: &str, timeout: Duration) -> RemoteError {
+    RemoteError::Timeout {
+        host: show(name).into_owned(),
+        during: "connecting (TCP, SSH handshake and login, every jump host included)".into(),
+        secs: timeout.as_secs(),
+    }
 }
 
 /// What a remote command printed (bounded) and returned.
@@ -427,17 +575,81 @@ impl Remote {
         }
     }
 
+    /// Connects to `t` along its route, every hop's handshake and login within `timeout`
+    /// of now in all.
     fn connect_now(
         t: &Target,
         keys: &HostKeys,
         extra_identities: &[PathBuf],
         timeout: Duration,
     ) -> Result<Remote, RemoteError> {
+        let deadline = Instant::now() + timeout;
+        let hops: &[Target] = match &t.route {
+            Route::Jump(hops) => hops,
+            _ => &[],
+        };
+        let mut via: Option<Remote> = None;
+        for hop in hops {
+            let mut hop = hop.clone();
+            hop.name = format!("{} (jump host to {})", hop.name, t.name);
+            let (link, keep) = Self::link(&hop, via.take(), deadline, timeout)?;
+            via = Some(Self::login(
+                &hop,
+                link,
+                keep,
+                keys,
+                extra_identities,
+                deadline,
+                timeout,
+            )?);
+        }
+        let (link, keep) = Self::link(t, via, deadline, timeout)?;
+        let r = Self::login(t, link, keep, keys, extra_identities, deadline, timeout)?;
+        r.sess.set_timeout(SHORT_TIMEOUT.as_millis() as u32);
+        Ok(r)
+    }
+
+    /// The byte stream SSH to `t` goes over: through `via`'s `direct-tcpip` channel, else
+    /// `t`'s ProxyCommand, else TCP; and what keeps it going.
+    fn link(
+        t: &Target,
+        via: Option<Remote>,
+        deadline: Instant,
+        timeout: Duration,
+    ) -> Result<(Link, Option<Keep>), RemoteError> {
         let unreachable = |cause| RemoteError::Unreachable {
             host: show(&t.host).into_owned(),
             port: t.port,
             cause,
         };
+        let left = || deadline.saturating_duration_since(Instant::now());
+        if let Some(j) = via {
+            j.sess.set_timeout(left().as_millis().max(1) as u32);
+            let ch = j
+                .sess
+                .channel_direct_tcpip(&t.host, t.port, None)
+                .map_err(|e| {
+                    if e.code() == ssh2::ErrorCode::Session(-9) {
+                        return timed_out(&j.target.name, timeout);
+                    }
+                    unreachable(std::io::Error::new(
+                        std::io::ErrorKind::ConnectionRefused,
+                        format!("{} could not open a connection to it: {e}", j.name()),
+                    ))
+                })?;
+            let Remote { sess, fd, keep, .. } = j;
+            let (s, k) = jump::pump(sess, fd, ch, keep).map_err(unreachable)?;
+            return Ok((Link::Unix(s), Some(k)));
+        }
+        if let Route::Command(c) = &t.route {
+            let (s, k) = jump::command(c).map_err(|e| {
+                unreachable(std::io::Error::new(
+                    e.kind(),
+                    format!("cannot start its ProxyCommand `{}`: {e}", show(c)),
+                ))
+            })?;
+            return Ok((Link::Unix(s), Some(k)));
+        }
         let addr = (t.host.as_str(), t.port)
             .to_socket_addrs()
             .map_err(unreachable)?
@@ -448,15 +660,53 @@ impl Remote {
                     "no address",
                 ))
             })?;
-        let tcp = TcpStream::connect_timeout(&addr, timeout).map_err(unreachable)?;
+        let wait = left();
+        if wait.is_zero() {
+            return Err(timed_out(&t.name, timeout));
+        }
+        let tcp = TcpStream::connect_timeout(&addr, wait).map_err(unreachable)?;
         keepalive(&tcp);
-        let fd = std::os::unix::io::AsRawFd::as_raw_fd(&tcp);
-        let mut sess = Session::new().map_err(|cause| RemoteError::Handshake {
-            host: t.host.clone(),
-            cause,
-        })?;
-        sess.set_tcp_stream(tcp);
-        sess.set_timeout(SHORT_TIMEOUT.as_millis() as u32);
+        Ok((Link::Tcp(tcp), None))
+    }
+
+    /// The SSH session over `link`: handshake, host key, authentication (ssh-agent, then
+    /// key files), all before `deadline`.
+    fn login(
+        t: &Target,
+        link: Link,
+        keep: Option<Keep>,
+        keys: &HostKeys,
+        extra_identities: &[PathBuf],
+        deadline: Instant,
+        timeout: Duration,
+    ) -> Result<Remote, RemoteError> {
+        let handshake = |cause: ssh2::Error| {
+            if cause.code() == ssh2::ErrorCode::Session(-9) {
+                return timed_out(&t.name, timeout);
+            }
+            RemoteError::Handshake {
+                host: show(&t.name).into_owned(),
+                cause,
+            }
+        };
+        let mut sess = Session::new().map_err(handshake)?;
+        let fd = match link {
+            Link::Tcp(s) => {
+                let fd = std::os::unix::io::AsRawFd::as_raw_fd(&s);
+                sess.set_tcp_stream(s);
+                fd
+            }
+            Link::Unix(s) => {
+                let fd = std::os::unix::io::AsRawFd::as_raw_fd(&s);
+                sess.set_tcp_stream(s);
+                fd
+            }
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(timed_out(&t.name, timeout));
+        }
+        sess.set_timeout(left.as_millis().max(1) as u32);
         let entries = known_hosts::read(&keys.file).map_err(|e| RemoteError::KnownHosts {
             file: keys.file.clone(),
             why: e.to_string(),
@@ -466,14 +716,8 @@ impl Remote {
             MethodType::HostKey,
             &known_hosts::algorithms(&entries, &name),
         )
-        .map_err(|cause| RemoteError::Handshake {
-            host: t.host.clone(),
-            cause,
-        })?;
-        sess.handshake().map_err(|cause| RemoteError::Handshake {
-            host: t.host.clone(),
-            cause,
-        })?;
+        .map_err(handshake)?;
+        sess.handshake().map_err(handshake)?;
         check_host_key(&sess, t, keys, &entries, &name)?;
         let host_key = sess
             .host_key_hash(HashType::Sha256)
@@ -482,19 +726,23 @@ impl Remote {
                 host: show(&t.name).into_owned(),
                 why: "no SHA-256 of it".into(),
             })?;
+        let remote = |sess: Session| {
+            sess.set_keepalive(true, 15);
+            Remote {
+                sess,
+                fd,
+                target: t.clone(),
+                host_key: host_key.clone(),
+                keep,
+            }
+        };
         let mut tried = Vec::new();
         if let Ok(mut agent) = sess.agent() {
             if agent.connect().is_ok() && agent.list_identities().is_ok() {
                 for id in agent.identities().unwrap_or_default() {
                     tried.push(format!("agent key {}", show(id.comment())));
                     if agent.userauth(&t.user, &id).is_ok() && sess.authenticated() {
-                        sess.set_keepalive(true, 15);
-                        return Ok(Remote {
-                            sess,
-                            fd,
-                            target: t.clone(),
-                            host_key,
-                        });
+                        return Ok(remote(sess));
                     }
                 }
             }
@@ -516,13 +764,10 @@ impl Remote {
             }
             tried.push(f.display().to_string());
             if sess.userauth_pubkey_file(&t.user, None, &f, None).is_ok() && sess.authenticated() {
-                sess.set_keepalive(true, 15);
-                return Ok(Remote {
-                    sess,
-                    fd,
-                    target: t.clone(),
-                    host_key,
-                });
+                return Ok(remote(sess));
+            }
+            if Instant::now() >= deadline {
+                return Err(timed_out(&t.name, timeout));
             }
         }
         Err(RemoteError::AuthFailed {

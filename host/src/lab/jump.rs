@@ -1,0 +1,236 @@
+//! The ways to a lab machine that is not dialed directly: a jump host's `direct-tcpip`
+//! channel (ProxyJump) pumped to one end of a socket pair on a thread of its own, or a
+//! ProxyCommand whose standard input and output are one end of a socket pair. The other
+//! end is the socket libssh2 speaks SSH over, as it would a TCP connection.
+
+use ssh2::{Channel, Session};
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What keeps a tunnel going: dropped after the session that speaks over it.
+pub enum Keep {
+    /// A jump host's channel pumped by a thread; the jump host's own way there after it.
+    Pump {
+        stop: Arc<AtomicBool>,
+        thread: Option<std::thread::JoinHandle<()>>,
+        below: Box<Option<Keep>>,
+    },
+    /// A ProxyCommand, killed and reaped when the connection ends.
+    Command(Child),
+}
+
+impl Drop for Keep {
+    fn drop(&mut self) {
+        match self {
+            Keep::Pump { stop, thread, .. } => {
+                stop.store(true, Ordering::Relaxed);
+                if let Some(t) = thread.take() {
+                    let _ = t.join();
+                }
+            }
+            Keep::Command(child) => {
+                let pid = child.id() as libc::pid_t;
+                // SAFETY: signalling the process group of our own child (its own group).
+                unsafe { libc::kill(-pid, libc::SIGHUP) };
+                let t = Instant::now();
+                while t.elapsed() < Duration::from_secs(1) {
+                    if !matches!(child.try_wait(), Ok(None)) {
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                // SAFETY: as above.
+                unsafe { libc::kill(-pid, libc::SIGKILL) };
+                let _ = child.wait();
+            }
+        }
+    }
+}
+
+/// Starts `sh -c command` (tokens already expanded) with its standard input and output
+/// one end of a socket pair, in a process group of its own (killed with it), its standard
+/// error labperf's; returns the other end.
+pub fn command(command: &str) -> std::io::Result<(UnixStream, Keep)> {
+    use std::os::unix::process::CommandExt;
+    let (ours, theirs) = UnixStream::pair()?;
+    let theirs: OwnedFd = theirs.into();
+    let child = Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .stdin(Stdio::from(theirs.try_clone()?))
+        .stdout(Stdio::from(theirs))
+        .stderr(Stdio::inherit())
+        .process_group(0)
+        .spawn()?;
+    Ok((ours, Keep::Command(child)))
+}
+
+/// Writes to the socket without SIGPIPE.
+fn send(fd: &UnixStream, b: &[u8]) -> std::io::Result<usize> {
+    // SAFETY: a valid buffer and our own socket.
+    let n = unsafe {
+        libc::send(
+            fd.as_raw_fd(),
+            b.as_ptr() as *const libc::c_void,
+            b.len(),
+            libc::MSG_NOSIGNAL,
+        )
+    };
+    if n < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+const EAGAIN: ssh2::ErrorCode = ssh2::ErrorCode::Session(-37);
+
+/// Hands `channel` (of the jump host's `session`, whose socket is `fd`) to a thread that
+/// copies bytes both ways between it and one end of a socket pair; returns the other end.
+/// The session is non-blocking from here on; `below` is what keeps the jump host's own
+/// connection going, dropped after the thread ends.
+pub fn pump(
+    session: Session,
+    fd: std::os::fd::RawFd,
+    channel: Channel,
+    below: Option<Keep>,
+) -> std::io::Result<(UnixStream, Keep)> {
+    let (ours, theirs) = UnixStream::pair()?;
+    theirs.set_nonblocking(true)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop2 = stop.clone();
+    session.set_blocking(false);
+    let thread = std::thread::Builder::new()
+        .name("labperf-jump".into())
+        .spawn(move || run_pump(&session, fd, channel, &theirs, &stop2))?;
+    Ok((
+        ours,
+        Keep::Pump {
+            stop,
+            thread: Some(thread),
+            below: Box::new(below),
+        },
+    ))
+}
+
+/// The pump's loop: channel to socket and socket to channel, each through a buffer, until
+/// both directions have ended, either side fails, or `stop`. Waits in poll() on both.
+fn run_pump(
+    session: &Session,
+    fd: std::os::fd::RawFd,
+    mut ch: Channel,
+    local: &UnixStream,
+    stop: &AtomicBool,
+) {
+    let mut down: Vec<u8> = Vec::new(); // from the channel, to the local socket
+    let mut up: Vec<u8> = Vec::new(); // from the local socket, to the channel
+    let (mut local_eof, mut remote_eof, mut eof_sent) = (false, false, false);
+    let mut buf = vec![0u8; 32768];
+    let mut last_keepalive = Instant::now();
+    while !stop.load(Ordering::Relaxed) {
+        let mut progressed = false;
+        if down.is_empty() && !remote_eof {
+            match ch.read(&mut buf) {
+                Ok(0) if ch.eof() => {
+                    remote_eof = true;
+                    let _ = local.shutdown(std::net::Shutdown::Write);
+                }
+                Ok(0) => {}
+                Ok(n) => {
+                    down.extend_from_slice(&buf[..n]);
+                    progressed = true;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(_) => break,
+            }
+        }
+        if !down.is_empty() {
+            match send(local, &down) {
+                Ok(n) => {
+                    down.drain(..n);
+                    progressed = true;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(_) => break,
+            }
+        }
+        if up.is_empty() && !local_eof {
+            match (&*local).read(&mut buf) {
+                Ok(0) => local_eof = true,
+                Ok(n) => {
+                    up.extend_from_slice(&buf[..n]);
+                    progressed = true;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(_) => break,
+            }
+        }
+        if !up.is_empty() {
+            match ch.write(&up) {
+                Ok(n) => {
+                    up.drain(..n);
+                    progressed = true;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(_) => break,
+            }
+        }
+        if local_eof && up.is_empty() && !eof_sent {
+            match ch.send_eof() {
+                Ok(()) => eof_sent = true,
+                Err(e) if e.code() == EAGAIN => {}
+                Err(_) => break,
+            }
+        }
+        if eof_sent && remote_eof && down.is_empty() {
+            break;
+        }
+        if progressed {
+            continue;
+        }
+        if last_keepalive.elapsed() > Duration::from_secs(15) {
+            last_keepalive = Instant::now();
+            let _ = session.keepalive_send();
+        }
+        let mut sess_events = libc::POLLIN;
+        if session.block_directions() != ssh2::BlockDirections::None
+            && session.block_directions() != ssh2::BlockDirections::Inbound
+        {
+            sess_events |= libc::POLLOUT;
+        }
+        let mut local_events = 0;
+        if up.is_empty() && !local_eof {
+            local_events |= libc::POLLIN;
+        }
+        if !down.is_empty() {
+            local_events |= libc::POLLOUT;
+        }
+        let mut fds = [
+            libc::pollfd {
+                fd,
+                events: sess_events,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: local.as_raw_fd(),
+                events: local_events,
+                revents: 0,
+            },
+        ];
+        // SAFETY: two valid pollfds, a session socket and our own socket.
+        unsafe { libc::poll(fds.as_mut_ptr(), 2, 100) };
+    }
+    let _ = local.shutdown(std::net::Shutdown::Both);
+    // The channel's close goes out before the session is left (a moment at most).
+    let t = Instant::now();
+    while matches!(ch.close(), Err(e) if e.code() == EAGAIN)
+        && t.elapsed() < Duration::from_millis(200)
+    {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}

@@ -1,0 +1,373 @@
+//! `~/.ssh/config` (or `--ssh-config`) read as OpenSSH reads it, for the options labperf
+//! applies: `Host` patterns (`*`, `?`, `!` negation) and simple `Match` blocks (`all`,
+//! `host`, `originalhost`, each negatable), first value wins, HostName (`%h`), User, Port,
+//! IdentityFile (all of them), ProxyJump and ProxyCommand (whichever comes first).
+//!
+//! Every other option of a block that applies to the host is named in
+//! [`Lookup::unapplied`], unless it is in [`HARMLESS`]: labperf never ignores one silently.
+
+use std::path::{Path, PathBuf};
+
+/// Options labperf does not apply but whose absence changes neither where it connects, nor
+/// which keys it trusts, nor how it logs in with keys (`-q` silences nothing of these).
+pub const HARMLESS: &[&str] = &[
+    "addkeystoagent",
+    "batchmode",
+    "challengeresponseauthentication",
+    "checkhostip",
+    "compression",
+    "connectionattempts",
+    "controlmaster",
+    "controlpath",
+    "controlpersist",
+    "escapechar",
+    "exitonforwardfailure",
+    "forwardagent",
+    "forwardx11",
+    "forwardx11trusted",
+    "gssapiauthentication",
+    "gssapidelegatecredentials",
+    "hashknownhosts",
+    "ignoreunknown",
+    "kbdinteractiveauthentication",
+    "loglevel",
+    "passwordauthentication",
+    "preferredauthentications",
+    "pubkeyauthentication",
+    "requesttty",
+    "serveralivecountmax",
+    "serveraliveinterval",
+    "tcpkeepalive",
+    "updatehostkeys",
+    "usekeychain",
+    "visualhostkey",
+];
+
+/// How the connection to a host is made, by its config.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Proxy {
+    /// `ProxyJump`: the hops, in order, each `[user@]host[:port]` (or `ssh://` form).
+    Jump(Vec<String>),
+    /// `ProxyCommand`, its tokens not yet expanded.
+    Command(String),
+    /// `ProxyJump none` or `ProxyCommand none`: directly.
+    None,
+}
+
+/// What the config says for one host.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Lookup {
+    pub host_name: Option<String>,
+    pub user: Option<String>,
+    pub port: Option<u16>,
+    pub identities: Vec<PathBuf>,
+    pub proxy: Option<Proxy>,
+    /// Options of blocks applying to this host that labperf does not apply, each as
+    /// (`FILE line N: Keyword` or the `Match` line, why or nothing), to be said once.
+    pub unapplied: Vec<(String, &'static str)>,
+}
+
+struct Line {
+    number: usize,
+    keyword: String,
+    /// The keyword as written, for messages.
+    spelled: String,
+    args: Vec<String>,
+    /// The text after the keyword and its separator, as written (ProxyCommand's value).
+    rest: String,
+}
+
+/// A parsed config file.
+pub struct Config {
+    path: PathBuf,
+    lines: Vec<Line>,
+}
+
+/// Splits a line's arguments as OpenSSH's `argv_split`: blanks separate, single and double
+/// quotes group, a backslash escapes a quote or backslash, an unquoted `#` starting a word
+/// ends the line.
+fn split_args(s: &str) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    let mut chars = s.chars().peekable();
+    loop {
+        while chars.peek().is_some_and(|c| c.is_whitespace()) {
+            chars.next();
+        }
+        match chars.peek() {
+            None | Some('#') => return Ok(out),
+            _ => {}
+        }
+        let mut word = String::new();
+        let mut quote: Option<char> = None;
+        while let Some(&c) = chars.peek() {
+            if quote.is_none() && c.is_whitespace() {
+                break;
+            }
+            chars.next();
+            match (c, quote) {
+                ('\\', _) if matches!(chars.peek(), Some('\'' | '"' | '\\')) => {
+                    word.push(chars.next().unwrap_or('\\'));
+                }
+                ('\'' | '"', None) => quote = Some(c),
+                (q, Some(open)) if q == open => quote = None,
+                _ => word.push(c),
+            }
+        }
+        if quote.is_some() {
+            return Err("unterminated quote".into());
+        }
+        out.push(word);
+    }
+}
+
+/// OpenSSH's `match_pattern`: `*` any run, `?` one character; ASCII case-insensitive for
+/// host names as OpenSSH lowercases them.
+pub fn glob(pattern: &str, name: &str) -> bool {
+    fn go(p: &[u8], n: &[u8]) -> bool {
+        match p.split_first() {
+            None => n.is_empty(),
+            Some((b'*', rest)) => (0..=n.len()).any(|i| go(rest, &n[i..])),
+            Some((b'?', rest)) => !n.is_empty() && go(rest, &n[1..]),
+            Some((c, rest)) => n
+                .split_first()
+                .is_some_and(|(d, nr)| c.eq_ignore_ascii_case(d) && go(rest, nr)),
+        }
+    }
+    go(pattern.as_bytes(), name.as_bytes())
+}
+
+/// A pattern list as `Host` takes it (and `Match host`, comma-separated): matches when one
+/// pattern matches and no negated (`!`) one does.
+pub fn pattern_list_matches<'a>(patterns: impl IntoIterator<Item = &'a str>, name: &str) -> bool {
+    let mut hit = false;
+    for p in patterns {
+        if let Some(neg) = p.strip_prefix('!') {
+            if glob(neg, name) {
+                return false;
+            }
+        } else if glob(p, name) {
+            hit = true;
+        }
+    }
+    hit
+}
+
+impl Config {
+    /// Reads `path`; `None` when there is no such file.
+    pub fn read(path: &Path) -> Result<Option<Config>, String> {
+        if !path.is_file() {
+            return Ok(None);
+        }
+        use std::io::Read;
+        let mut text = String::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(1 << 20).read_to_string(&mut text))
+            .map_err(|e| e.to_string())?;
+        Config::parse(&text, path).map(Some)
+    }
+
+    pub fn parse(text: &str, path: &Path) -> Result<Config, String> {
+        let mut lines = Vec::new();
+        for (i, raw) in text.lines().enumerate() {
+            let s = raw.trim();
+            if s.is_empty() || s.starts_with('#') {
+                continue;
+            }
+            let end = s
+                .find(|c: char| c.is_whitespace() || c == '=')
+                .unwrap_or(s.len());
+            let (spelled, after) = s.split_at(end);
+            let after = after.trim_start();
+            let after = after.strip_prefix('=').unwrap_or(after).trim_start();
+            let args = split_args(after).map_err(|e| format!("line {}: {e}", i + 1))?;
+            lines.push(Line {
+                number: i + 1,
+                keyword: spelled.to_ascii_lowercase(),
+                spelled: spelled.to_string(),
+                args,
+                rest: after.to_string(),
+            });
+        }
+        Ok(Config {
+            path: path.to_path_buf(),
+            lines,
+        })
+    }
+
+    /// Whether a `Match` line applies (`Some`), or cannot be applied (`None`: a criterion
+    /// labperf does not evaluate). `host` is the host name so far (HostName, else the
+    /// name), `original` the name given.
+    fn match_applies(args: &[String], host: &str, original: &str) -> Option<bool> {
+        let mut all = true;
+        let mut i = 0;
+        if args.is_empty() {
+            return None;
+        }
+        while i < args.len() {
+            let (neg, crit) = match args[i].strip_prefix('!') {
+                Some(c) => (true, c.to_ascii_lowercase()),
+                None => (false, args[i].to_ascii_lowercase()),
+            };
+            let hit = match crit.as_str() {
+                "all" => true,
+                "host" | "originalhost" => {
+                    let list = args.get(i + 1)?;
+                    i += 1;
+                    let name = if crit == "host" { host } else { original };
+                    pattern_list_matches(list.split(','), name)
+                }
+                _ => return None,
+            };
+            all &= hit != neg;
+            i += 1;
+        }
+        Some(all)
+    }
+
+    /// The options for `name` (the name given, before HostName).
+    pub fn lookup(&self, name: &str) -> Result<Lookup, String> {
+        let mut l = Lookup::default();
+        let mut active = true;
+        let file = self.path.display();
+        let bad =
+            |line: &Line, why: &str| format!("{file} line {}: {} {why}", line.number, line.spelled);
+        for line in &self.lines {
+            let first = line.args.first().map(String::as_str);
+            match line.keyword.as_str() {
+                "host" => {
+                    active = pattern_list_matches(line.args.iter().map(String::as_str), name);
+                    continue;
+                }
+                "match" => {
+                    let host = l.host_name.as_deref().unwrap_or(name);
+                    active = match Self::match_applies(&line.args, host, name) {
+                        Some(a) => a,
+                        None => {
+                            l.unapplied.push((
+                                format!(
+                                    "{file} line {}: the block `Match {}`",
+                                    line.number, line.rest
+                                ),
+                                ": labperf evaluates only `Match all`, `host` and `originalhost`",
+                            ));
+                            false
+                        }
+                    };
+                    continue;
+                }
+                _ if !active => continue,
+                _ => {}
+            }
+            let Some(value) = first else {
+                return Err(bad(line, "has no value"));
+            };
+            match line.keyword.as_str() {
+                "hostname" => {
+                    if l.host_name.is_none() {
+                        let v = value.replace("%%", "\u{0}").replace("%h", name);
+                        l.host_name = Some(v.replace('\u{0}', "%"));
+                    }
+                }
+                "user" => {
+                    l.user.get_or_insert_with(|| value.to_string());
+                }
+                "port" => {
+                    if l.port.is_none() {
+                        let p = value
+                            .parse::<u16>()
+                            .ok()
+                            .filter(|p| *p > 0)
+                            .ok_or_else(|| bad(line, "is not a port number"))?;
+                        l.port = Some(p);
+                    }
+                }
+                "identityfile" => l.identities.push(PathBuf::from(value)),
+                "proxyjump" => {
+                    if l.proxy.is_none() {
+                        l.proxy = Some(if value.eq_ignore_ascii_case("none") {
+                            Proxy::None
+                        } else {
+                            Proxy::Jump(value.split(',').map(str::to_string).collect())
+                        });
+                    }
+                }
+                "proxycommand" => {
+                    if l.proxy.is_none() {
+                        l.proxy = Some(if value.eq_ignore_ascii_case("none") {
+                            Proxy::None
+                        } else {
+                            Proxy::Command(line.rest.clone())
+                        });
+                    }
+                }
+                k if HARMLESS.contains(&k) => {}
+                _ => l
+                    .unapplied
+                    .push((format!("{file} line {}: {}", line.number, line.spelled), "")),
+            }
+        }
+        Ok(l)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(text: &str) -> Config {
+        Config::parse(text, Path::new("cfg")).unwrap()
+    }
+
+    #[test]
+    fn patterns_negation_and_first_value_wins() {
+        let c = cfg("Host !bad *.lab lab?\n  User first\n  Port=2200\nHost *\n  User second\n  Port 22\n  IdentityFile a\nHost lab1\n  IdentityFile b\n");
+        let l = c.lookup("x.lab").unwrap();
+        assert_eq!((l.user.as_deref(), l.port), (Some("first"), Some(2200)));
+        let l = c.lookup("lab1").unwrap();
+        assert_eq!(l.user.as_deref(), Some("first"));
+        assert_eq!(l.identities, vec![PathBuf::from("a"), PathBuf::from("b")]);
+        let l = c.lookup("lab12").unwrap();
+        assert_eq!(l.user.as_deref(), Some("second"));
+        let c = cfg("Host !bad *\n  User u\n");
+        assert_eq!(c.lookup("bad").unwrap().user, None);
+        assert!(glob("LAB*", "lab1") && !glob("a?c", "ac"));
+    }
+
+    #[test]
+    fn proxies_first_wins_and_none() {
+        let c = cfg("Host t\n  ProxyJump a,me@b:2222\n  ProxyCommand nc %h %p\nHost c\n  ProxyCommand exec nc -q0 \"%h\" %p # not a comment here\n  ProxyJump x\nHost d\n  ProxyJump none\nHost *\n  ProxyJump z\n");
+        assert_eq!(
+            c.lookup("t").unwrap().proxy,
+            Some(Proxy::Jump(vec!["a".into(), "me@b:2222".into()]))
+        );
+        assert_eq!(
+            c.lookup("c").unwrap().proxy,
+            Some(Proxy::Command(
+                "exec nc -q0 \"%h\" %p # not a comment here".into()
+            ))
+        );
+        assert_eq!(c.lookup("d").unwrap().proxy, Some(Proxy::None));
+        assert_eq!(
+            c.lookup("e").unwrap().proxy,
+            Some(Proxy::Jump(vec!["z".into()]))
+        );
+    }
+
+    #[test]
+    fn match_blocks_and_unapplied_options() {
+        let c = cfg("Host t\n  HostName %h.example\n  Ciphers aes128-ctr\n  ServerAliveInterval 5 # harmless\nMatch host *.example\n  User m\nMatch !originalhost t\n  Port 7\nMatch exec \"true\"\n  Port 8\nMatch all\n  Port 9\nHost other\n  UserKnownHostsFile /x\n");
+        let l = c.lookup("t").unwrap();
+        assert_eq!(l.host_name.as_deref(), Some("t.example"));
+        assert_eq!((l.user.as_deref(), l.port), (Some("m"), Some(9)));
+        assert_eq!(l.unapplied.len(), 2, "{:?}", l.unapplied);
+        assert_eq!(l.unapplied[0], ("cfg line 3: Ciphers".into(), ""));
+        assert_eq!(
+            l.unapplied[1].0,
+            "cfg line 9: the block `Match exec \"true\"`"
+        );
+        let l = c.lookup("u").unwrap();
+        assert_eq!(l.port, Some(7));
+        assert!(Config::parse("Host a\n  User \"x\n", Path::new("c")).is_err());
+        assert!(cfg("Host a\n Port 0\n").lookup("a").is_err());
+    }
+}

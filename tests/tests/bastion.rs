@@ -1,0 +1,398 @@
+//! Lab machines behind a bastion: two real OpenSSH sshd in a network namespace of the
+//! test's own, the bastion on the namespace's veth address (which the test reaches) and
+//! the target on the namespace's own 127.0.0.1 (which it does not: checked). labperf
+//! reaches the target through ProxyJump (ssh config), `-J`, and ProxyCommand.
+
+use labperf_common::{decode_all, Record};
+use labperf_tests::netns::Netns;
+use labperf_tests::sshd::*;
+use labperf_tests::{bin, scratch};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+/// A bastion and a target only the bastion reaches; fields dropped in order (the sshd
+/// before their namespace).
+struct Lab {
+    bastion: Sshd,
+    target: Sshd,
+    ns: Netns,
+    /// labperf's HOME, cache and files.
+    dir: PathBuf,
+    /// The client key both machines take.
+    key: PathBuf,
+    /// known_hosts with both machines' keys.
+    kh: PathBuf,
+}
+
+impl Lab {
+    fn new(name: &str) -> Lab {
+        let ns = Netns::new();
+        let dir = scratch(name);
+        let bdir = Sshd::keys(&format!("{name}-bastion"));
+        let tdir = Sshd::keys(&format!("{name}-target"));
+        std::fs::copy(bdir.join("client_key.pub"), tdir.join("authorized_keys")).unwrap();
+        let bastion = Sshd::start_in_netns(bdir, &ns.name, &ns.ns_addr, free_port());
+        let target = Sshd::start_in_netns(tdir, &ns.name, "127.0.0.1", free_port());
+        // The test itself cannot reach the target; it reaches the bastion.
+        let addr = ("127.0.0.1", target.port)
+            .to_socket_addrs()
+            .unwrap()
+            .next()
+            .unwrap();
+        assert!(
+            TcpStream::connect_timeout(&addr, Duration::from_secs(1)).is_err(),
+            "the target must be out of the test's reach"
+        );
+        let baddr = (ns.ns_addr.as_str(), bastion.port)
+            .to_socket_addrs()
+            .unwrap()
+            .next()
+            .unwrap();
+        assert!(TcpStream::connect_timeout(&baddr, Duration::from_secs(3)).is_ok());
+        let key = bastion.dir.join("client_key");
+        let kh = dir.join("known_hosts");
+        let lab = Lab {
+            bastion,
+            target,
+            ns,
+            dir,
+            key,
+            kh,
+        };
+        lab.write_known_hosts(
+            &lab.bastion.host_key("host_key"),
+            &lab.target.host_key("host_key"),
+        );
+        lab
+    }
+
+    fn write_known_hosts(&self, bastion_key: &str, target_key: &str) {
+        std::fs::write(
+            &self.kh,
+            format!(
+                "[{}]:{} {bastion_key}\n[127.0.0.1]:{} {target_key}\n",
+                self.ns.ns_addr, self.bastion.port, self.target.port
+            ),
+        )
+        .unwrap();
+    }
+
+    /// The `Host bastion` block.
+    fn bastion_block(&self) -> String {
+        format!(
+            "Host bastion\n  HostName {}\n  Port {}\n  User root\n  IdentityFile {}\n",
+            self.ns.ns_addr,
+            self.bastion.port,
+            self.key.display()
+        )
+    }
+
+    /// A `Host NAME` block for the target with `how` (a ProxyJump or ProxyCommand line).
+    fn target_block(&self, name: &str, how: &str) -> String {
+        format!(
+            "Host {name}\n  HostName 127.0.0.1\n  Port {}\n  User root\n  IdentityFile {}\n  {how}\n",
+            self.target.port,
+            self.key.display()
+        )
+    }
+
+    /// Writes an ssh config of `blocks`; returns its path.
+    fn config(&self, blocks: &[String]) -> PathBuf {
+        let p = self.dir.join("ssh_config");
+        std::fs::write(&p, blocks.concat()).unwrap();
+        p
+    }
+
+    /// `labperf VERB` (words: `hosts check`) with this lab's known_hosts, ssh config and remote directory.
+    fn labperf(&self, verb: &str, cfg: &Path) -> Command {
+        let mut c = labperf_in(&self.dir);
+        c.args(verb.split_whitespace())
+            .arg("--known-hosts")
+            .arg(&self.kh)
+            .arg("--ssh-config")
+            .arg(cfg)
+            .arg("--remote-dir")
+            .arg(self.dir.join("remote"));
+        c
+    }
+
+    /// `record --host HOST` (`cmd` is `labperf record` and its options) of a workload printing its SSH_CONNECTION then running the
+    /// bench; asserts the recording and that the target's sshd ran it, reached from its
+    /// own 127.0.0.1 (the bastion's side), not the test's.
+    fn record_on_target(&self, cmd: &mut Command, host: &str) {
+        let out = self
+            .dir
+            .join(format!("{}.lpr", host.replace(['@', ':'], "_")));
+        let o = cmd
+            .args(["--host", host, "-e", "cpu-clock", "--no-report", "-o"])
+            .arg(&out)
+            .arg("--")
+            .args([
+                "sh",
+                "-c",
+                "echo \"conn: $SSH_CONNECTION\"; exec \"$0\" --duration 0.3",
+            ])
+            .arg(bin("labperf-bench"))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{err}");
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        let conn: Vec<&str> = stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("conn: "))
+            .unwrap_or_else(|| panic!("no SSH_CONNECTION line: {stdout}"))
+            .split_whitespace()
+            .collect();
+        assert_eq!(conn.len(), 4, "{stdout}");
+        assert_eq!(
+            (conn[0], conn[2], conn[3]),
+            (
+                "127.0.0.1",
+                "127.0.0.1",
+                self.target.port.to_string().as_str()
+            ),
+            "the target's sshd ran it, reached from inside the namespace: {stdout}"
+        );
+        let d = decode_all(&std::fs::read(&out).unwrap());
+        assert!(d.losses.is_clean());
+        let samples = d
+            .records
+            .iter()
+            .filter(|r| matches!(r, Record::Sample(_)))
+            .count();
+        assert!(samples > 10, "{samples} samples: {err}");
+    }
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn record_through_the_proxyjump_of_the_ssh_config() {
+    let lab = Lab::new("bastion-jump");
+    let cfg = lab.config(&[
+        lab.target_block("target", "ProxyJump bastion"),
+        lab.bastion_block(),
+    ]);
+    lab.record_on_target(&mut lab.labperf("record", &cfg), "target");
+    // `ProxyJump none` on the command line: directly, which cannot reach it.
+    let o = lab
+        .labperf("deploy", &cfg)
+        .args(["target", "-J", "none", "--connect-timeout", "3"])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("cannot reach 127.0.0.1"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn record_through_jump_hosts_on_the_command_line() {
+    let lab = Lab::new("bastion-dash-j");
+    // The jump host by its config name; the target by address, not in the config.
+    let cfg = lab.config(&[lab.bastion_block()]);
+    let target = format!("root@127.0.0.1:{}", lab.target.port);
+    let mut c = lab.labperf("record", &cfg);
+    c.args(["-J", "bastion", "--identity"]).arg(&lab.key);
+    lab.record_on_target(&mut c, &target);
+    // No config at all: the jump host as `user@host:port`, and two hops (the bastion
+    // through itself: the first reaches it directly, the second through the first).
+    let none = lab.dir.join("no-such-config");
+    let hop = format!("root@{}:{}", lab.ns.ns_addr, lab.bastion.port);
+    for jumps in [hop.clone(), format!("{hop},{hop}")] {
+        let mut c = lab.labperf("record", &none);
+        c.args(["--jump", &jumps, "--identity"]).arg(&lab.key);
+        lab.record_on_target(&mut c, &target);
+    }
+}
+
+#[test]
+fn record_through_a_proxycommand() {
+    let lab = Lab::new("bastion-proxycommand");
+    // A ProxyCommand as `nc` would be used: a pipe to the target's address, run inside
+    // the namespace (so it needs no ssh client and no netcat).
+    let how = format!(
+        "ProxyCommand exec ip netns exec {} {} %h %p",
+        lab.ns.name,
+        bin_of("labperf-tcp-pipe").display()
+    );
+    let cfg = lab.config(&[lab.target_block("target", &how)]);
+    lab.record_on_target(&mut lab.labperf("record", &cfg), "target");
+}
+
+/// A binary of the tests crate.
+fn bin_of(name: &str) -> PathBuf {
+    assert_eq!(name, "labperf-tcp-pipe");
+    PathBuf::from(env!("CARGO_BIN_EXE_labperf-tcp-pipe"))
+}
+
+#[test]
+fn deploy_probe_and_hosts_check_through_the_bastion() {
+    let lab = Lab::new("bastion-verbs");
+    let cfg = lab.config(&[
+        lab.target_block("target", "ProxyJump bastion"),
+        lab.bastion_block(),
+    ]);
+    let o = lab.labperf("deploy", &cfg).arg("target").output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        out.starts_with("target: x86_64, ") && out.contains(" (uploaded)"),
+        "{out}"
+    );
+    let o = lab.labperf("probe", &cfg).arg("target").output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(out.contains("x86_64"), "{out}");
+    let o = lab
+        .labperf("hosts check", &cfg)
+        .arg("target")
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    let row = out
+        .lines()
+        .find(|l| l.starts_with("target "))
+        .unwrap_or_else(|| panic!("{out}{}", stderr(&o)));
+    assert!(
+        row.contains(" x86_64 ") && row.contains("  ready"),
+        "{out}{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn wrong_host_keys_of_the_target_and_of_the_bastion_are_refused() {
+    let lab = Lab::new("bastion-keys");
+    let cfg = lab.config(&[
+        lab.target_block("target", "ProxyJump bastion"),
+        lab.bastion_block(),
+    ]);
+    let (bkey, tkey) = (
+        lab.bastion.host_key("host_key"),
+        lab.target.host_key("host_key"),
+    );
+    let deploy = || {
+        lab.labperf("deploy", &cfg)
+            .args(["target", "--accept-new-host-key"])
+            .output()
+            .unwrap()
+    };
+    // The target shows the key the known_hosts line holds for the bastion: refused.
+    lab.write_known_hosts(&bkey, &bkey);
+    let o = deploy();
+    let err = stderr(&o);
+    assert!(!o.status.success());
+    assert!(
+        err.contains("HOST KEY OF target HAS CHANGED") && !err.contains("jump host"),
+        "{err}"
+    );
+    // The bastion shows a key other than its recorded one: refused, and named.
+    lab.write_known_hosts(&tkey, &tkey);
+    let o = deploy();
+    let err = stderr(&o);
+    assert!(!o.status.success());
+    assert!(
+        err.contains("HOST KEY OF bastion (jump host to target) HAS CHANGED"),
+        "{err}"
+    );
+    // Unknown to known_hosts: both keys refused without --accept-new-host-key, both
+    // recorded with it (each under its own address), and then both checked.
+    std::fs::write(&lab.kh, "").unwrap();
+    let o = lab.labperf("deploy", &cfg).arg("target").output().unwrap();
+    assert!(
+        stderr(&o).contains("bastion (jump host to target) is not in"),
+        "{}",
+        stderr(&o)
+    );
+    let o = deploy();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let kh = std::fs::read_to_string(&lab.kh).unwrap();
+    assert!(
+        kh.contains(&format!("[{}]:{} {bkey}", lab.ns.ns_addr, lab.bastion.port))
+            && kh.contains(&format!("[127.0.0.1]:{} {tkey}", lab.target.port)),
+        "{kh}"
+    );
+    let o = lab.labperf("deploy", &cfg).arg("target").output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+#[test]
+fn an_unapplied_option_is_said_once_per_host() {
+    let lab = Lab::new("bastion-unapplied");
+    let cfg = lab.config(&[
+        lab.target_block("target", "ProxyJump bastion"),
+        lab.target_block("again", "ProxyJump bastion"),
+        lab.bastion_block(),
+        "Host *\n  Ciphers aes128-ctr,aes256-ctr\n  ServerAliveInterval 5\nMatch exec \"true\"\n  Port 1\n"
+            .into(),
+    ]);
+    let o = lab
+        .labperf("deploy", &cfg)
+        .args(["target,again", "--jobs", "1"])
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    for host in ["target", "again", "bastion"] {
+        let said = format!("Ciphers (for {host}) is not applied\n");
+        assert_eq!(err.matches(&said).count(), 1, "{said}: {err}");
+    }
+    assert_eq!(
+        err.matches("the block `Match exec \"true\"` (for ").count(),
+        3,
+        "{err}"
+    );
+    assert!(!err.contains("ServerAliveInterval"), "harmless: {err}");
+    let o = lab
+        .labperf("deploy", &cfg)
+        .args(["target", "-q"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("not applied"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_hung_target_or_jump_host_times_out_within_the_connect_timeout() {
+    let lab = Lab::new("bastion-hung");
+    // Accepts (the kernel completes the connection) and never speaks.
+    let hung = lab.ns.listen("127.0.0.1:0");
+    let hung_port = hung.local_addr().unwrap().port();
+    let cfg = lab.config(&[
+        format!(
+            "Host hung\n  HostName 127.0.0.1\n  Port {hung_port}\n  User root\n  ProxyJump bastion\n"
+        ),
+        lab.bastion_block(),
+    ]);
+    let outside = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let jump = format!("root@127.0.0.1:{}", outside.local_addr().unwrap().port());
+    for (what, extra) in [("target", None), ("jump host", Some(jump.as_str()))] {
+        let mut c = lab.labperf("deploy", &cfg);
+        c.args(["hung", "--connect-timeout", "2"]);
+        if let Some(j) = extra {
+            c.args(["-J", j]);
+        }
+        let t = Instant::now();
+        let o = c.output().unwrap();
+        let took = t.elapsed();
+        let err = stderr(&o);
+        assert!(!o.status.success(), "{what}: {err}");
+        assert!(
+            err.contains("did not answer for 2 s while connecting"),
+            "{what}: {err}"
+        );
+        assert!(
+            took >= Duration::from_millis(1900) && took < Duration::from_secs(3),
+            "{what}: {took:?}"
+        );
+    }
+    drop(hung);
+}

@@ -234,3 +234,34 @@ fn run_pump(
         std::thread::sleep(Duration::from_millis(5));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_proxy_command_speaks_through_its_socket_and_is_reaped_with_its_keep() {
+        let (mut s, keep) = command("read -r line; echo \"got $line\"; exec sleep 30").unwrap();
+        let Keep::Command(c) = &keep else {
+            panic!("not a command")
+        };
+        let pid = c.id() as libc::pid_t;
+        s.write_all(b"hello\n").unwrap();
+        let mut got = [0u8; 10];
+        s.read_exact(&mut got).unwrap();
+        assert_eq!(&got, b"got hello\n");
+        let t = Instant::now();
+        drop(keep);
+        assert!(
+            t.elapsed() < Duration::from_millis(900),
+            "{:?}",
+            t.elapsed()
+        );
+        // Reaped: the pid is no process of ours any more.
+        // SAFETY: signal 0 only asks whether the process exists.
+        assert_eq!(unsafe { libc::kill(pid, 0) }, -1);
+        let mut rest = Vec::new();
+        s.read_to_end(&mut rest).unwrap();
+        assert!(rest.is_empty());
+    }
+}

@@ -1486,6 +1486,49 @@ mod tests {
     }
 
     #[test]
+    fn routes_through_jump_hosts_as_openssh_builds_them() {
+        let d = std::env::temp_dir().join(format!("lp-sshjump-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let cfg = d.join("config");
+        std::fs::write(&cfg, "Host t\n  HostName 10.0.0.9\n  ProxyJump a,me@b:2200\nHost a\n  ProxyJump c\n  Port 2201\nHost b\n  ProxyJump ignored\n  HostName 10.0.0.2\nHost c\n  HostName gw\n  User u\n  ProxyCommand exec nc %h %p # as %r%%\nHost l1\n  ProxyJump l2\nHost l2\n  ProxyJump l1\n").unwrap();
+        let t = parse_target("t", Some(&cfg)).unwrap();
+        let Route::Jump(hops) = &t.route else {
+            panic!("{t:?}")
+        };
+        let names: Vec<(&str, &str, u16)> = hops
+            .iter()
+            .map(|h| (h.name.as_str(), h.host.as_str(), h.port))
+            .collect();
+        assert_eq!(
+            names,
+            [("c", "gw", 22), ("a", "a", 2201), ("b", "10.0.0.2", 2200)]
+        );
+        assert_eq!(
+            hops[0].route,
+            Route::Command("exec nc gw 22 # as u%".into())
+        );
+        assert!(hops[1..].iter().all(|h| h.route == Route::Direct));
+        assert_eq!(hops[2].user, "me");
+        // -J replaces the config's way; `none` goes directly.
+        let t = target_via("t", Some(&cfg), Some("root@x:1")).unwrap();
+        let Route::Jump(hops) = &t.route else {
+            panic!("{t:?}")
+        };
+        assert_eq!(
+            (hops.len(), hops[0].user.as_str(), hops[0].port),
+            (1, "root", 1)
+        );
+        assert_eq!(
+            target_via("t", Some(&cfg), Some("none")).unwrap().route,
+            Route::Direct
+        );
+        // A loop is refused, not followed for ever.
+        let e = parse_target("l1", Some(&cfg)).unwrap_err().to_string();
+        assert!(e.contains("jump hosts"), "{e}");
+        std::fs::remove_dir_all(d).unwrap();
+    }
+
+    #[test]
     fn base64_matches_openssh() {
         assert_eq!(b64(b"hello"), "aGVsbG8");
         assert_eq!(b64(&[0xff, 0xee, 0xdd]), "/+7d");

@@ -6,6 +6,12 @@
 #[cfg(not(panic = "unwind"))]
 compile_error!("labperf must be built with panic = \"unwind\" (see Cargo.toml's profiles)");
 
+// The static release (`--features static`, musl): musl's allocator is slow on the host's
+// many small allocations (`export --format svg` took 35 % more CPU than with glibc's).
+#[cfg(feature = "static")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod cmd;
 
 use clap::{Parser, Subcommand};

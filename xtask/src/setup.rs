@@ -137,6 +137,14 @@ const CORPUS: Why = why(
     &[Test],
     "the corpus programs are built as people build them (tests/tests/corpus.rs)",
 );
+const MUSL_CC: Why = why(
+    &[Test, Dist],
+    "the corpus programs are built as people build them; dist's static labperf compiles its C dependencies (OpenSSL, libssh2, zlib, zstd, mimalloc) for musl with it",
+);
+const DIST_SSL: Why = why(
+    &[Dist],
+    "dist's static labperf builds OpenSSL from source (openssl-src: its Configure is Perl)",
+);
 const FUZZ_CXX: Why = why(&[Fuzz], "cargo-fuzz compiles libFuzzer (C++)");
 const QEMU_USER: Why = why(
     &[Test],
@@ -180,6 +188,10 @@ const LAB_IMAGE: Why = why(&[Lab], "the lab image, made of Debian's arm64 packag
 const LAB_KERNEL: Why = why(
     &[Lab],
     "the altperiod lab kernel, built from Debian's source (xtask/src/lab/kernel.rs)",
+);
+const MAKE: Why = why(
+    &[Lab, Dist],
+    "building the altperiod lab kernel, and OpenSSL for dist's static labperf",
 );
 const PACK: Why = why(
     &[Dist, Lab],
@@ -232,7 +244,8 @@ pub const PROGRAMS: &[(&str, &str, Why)] = &[
     ("g++", "g++", CORPUS),
     ("c++", "g++", FUZZ_CXX),
     ("clang", "clang", CORPUS),
-    ("musl-gcc", "musl-tools", CORPUS),
+    ("musl-gcc", "musl-tools", MUSL_CC),
+    ("perl", "perl", DIST_SSL),
     ("alpha-linux-gnu-gcc", "gcc-alpha-linux-gnu", ALPHA_AGENT),
     // Emulators: qemu-user for the Alpha agent and bench, the system emulator for the Arm lab.
     ("qemu-alpha", "qemu-user", QEMU_USER),
@@ -263,7 +276,7 @@ pub const PROGRAMS: &[(&str, &str, Why)] = &[
     ("dpkg-query", "dpkg", LAB_KERNEL),
     // Building the altperiod lab kernel (xtask/src/lab/kernel.rs): its source is in FILES.
     ("aarch64-linux-gnu-gcc", "gcc-aarch64-linux-gnu", LAB_KERNEL),
-    ("make", "make", LAB_KERNEL),
+    ("make", "make", MAKE),
     ("patch", "patch", LAB_KERNEL),
     ("xz", "xz-utils", LAB_KERNEL),
     ("flex", "flex", LAB_KERNEL),
@@ -278,6 +291,7 @@ pub const PROGRAMS: &[(&str, &str, Why)] = &[
     ("file", "file", AGENT_CHECK),
     ("ldd", "libc-bin", PERF_LIBS),
     ("tar", "tar", PACK),
+    ("chroot", "coreutils", PACK),
     // Process and mount tools the tests use.
     ("setpriv", "util-linux", PROCESS),
     ("unshare", "util-linux", PROCESS),

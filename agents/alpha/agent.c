@@ -588,6 +588,7 @@ struct conv {
     u32 id_event[MAX_EVENTS * MAX_CPUS];
     int nids;
     u64 samples, lost, throttled;
+    u64 event_samples[MAX_EVENTS]; /* per event: one that opened but never sampled is said */
     int dump_fd;
 };
 
@@ -693,6 +694,7 @@ static void convert_sample(struct conv *c, const u8 *p, const u8 *end) {
     for (u32 i = 0; i < s.ncallchain; i++) kernel_addr(s.callchain[i]);
     w_sample(c->w, &s);
     c->samples++;
+    if (s.event < MAX_EVENTS) c->event_samples[s.event]++;
 }
 
 static void convert(struct conv *c, const u8 *rec, u32 size) {
@@ -1406,6 +1408,15 @@ static int finish_file(struct rec *r, struct opts *o) {
     /* A command --duration stopped: the recording is what was asked, so 0; the trailer keeps the signal. */
     if (o->ncommand && !r->ended) sig = code = 0;
     write_status("ok", 0, 0, sig ? 128 + sig : code);
+    /* An event that opened but never sampled: its counter never reached the period (a PMU
+     * that does not count, as QEMU's Alpha, or a period longer than the run). Said, as
+     * the Rust agent says it, rather than a file of zeros without a word. */
+    for (int i = 0; i < o->nevents && !o->replay_ring; i++) {
+        if (c->event_samples[i]) continue;
+        lp_puts(2, "labperf-agent: warning: event '");
+        lp_puts(2, o->events[i].name);
+        lp_puts(2, "' opened but produced no sample: its counter never reached the period (a PMU that does not count, as under an emulator, or a period longer than the run)\n");
+    }
     lp_puts(2, "labperf-agent: wrote ");
     lp_putu(2, c->samples);
     lp_puts(2, c->samples == 1 ? " sample to " : " samples to ");
@@ -1459,6 +1470,10 @@ int lp_main(long argc, char **argv, char **envp) {
         o->replay = argv[2];
         return replay(o);
     }
+    /* A command this agent lacks is said through --status-file too: labperf shows the
+     * agent's own words, not a run that seems killed. */
+    for (int i = 2; i + 1 < (int)argc; i++)
+        if (lp_streq(argv[i], "--status-file")) status_path = argv[i + 1];
     if (lp_streq(cmd, "stat") || lp_streq(cmd, "list"))
         die(cmd, ": not in the C agent core yet (it records samples; use the Rust agent's stat/list elsewhere)", 2);
     die("unknown command ", cmd, 2);

@@ -285,3 +285,24 @@ fn stat_host_is_refused_in_the_agent_s_own_words() {
     );
     assert!(!stderr.contains("was killed"), "{stderr}");
 }
+
+#[test]
+#[ignore = "needs the emulated Alpha lab machine: `cargo xtask test` boots it"]
+fn two_events_open_and_both_sample() {
+    // The agent's 136-byte attr (VER8) from a 128-byte struct: the 8 bytes past it were the
+    // next attr's, which a 6.1 kernel refuses (E2BIG) and replay never saw.
+    lab().deploy();
+    let (ok, _, err) = lab().output(
+        "cd /root && ./labperf-agent record -e cpu-clock -e task-clock -o /tmp/two.lpr -- ./labperf-bench --duration 0.5 --classes nops",
+    );
+    assert!(ok, "{err}");
+    let dec = decode_all(&lab().fetch("/tmp/two.lpr", &scratch("alpha-two").join("two.lpr")));
+    assert!(dec.losses.is_clean(), "{:?}", dec.damage);
+    let mut per_event = [0u64; 2];
+    for r in &dec.records {
+        if let Record::Sample(s) = r {
+            per_event[s.event as usize] += 1;
+        }
+    }
+    assert!(per_event.iter().all(|&n| n > 100), "{per_event:?}");
+}

@@ -588,6 +588,7 @@ struct conv {
     u32 id_event[MAX_EVENTS * MAX_CPUS];
     int nids;
     u64 samples, lost, throttled;
+    u64 event_samples[MAX_EVENTS]; /* per event: one that opened but never sampled is said */
     int dump_fd;
 };
 
@@ -693,6 +694,7 @@ static void convert_sample(struct conv *c, const u8 *p, const u8 *end) {
     for (u32 i = 0; i < s.ncallchain; i++) kernel_addr(s.callchain[i]);
     w_sample(c->w, &s);
     c->samples++;
+    if (s.event < MAX_EVENTS) c->event_samples[s.event]++;
 }
 
 static void convert(struct conv *c, const u8 *rec, u32 size) {
@@ -838,6 +840,26 @@ static const char *explain(long err) {
     default:
         return "see perf_event_open(2)";
     }
+}
+
+/* An event the kernel refused: its name, why in words, and the errno (one line, also in
+ * the status file). */
+static void die_open_event(const char *name, long err) {
+    static char msg[400];
+    size_t n = 0;
+    const char *parts[] = {"cannot open event '", name, "': ", explain(err), " (errno "};
+    for (size_t k = 0; k < sizeof parts / sizeof *parts; k++)
+        for (const char *q = parts[k]; *q && n < 360; q++) msg[n++] = *q;
+    static const long p10[] = {1000, 100, 10, 1}; /* an errno is below 4096; no divide on Alpha */
+    long v = err;
+    for (int k = 0; k < 4; k++) {
+        char c = '0';
+        while (v >= p10[k]) v -= p10[k], c++;
+        if (c != '0' || msg[n - 1] != ' ' || k == 3) msg[n++] = c;
+    }
+    msg[n++] = ')';
+    msg[n] = 0;
+    die(msg, 0, 125);
 }
 
 static u64 file_size(const char *path, int *fd_out) {
@@ -1277,7 +1299,14 @@ static void open_events(struct rec *r, struct opts *o) {
         for (int k = 0; k < r->ncpus && !failed; k++) {
             r->rings[k] = -1;
             for (int i = 0; i < o->nevents; i++) {
-                long fd = SYS5(__NR_perf_event_open, &r->attrs[i], o->system ? -1 : r->pid, r->cpus[k], -1, 8 /* CLOEXEC */);
+                /* The attr as the kernel reads it: size 136 (VER8) is 8 bytes past the 6.1
+                 * headers' 128-byte struct, bytes that must be zero (config3). Passed from the
+                 * array, they were the next attr's type and size: a 6.1 kernel refused two
+                 * events with E2BIG; a 6.3+ one would have read them as config3. */
+                struct { struct perf_event_attr a; u64 config3; } wire;
+                memset(&wire, 0, sizeof wire);
+                memcpy(&wire.a, &r->attrs[i], sizeof wire.a);
+                long fd = SYS5(__NR_perf_event_open, &wire, o->system ? -1 : r->pid, r->cpus[k], -1, 8 /* CLOEXEC */);
                 if (fd < 0) {
                     if (attempt == 0 && r->attrs[i].type == 0 && (fd == -LP_ENOENT || fd == -LP_EOPNOTSUPP || fd == -LP_ENODEV)) {
                         failed = 1;
@@ -1286,10 +1315,7 @@ static void open_events(struct rec *r, struct opts *o) {
                         if (!defaulted) lp_puts(2, "labperf-agent: notice: hardware event not available here; sampling cpu-clock instead\n");
                         break;
                     }
-                    lp_puts(2, "labperf-agent: error: cannot open event '");
-                    lp_puts(2, o->events[i].name);
-                    lp_puts(2, "': ");
-                    die(explain(-fd), 0, 125);
+                    die_open_event(o->events[i].name, -fd);
                 }
                 u64 id = 0;
                 SYS3(__NR_ioctl, fd, PERF_EVENT_IOC_ID, &id);
@@ -1348,6 +1374,26 @@ static void start_workload(struct rec *r, struct opts *o) {
     }
 }
 
+/* A progress line's pieces, into a buffer of 160 bytes (four numbers of at most 20 digits
+ * and 55 bytes of text). */
+static size_t put_str(char *b, size_t n, const char *s) {
+    while (*s && n < 159) b[n++] = *s++;
+    return n;
+}
+static size_t put_u(char *b, size_t n, u64 v) {
+    static const u64 p10[] = {10000000000000000000ull, 1000000000000000000ull, 100000000000000000ull,
+                              10000000000000000ull, 1000000000000000ull, 100000000000000ull, 10000000000000ull,
+                              1000000000000ull, 100000000000ull, 10000000000ull, 1000000000ull, 100000000ull,
+                              10000000ull, 1000000ull, 100000ull, 10000ull, 1000ull, 100ull, 10ull, 1ull};
+    int any = 0;
+    for (int i = 0; i < 20 && n < 159; i++) {
+        char d = '0';
+        while (v >= p10[i]) v -= p10[i], d++; /* no divide instruction on Alpha */
+        if (d != '0' || any || i == 19) b[n++] = d, any = 1;
+    }
+    return n;
+}
+
 /* Drains the rings into the file, printing --progress, until --duration passes or the
  * workload ends (`ended`, its `wstatus`). */
 static void watch_rings(struct rec *r, struct opts *o) {
@@ -1357,15 +1403,20 @@ static void watch_rings(struct rec *r, struct opts *o) {
         u64 now = lp_clock_ns(LP_CLOCK_MONOTONIC);
         if (o->progress && now - said >= 1000000000u) { /* the Rust agent's line, for labperf's board */
             while (now - said >= 1000000000u) said += 1000000000u, secs++;
-            lp_puts(2, "labperf-agent: ");
-            lp_putu(2, secs);
-            lp_puts(2, " s, ");
-            lp_putu(2, c->samples);
-            lp_puts(2, " samples, ");
-            lp_putu(2, r->w->bytes >> 10);
-            lp_puts(2, " KiB written, ");
-            lp_putu(2, c->lost);
-            lp_puts(2, " lost\n");
+            /* One write: the workload shares this stderr, and a line written in pieces
+             * was cut by the bench's own lines on the Alpha machine. */
+            static char line[160];
+            size_t n = 0;
+            n = put_str(line, n, "labperf-agent: ");
+            n = put_u(line, n, secs);
+            n = put_str(line, n, " s, ");
+            n = put_u(line, n, c->samples);
+            n = put_str(line, n, " samples, ");
+            n = put_u(line, n, r->w->bytes >> 10);
+            n = put_str(line, n, " KiB written, ");
+            n = put_u(line, n, c->lost);
+            n = put_str(line, n, " lost\n");
+            lp_write_all(2, line, n);
         }
         if (o->duration_ms && lp_clock_ns(LP_CLOCK_MONOTONIC) - r->start >= o->duration_ms * 1000000u) break;
         struct lp_pollfd pfd[MAX_CPUS];
@@ -1406,6 +1457,15 @@ static int finish_file(struct rec *r, struct opts *o) {
     /* A command --duration stopped: the recording is what was asked, so 0; the trailer keeps the signal. */
     if (o->ncommand && !r->ended) sig = code = 0;
     write_status("ok", 0, 0, sig ? 128 + sig : code);
+    /* An event that opened but never sampled: its counter never reached the period (a PMU
+     * that does not count, as QEMU's Alpha, or a period longer than the run). Said, as
+     * the Rust agent says it, rather than a file of zeros without a word. */
+    for (int i = 0; i < o->nevents && !o->replay_ring; i++) {
+        if (c->event_samples[i]) continue;
+        lp_puts(2, "labperf-agent: warning: event '");
+        lp_puts(2, o->events[i].name);
+        lp_puts(2, "' opened but produced no sample: its counter never reached the period (a PMU that does not count, as under an emulator, or a period longer than the run)\n");
+    }
     lp_puts(2, "labperf-agent: wrote ");
     lp_putu(2, c->samples);
     lp_puts(2, c->samples == 1 ? " sample to " : " samples to ");
@@ -1459,6 +1519,10 @@ int lp_main(long argc, char **argv, char **envp) {
         o->replay = argv[2];
         return replay(o);
     }
+    /* A command this agent lacks is said through --status-file too: labperf shows the
+     * agent's own words, not a run that seems killed. */
+    for (int i = 2; i + 1 < (int)argc; i++)
+        if (lp_streq(argv[i], "--status-file")) status_path = argv[i + 1];
     if (lp_streq(cmd, "stat") || lp_streq(cmd, "list"))
         die(cmd, ": not in the C agent core yet (it records samples; use the Rust agent's stat/list elsewhere)", 2);
     die("unknown command ", cmd, 2);

@@ -1,14 +1,20 @@
-//! The emulated Arm lab machines the lab tests talk to (`cargo xtask lab up aarch64
-//! [--kernel altperiod]`): ssh, uploads, fetches, and `labperf` commands aimed at them.
+//! The emulated lab machines the lab tests talk to (`cargo xtask lab up aarch64
+//! [--kernel altperiod]`, `cargo xtask lab up alpha`): ssh, uploads, fetches, and `labperf`
+//! commands aimed at them.
 
 use crate::{bin, root, BenchClock};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-/// One lab machine: its directory holds `port`, `id_ed25519` and `known_hosts`.
+/// One lab machine: its directory holds `port`, `id_ed25519` and `known_hosts`; its agent
+/// and benches are `files` of target/agents/`triple`.
 pub struct Lab {
     dir: PathBuf,
+    triple: &'static str,
+    files: &'static [&'static str],
 }
+
+const ARM_FILES: &[&str] = &["labperf-agent", "labperf-bench", "labperf-bench-nofp"];
 
 impl Lab {
     /// The machine with Debian's kernel (`$LABPERF_LAB_DIR`, set by `cargo xtask test`).
@@ -21,11 +27,22 @@ impl Lab {
         Lab::from_env("LABPERF_ALTPERIOD_LAB_DIR", "target/lab/aarch64-altperiod")
     }
 
+    /// The emulated Alpha machine (`$LABPERF_ALPHA_LAB_DIR`): the C agent and bench.
+    pub fn alpha() -> Lab {
+        Lab {
+            triple: "alpha-unknown-linux-gnu",
+            files: &["labperf-agent", "labperf-bench"],
+            ..Lab::from_env("LABPERF_ALPHA_LAB_DIR", "target/lab/alpha")
+        }
+    }
+
     fn from_env(var: &str, default: &str) -> Lab {
         Lab {
             dir: std::env::var_os(var)
                 .map(PathBuf::from)
                 .unwrap_or_else(|| root().join(default)),
+            triple: "aarch64-unknown-linux-musl",
+            files: ARM_FILES,
         }
     }
 
@@ -38,7 +55,7 @@ impl Lab {
         std::fs::read_to_string(self.dir.join("port"))
             .unwrap_or_else(|_| {
                 panic!(
-                    "the lab machine of {} is not up: run `cargo xtask lab up aarch64` (with --kernel altperiod for that one)",
+                    "the lab machine of {} is not up: run `cargo xtask lab up aarch64` (with --kernel altperiod for that one), or `cargo xtask lab up alpha`",
                     self.dir.display()
                 )
             })
@@ -117,24 +134,25 @@ impl Lab {
         o.stdout
     }
 
-    /// Puts the aarch64 agent and bench in /root, uploading each only when the machine's
-    /// copy differs (the machine's tests run one at a time and share one upload: about 5 MB
-    /// through the emulated network otherwise); returns their local directory.
+    /// Puts the machine's agent and benches in /root, uploading each only when the
+    /// machine's copy differs (the machine's tests run one at a time and share one upload:
+    /// about 5 MB through the emulated network otherwise); returns their local directory.
     pub fn deploy(&self) -> PathBuf {
         let agents = std::env::var_os("LABPERF_AGENTS_DIR")
             .map(PathBuf::from)
             .unwrap_or_else(|| root().join("target/agents"))
-            .join("aarch64-unknown-linux-musl");
-        let names = ["labperf-agent", "labperf-bench", "labperf-bench-nofp"];
+            .join(self.triple);
+        let names = self.files;
         let remote: Vec<String> = names.iter().map(|n| format!("/root/{n}")).collect();
         let (_, there, _) = self.output(&format!("sha256sum {} 2>/dev/null", remote.join(" ")));
         let local = Command::new("sha256sum")
-            .args(names.map(|n| agents.join(n)))
+            .args(names.iter().map(|n| agents.join(n)))
             .output()
             .unwrap();
         assert!(
             local.status.success(),
-            "sha256sum of the aarch64 agents failed"
+            "sha256sum of the {} agents failed",
+            self.triple
         );
         let sums = |out: &str| -> Vec<Option<String>> {
             names

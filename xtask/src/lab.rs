@@ -6,8 +6,11 @@
 //! `qemu-system-aarch64 -M virt -cpu max -icount shift=0`: the PMU (`armv8_pmuv3`) counts
 //! for real and, under `-icount`, cycles equal instructions exactly. `--kernel altperiod`
 //! boots the same initramfs on the patched kernel of [`kernel`] (alternating sample
-//! periods), as a second machine with its own directory and port.
+//! periods), as a second machine with its own directory and port. `lab up alpha` boots
+//! the emulated Alpha machine of [`alpha`].
 
+pub mod alpha;
+mod cache;
 mod kernel;
 
 use crate::util::{is_root, target_dir, Summary};
@@ -26,10 +29,10 @@ pub struct Args {
 pub enum Action {
     /// Build (once) and boot the lab machine; prints how to reach it.
     Up {
-        /// Which machine (only aarch64 is emulated).
+        /// Which machine: aarch64 or alpha (x86_64 is this machine).
         #[arg(default_value = "aarch64")]
         machine: String,
-        /// Local port forwarded to its SSH server [default: 10022, altperiod 10023].
+        /// Local port forwarded to its SSH server [default: 10022, altperiod 10023, alpha 10024].
         #[arg(long)]
         port: Option<u16>,
         #[arg(long, value_enum, default_value_t)]
@@ -82,6 +85,18 @@ impl Kernel {
     }
 }
 
+/// The altperiod kernel: arm64 tinyconfig plus `xtask/kernel/altperiod/`.
+const ALTPERIOD: kernel::Recipe = kernel::Recipe {
+    name: "altperiod",
+    arch: "arm64",
+    cross: "aarch64-linux-gnu-",
+    patch: "altperiod.patch",
+    target: "Image",
+    built: "arch/arm64/boot/Image",
+    file: "Image",
+    about: "about 4 min",
+};
+
 /// Debian arm64 packages the image is made of (the kernel is found by name).
 const PACKAGES: &[&str] = &[
     "busybox-static:arm64",
@@ -125,13 +140,13 @@ while true; do sleep 3600; done
 
 /// The ssh command line for the running lab machine.
 pub fn ssh_args(k: Kernel) -> anyhow::Result<Vec<String>> {
-    let d = k.dir();
-    let port = std::fs::read_to_string(d.join("port")).with_context(|| {
-        format!(
-            "the lab is not up: run `cargo xtask lab up aarch64 --kernel {}`",
-            k.name()
-        )
-    })?;
+    ssh_args_in(&k.dir(), &format!("aarch64 --kernel {}", k.name()))
+}
+
+/// The ssh command line for the lab machine of directory `d` (`lab up {up}` boots it).
+fn ssh_args_in(d: &Path, up: &str) -> anyhow::Result<Vec<String>> {
+    let port = std::fs::read_to_string(d.join("port"))
+        .with_context(|| format!("the lab is not up: run `cargo xtask lab up {up}`"))?;
     Ok(vec![
         "-o".into(),
         format!("UserKnownHostsFile={}", d.join("known_hosts").display()),
@@ -362,7 +377,7 @@ pub fn up(k: Kernel, port: Option<u16>) -> anyhow::Result<String> {
             for f in ["id_ed25519", "id_ed25519.pub"] {
                 std::fs::copy(base.join(f), d.join(f))?;
             }
-            kernel::image(&sh)?
+            kernel::image(&sh, &ALTPERIOD)?
         }
     };
     let _ = std::fs::remove_file(d.join("known_hosts"));
@@ -409,8 +424,12 @@ pub fn up(k: Kernel, port: Option<u16>) -> anyhow::Result<String> {
 }
 
 pub fn down(k: Kernel) -> anyhow::Result<String> {
-    let d = k.dir();
-    match running(&d) {
+    stop(&k.dir())
+}
+
+/// Stops the qemu of the lab machine of directory `d`.
+fn stop(d: &Path) -> anyhow::Result<String> {
+    match running(d) {
         Some(pid) => {
             let sh = Shell::new()?;
             let p = pid.to_string();
@@ -430,24 +449,38 @@ pub fn run(a: &Args, s: &mut Summary) {
             port,
             kernel,
         } => {
+            if machine == "alpha" {
+                s.step("lab up alpha", || alpha::up(*port));
+                return;
+            }
             s.step(&format!("lab up {machine} --kernel {}", kernel.name()), || {
                 if machine != "aarch64" {
-                    bail!("only the aarch64 lab machine is emulated (x86_64 is this machine; Alpha runs its agent under qemu-alpha)");
+                    bail!("the emulated lab machines are aarch64 and alpha (x86_64 is this machine)");
                 }
                 up(*kernel, *port)
             });
         }
-        Action::Down { kernel, .. } => {
+        Action::Down { machine, kernel } => {
+            if machine == "alpha" {
+                s.step("lab down alpha", alpha::down);
+                return;
+            }
             s.step(&format!("lab down --kernel {}", kernel.name()), || {
                 down(*kernel)
             });
         }
         Action::Ssh {
-            command, kernel, ..
+            command,
+            kernel,
+            machine,
         } => {
             s.step("lab ssh", || {
                 let mut c = std::process::Command::new("ssh");
-                c.args(ssh_args(*kernel)?);
+                if machine == "alpha" {
+                    c.args(ssh_args_in(&alpha::dir(), "alpha")?);
+                } else {
+                    c.args(ssh_args(*kernel)?);
+                }
                 if command.is_empty() {
                     c.arg("-t");
                 }

@@ -38,7 +38,7 @@ pub enum Need {
     Dist,
     /// `bless`: labperf, the C agent and the views' C program, built.
     Bless,
-    /// `lab`: the emulated Arm machine (its image, its kernels, qemu, ssh).
+    /// `lab`: the emulated Arm and Alpha machines (their images, kernels, qemu, ssh).
     Lab,
     /// `bench`: the agents, perf and inferno, private sshd instances, the lab machine.
     Bench,
@@ -151,6 +151,10 @@ const QEMU_USER: Why = why(
     "qemu-user runs the Alpha agent and bench, and the Arm corpus programs, in the tests",
 );
 const LAB_QEMU: Why = why(&[Lab], "the emulated Arm lab machine");
+const LAB_ALPHA: Why = why(
+    &[Lab],
+    "the emulated Alpha lab machine: qemu-system-alpha and its PALcode, its kernel, and busybox and dropbear cross-built from Debian's source packages (xtask/src/lab/alpha.rs)",
+);
 const SSH_LAB: Why = why(
     &[Lab, Bench],
     "ssh reaches the lab machine with its own key; the tests and bench talk to their own sshd",
@@ -251,6 +255,8 @@ pub const PROGRAMS: &[(&str, &str, Why)] = &[
     ("qemu-alpha", "qemu-user", QEMU_USER),
     ("qemu-aarch64", "qemu-user", QEMU_USER),
     ("qemu-system-aarch64", "qemu-system-arm", LAB_QEMU),
+    ("qemu-system-alpha", "qemu-system-misc", LAB_ALPHA),
+    ("dpkg-source", "dpkg-dev", LAB_ALPHA),
     // SSH: the tests start their own sshd and talk to the lab machine with ssh.
     ("sshd", "openssh-server", SSHD),
     ("ssh", "openssh-client", SSH_LAB),
@@ -368,6 +374,23 @@ pub const FILES: &[(&str, &str, Why)] = &[
         "linux-source-6.1",
         LAB_KERNEL,
     ),
+    // The Alpha lab machine: QEMU's PALcode for clipper (only a Recommends of
+    // qemu-system-misc), and the C library busybox and dropbear link and load.
+    (
+        "/usr/share/qemu/palcode-clipper",
+        "qemu-system-data",
+        LAB_ALPHA,
+    ),
+    (
+        "/usr/alpha-linux-gnu/lib/libc.a",
+        "libc6.1-dev-alpha-cross",
+        LAB_ALPHA,
+    ),
+    (
+        "/usr/alpha-linux-gnu/lib/libc.so.6.1",
+        "libc6.1-alpha-cross",
+        LAB_ALPHA,
+    ),
     // The Python venv of PYTHON_PACKAGES is made with Debian's python3 and its venv module.
     ("/usr/share/doc/python3-venv", "python3-venv", VENV_MODULE),
 ];
@@ -408,6 +431,8 @@ pub struct Plan {
     pub venv: bool,
     /// qemu-alpha registered with binfmt_misc (the tests run Alpha binaries).
     pub binfmt: bool,
+    /// A deb-src entry: the Alpha lab's busybox and dropbear come from Debian's sources.
+    pub deb_src: bool,
     /// The nightly toolchain and cargo-fuzz.
     pub fuzz: bool,
 }
@@ -457,6 +482,7 @@ pub fn plan(need: Need) -> Plan {
         cargo_tools: take(CARGO_TOOLS),
         venv: need == Test,
         binfmt: need == Test,
+        deb_src: need.covers().contains(&Lab),
         fuzz: need == Fuzz,
     }
 }
@@ -975,6 +1001,12 @@ pub fn run(need: Need, s: &mut Summary) {
             || binfmt(&sh),
         );
     }
+    if plan.deb_src {
+        s.step(
+            &format!("setup for {n}: Debian source packages (deb-src)"),
+            || deb_src(&sh),
+        );
+    }
     if plan.fuzz {
         s.step(&format!("setup for {n}: nightly and cargo-fuzz"), || {
             nightly_and_cargo_fuzz(&sh)
@@ -1002,6 +1034,59 @@ fn packages(sh: &Shell, plan: &Plan) -> anyhow::Result<String> {
     }
     let names: Vec<&str> = missing.iter().map(|m| m.package.as_str()).collect();
     Ok(format!("installed {}", names.join(" ")))
+}
+
+/// Where [`deb_src`] reads the machine's Debian archives and writes their source entries.
+const DEB_SOURCES: &str = "/etc/apt/sources.list.d/debian.sources";
+const DEB_SRC: &str = "/etc/apt/sources.list.d/labperf-deb-src.sources";
+
+/// Makes Debian's source packages known to apt (the Alpha lab's busybox and dropbear are
+/// built from them): when apt knows none, a deb-src twin of each `Types: deb` entry of
+/// [`DEB_SOURCES`], then `apt-get update`.
+fn deb_src(sh: &Shell) -> anyhow::Result<String> {
+    let known = cmd!(sh, "apt-cache showsrc --only-source dropbear")
+        .ignore_stderr()
+        .read()
+        .unwrap_or_default();
+    if known.contains("Version:") {
+        return Ok("apt knows Debian's source packages".into());
+    }
+    let deb = std::fs::read_to_string(DEB_SOURCES).with_context(|| {
+        format!("no {DEB_SOURCES}: add a deb-src line for your Debian mirror to apt's sources, then `apt-get update`")
+    })?;
+    let src = deb_src_entries(&deb);
+    if src.is_empty() {
+        bail!("{DEB_SOURCES} has no `Types: deb` entry to make a deb-src entry of");
+    }
+    if !is_root() {
+        bail!("not root: write a deb-src entry (`Types: deb-src`) beside {DEB_SOURCES} and run `sudo apt-get update`");
+    }
+    std::fs::write(DEB_SRC, src)?;
+    cmd!(sh, "apt-get update -qq").run()?;
+    Ok(format!("wrote {DEB_SRC}"))
+}
+
+/// The deb822 stanzas of `sources` whose type is `deb`, as `deb-src` stanzas.
+fn deb_src_entries(sources: &str) -> String {
+    sources
+        .split("\n\n")
+        .filter(|st| st.lines().any(|l| l.trim() == "Types: deb"))
+        .map(|st| {
+            let lines: Vec<String> = st
+                .lines()
+                .filter(|l| !l.starts_with('#'))
+                .map(|l| {
+                    if l.trim() == "Types: deb" {
+                        "Types: deb-src".to_string()
+                    } else {
+                        l.to_string()
+                    }
+                })
+                .collect();
+            lines.join("\n") + "\n"
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Registers qemu-alpha with binfmt_misc (installing qemu-user-binfmt when its description
@@ -1043,6 +1128,15 @@ fn binfmt(sh: &Shell) -> anyhow::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn deb_src_entries_are_the_deb_entries_as_sources() {
+        let deb = "Types: deb\n# a comment\nURIs: http://deb.debian.org/debian\nSuites: bookworm\nComponents: main\n\nTypes: deb-src\nURIs: http://x\n\nTypes: deb\nURIs: http://deb.debian.org/debian-security\nSuites: bookworm-security\n";
+        assert_eq!(
+            deb_src_entries(deb),
+            "Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: bookworm\nComponents: main\n\nTypes: deb-src\nURIs: http://deb.debian.org/debian-security\nSuites: bookworm-security\n"
+        );
+    }
 
     fn packages_of(need: Need) -> Vec<&'static str> {
         let mut v: Vec<&str> = plan(need).packages.iter().map(|(_, p, _)| *p).collect();

@@ -12,16 +12,23 @@ pub struct Args {
 
 pub fn run(a: &Args, s: &mut Summary) {
     let triple = host_musl();
-    // Both lab machines (Debian's kernel, and the altperiod kernel, from the per-user cache
-    // or built on first use) boot while the agents, labperf and clippy build: a boot is
-    // mostly one qemu thread waiting on its guest.
+    // The lab machines (the Arm one with Debian's kernel and with the altperiod kernel, the
+    // Alpha one; their kernels from the per-user cache or built on first use) boot while
+    // the agents, labperf and clippy build: a boot is mostly one qemu thread waiting on its
+    // guest.
     let labs = std::thread::spawn(|| {
-        [Kernel::Debian, Kernel::Altperiod].map(|k| {
+        let mut ups: Vec<(Lab, bool, anyhow::Result<String>, f64)> = Vec::new();
+        for k in [Kernel::Debian, Kernel::Altperiod] {
             let was_up = crate::lab::is_up(k);
             let t = std::time::Instant::now();
             let r = crate::lab::up(k, None);
-            (k, was_up, r, t.elapsed().as_secs_f64())
-        })
+            ups.push((Lab::Arm(k), was_up, r, t.elapsed().as_secs_f64()));
+        }
+        let was_up = crate::lab::alpha::is_up();
+        let t = std::time::Instant::now();
+        let r = crate::lab::alpha::up(None);
+        ups.push((Lab::Alpha, was_up, r, t.elapsed().as_secs_f64()));
+        ups
     });
     crate::build_agents::run(
         &crate::build_agents::Args {
@@ -55,10 +62,10 @@ pub fn run(a: &Args, s: &mut Summary) {
     let mut booted = Vec::new();
     match labs.join() {
         Ok(ups) => {
-            for (k, was_up, r, secs) in ups {
-                let step = format!("lab up aarch64 --kernel {} (for the lab tests)", k.name());
+            for (lab, was_up, r, secs) in ups {
+                let step = format!("lab up {} (for the lab tests)", lab.name());
                 if s.record(&step, r, secs) && !was_up {
-                    booted.push(k);
+                    booted.push(lab);
                 }
             }
         }
@@ -84,6 +91,7 @@ pub fn run(a: &Args, s: &mut Summary) {
         let _e4 = sh.push_env("LABPERF_AGENTS_DIR", target_dir().join("agents"));
         let _e5 = sh.push_env("LABPERF_LAB_DIR", Kernel::Debian.dir());
         let _e6 = sh.push_env("LABPERF_ALTPERIOD_LAB_DIR", Kernel::Altperiod.dir());
+        let _e8 = sh.push_env("LABPERF_ALPHA_LAB_DIR", crate::lab::alpha::dir());
         if cmd!(sh, "cargo nextest --version")
             .quiet()
             .ignore_stdout()
@@ -104,9 +112,25 @@ pub fn run(a: &Args, s: &mut Summary) {
         }
         Ok(String::new())
     });
-    for k in booted {
-        s.step(&format!("lab down --kernel {}", k.name()), || {
-            crate::lab::down(k)
+    for lab in booted {
+        s.step(&format!("lab down {}", lab.name()), || match lab {
+            Lab::Arm(k) => crate::lab::down(k),
+            Lab::Alpha => crate::lab::alpha::down(),
         });
+    }
+}
+
+/// A lab machine the tests boot.
+enum Lab {
+    Arm(Kernel),
+    Alpha,
+}
+
+impl Lab {
+    fn name(&self) -> String {
+        match self {
+            Lab::Arm(k) => format!("aarch64 --kernel {}", k.name()),
+            Lab::Alpha => "alpha".into(),
+        }
     }
 }

@@ -116,6 +116,9 @@ impl Facts {
                 show(&shown.join(" "))
             );
         }
+        if self.arch == "alpha" {
+            s += &format!("  hardware counters: {}\n", self.alpha_counters());
+        }
         s += &format!("  TopDown: {}\n", self.topdown());
         let strobe = self.strobe_term();
         s += &format!(
@@ -133,6 +136,18 @@ impl Facts {
             }
         );
         s
+    }
+
+    /// What an Alpha kernel's PMU offers: Linux registers it (as `cpu`) on EV67 to EV69
+    /// only, with two counters; sampling needs their overflow interrupt.
+    fn alpha_counters(&self) -> String {
+        match self.pmus.iter().find(|p| p.0 == "cpu") {
+            Some((_, t, _, _)) => format!(
+                "the EV67 PMU (cpu, type {}): 2 counters, cycles, instructions and cache-misses (B-cache); they sample only where the counters raise their overflow interrupt (QEMU's Alpha does not: there `-e cycles` opens but gives no sample; cpu-clock and task-clock sample)",
+                show(t)
+            ),
+            None => "none: Linux registers the Alpha PMU on EV67 to EV69 only (and with CONFIG_PERF_EVENTS); cpu-clock and task-clock sample".into(),
+        }
     }
 
     /// Whether TopDown is there: on which PMU, with how many metrics.
@@ -341,5 +356,22 @@ mod tests {
         assert!(r.contains("ProfileMe format bit: no"));
         let f = parse("arch alpha\nparanoid 1\npmu cpu 4\nformat cpu event profileme\n");
         assert!(f.render("a").contains("ProfileMe format bit: yes"));
+        assert!(!r.contains("hardware counters"), "{r}");
+    }
+
+    #[test]
+    fn an_alpha_probe_says_what_its_pmu_offers() {
+        let with = parse("arch alpha\npmu cpu 4\npmu software 1\n").render("a");
+        assert!(
+            with.contains("hardware counters: the EV67 PMU (cpu, type 4): 2 counters"),
+            "{with}"
+        );
+        let without = parse("arch alpha\npmu software 1\n").render("a");
+        assert!(
+            without.contains(
+                "hardware counters: none: Linux registers the Alpha PMU on EV67 to EV69 only"
+            ),
+            "{without}"
+        );
     }
 }

@@ -140,6 +140,12 @@ pub fn build_many(
     }
     let (total, total_period) = (merged.total, merged.total_period);
     let (events, rows) = merged.rows();
+    if event.is_none() {
+        warnings.extend(silent_events(
+            infos.iter().filter_map(|(_, i)| i.header.as_ref()),
+            &events,
+        ));
+    }
     warnings.sort();
     warnings.dedup();
     let (_, info) = infos.remove(0);
@@ -154,6 +160,28 @@ pub fn build_many(
         others: infos,
         left_out: Vec::new(),
     })
+}
+
+/// A warning for each sampling event (a group's leader or an event alone) of the `headers`
+/// that opened but gave no sample: its counter never reached the period (a PMU that does
+/// not count, as QEMU's Alpha, or a period longer than the run), said rather than left to
+/// a report without its table. `events` are the events with samples.
+fn silent_events<'a>(
+    headers: impl Iterator<Item = &'a labperf_common::Header>,
+    events: &[EventTotal],
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for h in headers {
+        for e in h.events.iter().filter(|e| e.leader.is_none()) {
+            if !events.iter().any(|t| t.name == e.name) {
+                out.push(format!(
+                    "warning: event '{}' opened but produced no sample: its counter never reached the period (a PMU that does not count, as under an emulator, or a period longer than the run)",
+                    crate::text::show(&e.name)
+                ));
+            }
+        }
+    }
+    out
 }
 
 /// A row's key while files are merged: (event, keys, dso).

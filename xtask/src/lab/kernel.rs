@@ -1,7 +1,9 @@
-//! The altperiod lab kernel: Debian's `linux-source-6.1` plus `xtask/kernel/altperiod/`'s
-//! patch and config, cross-built once per user and kept in [`cache_dir`] under the hash of
-//! every input (source version, patch, config, cross compiler, this recipe).
+//! The lab kernels built from source: Debian's `linux-source-6.1` plus a [`Recipe`]'s patch
+//! and config (`xtask/kernel/<name>/`), cross-built once per user and kept in the lab cache
+//! ([`super::cache`]) under the hash of every input (source version, patch, config, cross
+//! compiler, the recipe and this file). Each machine's module holds its recipe.
 
+use super::cache;
 use crate::util::root;
 use anyhow::{bail, Context};
 use std::io::{BufRead, BufReader};
@@ -10,138 +12,104 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use xshell::{cmd, Shell};
 
+/// How one lab kernel is made: `xtask/kernel/<name>/` holds `patch` and `lab.config`
+/// (appended to the architecture's tinyconfig).
+#[derive(Debug)]
+pub struct Recipe {
+    /// The cache entry's prefix and the directory of its material.
+    pub name: &'static str,
+    /// `make ARCH=`.
+    pub arch: &'static str,
+    /// `make CROSS_COMPILE=` (its `gcc` is the cross compiler).
+    pub cross: &'static str,
+    /// The patch file in the material directory.
+    pub patch: &'static str,
+    /// The make target, and where it leaves the kernel in the build tree.
+    pub target: &'static str,
+    pub built: &'static str,
+    /// The kernel's file name in the cache entry.
+    pub file: &'static str,
+    /// About how long a build takes here (said before it starts).
+    pub about: &'static str,
+}
+
 /// Where `cargo xtask setup` (package `linux-source-6.1`) puts the kernel source.
 pub const SOURCE: &str = "/usr/src/linux-source-6.1.tar.xz";
 const SOURCE_PACKAGE: &str = "linux-source-6.1";
 
-fn material() -> PathBuf {
-    root().join("xtask/kernel/altperiod")
-}
-
-/// The per-user cache of built kernels, outside any clone, so a new clone (CI's) reuses
-/// them: `$LABPERF_CACHE_DIR`, else `$XDG_CACHE_HOME/labperf`, else `~/.cache/labperf`;
-/// kernels under its `lab/kernels/`.
-pub fn cache_dir() -> anyhow::Result<PathBuf> {
-    let var = |v: &str| {
-        std::env::var_os(v)
-            .filter(|s| !s.is_empty())
-            .map(PathBuf::from)
-    };
-    cache_in(var("LABPERF_CACHE_DIR"), var("XDG_CACHE_HOME"), var("HOME"))
-        .context("no cache directory for the lab kernel: set LABPERF_CACHE_DIR or HOME")
-}
-
-/// [`cache_dir`] from the values of `$LABPERF_CACHE_DIR`, `$XDG_CACHE_HOME` and `$HOME`.
-fn cache_in(own: Option<PathBuf>, xdg: Option<PathBuf>, home: Option<PathBuf>) -> Option<PathBuf> {
-    let base = own
-        .or_else(|| xdg.map(|x| x.join("labperf")))
-        .or_else(|| home.map(|h| h.join(".cache/labperf")))?;
-    Some(base.join("lab/kernels"))
+impl Recipe {
+    fn material(&self) -> PathBuf {
+        root().join("xtask/kernel").join(self.name)
+    }
 }
 
 /// What the built kernel depends on, one line or file each: the source package's version,
-/// the patch, the config, the cross compiler's version, and this file (the recipe).
-fn inputs(sh: &Shell) -> anyhow::Result<Vec<u8>> {
+/// the patch, the config, the cross compiler's version, the recipe and this file.
+fn inputs(sh: &Shell, r: &Recipe) -> anyhow::Result<Vec<u8>> {
     let format = "${Version}";
     let version = cmd!(sh, "dpkg-query -W -f={format} {SOURCE_PACKAGE}")
         .read()
         .context("linux-source-6.1 is not installed: run `cargo xtask setup`")?;
-    let gcc = cmd!(sh, "aarch64-linux-gnu-gcc --version")
+    let gcc = format!("{}gcc", r.cross);
+    let gcc = cmd!(sh, "{gcc} --version")
         .read()
-        .context("aarch64-linux-gnu-gcc is missing: run `cargo xtask setup`")?;
-    let mut all = format!("{SOURCE_PACKAGE} {version}\n{gcc}\n").into_bytes();
-    for f in ["altperiod.patch", "lab.config"] {
-        all.extend(std::fs::read(material().join(f))?);
+        .with_context(|| format!("{gcc} is missing: run `cargo xtask setup`"))?;
+    let mut all = format!("{SOURCE_PACKAGE} {version}\n{gcc}\n{r:?}\n").into_bytes();
+    for f in [r.patch, "lab.config"] {
+        all.extend(std::fs::read(r.material().join(f))?);
         all.push(0);
     }
     all.extend(include_bytes!("kernel.rs"));
     Ok(all)
 }
 
-/// The cache key: the first 16 hex digits of the SHA-256 of [`inputs`].
-fn key(sh: &Shell) -> anyhow::Result<String> {
-    let sum = cmd!(sh, "sha256sum").stdin(inputs(sh)?).read()?;
-    Ok(sum.chars().take(16).collect())
-}
-
-/// The kernel `Image`, built if the cache has none for today's inputs. A build happens in
-/// a directory of its own and its result appears by one rename of a complete directory:
-/// another run (a second clone, a parallel CI) sees a kernel whole or not at all.
-pub fn image(sh: &Shell) -> anyhow::Result<PathBuf> {
+/// The kernel of recipe `r`, built if the cache has none for today's inputs (published
+/// whole by [`cache::publish`]).
+pub fn image(sh: &Shell, r: &Recipe) -> anyhow::Result<PathBuf> {
     if !Path::new(SOURCE).is_file() {
         bail!("{SOURCE} is missing: run `cargo xtask setup` (it installs {SOURCE_PACKAGE})");
     }
-    let cache = cache_dir()?;
-    let out = cache.join(format!("altperiod-{}", key(sh)?));
-    let image = out.join("Image");
-    if image.is_file() {
-        eprintln!("lab kernel: cached in {}", out.display());
-        return Ok(image);
-    }
-    let t = Instant::now();
-    let nonce = format!(
-        "{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos())
-    );
-    sweep(&cache);
-    let build = cache.join(format!("build-{nonce}"));
-    std::fs::create_dir_all(&build).with_context(|| format!("cannot make {}", build.display()))?;
-    // A failed build's directory stays (its build.log is named in the error) until the
-    // next run sweeps it.
-    build_in(sh, &build, &cache, &out, &nonce)?;
-    let _ = std::fs::remove_dir_all(&build);
-    let secs = t.elapsed().as_secs_f64();
-    eprintln!("lab kernel: built in {secs:.0} s");
-    Ok(image)
+    let key = cache::key(sh, &inputs(sh, r)?)?;
+    let out = cache::publish(
+        &format!("kernels/{}-{key}", r.name),
+        r.file,
+        |build, staged| {
+            let t = Instant::now();
+            eprintln!(
+                "lab kernel {}: building (once per user; {} on 2 cores)",
+                r.name, r.about
+            );
+            build_in(sh, r, build)?;
+            std::fs::copy(build.join(r.built), staged.join(r.file))?;
+            std::fs::copy(build.join(".config"), staged.join("config"))?;
+            std::fs::write(staged.join("inputs"), inputs(sh, r)?)?;
+            let secs = t.elapsed().as_secs_f64();
+            std::fs::write(staged.join("build-seconds"), format!("{secs:.0}\n"))?;
+            eprintln!("lab kernel {}: built in {secs:.0} s", r.name);
+            Ok(())
+        },
+    )?;
+    Ok(out.join(r.file))
 }
 
-/// Removes the build and staging directories of runs that are gone (their process id,
-/// the name's first number, no longer alive): an interrupted or failed build's.
-fn sweep(cache: &Path) {
-    let Ok(dir) = std::fs::read_dir(cache) else {
-        return;
-    };
-    for e in dir.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let pid = ["build-", "staged-"]
-            .iter()
-            .find_map(|p| name.strip_prefix(p))
-            .and_then(|rest| rest.split('-').next())
-            .and_then(|p| p.parse::<u32>().ok());
-        if let Some(pid) = pid {
-            if !Path::new(&format!("/proc/{pid}")).exists() {
-                let _ = std::fs::remove_dir_all(e.path());
-            }
-        }
-    }
-}
-
-/// Unpacks, patches, configures and compiles in `build`, then publishes `out` whole.
-fn build_in(sh: &Shell, build: &Path, cache: &Path, out: &Path, nonce: &str) -> anyhow::Result<()> {
-    let t = Instant::now();
-    eprintln!(
-        "lab kernel: building {} (once per user; about 4 min on 2 cores)",
-        out.display()
-    );
-    eprintln!("lab kernel: unpacking {SOURCE}");
+/// Unpacks, patches, configures and compiles in `build`.
+fn build_in(sh: &Shell, r: &Recipe, build: &Path) -> anyhow::Result<()> {
+    eprintln!("lab kernel {}: unpacking {SOURCE}", r.name);
     cmd!(sh, "tar -xJf {SOURCE} -C {build} --strip-components=1").run()?;
-    let patch = material().join("altperiod.patch");
+    let patch = r.material().join(r.patch);
     cmd!(
         sh,
         "patch -p1 --forward --batch --quiet -d {build} -i {patch}"
     )
     .run()
-    .context("altperiod.patch does not apply to this linux-source-6.1")?;
-    let config = material().join("lab.config");
+    .with_context(|| format!("{} does not apply to this linux-source-6.1", r.patch))?;
+    let config = r.material().join("lab.config");
+    let (arch, cross) = (
+        format!("ARCH={}", r.arch),
+        format!("CROSS_COMPILE={}", r.cross),
+    );
     let make = |args: &[&str]| -> anyhow::Result<()> {
-        cmd!(
-            sh,
-            "make -s -C {build} ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu- {args...}"
-        )
-        .run()?;
+        cmd!(sh, "make -s -C {build} {arch} {cross} {args...}").run()?;
         Ok(())
     };
     make(&["tinyconfig"])?;
@@ -149,8 +117,8 @@ fn build_in(sh: &Shell, build: &Path, cache: &Path, out: &Path, nonce: &str) -> 
     {
         let _d = sh.push_dir(build);
         cmd!(sh, "sh {merge} -m .config {config}")
-            .env("ARCH", "arm64")
-            .env("CROSS_COMPILE", "aarch64-linux-gnu-")
+            .env("ARCH", r.arch)
+            .env("CROSS_COMPILE", r.cross)
             .quiet()
             .ignore_stdout()
             .run()?;
@@ -175,38 +143,22 @@ fn build_in(sh: &Shell, build: &Path, cache: &Path, out: &Path, nonce: &str) -> 
             lost.join(" ")
         );
     }
-    compile(build)?;
-    // The result in a directory of its own, renamed into place whole.
-    let staged = cache.join(format!("staged-{nonce}"));
-    std::fs::create_dir_all(&staged)?;
-    std::fs::copy(build.join("arch/arm64/boot/Image"), staged.join("Image"))?;
-    std::fs::copy(build.join(".config"), staged.join("config"))?;
-    std::fs::write(staged.join("inputs"), inputs(sh)?)?;
-    let secs = t.elapsed().as_secs_f64();
-    std::fs::write(staged.join("build-seconds"), format!("{secs:.0}\n"))?;
-    if let Err(e) = std::fs::rename(&staged, out) {
-        let _ = std::fs::remove_dir_all(&staged);
-        // Another run published the same key first: its kernel is as good as ours.
-        if !out.join("Image").is_file() {
-            return Err(e).with_context(|| format!("cannot publish {}", out.display()));
-        }
-    }
-    Ok(())
+    compile(r, build)
 }
 
-/// `make Image` with a progress line every 20 s (files compiled so far); the log is kept
+/// `make <target>` with a progress line every 20 s (files compiled so far); the log is kept
 /// in the build directory and its tail printed on failure.
-fn compile(build: &Path) -> anyhow::Result<()> {
+fn compile(r: &Recipe, build: &Path) -> anyhow::Result<()> {
     let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
     let log_path = build.join("build.log");
     let mut child = Command::new("make")
         .arg("-C")
         .arg(build)
         .args([
-            "ARCH=arm64",
-            "CROSS_COMPILE=aarch64-linux-gnu-",
+            &format!("ARCH={}", r.arch),
+            &format!("CROSS_COMPILE={}", r.cross),
             &format!("-j{jobs}"),
-            "Image",
+            r.target,
         ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -232,7 +184,8 @@ fn compile(build: &Path) -> anyhow::Result<()> {
         }
         if last.elapsed() >= Duration::from_secs(20) {
             eprintln!(
-                "lab kernel: {compiled} files compiled, {:.0} s",
+                "lab kernel {}: {compiled} files compiled, {:.0} s",
+                r.name,
                 t.elapsed().as_secs_f64()
             );
             last = Instant::now();
@@ -252,64 +205,16 @@ fn compile(build: &Path) -> anyhow::Result<()> {
             .map(String::as_str)
             .collect();
         bail!(
-            "make Image failed ({st}); log in {}:\n{}",
+            "make {} failed ({st}); log in {}:\n{}",
+            r.target,
             log_path.display(),
             tail.join("\n")
         );
     }
     eprintln!(
-        "lab kernel: {compiled} files compiled in {:.0} s",
+        "lab kernel {}: {compiled} files compiled in {:.0} s",
+        r.name,
         t.elapsed().as_secs_f64()
     );
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_cache_is_labperf_s_own_then_xdg_then_home() {
-        let p = |s: &str| Some(PathBuf::from(s));
-        assert_eq!(cache_in(p("/c"), p("/x"), p("/h")), p("/c/lab/kernels"));
-        assert_eq!(
-            cache_in(None, p("/x"), p("/h")),
-            p("/x/labperf/lab/kernels")
-        );
-        assert_eq!(
-            cache_in(None, None, p("/h")),
-            p("/h/.cache/labperf/lab/kernels")
-        );
-        assert_eq!(cache_in(None, None, None), None);
-    }
-
-    #[test]
-    fn a_sweep_removes_the_directories_of_gone_runs_only() {
-        let d = std::env::temp_dir().join(format!("labperf-sweep-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        // pid_max is at most 4194304: a pid above it is never alive.
-        let gone = ["build-4294967-1", "staged-4294967-2"];
-        let kept = [
-            format!("build-{}-3", std::process::id()),
-            format!("staged-{}-4", std::process::id()),
-            "altperiod-0123456789abcdef".to_string(),
-        ];
-        for n in gone
-            .iter()
-            .map(|s| s.to_string())
-            .chain(kept.iter().cloned())
-        {
-            std::fs::create_dir_all(d.join(n).join("sub")).unwrap();
-        }
-        sweep(&d);
-        let mut left: Vec<String> = std::fs::read_dir(&d)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        left.sort();
-        let mut want = kept.to_vec();
-        want.sort();
-        assert_eq!(left, want);
-        std::fs::remove_dir_all(&d).unwrap();
-    }
 }

@@ -396,3 +396,75 @@ fn a_hung_target_or_jump_host_times_out_within_the_connect_timeout() {
     }
     drop(hung);
 }
+
+#[test]
+fn a_bastion_that_refuses_forwarding_or_cannot_reach_the_target_says_why() {
+    let lab = Lab::new("bastion-refuses");
+    let cfg = lab.config(&[
+        lab.target_block("nores", "ProxyJump bastion")
+            .replace("HostName 127.0.0.1", "HostName no-such-host.invalid"),
+        lab.bastion_block(),
+    ]);
+    // The name does not resolve on the bastion: said in `deploy` and in `hosts check`'s
+    // Fix column (which said only "check the address and port in the hosts file").
+    let o = lab.labperf("deploy", &cfg).arg("nores").output().unwrap();
+    let err = stderr(&o);
+    assert!(!o.status.success());
+    assert!(
+        err.contains(
+            "bastion (jump host to nores) could not connect to it (the name does not resolve there"
+        ),
+        "{err}"
+    );
+    let o = lab
+        .labperf("hosts check", &cfg)
+        .arg("nores")
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("unreachable")
+            && out.contains("no-such-host.invalid:")
+            && out.contains("could not connect to it"),
+        "{out}"
+    );
+    // A bastion whose sshd has `AllowTcpForwarding no`: named as the reason, not "check
+    // that sshd runs there".
+    let bdir = Sshd::keys("bastion-refuses-nofwd");
+    std::fs::copy(
+        lab.bastion.dir.join("client_key.pub"),
+        bdir.join("authorized_keys"),
+    )
+    .unwrap();
+    let nofwd = Sshd::start_in_netns_with(
+        bdir,
+        &lab.ns.name,
+        &lab.ns.ns_addr,
+        free_port(),
+        "AllowTcpForwarding no\n",
+    );
+    let hop = format!("root@{}:{}", lab.ns.ns_addr, nofwd.port);
+    let target = format!("root@127.0.0.1:{}", lab.target.port);
+    let run = |verb: &str| {
+        lab.labperf(verb, &cfg)
+            .args([&target, "-J", &hop, "--accept-new-host-key", "--identity"])
+            .arg(&lab.key)
+            .output()
+            .unwrap()
+    };
+    let o = run("deploy");
+    let err = stderr(&o);
+    assert!(!o.status.success());
+    assert!(
+        err.contains("(jump host to 127.0.0.1) refuses to forward connections to 127.0.0.1:")
+            && err.contains("AllowTcpForwarding")
+            && !err.contains("sshd runs there"),
+        "{err}"
+    );
+    let o = run("hosts check");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("jump host refuses") && out.contains("AllowTcpForwarding"),
+        "{out}"
+    );
+}

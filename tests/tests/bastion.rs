@@ -468,3 +468,28 @@ fn a_bastion_that_refuses_forwarding_or_cannot_reach_the_target_says_why() {
         "{out}"
     );
 }
+
+#[test]
+fn record_through_a_proxycommand_of_openssh_ssh_w() {
+    let lab = Lab::new("bastion-ssh-w");
+    // The most common real ProxyCommand: OpenSSH's own client, `-W %h:%p`, with a key.
+    let how = format!(
+        "ProxyCommand ssh -F /dev/null -i {} -o UserKnownHostsFile={} -o BatchMode=yes -p {} -W %h:%p root@{}",
+        lab.key.display(),
+        lab.kh.display(),
+        lab.bastion.port,
+        lab.ns.ns_addr
+    );
+    let cfg = lab.config(&[lab.target_block("target", &how)]);
+    lab.record_on_target(&mut lab.labperf("record", &cfg), "target");
+    // The ssh it started is gone once labperf is.
+    let key = lab.key.display().to_string();
+    let left: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.starts_with("ssh ") && c.contains(&key))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}

@@ -493,3 +493,66 @@ fn record_through_a_proxycommand_of_openssh_ssh_w() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// The processes whose command line is `cmdline` (arguments joined by spaces).
+fn processes(cmdline: &str) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let pid = e.file_name().to_str()?.parse::<i32>().ok()?;
+            let c = std::fs::read(e.path().join("cmdline")).ok()?;
+            let c = String::from_utf8_lossy(&c).replace('\0', " ");
+            (c.trim_end() == cmdline).then_some(pid)
+        })
+        .collect()
+}
+
+#[test]
+fn interrupted_twice_while_a_proxycommand_hangs_leaves_no_process() {
+    let lab = Lab::new("bastion-interrupt");
+    let sleep = format!("sleep 4242.{}", std::process::id());
+    let cfg = lab.config(&[lab.target_block("target", &format!("ProxyCommand exec {sleep}"))]);
+    // Its stderr to a file: a ProxyCommand left running would hold a pipe open.
+    let errf = lab.dir.join("stderr");
+    let mut child = lab
+        .labperf("record", &cfg)
+        .args(["--host", "target", "--no-report", "--", "true"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&errf).unwrap())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while processes(&sleep).is_empty() {
+        assert!(t.elapsed() < Duration::from_secs(20), "no ProxyCommand");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    for _ in 0..2 {
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        std::thread::sleep(Duration::from_millis(30));
+    }
+    let t = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(t.elapsed() < Duration::from_secs(5), "still running");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let took = t.elapsed();
+    std::thread::sleep(Duration::from_millis(200));
+    let left = processes(&sleep);
+    for pid in &left {
+        // SAFETY: the test's own leftover ProxyCommand.
+        unsafe { libc::kill(*pid, libc::SIGKILL) };
+    }
+    let err = std::fs::read_to_string(&errf).unwrap();
+    assert!(took < Duration::from_secs(2), "{took:?}");
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(err.contains("interrupted twice"), "{err}");
+    assert!(
+        left.is_empty(),
+        "the ProxyCommand outlived labperf: {left:?}"
+    );
+}

@@ -566,14 +566,20 @@ impl Remote {
     ) -> Result<Remote, RemoteError> {
         let (tx, rx) = std::sync::mpsc::channel();
         let (t2, keys, ids) = (t.clone(), keys.clone(), extra_identities.to_vec());
+        // The ProxyCommands this connection starts: killed if it is given up.
+        let groups = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let groups2 = groups.clone();
         std::thread::spawn(move || {
-            let _ = tx.send(Self::connect_now(&t2, &keys, &ids, timeout));
+            let _ = tx.send(Self::connect_now(&t2, &keys, &ids, timeout, &groups2));
         });
         loop {
             match rx.recv_timeout(Duration::from_millis(50)) {
                 Ok(r) => return r,
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
                     if crate::interrupt::aborting() {
+                        for g in groups.lock().map(|g| g.clone()).unwrap_or_default() {
+                            crate::interrupt::kill_group(g);
+                        }
                         return Err(RemoteError::Interrupted {
                             host: show(&t.name).into_owned(),
                         });
@@ -596,6 +602,7 @@ impl Remote {
         keys: &HostKeys,
         extra_identities: &[PathBuf],
         timeout: Duration,
+        groups: &std::sync::Mutex<Vec<i32>>,
     ) -> Result<Remote, RemoteError> {
         let deadline = Instant::now() + timeout;
         let hops: &[Target] = match &t.route {
@@ -606,7 +613,7 @@ impl Remote {
         for hop in hops {
             let mut hop = hop.clone();
             hop.name = format!("{} (jump host to {})", hop.name, t.name);
-            let (link, keep) = Self::link(&hop, via.take(), deadline, timeout)?;
+            let (link, keep) = Self::link(&hop, via.take(), deadline, timeout, groups)?;
             via = Some(Self::login(
                 &hop,
                 link,
@@ -617,7 +624,7 @@ impl Remote {
                 timeout,
             )?);
         }
-        let (link, keep) = Self::link(t, via, deadline, timeout)?;
+        let (link, keep) = Self::link(t, via, deadline, timeout, groups)?;
         let r = Self::login(t, link, keep, keys, extra_identities, deadline, timeout)?;
         r.sess.set_timeout(SHORT_TIMEOUT.as_millis() as u32);
         Ok(r)
@@ -630,6 +637,7 @@ impl Remote {
         via: Option<Remote>,
         deadline: Instant,
         timeout: Duration,
+        groups: &std::sync::Mutex<Vec<i32>>,
     ) -> Result<(Link, Option<Keep>), RemoteError> {
         let unreachable = |cause| RemoteError::Unreachable {
             host: show(&t.host).into_owned(),
@@ -675,6 +683,9 @@ impl Remote {
                     format!("cannot start its ProxyCommand `{}`: {e}", show(c)),
                 ))
             })?;
+            if let (Keep::Command(c), Ok(mut g)) = (&k, groups.lock()) {
+                g.push(c.id() as i32);
+            }
             return Ok((Link::Unix(s), Some(k)));
         }
         let addr = (t.host.as_str(), t.port)

@@ -3,7 +3,7 @@
 //! the remote flow looks at [`aborting`], so it ends within a fraction of a second, and
 //! removes what it was writing); with [`install_remote`], a third exits at once.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
 
 static COUNT: AtomicU32 = AtomicU32::new(0);
 /// [`COUNT`] when the handler was installed.
@@ -16,6 +16,8 @@ extern "C" fn on_signal(_: libc::c_int) {
     let n = COUNT.fetch_add(1, Ordering::SeqCst).wrapping_add(1);
     let at = EXIT_AT.load(Ordering::SeqCst);
     if at != 0 && n >= at {
+        // ProxyCommands run in process groups of their own: no Ctrl-C reaches them.
+        kill_all_groups();
         // SAFETY: _exit is async-signal-safe.
         unsafe { libc::_exit(130) };
     }
@@ -72,4 +74,49 @@ pub fn aborting() -> bool {
             .load(Ordering::SeqCst)
             .wrapping_sub(BASE.load(Ordering::SeqCst))
             >= 2
+}
+
+/// The process groups of the ProxyCommands running now (0: a free slot; `lab::jump`
+/// registers them), for those whose connection is abandoned (a second interrupt while
+/// connecting: [`kill_group`]) and for the third interrupt's immediate exit (from the
+/// signal handler: atomics and kill(2) only). They run in groups of their own, which no
+/// Ctrl-C of the terminal reaches.
+static GROUPS: [AtomicI32; 64] = [const { AtomicI32::new(0) }; 64];
+
+/// Notes a ProxyCommand's process group.
+pub fn register_group(pgid: i32) {
+    for s in &GROUPS {
+        if s.compare_exchange(0, pgid, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+        {
+            return;
+        }
+    }
+}
+
+/// Forgets a process group (its leader reaped).
+pub fn unregister_group(pgid: i32) {
+    for s in &GROUPS {
+        let _ = s.compare_exchange(pgid, 0, Ordering::SeqCst, Ordering::SeqCst);
+    }
+}
+
+/// Kills process group `pgid` if it is still registered (its leader not yet reaped): a
+/// ProxyCommand left behind by a connection given up on its thread.
+pub fn kill_group(pgid: i32) {
+    if GROUPS.iter().any(|s| s.load(Ordering::SeqCst) == pgid) {
+        // SAFETY: signalling the process group of a ProxyCommand we started, not reaped.
+        unsafe { libc::kill(-pgid, libc::SIGKILL) };
+    }
+}
+
+/// Kills every registered process group (async-signal-safe).
+fn kill_all_groups() {
+    for s in &GROUPS {
+        let p = s.load(Ordering::SeqCst);
+        if p > 0 {
+            // SAFETY: as in kill_group; kill(2) is async-signal-safe.
+            unsafe { libc::kill(-p, libc::SIGKILL) };
+        }
+    }
 }

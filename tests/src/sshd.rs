@@ -94,6 +94,17 @@ impl Sshd {
         Self::start_at(dir, addr, port, "", None, Some(netns))
     }
 
+    /// [`Sshd::start_in_netns`] with `extra` lines of sshd_config (`AllowTcpForwarding no`).
+    pub fn start_in_netns_with(
+        dir: PathBuf,
+        netns: &str,
+        addr: &str,
+        port: u16,
+        extra: &str,
+    ) -> Sshd {
+        Self::start_at(dir, addr, port, extra, None, Some(netns))
+    }
+
     fn start_at(
         dir: PathBuf,
         addr: &str,

@@ -396,3 +396,163 @@ fn a_hung_target_or_jump_host_times_out_within_the_connect_timeout() {
     }
     drop(hung);
 }
+
+#[test]
+fn a_bastion_that_refuses_forwarding_or_cannot_reach_the_target_says_why() {
+    let lab = Lab::new("bastion-refuses");
+    let cfg = lab.config(&[
+        lab.target_block("nores", "ProxyJump bastion")
+            .replace("HostName 127.0.0.1", "HostName no-such-host.invalid"),
+        lab.bastion_block(),
+    ]);
+    // The name does not resolve on the bastion: said in `deploy` and in `hosts check`'s
+    // Fix column (which said only "check the address and port in the hosts file").
+    let o = lab.labperf("deploy", &cfg).arg("nores").output().unwrap();
+    let err = stderr(&o);
+    assert!(!o.status.success());
+    assert!(
+        err.contains(
+            "bastion (jump host to nores) could not connect to it (the name does not resolve there"
+        ),
+        "{err}"
+    );
+    let o = lab
+        .labperf("hosts check", &cfg)
+        .arg("nores")
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("unreachable")
+            && out.contains("no-such-host.invalid:")
+            && out.contains("could not connect to it"),
+        "{out}"
+    );
+    // A bastion whose sshd has `AllowTcpForwarding no`: named as the reason, not "check
+    // that sshd runs there".
+    let bdir = Sshd::keys("bastion-refuses-nofwd");
+    std::fs::copy(
+        lab.bastion.dir.join("client_key.pub"),
+        bdir.join("authorized_keys"),
+    )
+    .unwrap();
+    let nofwd = Sshd::start_in_netns_with(
+        bdir,
+        &lab.ns.name,
+        &lab.ns.ns_addr,
+        free_port(),
+        "AllowTcpForwarding no\n",
+    );
+    let hop = format!("root@{}:{}", lab.ns.ns_addr, nofwd.port);
+    let target = format!("root@127.0.0.1:{}", lab.target.port);
+    let run = |verb: &str| {
+        lab.labperf(verb, &cfg)
+            .args([&target, "-J", &hop, "--accept-new-host-key", "--identity"])
+            .arg(&lab.key)
+            .output()
+            .unwrap()
+    };
+    let o = run("deploy");
+    let err = stderr(&o);
+    assert!(!o.status.success());
+    assert!(
+        err.contains("(jump host to 127.0.0.1) refuses to forward connections to 127.0.0.1:")
+            && err.contains("AllowTcpForwarding")
+            && !err.contains("sshd runs there"),
+        "{err}"
+    );
+    let o = run("hosts check");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("jump host refuses") && out.contains("AllowTcpForwarding"),
+        "{out}"
+    );
+}
+
+#[test]
+fn record_through_a_proxycommand_of_openssh_ssh_w() {
+    let lab = Lab::new("bastion-ssh-w");
+    // The most common real ProxyCommand: OpenSSH's own client, `-W %h:%p`, with a key.
+    let how = format!(
+        "ProxyCommand ssh -F /dev/null -i {} -o UserKnownHostsFile={} -o BatchMode=yes -p {} -W %h:%p root@{}",
+        lab.key.display(),
+        lab.kh.display(),
+        lab.bastion.port,
+        lab.ns.ns_addr
+    );
+    let cfg = lab.config(&[lab.target_block("target", &how)]);
+    lab.record_on_target(&mut lab.labperf("record", &cfg), "target");
+    // The ssh it started is gone once labperf is.
+    let key = lab.key.display().to_string();
+    let left: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.starts_with("ssh ") && c.contains(&key))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+/// The processes whose command line is `cmdline` (arguments joined by spaces).
+fn processes(cmdline: &str) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let pid = e.file_name().to_str()?.parse::<i32>().ok()?;
+            let c = std::fs::read(e.path().join("cmdline")).ok()?;
+            let c = String::from_utf8_lossy(&c).replace('\0', " ");
+            (c.trim_end() == cmdline).then_some(pid)
+        })
+        .collect()
+}
+
+#[test]
+fn interrupted_twice_while_a_proxycommand_hangs_leaves_no_process() {
+    let lab = Lab::new("bastion-interrupt");
+    let sleep = format!("sleep 4242.{}", std::process::id());
+    let cfg = lab.config(&[lab.target_block("target", &format!("ProxyCommand exec {sleep}"))]);
+    // Its stderr to a file: a ProxyCommand left running would hold a pipe open.
+    let errf = lab.dir.join("stderr");
+    let mut child = lab
+        .labperf("record", &cfg)
+        .args(["--host", "target", "--no-report", "--", "true"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&errf).unwrap())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while processes(&sleep).is_empty() {
+        assert!(t.elapsed() < Duration::from_secs(20), "no ProxyCommand");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    for _ in 0..2 {
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        std::thread::sleep(Duration::from_millis(30));
+    }
+    let t = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(t.elapsed() < Duration::from_secs(5), "still running");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let took = t.elapsed();
+    std::thread::sleep(Duration::from_millis(200));
+    let left = processes(&sleep);
+    for pid in &left {
+        // SAFETY: the test's own leftover ProxyCommand.
+        unsafe { libc::kill(*pid, libc::SIGKILL) };
+    }
+    let err = std::fs::read_to_string(&errf).unwrap();
+    assert!(took < Duration::from_secs(2), "{took:?}");
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(err.contains("interrupted twice"), "{err}");
+    assert!(
+        left.is_empty(),
+        "the ProxyCommand outlived labperf: {left:?}"
+    );
+}

@@ -88,10 +88,13 @@ impl Verdict {
 /// Why a connection failed, as a verdict with its fix.
 fn connection_verdict(e: &anyhow::Error, host: &str) -> Verdict {
     match e.downcast_ref::<RemoteError>() {
-        Some(RemoteError::Unreachable { .. }) => Verdict::failed(
+        Some(RemoteError::Unreachable { host, port, cause }) => Verdict::failed(
             "unreachable",
-            "check the address and port in the hosts file, that the machine is up and sshd runs there".into(),
+            format!("{}:{port}: {cause}: check its address and port (ssh config or hosts file), that the machine is up and sshd runs there", show(host)),
         ),
+        Some(e @ RemoteError::ForwardingRefused { .. }) => {
+            Verdict::failed("jump host refuses", e.to_string())
+        }
         Some(e @ RemoteError::UnknownHost { .. }) => Verdict::failed("unknown host key", e.to_string()),
         Some(RemoteError::HostKeyChanged { .. }) => Verdict::failed(
             "HOST KEY CHANGED",

@@ -3,6 +3,7 @@
 //! ProxyCommand whose standard input and output are one end of a socket pair. The other
 //! end is the socket libssh2 speaks SSH over, as it would a TCP connection.
 
+use crate::interrupt::{register_group as register, unregister_group as unregister};
 use ssh2::{Channel, Session};
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -40,6 +41,7 @@ impl Drop for Keep {
                 let t = Instant::now();
                 while t.elapsed() < Duration::from_secs(1) {
                     if !matches!(child.try_wait(), Ok(None)) {
+                        unregister(pid);
                         return;
                     }
                     std::thread::sleep(Duration::from_millis(10));
@@ -47,6 +49,7 @@ impl Drop for Keep {
                 // SAFETY: as above.
                 unsafe { libc::kill(-pid, libc::SIGKILL) };
                 let _ = child.wait();
+                unregister(pid);
             }
         }
     }
@@ -67,6 +70,7 @@ pub fn command(command: &str) -> std::io::Result<(UnixStream, Keep)> {
         .stderr(Stdio::inherit())
         .process_group(0)
         .spawn()?;
+    register(child.id() as i32);
     Ok((ours, Keep::Command(child)))
 }
 

@@ -25,6 +25,12 @@ pub enum RemoteError {
         port: u16,
         cause: std::io::Error,
     },
+    #[error("{jump} refuses to forward connections to {host}:{port} (administratively prohibited: its sshd's AllowTcpForwarding, PermitOpen or DisableForwarding; `ssh -J` is refused the same way). Ask its owner, or use another way there")]
+    ForwardingRefused {
+        jump: String,
+        host: String,
+        port: u16,
+    },
     #[error("the SSH handshake with {host} failed: {cause}")]
     Handshake { host: String, cause: ssh2::Error },
     #[error("{host} is not in {file}; its {kind} key has SHA256 fingerprint {fingerprint}. Check that fingerprint with the machine's owner, then connect once with --accept-new-host-key")]
@@ -168,13 +174,21 @@ fn local_user() -> String {
     std::env::var("USER").unwrap_or_else(|_| "root".into())
 }
 
-/// Splits `[user@]host[:port]` (or `ssh://[user@]host[:port]`, as ProxyJump takes it).
+/// Splits `[user@]host[:port]` (or `ssh://[user@]host[:port]`, as ProxyJump takes it); an
+/// IPv6 address with a port is bracketed, `[::1]:2222`, and comes out without its brackets.
 fn split_spec(spec: &str) -> (Option<String>, String, Option<u16>) {
     let spec = spec.strip_prefix("ssh://").unwrap_or(spec);
     let (user, rest) = match spec.rsplit_once('@') {
         Some((u, r)) => (Some(u.to_string()), r),
         None => (None, spec),
     };
+    if let Some((h, after)) = rest.strip_prefix('[').and_then(|r| r.split_once(']')) {
+        match after.strip_prefix(':').map(str::parse::<u16>) {
+            Some(Ok(p)) => return (user, h.to_string(), Some(p)),
+            None if after.is_empty() => return (user, h.to_string(), None),
+            _ => {}
+        }
+    }
     match rest.rsplit_once(':') {
         Some((h, p)) if !h.contains(':') && p.parse::<u16>().is_ok() => {
             (user, h.to_string(), p.parse().ok())
@@ -273,7 +287,7 @@ fn resolve(
     );
     let mut t = Target {
         name: name.clone(),
-        host: l.host_name.clone().unwrap_or_else(|| name.clone()),
+        host: l.host(&name),
         user: user.or(l.user.clone()).unwrap_or_else(local_user),
         port: port.or(l.port).unwrap_or(22),
         identities: Vec::new(),
@@ -552,14 +566,20 @@ impl Remote {
     ) -> Result<Remote, RemoteError> {
         let (tx, rx) = std::sync::mpsc::channel();
         let (t2, keys, ids) = (t.clone(), keys.clone(), extra_identities.to_vec());
+        // The ProxyCommands this connection starts: killed if it is given up.
+        let groups = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let groups2 = groups.clone();
         std::thread::spawn(move || {
-            let _ = tx.send(Self::connect_now(&t2, &keys, &ids, timeout));
+            let _ = tx.send(Self::connect_now(&t2, &keys, &ids, timeout, &groups2));
         });
         loop {
             match rx.recv_timeout(Duration::from_millis(50)) {
                 Ok(r) => return r,
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
                     if crate::interrupt::aborting() {
+                        for g in groups.lock().map(|g| g.clone()).unwrap_or_default() {
+                            crate::interrupt::kill_group(g);
+                        }
                         return Err(RemoteError::Interrupted {
                             host: show(&t.name).into_owned(),
                         });
@@ -582,6 +602,7 @@ impl Remote {
         keys: &HostKeys,
         extra_identities: &[PathBuf],
         timeout: Duration,
+        groups: &std::sync::Mutex<Vec<i32>>,
     ) -> Result<Remote, RemoteError> {
         let deadline = Instant::now() + timeout;
         let hops: &[Target] = match &t.route {
@@ -592,7 +613,7 @@ impl Remote {
         for hop in hops {
             let mut hop = hop.clone();
             hop.name = format!("{} (jump host to {})", hop.name, t.name);
-            let (link, keep) = Self::link(&hop, via.take(), deadline, timeout)?;
+            let (link, keep) = Self::link(&hop, via.take(), deadline, timeout, groups)?;
             via = Some(Self::login(
                 &hop,
                 link,
@@ -603,7 +624,7 @@ impl Remote {
                 timeout,
             )?);
         }
-        let (link, keep) = Self::link(t, via, deadline, timeout)?;
+        let (link, keep) = Self::link(t, via, deadline, timeout, groups)?;
         let r = Self::login(t, link, keep, keys, extra_identities, deadline, timeout)?;
         r.sess.set_timeout(SHORT_TIMEOUT.as_millis() as u32);
         Ok(r)
@@ -616,6 +637,7 @@ impl Remote {
         via: Option<Remote>,
         deadline: Instant,
         timeout: Duration,
+        groups: &std::sync::Mutex<Vec<i32>>,
     ) -> Result<(Link, Option<Keep>), RemoteError> {
         let unreachable = |cause| RemoteError::Unreachable {
             host: show(&t.host).into_owned(),
@@ -632,9 +654,22 @@ impl Remote {
                     if e.code() == ssh2::ErrorCode::Session(-9) {
                         return timed_out(&j.target.name, timeout);
                     }
+                    let msg = e.message();
+                    if msg.contains("administratively prohibited") {
+                        return RemoteError::ForwardingRefused {
+                            jump: j.name().to_string(),
+                            host: show(&t.host).into_owned(),
+                            port: t.port,
+                        };
+                    }
+                    let why = if msg.contains("connect failed") {
+                        "could not connect to it (the name does not resolve there, or nothing listens on that port, as the jump host sees them)".to_string()
+                    } else {
+                        format!("could not open a connection to it: {msg}")
+                    };
                     unreachable(std::io::Error::new(
                         std::io::ErrorKind::ConnectionRefused,
-                        format!("{} could not open a connection to it: {e}", j.name()),
+                        format!("{} {why}", j.name()),
                     ))
                 })?;
             let Remote { sess, fd, keep, .. } = j;
@@ -648,6 +683,9 @@ impl Remote {
                     format!("cannot start its ProxyCommand `{}`: {e}", show(c)),
                 ))
             })?;
+            if let (Keep::Command(c), Ok(mut g)) = (&k, groups.lock()) {
+                g.push(c.id() as i32);
+            }
             return Ok((Link::Unix(s), Some(k)));
         }
         let addr = (t.host.as_str(), t.port)
@@ -1522,6 +1560,22 @@ mod tests {
             target_via("t", Some(&cfg), Some("none")).unwrap().route,
             Route::Direct
         );
+        // IPv6 hops and targets, bracketed with a port (`ssh -J` takes them so).
+        let t = target_via("u@[::1]:2200", Some(&cfg), Some("me@[fe80::2]:2022,[::3]")).unwrap();
+        assert_eq!(
+            (t.host.as_str(), t.user.as_str(), t.port),
+            ("::1", "u", 2200)
+        );
+        let Route::Jump(hops) = &t.route else {
+            panic!("{t:?}")
+        };
+        let hops: Vec<(&str, &str, u16)> = hops
+            .iter()
+            .map(|h| (h.host.as_str(), h.user.as_str(), h.port))
+            .collect();
+        assert_eq!(hops[0], ("fe80::2", "me", 2022));
+        assert_eq!((hops[1].0, hops[1].2), ("::3", 22));
+        assert_eq!(split_spec("::1"), (None, "::1".into(), None));
         // A loop is refused, not followed for ever.
         let e = parse_target("l1", Some(&cfg)).unwrap_err().to_string();
         assert!(e.contains("jump hosts"), "{e}");

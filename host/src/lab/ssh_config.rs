@@ -120,32 +120,37 @@ fn split_args(s: &str) -> Result<Vec<String>, String> {
     }
 }
 
-/// OpenSSH's `match_pattern`: `*` any run, `?` one character; ASCII case-insensitive for
-/// host names as OpenSSH lowercases them.
-pub fn glob(pattern: &str, name: &str) -> bool {
-    fn go(p: &[u8], n: &[u8]) -> bool {
+/// OpenSSH's `match_pattern`: `*` any run, `?` one character; case-sensitive as `Host`
+/// lines match the name given (`Host lab1` does not match `LAB1`), ASCII case-insensitive
+/// when `fold`, as `Match host` and `Match originalhost` match (OpenSSH's `match_hostname`).
+pub fn glob(pattern: &str, name: &str, fold: bool) -> bool {
+    fn go(p: &[u8], n: &[u8], fold: bool) -> bool {
         match p.split_first() {
             None => n.is_empty(),
-            Some((b'*', rest)) => (0..=n.len()).any(|i| go(rest, &n[i..])),
-            Some((b'?', rest)) => !n.is_empty() && go(rest, &n[1..]),
-            Some((c, rest)) => n
-                .split_first()
-                .is_some_and(|(d, nr)| c.eq_ignore_ascii_case(d) && go(rest, nr)),
+            Some((b'*', rest)) => (0..=n.len()).any(|i| go(rest, &n[i..], fold)),
+            Some((b'?', rest)) => !n.is_empty() && go(rest, &n[1..], fold),
+            Some((c, rest)) => n.split_first().is_some_and(|(d, nr)| {
+                (c == d || fold && c.eq_ignore_ascii_case(d)) && go(rest, nr, fold)
+            }),
         }
     }
-    go(pattern.as_bytes(), name.as_bytes())
+    go(pattern.as_bytes(), name.as_bytes(), fold)
 }
 
-/// A pattern list as `Host` takes it (and `Match host`, comma-separated): matches when one
-/// pattern matches and no negated (`!`) one does.
-pub fn pattern_list_matches<'a>(patterns: impl IntoIterator<Item = &'a str>, name: &str) -> bool {
+/// A pattern list as `Host` takes it (and `Match host`, comma-separated, with `fold`):
+/// matches when one pattern matches and no negated (`!`) one does.
+pub fn pattern_list_matches<'a>(
+    patterns: impl IntoIterator<Item = &'a str>,
+    name: &str,
+    fold: bool,
+) -> bool {
     let mut hit = false;
     for p in patterns {
         if let Some(neg) = p.strip_prefix('!') {
-            if glob(neg, name) {
+            if glob(neg, name, fold) {
                 return false;
             }
-        } else if glob(p, name) {
+        } else if glob(p, name, fold) {
             hit = true;
         }
     }
@@ -214,7 +219,7 @@ impl Config {
                     let list = args.get(i + 1)?;
                     i += 1;
                     let name = if crit == "host" { host } else { original };
-                    pattern_list_matches(list.split(','), name)
+                    pattern_list_matches(list.split(','), name, true)
                 }
                 _ => return None,
             };
@@ -228,6 +233,9 @@ impl Config {
     pub fn lookup(&self, name: &str) -> Result<Lookup, String> {
         let mut l = Lookup::default();
         let mut active = true;
+        // `ProxyJump none` seen: later ProxyJumps pass, a later ProxyCommand still applies
+        // (OpenSSH 9's `ssh -G`); `ProxyCommand none` ends both.
+        let mut jump_none = false;
         let file = self.path.display();
         let bad =
             |line: &Line, why: &str| format!("{file} line {}: {} {why}", line.number, line.spelled);
@@ -235,7 +243,8 @@ impl Config {
             let first = line.args.first().map(String::as_str);
             match line.keyword.as_str() {
                 "host" => {
-                    active = pattern_list_matches(line.args.iter().map(String::as_str), name);
+                    active =
+                        pattern_list_matches(line.args.iter().map(String::as_str), name, false);
                     continue;
                 }
                 "match" => {
@@ -283,12 +292,13 @@ impl Config {
                 }
                 "identityfile" => l.identities.push(PathBuf::from(value)),
                 "proxyjump" => {
-                    if l.proxy.is_none() {
-                        l.proxy = Some(if value.eq_ignore_ascii_case("none") {
-                            Proxy::None
+                    if l.proxy.is_none() && !jump_none {
+                        if value.eq_ignore_ascii_case("none") {
+                            jump_none = true;
                         } else {
-                            Proxy::Jump(value.split(',').map(str::to_string).collect())
-                        });
+                            l.proxy =
+                                Some(Proxy::Jump(value.split(',').map(str::to_string).collect()));
+                        }
                     }
                 }
                 "proxycommand" => {
@@ -300,13 +310,31 @@ impl Config {
                         });
                     }
                 }
+                "include" => l.unapplied.push((
+                    format!("{file} line {}: {}", line.number, line.spelled),
+                    ": labperf does not read included files, nor finds the hosts they define",
+                )),
                 k if HARMLESS.contains(&k) => {}
                 _ => l
                     .unapplied
                     .push((format!("{file} line {}: {}", line.number, line.spelled), "")),
             }
         }
+        if jump_none && l.proxy.is_none() {
+            l.proxy = Some(Proxy::None);
+        }
         Ok(l)
+    }
+}
+
+impl Lookup {
+    /// The host to connect to: HostName, else the name given; lowercased as OpenSSH
+    /// lowercases it once the config is read.
+    pub fn host(&self, name: &str) -> String {
+        self.host_name
+            .as_deref()
+            .unwrap_or(name)
+            .to_ascii_lowercase()
     }
 }
 
@@ -330,7 +358,8 @@ mod tests {
         assert_eq!(l.user.as_deref(), Some("second"));
         let c = cfg("Host !bad *\n  User u\n");
         assert_eq!(c.lookup("bad").unwrap().user, None);
-        assert!(glob("LAB*", "lab1") && !glob("a?c", "ac"));
+        assert!(glob("LAB*", "lab1", true) && !glob("LAB*", "lab1", false));
+        assert!(!glob("a?c", "ac", false));
     }
 
     #[test]
@@ -367,7 +396,106 @@ mod tests {
         );
         let l = c.lookup("u").unwrap();
         assert_eq!(l.port, Some(7));
+        let l = cfg("Include config.d/*\nHost a\n").lookup("a").unwrap();
+        assert!(l.unapplied[0].1.contains("does not read included files"));
         assert!(Config::parse("Host a\n  User \"x\n", Path::new("c")).is_err());
         assert!(cfg("Host a\n Port 0\n").lookup("a").is_err());
+    }
+
+    /// Configs as people write them, and the names asked of each.
+    const CORPUS: &[(&str, &[&str])] = &[
+        (
+            "# defaults first, then blocks\nHost *.corp\n  User corpuser\nhost=alpha beta \"gamma\"\n\tHostName\t%h.example.org\n\tuser = bob\nHost LAB1\n  Port 2022\nMatch originalhost BETA\n  Port 3000\nMatch host beta.example.org\n  User never\n  Port 4000\nMatch host *.example.org !originalhost alpha\n  IdentityFile ~/.ssh/m_%h\nHost delta\n  HostName 10.0.0.%h\n  Hostname second\nHost *\n  User last\n  ProxyJump bastion\n",
+            &["alpha", "beta", "gamma", "lab1", "LAB1", "delta", "x.corp", "Alpha", "Beta"],
+        ),
+        (
+            "Host *\n\tUser defuser\nHOST lab-* Lab?\n  hostname %h.lab.example\n  PORT=2200\n  ProxyJump me@gw:2222,[::1]:2022\nHost gw\n  User gwuser\n  Port 2201\n  IdentityFile ~/.ssh/gw_%r_%h\n  IdentityFile ~/.ssh/gw_%r_%h\nMatch host *.LAB.example\n  User matched\nHost c1\n  ProxyCommand ssh -W %h:%p bastion\nHost v6\n  ProxyJump u@[::1]:23\nHost = FOO\n  HostName FOO.Example.ORG\n",
+            &["lab-1", "LAB-2", "Labx", "gw", "c1", "v6", "FOO", "foo"],
+        ),
+        (
+            "Host a\n ProxyJump none\n ProxyCommand foo\nHost b\n ProxyCommand none\n ProxyJump x\nHost c\n ProxyJump y\n ProxyCommand z\nHost d\n ProxyJump none\n ProxyJump e\nHost f\n ProxyCommand exec nc -q0 \"%h\" %p # kept\nHost !a !b *\n ProxyCommand last %h\n",
+            &["a", "b", "c", "d", "f", "g"],
+        ),
+        (
+            "Host bastion\n  HostName bastion.example.org\n  User me\nHost lab-*\n  ProxyJump bastion\n  User root\nHost lab-arm1\n  HostName 10.0.0.21\n",
+            &["bastion", "lab-arm1", "lab-x86"],
+        ),
+    ];
+
+    /// What `ssh -G -F FILE NAME` says: (keyword, value) lines.
+    fn ssh_g(file: &Path, name: &str) -> Vec<(String, String)> {
+        let o = std::process::Command::new("ssh")
+            .arg("-G")
+            .arg("-F")
+            .arg(file)
+            .arg(name)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("ssh (openssh-client)");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter_map(|l| l.split_once(' '))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    /// labperf's reading of each config of [`CORPUS`] is OpenSSH's own (`ssh -G`, an
+    /// exact oracle): HostName, User, Port, IdentityFile, ProxyJump, ProxyCommand.
+    #[test]
+    fn resolution_equals_ssh_g_on_a_corpus() {
+        let dir = std::env::temp_dir().join(format!("labperf-ssh-g-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut wrong = Vec::new();
+        for (n, (text, names)) in CORPUS.iter().enumerate() {
+            let file = dir.join(format!("config{n}"));
+            std::fs::write(&file, text).unwrap();
+            let c = Config::parse(text, &file).unwrap();
+            for name in *names {
+                let g = ssh_g(&file, name);
+                let one = |k: &str| g.iter().find(|(gk, _)| gk == k).map(|(_, v)| v.clone());
+                let l = c.lookup(name).unwrap();
+                let mut ids: Vec<String> = Vec::new();
+                for f in &l.identities {
+                    let f = f.to_string_lossy().into_owned();
+                    if !ids.contains(&f) {
+                        ids.push(f);
+                    }
+                }
+                let gids: Vec<String> = g
+                    .iter()
+                    .filter(|(k, _)| k == "identityfile")
+                    .map(|(_, v)| v.clone())
+                    .filter(|v| !(l.identities.is_empty() && v.starts_with("~/.ssh/id_")))
+                    .collect();
+                let ours = (
+                    l.host(name),
+                    l.user.clone().or(one("user").filter(|_| l.user.is_none())),
+                    l.port.unwrap_or(22).to_string(),
+                    ids,
+                    match &l.proxy {
+                        Some(Proxy::Jump(h)) => Some(("proxyjump", h.join(","))),
+                        Some(Proxy::Command(c)) => Some(("proxycommand", c.clone())),
+                        _ => None,
+                    },
+                );
+                let theirs = (
+                    one("hostname").unwrap_or_default(),
+                    one("user"),
+                    one("port").unwrap_or_default(),
+                    gids,
+                    one("proxyjump")
+                        .map(|v| ("proxyjump", v))
+                        .or(one("proxycommand").map(|v| ("proxycommand", v))),
+                );
+                if ours != theirs {
+                    wrong.push(format!(
+                        "config{n} {name}:\n  labperf {ours:?}\n  ssh -G  {theirs:?}"
+                    ));
+                }
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     }
 }

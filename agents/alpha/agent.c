@@ -1532,6 +1532,7 @@ static int record(struct opts *o, char **envp) {
 static const char *const STAT_DEFAULT[] = {"task-clock", "context-switches", "cpu-migrations",
                                            "page-faults", "cycles", "instructions"};
 
+#ifndef __alpha__
 /* perf_event_paranoid <= 1, or CAP_PERFMON/CAP_SYS_ADMIN: kernel mode is counted too. */
 static int kernel_allowed(void) {
     static char st[4096];
@@ -1555,6 +1556,7 @@ static int kernel_allowed(void) {
     }
     return (caps & (1ull << 38 | 1ull << 21)) || paranoid <= 1;
 }
+#endif
 
 struct counts {
     u64 v[MAX_EVENTS][3]; /* value, time_enabled, time_running */
@@ -1688,7 +1690,11 @@ static void stat_open(struct stat_run *s, struct opts *o) {
     int defaulted = !o->nevents;
     for (int i = 0; defaulted && i < 6; i++)
         parse_event(o->system && i == 0 ? "cpu-clock" : STAT_DEFAULT[i], &o->events[o->nevents++]);
+#ifdef __alpha__
+    int kernel = 1; /* no exclude_* bit on Alpha: kernel mode is counted (or refused) */
+#else
     int kernel = kernel_allowed();
+#endif
     if (!kernel) {
         s->notes[s->nnotes++] = "kernel mode not counted (perf_event_paranoid > 1, no CAP_PERFMON)";
         lp_puts(2, "labperf-agent: notice: kernel mode not counted (perf_event_paranoid > 1, no CAP_PERFMON)\n");

@@ -306,10 +306,6 @@ fn stat_host_counts_the_bench_with_the_c_agent() {
             .unwrap()
     };
     let ms = number("task-clock");
-    assert!(
-        (150.0..=600.0).contains(&ms),
-        "task-clock {ms} msec for the bench's 0.3 s of nops:\n{stderr}"
-    );
     assert!(number("page-faults") > 0.0, "{stderr}");
     let wall: f64 = stderr
         .lines()
@@ -317,6 +313,11 @@ fn stat_host_counts_the_bench_with_the_c_agent() {
         .and_then(|l| l.split_whitespace().next()?.parse().ok())
         .unwrap_or_else(|| panic!("no elapsed line in:\n{stderr}"));
     assert!(wall >= 0.3, "{wall} s elapsed for a 0.3 s bench:\n{stderr}");
+    // Busy for its 0.3 s on one CPU: at least half of that, at most the elapsed time.
+    assert!(
+        ms >= 150.0 && ms <= wall * 1e3 + 5.0,
+        "task-clock {ms} msec over {wall} s for the bench's 0.3 s of nops:\n{stderr}"
+    );
 }
 
 #[test]

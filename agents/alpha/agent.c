@@ -20,19 +20,24 @@
 #endif
 
 static const char USAGE[] =
-    "labperf-agent (C core): records perf events into labperf record files\n\n"
+    "labperf-agent (C core): records and counts perf events into labperf record files\n\n"
     "USAGE:\n"
     "  labperf-agent record [OPTIONS] -- CMD [ARGS...]\n"
     "  labperf-agent record -a|-C LIST [OPTIONS] (--duration SECS | -- CMD [ARGS...])\n"
+    "  labperf-agent stat [-e NAME]... [-I MS] [--no-summary] [-o FILE] (-- CMD | -a|-C LIST ...)\n"
+    "                                            count events (perf's default set without -e)\n"
     "  labperf-agent replay RINGFILE [OPTIONS]   re-encode saved ring-buffer bytes (tests, no perf fd)\n"
     "  labperf-agent plan [OPTIONS]              print every perf_event_attr record would open\n"
     "  labperf-agent --version\n\n"
     "OPTIONS:\n"
     "  -e, --event NAME     cycles, instructions, branch-misses, cache-misses, cpu-clock, task-clock,\n"
-    "                       page-faults, context-switches or rHEX; repeatable (default cycles)\n"
+    "                       page-faults, context-switches, cpu-migrations, minor-faults, major-faults,\n"
+    "                       alignment-faults, emulation-faults or rHEX; repeatable (default cycles)\n"
     "  -c, --period N       sample every N events (Alpha caps it at 2^20-1)\n"
     "  -F, --freq HZ        sample at about HZ per second\n"
-    "  -o, --output FILE    record file (default labperf.lpr)\n"
+    "  -o, --output FILE    record file (default labperf.lpr; stat writes none without it)\n"
+    "  -I, --interval MS    stat: print and record the counts every MS ms\n"
+    "      --no-summary     stat: no totals printed (labperf prints perf's layout from the file)\n"
     "      --mmap-pages N   ring buffer data pages per CPU, a power of two up to 65536 (default 16)\n"
     "  -g, --call-graph fp  each sample's call stack, by frame pointers (x86_64; Linux on Alpha\n"
     "                       records none, and the agent says so)\n"
@@ -94,7 +99,8 @@ static int read_profileme_format(void) {
 static const struct ev KNOWN[] = {
     {"cycles", 0, 0, 0},         {"instructions", 0, 1, 0},   {"cache-references", 0, 2, 0}, {"cache-misses", 0, 3, 0},
     {"branches", 0, 4, 0},       {"branch-misses", 0, 5, 0},  {"cpu-clock", 1, 0, 0},        {"task-clock", 1, 1, 0},
-    {"page-faults", 1, 2, 0},    {"context-switches", 1, 3, 0},
+    {"page-faults", 1, 2, 0},    {"context-switches", 1, 3, 0}, {"cpu-migrations", 1, 4, 0},  {"minor-faults", 1, 5, 0},
+    {"major-faults", 1, 6, 0},   {"alignment-faults", 1, 7, 0}, {"emulation-faults", 1, 8, 0},
 };
 
 struct opts {
@@ -112,10 +118,16 @@ struct opts {
     int system, ncpus;
     int cpus[MAX_CPUS];
     u64 duration_ms;
+    /* stat: -I MS, --no-summary; -o given (stat writes no file without it) */
+    int stat, no_summary, output_given;
+    u64 interval_ms;
 };
 
 /* --status-file: how the run ended, out of band (see the Rust agent's status.rs). */
 static const char *status_path;
+/* stat --no-summary: the workload's user and system CPU time (ns) after `ok CODE`. */
+static int status_times;
+static u64 status_user_ns, status_sys_ns;
 
 /* Written by lp_dest's rule: a regular file through STATUS.tmp and a rename, a device or
  * FIFO straight through. */
@@ -145,6 +157,12 @@ static void write_status(const char *kind, const char *a, const char *b, u64 cod
     if (a) lp_puts((int)fd, a);
     if (b) lp_puts((int)fd, b);
     if (!a) lp_putu((int)fd, code);
+    if (!a && status_times) {
+        lp_puts((int)fd, " ");
+        lp_putu((int)fd, status_user_ns);
+        lp_puts((int)fd, " ");
+        lp_putu((int)fd, status_sys_ns);
+    }
     lp_puts((int)fd, "\n");
     SYS1(__NR_close, fd);
     if (d == 0) SYS4(__NR_renameat, LP_AT_FDCWD, tmp, LP_AT_FDCWD, real);
@@ -295,8 +313,12 @@ static void may_record_cpus(void) {
     die(msg, 0, 125);
 }
 
+static void check_opts(struct opts *o);
+
 static void parse_opts(int argc, char **argv, int i, struct opts *o) {
+    int stat = o->stat;
     memset(o, 0, sizeof *o);
+    o->stat = stat;
     o->output = "labperf.lpr";
     o->mmap_pages = 16;
     o->flush_ms = 1000;
@@ -324,6 +346,7 @@ static void parse_opts(int argc, char **argv, int i, struct opts *o) {
         } else if (lp_streq(a, "-o") || lp_streq(a, "--output")) {
             NEED();
             o->output = v;
+            o->output_given = 1;
         } else if (lp_streq(a, "--status-file")) {
             NEED();
             status_path = v;
@@ -344,6 +367,13 @@ static void parse_opts(int argc, char **argv, int i, struct opts *o) {
         } else if (lp_streq(a, "--flush-ms")) {
             NEED();
             if (!lp_parse_u64(v, &o->flush_ms)) die("--flush-ms expects a number, got ", v, 2);
+        } else if (o->stat && (lp_streq(a, "-I") || lp_streq(a, "--interval"))) {
+            NEED();
+            if (!lp_parse_u64(v, &o->interval_ms) || !o->interval_ms) die("--interval must be at least 1 ms, got ", v, 2);
+        } else if (o->stat && lp_streq(a, "--no-summary")) {
+            o->no_summary = 1;
+        } else if (o->stat && (lp_streq(a, "--topdown") || lp_streq(a, "--per-thread") || lp_streq(a, "--level"))) {
+            die(a, ": TopDown is Intel's; the C agent does not count it", 125);
         } else if (lp_streq(a, "--profileme")) {
             o->profileme = 1;
         } else if (lp_streq(a, "--mem")) {
@@ -382,7 +412,7 @@ static void parse_opts(int argc, char **argv, int i, struct opts *o) {
             lp_puts(1, USAGE);
             lp_exit(0);
         } else if (lp_streq(a, "-p") || lp_streq(a, "--pid") || lp_streq(a, "-t") || lp_streq(a, "--tid")) {
-            die("--pid and --tid are not supported by the C agent yet: start the workload with -- CMD", 0, 2);
+            die("--pid and --tid are not supported by the C agent yet: start the workload with -- CMD", 0, 125);
         } else if (a[0] == '-') {
             die("unknown option ", a, 2);
         } else {
@@ -392,6 +422,11 @@ static void parse_opts(int argc, char **argv, int i, struct opts *o) {
         }
 #undef NEED
     }
+    check_opts(o);
+}
+
+/* The options' rules across each other; ProfileMe's and mem's event. */
+static void check_opts(struct opts *o) {
     if (o->period && o->freq) die("--period and --freq exclude each other: give one", 0, 2);
     if (o->system && !o->ncommand && !o->duration_ms) die("-a/-C need --duration SECS or a command after --", 0, 2);
     if (o->duration_ms && !o->system) die("--duration goes with -a or -C (a command ends the recording itself)", 0, 2);
@@ -403,7 +438,7 @@ static void parse_opts(int argc, char **argv, int i, struct opts *o) {
         o->events[o->nevents++] = o->profileme ? pm : mem;
     }
 #ifdef __alpha__
-    if (o->nevents > 2) die("the Alpha PMU has two counters, in fixed pairs: give at most two events", 0, 2);
+    if (o->nevents > 2 && !o->stat) die("the Alpha PMU has two counters, in fixed pairs: give at most two events", 0, 2);
 #endif
 }
 
@@ -514,7 +549,7 @@ __attribute__((unused)) static void put_field_line(struct buf *b, const char *te
 }
 
 static void build_header(struct buf *h, const struct opts *o, struct perf_event_attr *attrs, int n,
-                         const char *mode, const char *note, u64 start) {
+                         const char *mode, const char *const *notes, int nnotes, u64 start) {
     static char cpuinfo[8192];
     struct lp_utsname u;
     memset(&u, 0, sizeof u);
@@ -551,17 +586,19 @@ static void build_header(struct buf *h, const struct opts *o, struct perf_event_
         buf_u8(h, 0); /* leader: None */
     }
     buf_str(h, mode);
-    buf_varint(h, note ? 1 : 0);
-    if (note) buf_str(h, note);
+    buf_varint(h, nnotes);
+    for (int i = 0; i < nnotes; i++) buf_str(h, notes[i]);
 }
 
 /* The header-extension frame's items: RECIPE (postcard labperf_common::Recipe: Sample = 0
- * with group_read, ProfileMe = 5, Mem = 6) and, for replayed samples, REPLAYED. */
+ * with group_read, Stat = 2, ProfileMe = 5, Mem = 6) and, for replayed samples, REPLAYED. */
 static void write_header_ext(struct writer *w, const struct opts *o, int replayed) {
     struct buf x, r;
     buf_init(&x, 32);
     buf_init(&r, 8);
-    if (o->profileme) {
+    if (o->stat) {
+        buf_varint(&r, 2);
+    } else if (o->profileme) {
         buf_varint(&r, 5);
     } else if (o->mem) {
         buf_varint(&r, 6);
@@ -920,7 +957,8 @@ static int replay(struct opts *o) {
         if (o->sample_type) attrs[i].sample_type = o->sample_type;
         if (o->read_format) attrs[i].read_format = o->read_format;
     }
-    build_header(&h, o, attrs, o->nevents, "replay", replay_note(o), start);
+    const char *note = replay_note(o);
+    build_header(&h, o, attrs, o->nevents, "replay", &note, 1, start);
     w_header(w, &h);
     write_header_ext(w, o, 1);
     struct conv *c = lp_alloc(sizeof *c);
@@ -1348,8 +1386,8 @@ static void create_file(struct rec *r, struct opts *o) {
     }
     r->start = lp_clock_ns(LP_CLOCK_MONOTONIC);
     struct buf h;
-    build_header(&h, o, r->attrs, o->nevents, o->replay_ring ? "replay" : "sample", o->replay_ring ? replay_note(o) : r->note,
-                 r->start);
+    const char *note = o->replay_ring ? replay_note(o) : r->note;
+    build_header(&h, o, r->attrs, o->nevents, o->replay_ring ? "replay" : "sample", &note, note != 0, r->start);
     w_header(w, &h);
     write_header_ext(w, o, o->replay_ring != 0);
     r->c->w = w;
@@ -1488,6 +1526,345 @@ static int record(struct opts *o, char **envp) {
     return finish_file(&r, o);
 }
 
+/* ---- stat: counting, as the Rust agent's stat.rs ---- */
+
+/* perf's default set; its clock is cpu-clock on CPUs (-a/-C), task-clock otherwise. */
+static const char *const STAT_DEFAULT[] = {"task-clock", "context-switches", "cpu-migrations",
+                                           "page-faults", "cycles", "instructions"};
+
+#ifndef __alpha__
+/* perf_event_paranoid <= 1, or CAP_PERFMON/CAP_SYS_ADMIN: kernel mode is counted too. */
+static int kernel_allowed(void) {
+    static char st[4096];
+    char par[32];
+    u64 caps = 0;
+    int paranoid = 2;
+    if (lp_read_file("/proc/sys/kernel/perf_event_paranoid", par, sizeof par) > 0) {
+        paranoid = par[0] == '-' ? -1 : 0;
+        for (char *p = par + (par[0] == '-'); *p >= '0' && *p <= '9'; p++)
+            paranoid = paranoid < 0 ? paranoid : paranoid * 10 + (*p - '0');
+    }
+    if (lp_read_file("/proc/self/status", st, sizeof st - 1) > 0) {
+        for (char *p = st; *p; p++) {
+            if (lp_startswith(p, "CapEff:")) {
+                for (p += 7; *p == ' ' || *p == '\t'; p++) {}
+                for (; (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'); p++)
+                    caps = caps << 4 | (u64)(*p <= '9' ? *p - '0' : *p - 'a' + 10);
+                break;
+            }
+        }
+    }
+    return (caps & (1ull << 38 | 1ull << 21)) || paranoid <= 1;
+}
+#endif
+
+struct counts {
+    u64 v[MAX_EVENTS][3]; /* value, time_enabled, time_running */
+};
+
+/* Each counter summed over its fds (one per CPU). */
+static void stat_read(int n, int ncpus, long fds[][MAX_CPUS], struct counts *t) {
+    memset(t, 0, sizeof *t);
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < ncpus; k++) {
+            u64 b[3];
+            if (SYS3(__NR_read, fds[i][k], b, sizeof b) == (long)sizeof b)
+                for (int j = 0; j < 3; j++) t->v[i][j] += b[j];
+        }
+}
+
+/* "S.NNNNNNNNN" of ns, the Rust agent's `seconds`. */
+static size_t put_seconds(char *b, size_t n, u64 ns) {
+    u64 s = 0;
+    while (ns >= 1000000000u) ns -= 1000000000u, s++; /* no divide on Alpha */
+    n = put_u(b, n, s);
+    b[n++] = '.';
+    char frac[24];
+    size_t f = put_u(frac, 0, ns + 1000000000u); /* "1" and nine digits */
+    for (size_t i = 1; i < f; i++) b[n++] = frac[i];
+    return n;
+}
+
+/* Right-aligned in w columns. */
+static size_t put_right(char *b, size_t n, const char *s, size_t len, size_t w) {
+    while (len < w && n < 150) b[n++] = ' ', w--;
+    for (size_t i = 0; i < len && n < 159; i++) b[n++] = s[i];
+    return n;
+}
+
+/* a * b / c (0 when c is 0, at most 2^64-1), by shifts: Alpha has no divide instruction
+ * and libgcc's 128-bit one needs libc's __divqu. */
+static u64 muldiv(u64 a, u64 b, u64 c) {
+    unsigned __int128 p = (unsigned __int128)a * b, rem = 0, q = 0;
+    if (!c) return 0;
+    for (int i = 127; i >= 0; i--) {
+        rem = rem << 1 | (u64)(p >> i & 1);
+        q <<= 1;
+        if (rem >= c) rem -= c, q |= 1;
+    }
+    return q >> 64 ? ~0ull : (u64)q;
+}
+
+/* One counter's line, `label` its interval's end or "total", the count scaled for
+ * multiplexing (value * enabled / running, 0 when it never ran), in one write. */
+static void stat_line(const char *label, size_t llen, const u64 *c, const char *name) {
+    static char line[160];
+    char num[24];
+    u64 scaled = c[1] == c[2] ? c[0] : muldiv(c[0], c[1], c[2]);
+    size_t n = put_right(line, 0, label, llen, 12);
+    line[n++] = ' ';
+    n = put_right(line, n, num, put_u(num, 0, scaled), 18);
+    line[n++] = ' ';
+    n = put_str(line, n, name);
+    line[n++] = '\n';
+    lp_write_all(2, line, n);
+}
+
+/* An Interval record (tag 0x16): time, tid None, delta, the counts. */
+static void put_interval(struct writer *w, u64 t, int delta, int n, const struct counts *c) {
+    struct buf b;
+    scratch(&b, 64 + n * 40);
+    buf_varint(&b, t);
+    buf_u8(&b, 0);
+    buf_u8(&b, (u8)delta);
+    buf_varint(&b, n);
+    for (int i = 0; i < n; i++) {
+        buf_varint(&b, i);
+        for (int j = 0; j < 3; j++) buf_varint(&b, c->v[i][j]);
+    }
+    w_long(w, 0x16, &b);
+}
+
+/* A count under way: the workload, the counters (one fd per event and CPU), the file. */
+struct stat_run {
+    struct rec r;
+    long fds[MAX_EVENTS][MAX_CPUS];
+    struct perf_event_attr attrs[MAX_EVENTS];
+    int n; /* the events opened (o->events keeps only those) */
+    const char *notes[MAX_EVENTS + 1];
+    char said[MAX_EVENTS][160];
+    int nnotes;
+    struct writer *w; /* with -o only */
+    u64 t0;
+    int ended;
+};
+
+/* One event's counter on each CPU of the run (-1: any, following the workload); the errno
+ * of the first that cannot be opened (those opened are closed). */
+static long stat_open_one(struct stat_run *s, const struct opts *o, const struct ev *e, int kernel) {
+    struct perf_event_attr *a = &s->attrs[s->n];
+    memset(a, 0, sizeof *a);
+    a->type = e->type;
+    a->config = e->config;
+    a->size = 136;
+    a->read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
+    a->disabled = 1;
+    a->enable_on_exec = !o->system;
+    a->inherit = !o->no_inherit && !o->system;
+#ifndef __alpha__
+    /* Kernel mode too, by perf's rule (Alpha's PMU rejects every exclude_* bit). */
+    a->exclude_kernel = !kernel;
+    a->exclude_hv = 1;
+#endif
+    a->use_clockid = 1;
+    a->clockid = LP_CLOCK_MONOTONIC;
+    for (int k = 0; k < s->r.ncpus; k++) {
+        struct { struct perf_event_attr a; u64 config3; } wire; /* zero-padded to 136 bytes */
+        memset(&wire, 0, sizeof wire);
+        memcpy(&wire.a, a, sizeof wire.a);
+        long fd = SYS5(__NR_perf_event_open, &wire, o->system ? -1 : s->r.pid, s->r.cpus[k], -1, 8 /* CLOEXEC */);
+        if (fd < 0) {
+            while (k > 0) SYS1(__NR_close, s->fds[s->n][--k]);
+            return -fd;
+        }
+        s->fds[s->n][k] = fd;
+    }
+    return 0;
+}
+
+/* Opens every event (perf's default set without -e); a default or hardware event this
+ * machine lacks is left out, noted in the file (and said when named); any other refusal,
+ * or none opened, ends the run. */
+static void stat_open(struct stat_run *s, struct opts *o) {
+    static struct ev evs[MAX_EVENTS];
+    int defaulted = !o->nevents;
+    for (int i = 0; defaulted && i < 6; i++)
+        parse_event(o->system && i == 0 ? "cpu-clock" : STAT_DEFAULT[i], &o->events[o->nevents++]);
+#ifdef __alpha__
+    int kernel = 1; /* no exclude_* bit on Alpha: kernel mode is counted (or refused) */
+#else
+    int kernel = kernel_allowed();
+#endif
+    if (!kernel) {
+        s->notes[s->nnotes++] = "kernel mode not counted (perf_event_paranoid > 1, no CAP_PERFMON)";
+        lp_puts(2, "labperf-agent: notice: kernel mode not counted (perf_event_paranoid > 1, no CAP_PERFMON)\n");
+    }
+    s->r.ncpus = o->system ? (o->ncpus ? o->ncpus : online_cpus(s->r.cpus)) : 1;
+    if (o->system && o->ncpus) memcpy(s->r.cpus, o->cpus, sizeof s->r.cpus);
+    if (!o->system) s->r.cpus[0] = -1;
+    for (int i = 0; i < o->nevents; i++) {
+        long err = stat_open_one(s, o, &o->events[i], kernel);
+        if (!err) {
+            evs[s->n++] = o->events[i];
+            continue;
+        }
+        if ((err == LP_ENOENT || err == LP_EOPNOTSUPP || err == LP_ENODEV) && (defaulted || o->events[i].type == 0)) {
+            char *m = s->said[i];
+            size_t n = put_str(m, 0, "'");
+            n = put_str(m, n, o->events[i].name);
+            n = put_str(m, n, "' is not supported here (");
+            n = put_str(m, n, err == LP_ENOENT ? "no such event on this machine's PMU"
+                              : err == LP_ENODEV ? "no such PMU on this machine"
+                                                 : "this machine's PMU cannot sample it");
+            n = put_str(m, n, "): left out");
+            m[n] = 0;
+            s->notes[s->nnotes++] = m;
+            if (!defaulted) lp_puts(2, "labperf-agent: notice: "), lp_puts(2, m), lp_puts(2, "\n");
+            continue;
+        }
+        if (s->r.pid > 0) SYS2(__NR_kill, s->r.pid, LP_SIGKILL);
+        die_open_event(o->events[i].name, err);
+    }
+    if (!s->n) {
+        if (s->r.pid > 0) SYS2(__NR_kill, s->r.pid, LP_SIGKILL);
+        die("none of the events could be opened; run `labperf list` to see what this machine has", 0, 125);
+    }
+    memcpy(o->events, evs, sizeof evs);
+    o->nevents = s->n;
+}
+
+/* Until the workload ends or --duration passes, with a line and a record per -I interval
+ * (the last one partial). It blocks, as perf stat does, so that counting does not preempt
+ * what it counts: in poll on the workload's pidfd (readable when it exits) until the next
+ * interval or the --duration's end; without a pidfd (a kernel before 5.3) it looks every
+ * 1 ms. */
+static void stat_watch(struct stat_run *s, const struct opts *o) {
+    long pidfd = -1;
+#ifdef __NR_pidfd_open
+    if (s->r.pid > 0) pidfd = SYS2(__NR_pidfd_open, s->r.pid, 0);
+#endif
+    static struct counts prev, now, delta;
+    u64 every = o->interval_ms * 1000000u, next = every ? s->t0 + every : 0;
+    u64 until = o->duration_ms ? s->t0 + o->duration_ms * 1000000u : 0;
+    for (;;) {
+        u64 at = lp_clock_ns(LP_CLOCK_MONOTONIC);
+        u64 deadline = next && (!until || next < until) ? next : until;
+        long wait_ms = -1;
+        if (deadline) {
+            u64 left = deadline > at ? deadline - at : 0, ms = 0;
+            while (left >= 1000000u) left -= 1000000u, ms++; /* no divide on Alpha */
+            wait_ms = (long)(ms + (left ? 1 : 0));
+        }
+        if (pidfd < 0 && o->ncommand && (wait_ms < 0 || wait_ms > 1)) wait_ms = 1;
+        struct lp_pollfd pfd = {(int)pidfd, LP_POLLIN, 0};
+        SYS3(__NR_poll, &pfd, pidfd >= 0 ? 1 : 0, wait_ms);
+        at = lp_clock_ns(LP_CLOCK_MONOTONIC);
+        int done = (until && at >= until) ||
+                   (o->ncommand && SYS4(__NR_wait4, s->r.pid, &s->r.wstatus, LP_WNOHANG, 0) == s->r.pid && (s->ended = 1));
+        if (every && at >= next && !done) {
+            while (next <= at) next += every;
+        } else if (!(every && done)) {
+            if (done) return;
+            continue;
+        }
+        /* An interval's end: each counter's change, printed and recorded. */
+        stat_read(s->n, s->r.ncpus, s->fds, &now);
+        char label[32];
+        size_t ll = put_seconds(label, 0, at - s->t0);
+        for (int i = 0; i < s->n; i++) {
+            for (int j = 0; j < 3; j++) delta.v[i][j] = now.v[i][j] - prev.v[i][j];
+            stat_line(label, ll, delta.v[i], o->events[i].name);
+        }
+        prev = now;
+        if (s->w) {
+            put_interval(s->w, at - s->t0, 1, s->n, &delta);
+            w_tick(s->w);
+        }
+        if (done) return;
+    }
+}
+
+/* The totals: printed (unless --no-summary), recorded with the trailer; the status. */
+static int stat_finish(struct stat_run *s, const struct opts *o) {
+    static struct counts now;
+    u64 elapsed = lp_clock_ns(LP_CLOCK_MONOTONIC) - s->t0;
+    if (o->ncommand && !s->ended) { /* --duration ended first: the command stops with the count */
+        SYS2(__NR_kill, s->r.pid, 15 /* SIGTERM */);
+        SYS4(__NR_wait4, s->r.pid, &s->r.wstatus, 0, 0);
+    }
+    stat_read(s->n, s->r.ncpus, s->fds, &now);
+    if (!o->no_summary) {
+        for (int i = 0; i < s->n; i++) stat_line("total", 5, now.v[i], o->events[i].name);
+        static char line[64];
+        char secs[32];
+        size_t n = put_right(line, 0, secs, put_seconds(secs, 0, elapsed), 12);
+        n = put_str(line, n, " seconds time elapsed\n");
+        lp_write_all(2, line, n);
+    }
+    int sig = s->r.wstatus & 0x7f, code = (s->r.wstatus >> 8) & 0xff;
+    if (s->w) {
+        put_interval(s->w, elapsed, 0, s->n, &now);
+        struct lp_rusage ru;
+        memset(&ru, 0, sizeof ru);
+        SYS2(__NR_getrusage, 0, &ru);
+        u64 cpu_ns = (u64)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000u + (u64)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000u;
+        w_trailer(s->w, 0, 0, 0, 0, cpu_ns, (u64)ru.ru_maxrss, code, sig, lp_clock_ns(LP_CLOCK_MONOTONIC) - s->r.start);
+        if (w_finish(s->w) < 0) die_write(s->w, o->output);
+    }
+    if (o->ncommand && !s->ended) sig = code = 0;
+    if (o->no_summary) { /* the workload's times, as the Rust agent's status line has them */
+        struct lp_rusage ch;
+        memset(&ch, 0, sizeof ch);
+        SYS2(__NR_getrusage, -1 /* RUSAGE_CHILDREN */, &ch);
+        status_times = 1;
+        status_user_ns = (u64)ch.ru_utime.tv_sec * 1000000000u + (u64)ch.ru_utime.tv_usec * 1000u;
+        status_sys_ns = (u64)ch.ru_stime.tv_sec * 1000000000u + (u64)ch.ru_stime.tv_usec * 1000u;
+    }
+    write_status("ok", 0, 0, sig ? 128 + sig : code);
+    return sig ? 128 + sig : code;
+}
+
+/* stat: counts the events over the workload (or -a/-C, for --duration or while CMD runs),
+ * every -I ms too; prints a line per counter and interval and the totals (unless
+ * --no-summary: labperf prints perf's layout from the file), and records them with -o,
+ * as the Rust agent's stat.rs. */
+static int stat_cmd(struct opts *o, char **envp) {
+    static struct stat_run s;
+    if (o->profileme || o->mem || o->period || o->freq || o->callgraph || o->dump || o->replay_ring)
+        die("stat counts: --profileme, --mem, -c, -F, -g, --dump-ring and --replay-ring go with record", 0, 125);
+    if (!o->ncommand && !o->system) die("no workload: give a command after --", 0, 2);
+    if (o->system) may_record_cpus();
+    s.r.pid = -1;
+    spawn_workload(&s.r, o, envp);
+    stat_open(&s, o);
+    s.r.start = lp_clock_ns(LP_CLOCK_MONOTONIC);
+    if (o->output_given) {
+        s.w = lp_alloc(sizeof *s.w);
+        if (w_open(s.w, o->output, o->flush_ms) < 0) die_open(s.w, o->output);
+        struct buf h;
+        build_header(&h, o, s.attrs, s.n, "stat", s.notes, s.nnotes, s.r.start);
+        w_header(s.w, &h);
+        write_header_ext(s.w, o, 0);
+    }
+    /* The elapsed time starts before the enables and the exec, as perf's. */
+    s.t0 = lp_clock_ns(LP_CLOCK_MONOTONIC);
+    if (o->system)
+        for (int i = 0; i < s.n; i++)
+            for (int k = 0; k < s.r.ncpus; k++) SYS3(__NR_ioctl, s.fds[i][k], PERF_EVENT_IOC_ENABLE, 0);
+    if (o->ncommand) {
+        char go = 'g';
+        SYS3(__NR_write, s.r.gate[1], &go, 1);
+        SYS1(__NR_close, s.r.gate[1]);
+        int e = 0;
+        if (SYS3(__NR_read, s.r.status[0], &e, 4) == 4) {
+            if (s.w) w_abandon(s.w);
+            die("cannot run the workload: ", e == LP_ENOENT ? "no such file (the C agent does not search PATH)" : "exec failed", 127);
+        }
+    }
+    stat_watch(&s, o);
+    return stat_finish(&s, o);
+}
+
 int lp_main(long argc, char **argv, char **envp) {
     if (argc < 2) {
         lp_puts(2, USAGE);
@@ -1504,6 +1881,11 @@ int lp_main(long argc, char **argv, char **envp) {
     }
     for (char **e = envp; e && *e; e++)
         if (lp_startswith(*e, "LABPERF_SYSFS=")) sysfs_root = *e + 14;
+    /* A refusal, even of an option before --status-file or of a command this agent lacks,
+     * is said through --status-file too: labperf shows the agent's own words, not a run
+     * that seems killed. */
+    for (int i = 2; i + 1 < (int)argc && !lp_streq(argv[i], "--"); i++)
+        if (lp_streq(argv[i], "--status-file")) status_path = argv[i + 1];
     struct opts *o = lp_alloc(sizeof *o);
     if (lp_streq(cmd, "plan")) {
         parse_opts((int)argc, argv, 2, o);
@@ -1513,18 +1895,19 @@ int lp_main(long argc, char **argv, char **envp) {
         parse_opts((int)argc, argv, 2, o);
         return record(o, envp);
     }
+    if (lp_streq(cmd, "stat")) {
+        o->stat = 1;
+        parse_opts((int)argc, argv, 2, o);
+        return stat_cmd(o, envp);
+    }
     if (lp_streq(cmd, "replay")) {
         if (argc < 3) die("replay needs the ring dump file", 0, 2);
         parse_opts((int)argc, argv, 3, o);
         o->replay = argv[2];
         return replay(o);
     }
-    /* A command this agent lacks is said through --status-file too: labperf shows the
-     * agent's own words, not a run that seems killed. */
-    for (int i = 2; i + 1 < (int)argc; i++)
-        if (lp_streq(argv[i], "--status-file")) status_path = argv[i + 1];
-    if (lp_streq(cmd, "stat") || lp_streq(cmd, "list"))
-        die(cmd, ": not in the C agent core yet (it records samples; use the Rust agent's stat/list elsewhere)", 2);
+    if (lp_streq(cmd, "list"))
+        die(cmd, ": not in the C agent core yet (it records and counts; use the Rust agent's list elsewhere)", 2);
     die("unknown command ", cmd, 2);
     return 2;
 }

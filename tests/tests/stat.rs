@@ -599,3 +599,167 @@ fn report_of_a_file_without_intervals_shows_its_totals() {
         .unwrap_or_else(|| panic!("no page-faults total in:\n{all}"));
     assert!(n >= 100, "100 pages written, {n} faults:\n{all}");
 }
+
+/// The C agent's x86_64 build (the Alpha agent's code), beside the Rust agent.
+fn c_agent() -> PathBuf {
+    let p = std::env::var_os("LABPERF_AGENTS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| labperf_tests::root().join("target/agents"))
+        .join("x86_64-unknown-linux-none/labperf-agent");
+    assert!(
+        p.is_file(),
+        "{} is not built: run `cargo xtask build-agents`",
+        p.display()
+    );
+    p
+}
+
+/// Each word that reads as a number (separators, brackets, `%` and `s` dropped) as `N`: a
+/// line's shape without its counts; each shape once (the runs' intervals differ in number).
+fn shape(text: &str) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    text.lines()
+        .map(|l| {
+            l.split_whitespace()
+                .map(|w| {
+                    let n = w
+                        .trim_matches(['(', ')', '[', ']', ':'])
+                        .trim_end_matches(['%', 's'])
+                        .replace(',', "");
+                    if !n.is_empty() && n.parse::<f64>().is_ok() {
+                        "N"
+                    } else if w.ends_with("/sec") {
+                        "/sec" // K/sec above 1000: the counts' scale, not the layout
+                    } else {
+                        w
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .filter(|l| seen.insert(l.clone()))
+        .collect()
+}
+
+/// `labperf stat` with the C agent (`LABPERF_AGENT`: the x86_64 build of the Alpha agent)
+/// counts what the Rust agent counts, in the same file: the same summary and report rows,
+/// the same attrs; task-clock within the program's own CPU clock (-5/+2 ms, as above) for
+/// both, the 1000 pages' faults within 10 of each other (the loader's vary by a few with
+/// ASLR), the 20 sleeps' switches in both, the totals the intervals' sum.
+#[test]
+fn the_c_agent_counts_as_the_rust_agent_does() {
+    let d = scratch("stat-c-agent");
+    let p = prog(&d);
+    let rust = bin("labperf-agent");
+    let mut got = Vec::new();
+    for (name, agent) in [("Rust", rust), ("C", c_agent())] {
+        let f = d.join(format!("{name}.lpr"));
+        let o = Command::new(bin("labperf"))
+            .args(["stat", "-e", "task-clock", "-e", "context-switches"])
+            .args(["-e", "page-faults", "-I", "20", "-o"])
+            .arg(&f)
+            .arg("--")
+            .arg(&p)
+            .args(["0", "20", "1000", "60"])
+            .env("LC_ALL", "C")
+            .env("LABPERF_AGENT", &agent)
+            .output()
+            .unwrap();
+        let e = err(&o);
+        assert!(o.status.success(), "{name} agent: {e}");
+        let (ms, _) = counter(&e, "task-clock");
+        let own = cpu_ns(&o) / 1e6;
+        assert!(
+            (own - 5.0..=own + 2.0).contains(&ms),
+            "{name} agent: task-clock {ms} msec, the program's clock {own} ms:\n{e}"
+        );
+        let (cs, _) = counter(&e, "context-switches");
+        // 20 sleeps, and a loaded machine's preemptions (as above: a few dozen at most).
+        assert!(
+            (20.0..=80.0).contains(&cs),
+            "{name} agent: {cs} switches:\n{e}"
+        );
+        let (faults, _) = counter(&e, "page-faults");
+        let r = Command::new(bin("labperf"))
+            .arg("report")
+            .arg(&f)
+            .env("LC_ALL", "C")
+            .output()
+            .unwrap();
+        assert!(r.status.success(), "{name} agent's file: {}", err(&r));
+        let report = format!("{}{}", String::from_utf8_lossy(&r.stdout), err(&r));
+        let dec = labperf_common::decode_all(&std::fs::read(&f).unwrap());
+        assert!(
+            dec.losses.is_clean(),
+            "{name} agent's file: {:?}",
+            dec.damage
+        );
+        assert_eq!(
+            dec.header_ext.and_then(|x| x.recipe),
+            Some(labperf_common::Recipe::Stat),
+            "{name} agent"
+        );
+        let h = dec.header.unwrap();
+        let intervals: Vec<_> = dec
+            .records
+            .iter()
+            .filter_map(|r| match r {
+                labperf_common::Record::Interval(i) => Some(i.clone()),
+                _ => None,
+            })
+            .collect();
+        // One delta per 20 ms of a run of at least 80 ms, and the totals last.
+        let total = intervals.last().expect("intervals").clone();
+        assert!(!total.delta && intervals[..intervals.len() - 1].iter().all(|i| i.delta));
+        assert!(
+            intervals.len() >= 5,
+            "{name} agent: {} intervals",
+            intervals.len()
+        );
+        assert_eq!(
+            total.counts.iter().map(|c| c.event).collect::<Vec<_>>(),
+            [0, 1, 2]
+        );
+        // The totals are the deltas' sum.
+        for (k, c) in total.counts.iter().enumerate() {
+            let sum: u64 = intervals[..intervals.len() - 1]
+                .iter()
+                .map(|i| i.counts[k].value)
+                .sum();
+            assert_eq!(sum, c.value, "{name} agent: event {k}'s deltas");
+        }
+        got.push((name, ms, faults, e, report, h, dec.trailer.unwrap()));
+    }
+    let (rust, c) = (&got[0], &got[1]);
+    assert!(
+        (rust.2 - c.2).abs() <= 10.0,
+        "page-faults: Rust agent {}, C agent {}",
+        rust.2,
+        c.2
+    );
+    // The same summary and report, line by line, but for the counts and times.
+    assert_eq!(
+        shape(&rust.3),
+        shape(&c.3),
+        "summaries:\n{}\n{}",
+        rust.3,
+        c.3
+    );
+    assert_eq!(shape(&rust.4), shape(&c.4), "reports:\n{}\n{}", rust.4, c.4);
+    let (hr, hc) = (&rust.5, &c.5);
+    assert!(
+        hc.agent_version.contains("(C core)") && !hr.agent_version.contains("(C core)"),
+        "{} / {}",
+        hr.agent_version,
+        hc.agent_version
+    );
+    assert_eq!((hr.mode.as_str(), hc.mode.as_str()), ("stat", "stat"));
+    assert_eq!(hr.command, hc.command);
+    assert_eq!(hr.notes, hc.notes);
+    for (a, b) in hr.events.iter().zip(&hc.events) {
+        assert_eq!((&a.name, &a.attr, a.leader), (&b.name, &b.attr, b.leader));
+    }
+    assert_eq!(hr.events.len(), hc.events.len());
+    assert_eq!((rust.6.exit.code, c.6.exit.code), (Some(0), Some(0)));
+    assert_eq!(c.6.samples, 0);
+}

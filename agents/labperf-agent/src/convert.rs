@@ -87,6 +87,8 @@ pub struct Conv {
     /// Records the kernel reports lost.
     pub lost: u64,
     pub throttled: u64,
+    /// Bit i: event i gave a sample (events past 63 are not tracked).
+    pub sampled: u64,
 }
 
 impl Conv {
@@ -121,6 +123,7 @@ impl Conv {
             PERF_RECORD_SAMPLE => {
                 let s = self.sample(&mut c)?;
                 self.samples += 1;
+                self.sampled |= 1u64.checked_shl(s.event).unwrap_or(0);
                 Record::Sample(s)
             }
             PERF_RECORD_MMAP2 => {

@@ -7,8 +7,8 @@
 //! `perf_event_paranoid` is above 1 and the agent lacks CAP_PERFMON and CAP_SYS_ADMIN
 //! (`sys::kernel_allowed`); when it may not, the file's header notes that kernel mode
 //! was left out (a sleep's context switches happen in the kernel: they count 0 then).
-//! `record` keeps sampling user mode only unless `:k` or `-a`, and the C agent has no
-//! `stat`.
+//! `record` keeps sampling user mode only unless `:k` or `-a`. The C agent's `stat`
+//! (`agents/alpha/agent.c`) follows this one: its options, attrs, file and lines.
 
 use crate::events;
 use crate::out::Out;

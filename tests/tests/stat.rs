@@ -669,8 +669,11 @@ fn the_c_agent_counts_as_the_rust_agent_does() {
         assert!(o.status.success(), "{name} agent: {e}");
         let (ms, _) = counter(&e, "task-clock");
         let own = cpu_ns(&o) / 1e6;
+        // The program reads its clock before it exits; its exit (unmapping the 1000
+        // touched pages) is on task-clock only: up to 2.5 ms on a loaded 2-CPU machine
+        // (a clean-clone CI run saw 68.01 against 65.51 ms), so 4 ms above.
         assert!(
-            (own - 5.0..=own + 2.0).contains(&ms),
+            (own - 5.0..=own + 4.0).contains(&ms),
             "{name} agent: task-clock {ms} msec, the program's clock {own} ms:\n{e}"
         );
         let (cs, _) = counter(&e, "context-switches");

@@ -677,11 +677,10 @@ fn the_c_agent_counts_as_the_rust_agent_does() {
             "{name} agent: task-clock {ms} msec, the program's clock {own} ms:\n{e}"
         );
         let (cs, _) = counter(&e, "context-switches");
-        // 20 sleeps, and a loaded machine's preemptions (as above: a few dozen at most).
-        assert!(
-            (20.0..=80.0).contains(&cs),
-            "{name} agent: {cs} switches:\n{e}"
-        );
+        // At least the program's 20 sleeps. No upper bound: on a loaded machine the
+        // busy program is preempted about once a millisecond (a clean-clone CI run beside
+        // the other tests counted 113 in 93 ms, 20 to 26 in each 20 ms interval).
+        assert!(cs >= 20.0, "{name} agent: {cs} switches:\n{e}");
         let (faults, _) = counter(&e, "page-faults");
         let r = Command::new(bin("labperf"))
             .arg("report")

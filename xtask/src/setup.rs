@@ -8,6 +8,8 @@ use anyhow::{bail, Context};
 use std::path::Path;
 use xshell::{cmd, Shell};
 
+mod apt;
+
 #[derive(clap::Args, Default)]
 pub struct Args {
     /// Also install cargo-fuzz and the nightly toolchain it needs (what `fuzz` needs).
@@ -550,136 +552,6 @@ pub fn missing_packages(
     missing
 }
 
-/// apt-get's arguments to install `pkgs`: no Recommends, and never a removal: under
-/// `--no-remove` apt stops with an error rather than remove a package. `simulate` adds
-/// `-s`: the same command line, run as a simulation.
-pub fn apt_install_args(pkgs: &[&str], simulate: bool) -> Vec<String> {
-    let mut a: Vec<String> = [
-        "install",
-        "-y",
-        "-q",
-        "--no-install-recommends",
-        "--no-remove",
-    ]
-    .map(String::from)
-    .to_vec();
-    if simulate {
-        a.push("-s".into());
-    }
-    a.extend(pkgs.iter().map(|p| p.to_string()));
-    a
-}
-
-/// The packages an apt-get simulation says it would remove: its `Remv` lines, and, as it
-/// prints under `--no-remove` before it stops, the list after "The following packages will
-/// be REMOVED:".
-pub fn removals(out: &str) -> Vec<String> {
-    let mut r: Vec<String> = Vec::new();
-    let mut in_list = false;
-    for l in out.lines() {
-        let names: Vec<&str> = if let Some(rest) = l.strip_prefix("Remv ") {
-            in_list = false;
-            rest.split_whitespace().take(1).collect()
-        } else if l.starts_with("The following packages will be REMOVED") {
-            in_list = true;
-            continue;
-        } else if in_list && l.starts_with(' ') {
-            l.split_whitespace().collect()
-        } else {
-            in_list = false;
-            continue;
-        };
-        for n in names {
-            let n = n.trim_end_matches('*').to_string();
-            if !r.contains(&n) {
-                r.push(n);
-            }
-        }
-    }
-    r
-}
-
-/// Runs setup's apt-get command line for `pkgs` as a simulation (no root needed): the
-/// packages apt would remove (none, or the install would fail), or apt's error.
-pub fn simulate(sh: &Shell, pkgs: &[&str]) -> anyhow::Result<Vec<String>> {
-    let args = apt_install_args(pkgs, true);
-    let line = args.join(" ");
-    let o = cmd!(sh, "apt-get {args...}")
-        .env("LC_ALL", "C")
-        .quiet()
-        .ignore_status()
-        .output()
-        .context("cannot run apt-get")?;
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let removed = removals(&text);
-    if removed.is_empty() && !o.status.success() {
-        bail!(
-            "`apt-get {}` failed: {}",
-            line,
-            String::from_utf8_lossy(&o.stderr).trim()
-        );
-    }
-    Ok(removed)
-}
-
-/// What apt would remove for which package: each package of `missing` simulated alone
-/// (`removed`: what the simulation of them all would remove).
-fn removal_report(sh: &Shell, missing: &[Missing], removed: &[String]) -> String {
-    let mut culprits = Vec::new();
-    for m in missing {
-        let r = simulate(sh, &[m.package.as_str()]).unwrap_or_default();
-        if !r.is_empty() {
-            culprits.push(format!(
-                "installing {} (for {}) would remove {}",
-                m.package,
-                m.why(),
-                r.join(" ")
-            ));
-        }
-    }
-    if culprits.is_empty() {
-        culprits.push(format!(
-            "installing them together would remove {}",
-            removed.join(" ")
-        ));
-    }
-    culprits.join("; ")
-}
-
-/// Installs the `missing` packages with apt-get, after saying what and why; first simulates
-/// the same command line, and stops, installing nothing, when apt would remove a package.
-fn apt(sh: &Shell, missing: &[Missing]) -> anyhow::Result<()> {
-    let pkgs: Vec<&str> = missing.iter().map(|m| m.package.as_str()).collect();
-    eprintln!("setup: apt-get will install {}:", pkgs.join(" "));
-    for m in missing {
-        eprintln!("  {:<24} {}", m.package, m.why());
-    }
-    if !is_root() {
-        bail!(
-            "not root: install them with `sudo apt-get install --no-install-recommends --no-remove {}`",
-            pkgs.join(" ")
-        );
-    }
-    let _ = cmd!(sh, "apt-get update -qq").run();
-    let removed = simulate(sh, &pkgs)?;
-    if !removed.is_empty() {
-        bail!(
-            "nothing installed: apt would remove packages, which setup never does: {}. Install by hand if you accept that",
-            removal_report(sh, missing, &removed)
-        );
-    }
-    let args = apt_install_args(&pkgs, false);
-    let line = args.join(" ");
-    cmd!(sh, "apt-get {args...}")
-        .env("DEBIAN_FRONTEND", "noninteractive")
-        .run()
-        .with_context(|| format!("apt-get failed: run `apt-get {line}` by hand"))
-}
-
 /// The Python packages of [`PYTHON_PACKAGES`] that the venv at [`VENV`] lacks (all when
 /// there is no venv), and the venv's python.
 fn venv_missing(sh: &Shell) -> (Vec<&'static str>, std::path::PathBuf) {
@@ -1023,7 +895,7 @@ fn packages(sh: &Shell, plan: &Plan) -> anyhow::Result<String> {
             plan.packages.len()
         ));
     }
-    apt(sh, &missing)?;
+    apt::install(sh, &missing)?;
     let still = missing_packages(&plan.packages, present);
     if !still.is_empty() {
         let names: Vec<&str> = still.iter().map(|m| m.package.as_str()).collect();
@@ -1095,7 +967,7 @@ fn binfmt(sh: &Shell) -> anyhow::Result<String> {
     let conf = Path::new(BINFMT_CONF);
     let mut did = Vec::new();
     if !conf.exists() {
-        apt(
+        apt::install(
             sh,
             &[Missing {
                 package: "qemu-user-binfmt".into(),
@@ -1138,7 +1010,7 @@ mod tests {
         );
     }
 
-    fn packages_of(need: Need) -> Vec<&'static str> {
+    pub(super) fn packages_of(need: Need) -> Vec<&'static str> {
         let mut v: Vec<&str> = plan(need).packages.iter().map(|(_, p, _)| *p).collect();
         v.sort();
         v.dedup();
@@ -1251,60 +1123,5 @@ mod tests {
         assert!(bench.cargo_tools.len() == 2 && !bench.venv);
         assert!(packages_of(Bench).contains(&"qemu-system-arm"));
         assert!(!packages_of(Bench).contains(&"chromium"));
-    }
-
-    #[test]
-    fn apt_installs_without_recommends_and_never_removes() {
-        let a = apt_install_args(&["gcc", "libssl-dev"], false);
-        assert_eq!(
-            a,
-            [
-                "install",
-                "-y",
-                "-q",
-                "--no-install-recommends",
-                "--no-remove",
-                "gcc",
-                "libssl-dev"
-            ]
-        );
-        let s = apt_install_args(&["gcc", "libssl-dev"], true);
-        assert!(s.contains(&"-s".to_string()) && s.contains(&"--no-remove".to_string()));
-        assert_eq!(
-            s.iter().filter(|x| *x != "-s").collect::<Vec<_>>(),
-            a.iter().collect::<Vec<_>>()
-        );
-    }
-
-    #[test]
-    fn the_parse_finds_what_apt_would_remove() {
-        // apt-get -s without --no-remove: its Remv lines.
-        let remv = "Reading package lists...\nInst sysvinit-core (3.06-4 Debian:12.15/oldstable [amd64])\nRemv at-spi2-core [2.46.0-5]\nRemv chromium [156.0.8078.114-1~deb12u1]\nRemv mawk [1.3.4.20200120-3.1] []\nConf sysvinit-core (3.06-4 Debian:12.15/oldstable [amd64])\n";
-        assert_eq!(removals(remv), ["at-spi2-core", "chromium", "mawk"]);
-        // Under --no-remove apt lists them, then stops (exit 100).
-        let stopped = "Reading package lists...\nThe following packages were automatically installed and are no longer required:\n  appstream chromium-common\nUse 'apt autoremove' to remove them.\nThe following packages will be REMOVED:\n  at-spi2-core chromium* dbus-user-session\n  systemd-sysv\nThe following NEW packages will be installed:\n  initscripts insserv\n5 upgraded, 5 newly installed, 4 to remove and 130 not upgraded.\nE: Packages need to be removed but remove is disabled.\n";
-        assert_eq!(
-            removals(stopped),
-            [
-                "at-spi2-core",
-                "chromium",
-                "dbus-user-session",
-                "systemd-sysv"
-            ]
-        );
-        let clean = "The following NEW packages will be installed:\n  pkgconf\nInst pkgconf (1.8.1-1 Debian:12.15/oldstable [amd64])\nConf pkgconf (1.8.1-1 Debian:12.15/oldstable [amd64])\n0 upgraded, 1 newly installed, 0 to remove and 137 not upgraded.\n";
-        assert!(removals(clean).is_empty());
-    }
-
-    /// Setup's own apt-get command line, run as a simulation (no root needed) for every
-    /// package of the project: apt would install them all and remove nothing.
-    #[test]
-    fn setup_s_apt_line_simulated_for_every_package_removes_nothing() {
-        let mut pkgs = packages_of(Test);
-        pkgs.push("qemu-user-binfmt");
-        assert!(pkgs.len() > 40, "{pkgs:?}");
-        let sh = Shell::new().unwrap();
-        let removed = simulate(&sh, &pkgs).unwrap();
-        assert!(removed.is_empty(), "apt would remove {removed:?}");
     }
 }

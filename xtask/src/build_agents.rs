@@ -154,8 +154,54 @@ pub fn build_all_release(triple: &str, s: &mut Summary) -> bool {
     })
 }
 
+/// Each agent's size budget in bytes, by its directory under `target/agents/`: what a lab
+/// machine is sent in one round trip. The Rust agents 512 KiB, the freestanding C agents
+/// 64 KiB.
+pub const BUDGETS: &[(&str, u64)] = &[
+    ("x86_64-unknown-linux-musl", 512 * 1024),
+    ("aarch64-unknown-linux-musl", 512 * 1024),
+    (ALPHA, 64 * 1024),
+    (C_X86_64, 64 * 1024),
+];
+
+/// The size table of `agents` (directory, bytes) against [`BUDGETS`], and an error naming
+/// every agent over its budget (or with none).
+pub fn budget_table(agents: &[(String, u64)]) -> (String, Result<(), String>) {
+    let mut table = format!(
+        "{:<28} {:>9} {:>9} {:>9}\n",
+        "agent", "bytes", "budget", "left"
+    );
+    let mut over = Vec::new();
+    for (dir, n) in agents {
+        match BUDGETS.iter().find(|(d, _)| d == dir) {
+            Some(&(_, b)) => {
+                let left = b as i64 - *n as i64;
+                table += &format!("{dir:<28} {n:>9} {b:>9} {left:>9}\n");
+                if left < 0 {
+                    over.push(format!(
+                        "{dir}/labperf-agent is {n} bytes, {} over its budget of {b}",
+                        -left
+                    ));
+                }
+            }
+            None => {
+                table += &format!("{dir:<28} {n:>9} {:>9} {:>9}\n", "none", "-");
+                over.push(format!(
+                    "{dir}/labperf-agent has no size budget (xtask/src/build_agents.rs BUDGETS)"
+                ));
+            }
+        }
+    }
+    let r = if over.is_empty() {
+        Ok(())
+    } else {
+        Err(over.join("; "))
+    };
+    (table, r)
+}
+
 /// Checks every built agent with `object` (through `labperf agents --check`) and `file`,
-/// and prints the size table.
+/// prints the size table, and fails when an agent is over its size budget ([`BUDGETS`]).
 pub fn verify() -> anyhow::Result<String> {
     let sh = Shell::new()?;
     sh.change_dir(root());
@@ -182,6 +228,20 @@ pub fn verify() -> anyhow::Result<String> {
         }
     }
     notes.sort();
+    let mut sizes = Vec::new();
+    for entry in std::fs::read_dir(&dir)?.flatten() {
+        let p = entry.path().join("labperf-agent");
+        if p.is_file() {
+            sizes.push((
+                entry.file_name().to_string_lossy().into_owned(),
+                std::fs::metadata(&p)?.len(),
+            ));
+        }
+    }
+    sizes.sort();
+    let (table, within) = budget_table(&sizes);
+    println!("{table}");
+    within.map_err(|e| anyhow::anyhow!("over budget: {e}"))?;
     Ok(notes.join("; "))
 }
 
@@ -215,4 +275,33 @@ pub fn run(a: &Args, s: &mut Summary) {
         });
     }
     s.step("verify agents (object, file) and sizes", verify);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_agent_72_bytes_over_its_budget_fails_verify() {
+        let (table, r) = budget_table(&[
+            ("aarch64-unknown-linux-musl".into(), 458_608),
+            ("x86_64-unknown-linux-musl".into(), 512 * 1024 + 72),
+        ]);
+        assert_eq!(
+            r.unwrap_err(),
+            "x86_64-unknown-linux-musl/labperf-agent is 524360 bytes, 72 over its budget of 524288"
+        );
+        assert!(
+            table.contains("aarch64-unknown-linux-musl      458608    524288     65680\n"),
+            "{table}"
+        );
+        assert!(
+            table.contains("x86_64-unknown-linux-musl       524360    524288       -72\n"),
+            "{table}"
+        );
+        let (_, r) = budget_table(&[("x86_64-unknown-linux-musl".into(), 512 * 1024)]);
+        assert_eq!(r, Ok(()));
+        let (_, r) = budget_table(&[("riscv64-unknown-linux-musl".into(), 1)]);
+        assert!(r.unwrap_err().contains("no size budget"));
+    }
 }

@@ -144,6 +144,44 @@ fn record(
     (rows, j, s)
 }
 
+/// The most of the program's own CPU time that the samples may leave unaccounted, as a
+/// fraction: a recording whose samples times [`PERIOD`] fall short of the program's clock by
+/// more did not sample all the time the clock counted, so the clock is not its known answer.
+/// This happens on a VM whose vCPU the hypervisor deschedules: the guest's CPU clock runs on
+/// while the cpu-clock event's timer cannot fire, and the kernel then skips the missed
+/// periods (hrtimer_forward_now) with one sample. A clean-clone run failed so: tiny's fn_a
+/// took 0.4208 s by its clock, about 18 ms above its equal-work share, while its samples
+/// gave it the usual 50.25 %. Quiet runs leave at most 3.6 ms of 0.8 s (0.45 %)
+/// unaccounted; 1 % can move one share by at most a point, half of [`TOLERANCE`].
+const UNACCOUNTED: f64 = 0.01;
+
+/// [`record`], again (up to three times in all) while the samples leave more than
+/// [`UNACCOUNTED`] of the program's CPU time unaccounted, saying so each time.
+fn record_accounted(
+    recorder: Recorder<'_>,
+    dir: &Path,
+    mode: Mode,
+    program: &[OsString],
+    name: &str,
+) -> (Shares, serde_json::Value, BTreeMap<String, f64>) {
+    let period_s = PERIOD.parse::<f64>().unwrap() / 1e9;
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        let (rows, j, s) = record(recorder, dir, mode, program);
+        let total = s.get("total").copied().unwrap_or(0.0);
+        let sampled = j["summary"]["total_samples"].as_u64().unwrap_or(0) as f64 * period_s;
+        let missed = total - sampled;
+        if missed <= UNACCOUNTED * total || tries == 3 {
+            return (rows, j, s);
+        }
+        eprintln!(
+            "{name} {mode:?}: the samples account for {sampled:.4} s of the program's {total:.4} s of CPU time ({:.1} ms never sampled): recording again",
+            missed * 1e3
+        );
+    }
+}
+
 /// The worst difference seen, and where.
 #[derive(Default)]
 struct Worst {
@@ -230,7 +268,7 @@ fn check(case: &Case<'_>, dir: &Path, program: &[OsString]) {
 fn check_with(recorder: Recorder<'_>, case: &Case<'_>, dir: &Path, program: &[OsString]) {
     let mut misses = Vec::new();
     for mode in [Mode::Fp, Mode::Dwarf] {
-        let (rows, j, s) = record(recorder, dir, mode, program);
+        let (rows, j, s) = record_accounted(recorder, dir, mode, program, case.program);
         let total = s["total"];
         let samples = j["summary"]["total_samples"].as_u64().unwrap_or(0);
         // Half a second of CPU here gives 2000; a machine twice as fast, 1000.

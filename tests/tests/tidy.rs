@@ -5,7 +5,7 @@
 //! `common/`, and no function over 120 lines but the ones [`LONG_FNS`] names.
 
 use labperf_tests::root;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// A token of Rust source, as far as these checks need: string literals (their value),
@@ -1374,5 +1374,42 @@ fn the_length_scan_counts_from_fn_to_its_closing_brace() {
             "b.c: fn record is 121 lines (split it along its steps)",
             "a.rs: fn short is allowed to be long but is not over 120 lines: take it off LONG_FNS",
         ]
+    );
+}
+
+/// `package [features]` lines of `cargo tree` over `args`: each package built, with its features.
+fn feature_lines(args: &[&str]) -> BTreeSet<String> {
+    let out = std::process::Command::new(env!("CARGO"))
+        .args(["tree", "--frozen", "--prefix", "none", "-f", "{p} [{f}]"])
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("cargo runs");
+    assert!(
+        out.status.success(),
+        "cargo tree {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        // `(*)` marks a package listed before; `(proc-macro)` is part of {p}.
+        .map(|l| l.trim_end_matches(" (*)").trim().to_string())
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+#[test]
+fn labperf_builds_with_the_features_of_the_test_build() {
+    // `cargo xtask test` builds `labperf` (`cargo build -p labperf`), then the tests
+    // (`cargo nextest run --workspace`, which adds every dev-dependency). Every package of the
+    // first build must be built with the same features in the second, or the second compiles
+    // labperf again (resolver 2 unifies a dev-dependency's features only where it is built).
+    let alone = feature_lines(&["-p", "labperf", "-e", "normal,build"]);
+    let tests = feature_lines(&["--workspace", "-e", "normal,build,dev"]);
+    let differ: Vec<&String> = alone.difference(&tests).collect();
+    assert!(
+        differ.is_empty(),
+        "built by `cargo build -p labperf` with features the test build does not use \
+         (it lists them otherwise; ask for them in host/Cargo.toml, as for bitflags):\n{differ:#?}"
     );
 }

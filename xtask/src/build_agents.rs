@@ -36,6 +36,13 @@ fn install(src: &std::path::Path, dst_dir: &std::path::Path, name: &str) -> anyh
 /// "abort" (Cargo.toml), so the host's release profile can unwind.
 pub const PROFILE: &str = "agent";
 
+/// Cargo's target directory for the agents and the bench: one of their own, so that
+/// `cargo xtask test` builds the debug `labperf` in `target/` at the same time (cargo locks
+/// a target directory for one build at a time; the agents' fat-LTO links leave a core idle).
+pub fn build_dir() -> std::path::PathBuf {
+    target_dir().join("agent-build")
+}
+
 /// Builds the Rust agent and bench for a musl triple, and the bench without frame pointers.
 pub fn build(triple: &str) -> anyhow::Result<String> {
     build_with(triple, true)
@@ -46,9 +53,10 @@ pub fn build(triple: &str) -> anyhow::Result<String> {
 pub fn build_with(triple: &str, nofp: bool) -> anyhow::Result<String> {
     let sh = Shell::new()?;
     sh.change_dir(root());
+    let dir = build_dir();
     cmd!(
         sh,
-        "cargo build --profile {PROFILE} --target {triple} -p labperf-agent"
+        "cargo build --profile {PROFILE} --target {triple} --target-dir {dir} -p labperf-agent"
     )
     .run()
     .with_context(|| {
@@ -58,7 +66,7 @@ pub fn build_with(triple: &str, nofp: bool) -> anyhow::Result<String> {
     // (`--calls`); the agent, size-bound, does not.
     cmd!(
         sh,
-        "cargo rustc --profile {PROFILE} --target {triple} -p labperf-bench -- -C force-frame-pointers=yes"
+        "cargo rustc --profile {PROFILE} --target {triple} --target-dir {dir} -p labperf-bench -- -C force-frame-pointers=yes"
     )
     .run()
     .with_context(|| {
@@ -66,7 +74,7 @@ pub fn build_with(triple: &str, nofp: bool) -> anyhow::Result<String> {
     })?;
     for b in ["labperf-agent", "labperf-bench"] {
         install(
-            &target_dir().join(triple).join(PROFILE).join(b),
+            &dir.join(triple).join(PROFILE).join(b),
             &agents_dir(triple),
             b,
         )?;
@@ -77,7 +85,7 @@ pub fn build_with(triple: &str, nofp: bool) -> anyhow::Result<String> {
     // The same bench without frame pointers, for `--call-graph dwarf` (frame pointers
     // cannot unwind it): in a target directory of its own, so neither build undoes the
     // other's.
-    let nofp = target_dir().join("nofp");
+    let nofp = build_dir().join("nofp");
     cmd!(
         sh,
         "cargo rustc --profile {PROFILE} --target {triple} --target-dir {nofp} -p labperf-bench -- -C force-frame-pointers=no"
@@ -246,6 +254,12 @@ pub fn verify() -> anyhow::Result<String> {
 }
 
 pub fn run(a: &Args, s: &mut Summary) {
+    build_steps(a, s);
+    s.step("verify agents (object, file) and sizes", verify);
+}
+
+/// The build steps of [`run`], without the verification (which builds the debug `labperf`).
+pub fn build_steps(a: &Args, s: &mut Summary) {
     let want = |t: &str| a.target == "all" || a.target == t;
     if !["all", "x86_64", "aarch64", "alpha"].contains(&a.target.as_str()) {
         s.step("build-agents", || {
@@ -274,7 +288,6 @@ pub fn run(a: &Args, s: &mut Summary) {
             build_c("alpha-linux-gnu-gcc", "arch_alpha.c", ALPHA)
         });
     }
-    s.step("verify agents (object, file) and sizes", verify);
 }
 
 #[cfg(test)]

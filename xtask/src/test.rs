@@ -12,37 +12,26 @@ pub struct Args {
 
 pub fn run(a: &Args, s: &mut Summary) {
     let triple = host_musl();
-    // The lab machines (the Arm one with Debian's kernel and with the altperiod kernel, the
-    // Alpha one; their kernels from the per-user cache or built on first use) boot while
-    // the agents, labperf and clippy build: a boot is mostly one qemu thread waiting on its
-    // guest.
-    let labs = std::thread::spawn(|| {
-        let mut ups: Vec<(Lab, bool, anyhow::Result<String>, f64)> = Vec::new();
-        for k in [Kernel::Debian, Kernel::Altperiod] {
-            let was_up = crate::lab::is_up(k);
-            let t = std::time::Instant::now();
-            let r = crate::lab::up(k, None);
-            ups.push((Lab::Arm(k), was_up, r, t.elapsed().as_secs_f64()));
-        }
-        let was_up = crate::lab::alpha::is_up();
-        let t = std::time::Instant::now();
-        let r = crate::lab::alpha::up(None);
-        ups.push((Lab::Alpha, was_up, r, t.elapsed().as_secs_f64()));
-        ups
-    });
-    crate::build_agents::run(
+    let labs = boot_labs();
+    let host = build_labperf();
+    crate::build_agents::build_steps(
         &crate::build_agents::Args {
             target: "all".into(),
             release: true,
         },
         s,
     );
-    s.step("build labperf", || {
-        let sh = Shell::new()?;
-        sh.change_dir(root());
-        cmd!(sh, "cargo build -p labperf").run()?;
-        Ok(String::new())
+    let (r, secs) = host.join().unwrap_or_else(|_| {
+        (
+            Err(anyhow::anyhow!("the thread building labperf panicked")),
+            0.0,
+        )
     });
+    s.record("build labperf (beside the agents)", r, secs);
+    s.step(
+        "verify agents (object, file) and sizes",
+        crate::build_agents::verify,
+    );
     s.step("cargo fmt --check", || {
         let sh = Shell::new()?;
         sh.change_dir(root());
@@ -133,4 +122,42 @@ impl Lab {
             Lab::Alpha => "alpha".into(),
         }
     }
+}
+
+/// A lab machine booted: the machine, whether it was up before, the outcome, seconds.
+type Up = (Lab, bool, anyhow::Result<String>, f64);
+
+/// The lab machines (the Arm one with Debian's kernel and with the altperiod kernel, the
+/// Alpha one; their kernels from the per-user cache or built on first use) boot while the
+/// agents, labperf and clippy build: a boot is mostly one qemu thread waiting on its guest.
+fn boot_labs() -> std::thread::JoinHandle<Vec<Up>> {
+    std::thread::spawn(|| {
+        let mut ups: Vec<Up> = Vec::new();
+        for k in [Kernel::Debian, Kernel::Altperiod] {
+            let was_up = crate::lab::is_up(k);
+            let t = std::time::Instant::now();
+            let r = crate::lab::up(k, None);
+            ups.push((Lab::Arm(k), was_up, r, t.elapsed().as_secs_f64()));
+        }
+        let was_up = crate::lab::alpha::is_up();
+        let t = std::time::Instant::now();
+        let r = crate::lab::alpha::up(None);
+        ups.push((Lab::Alpha, was_up, r, t.elapsed().as_secs_f64()));
+        ups
+    })
+}
+
+/// The debug `labperf`, built beside the agents (they build in a target directory of their
+/// own): their fat-LTO links keep one core busy and leave the other free. The outcome, seconds.
+fn build_labperf() -> std::thread::JoinHandle<(anyhow::Result<String>, f64)> {
+    std::thread::spawn(|| {
+        let t = std::time::Instant::now();
+        let r = (|| {
+            let sh = Shell::new()?;
+            sh.change_dir(root());
+            cmd!(sh, "cargo build --quiet -p labperf").run()?;
+            anyhow::Ok(String::new())
+        })();
+        (r, t.elapsed().as_secs_f64())
+    })
 }

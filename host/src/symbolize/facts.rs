@@ -17,9 +17,10 @@ pub struct Run {
     /// The header's event names, in sample `event` order.
     pub events: Vec<String>,
     /// The workload's executable as the recording mapped it (pprof's main mapping): the
-    /// first file the process of the recording's first `exec` maps after its latest
-    /// `exec` (past wrappers such as `env` or a shell script), else (an attached process)
-    /// the first file mapped; `None` when it maps none.
+    /// first file the process of the recording's first `exec` maps after its last `exec`
+    /// (past wrappers such as `env` or a shell script; the last by its latest samples'
+    /// times, as the file's order of CPUs' rings need not be: `executable.rs`), else (an
+    /// attached process) the first file mapped; `None` when it maps none.
     pub executable: Option<String>,
     pub info: FileInfo,
     /// How far its call stacks reach; `None` when its events take none.

@@ -1,6 +1,7 @@
 //! Addresses named and stacks made whole: symbols, DWARF unwinding, frame-pointer chains restored, how far stacks reach, the one stack model and the facts of a recording.
 
 pub mod callers;
+pub mod executable;
 pub mod facts;
 pub mod fpchain;
 pub mod measure;

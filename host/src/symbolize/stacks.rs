@@ -8,6 +8,7 @@
 
 use crate::record::events::{Joined, Names, RunEvents, Select};
 use crate::record::load::{self, LoadError, Peek, Source};
+use crate::symbolize::executable::Executable;
 use crate::symbolize::facts::Run;
 use crate::symbolize::quality::Quality;
 use crate::symbolize::symbols::{label, Search, Symbolizer};
@@ -345,7 +346,7 @@ impl StackTable {
         }
         self.warnings.append(&mut sym.warnings);
         let mut facts = Run::of(src, info, quality);
-        facts.executable = raws.executable.take().or(raws.first_file.take());
+        facts.executable = std::mem::take(&mut raws.executable).finish();
         self.runs.push(facts);
         Ok(())
     }
@@ -508,13 +509,8 @@ struct RawStacks {
     /// The samples of each distinct stack (by raw stack number) read from a callchain
     /// (`-g`): how far they reach is found once every mapping is known.
     fp_samples: Vec<u64>,
-    /// The workload's executable ([`Run::executable`]): the process of the first `exec`,
-    /// whether its latest `exec` has mapped its file yet, the file it mapped, and the
-    /// first file mapped at all (an attached process's).
-    exec_pid: Option<u32>,
-    awaiting_exec: bool,
-    executable: Option<String>,
-    first_file: Option<String>,
+    /// The workload's executable ([`Run::executable`]).
+    executable: Executable,
 }
 
 impl RawStacks {
@@ -537,37 +533,7 @@ impl RawStacks {
             comm_id: HashMap::new(),
             comm_of: HashMap::default(),
             fp_samples: Vec::new(),
-            exec_pid: None,
-            awaiting_exec: false,
-            executable: None,
-            first_file: None,
-        }
-    }
-
-    /// Notes the workload's executable: the first file the process of the recording's
-    /// first `exec` maps after its latest `exec` (the kernel reports the program's mapping
-    /// before its interpreter's; a wrapper (`env`, a shell script, a pyenv shim) that execs
-    /// the real program leaves the program's), else the first file mapped (`[vdso]`,
-    /// `[kernel.kallsyms]` and anonymous memory are no file).
-    fn executable(&mut self, r: &Record) {
-        match r {
-            Record::Comm(c) if c.exec && self.exec_pid.is_none_or(|p| p == c.pid) => {
-                self.exec_pid = Some(c.pid);
-                self.awaiting_exec = true;
-            }
-            Record::Mmap2(m) => {
-                if m.path.is_empty() || m.path.starts_with('[') || m.path.starts_with("//anon") {
-                    return;
-                }
-                if self.first_file.is_none() {
-                    self.first_file = Some(m.path.clone());
-                }
-                if self.awaiting_exec && self.exec_pid == Some(m.pid) {
-                    self.executable = Some(m.path.clone());
-                    self.awaiting_exec = false;
-                }
-            }
-            _ => {}
+            executable: Executable::default(),
         }
     }
 
@@ -581,7 +547,7 @@ impl RawStacks {
         arena: &mut Vec<u32>,
         threads: &mut Vec<Thread>,
     ) {
-        self.executable(r);
+        self.executable.record(r);
         match r {
             Record::Comm(c) => {
                 let next = self.comms.len() as u32;

@@ -6,11 +6,12 @@
 //! execs twice, and the kernel may move it to another CPU at the second `exec` (exec
 //! balancing): the program's `COMM` and `MMAP2` can then come before the wrapper's in the
 //! file, and an `exec`'s own `COMM` and `MMAP2` can be in two rings when the process is
-//! moved in between. So each `exec` of the workload's process gives an image: the first
-//! file the process maps after its `COMM` in the file, else the file it mapped whose name
-//! begins with the `COMM`'s (the kernel names the process after the file it execs, cut to
-//! 15 bytes); the image that ran last is the one holding the addresses of the process's
-//! latest samples, which carry their time.
+//! moved in between. So each `exec` of the workload's process gives an image: the file the
+//! process mapped that is named as the `COMM` (the kernel names the process after the file
+//! it execs, cut to 15 bytes), else the first file it maps after the `COMM` in the file
+//! (a script's interpreter, a link's target), else a file whose name begins with the
+//! `COMM`'s (`python3` runs `python3.11`); the image that ran last is the one holding the
+//! addresses of the process's latest samples, which carry their time.
 
 use labperf_common::{Record, Sample};
 
@@ -27,11 +28,12 @@ const MAPPINGS: usize = 4096;
 /// `PROT_EXEC`.
 const PROT_EXEC: u32 = 4;
 
-/// One `exec`'s image: the process's name it gave, and the first file the process mapped
-/// after it in the file.
+/// One `exec`'s image: the process's name it gave, the first file the process mapped
+/// after it in the file, and (in [`Executable::finish`]) its file.
 #[derive(Debug, Default)]
 struct Image {
     comm: String,
+    after: Option<String>,
     path: Option<String>,
 }
 
@@ -69,7 +71,7 @@ impl Executable {
                 if self.images.len() < IMAGES {
                     self.images.push(Image {
                         comm: c.comm.clone(),
-                        path: None,
+                        ..Image::default()
                     });
                 }
             }
@@ -88,8 +90,8 @@ impl Executable {
                     self.mapped.push((m.pid, m.path.clone(), m.addr, end));
                 }
                 if let Some(last) = self.images.last_mut() {
-                    if last.path.is_none() {
-                        last.path = Some(m.path.clone());
+                    if last.after.is_none() {
+                        last.after = Some(m.path.clone());
                     }
                 }
             }
@@ -129,14 +131,17 @@ impl Executable {
     /// The executable: the image holding the latest sample that one image alone holds,
     /// else the last image in file order, else the first file mapped.
     pub fn finish(mut self) -> Option<String> {
-        // An image whose file was mapped before its `COMM` in the file: the process's file
-        // named after it.
-        for i in self.images.iter_mut().filter(|i| i.path.is_none()) {
+        for i in &mut self.images {
+            let base = |m: &&Mapping| m.1.rsplit('/').next().unwrap_or(&m.1).to_string();
+            // The kernel cuts a name to 15 bytes.
             let named = |m: &&Mapping| {
-                let base = m.1.rsplit('/').next().unwrap_or(&m.1);
-                !i.comm.is_empty() && base.starts_with(i.comm.as_str())
+                let b = base(m);
+                b == i.comm || (i.comm.len() == 15 && b.starts_with(i.comm.as_str()))
             };
-            i.path = self.mapped.iter().find(named).map(|m| m.1.clone());
+            let begins = |m: &&Mapping| !i.comm.is_empty() && base(m).starts_with(i.comm.as_str());
+            i.path = (self.mapped.iter().find(named).map(|m| m.1.clone()))
+                .or_else(|| i.after.clone())
+                .or_else(|| self.mapped.iter().find(begins).map(|m| m.1.clone()));
         }
         let pid = self.pid;
         self.latest.retain(|l| Some(l.0) == pid);
@@ -242,6 +247,35 @@ mod tests {
             comm(7, "deep"),
         ];
         assert_eq!(executable(&r).as_deref(), Some("/tmp/deep"));
+    }
+
+    #[test]
+    fn comms_in_one_ring_and_mappings_in_another_still_give_the_program() {
+        // Both COMMs drained before both execs' mappings: each exec's first mapping after
+        // it in the file is the wrong one.
+        let r = [
+            comm(7, "env"),
+            comm(7, "deep"),
+            mmap(7, "/usr/bin/env", 0x5000, 5),
+            sample(7, 100, 0x5010),
+            mmap(7, "/tmp/deep", 0x6000, 5),
+            sample(7, 200, 0x6010),
+        ];
+        assert_eq!(executable(&r).as_deref(), Some("/tmp/deep"));
+        // A script: its interpreter is the first file mapped after its COMM.
+        let r = [
+            comm(7, "run.sh"),
+            mmap(7, "/usr/bin/bash", 0x5000, 5),
+            sample(7, 100, 0x5010),
+        ];
+        assert_eq!(executable(&r).as_deref(), Some("/usr/bin/bash"));
+        // `python3`, a link to python3.11, mapped before its COMM in the file.
+        let r = [
+            mmap(7, "/usr/bin/python3.11", 0x5000, 5),
+            sample(7, 100, 0x5010),
+            comm(7, "python3"),
+        ];
+        assert_eq!(executable(&r).as_deref(), Some("/usr/bin/python3.11"));
     }
 
     #[test]

@@ -164,6 +164,99 @@ fn python3_top_functions_match_perf_on_the_same_samples() {
     }
 }
 
+/// A C program whose hot loop calls libc through its PLT (`labs`, `ffs`, from a PIE built
+/// as Debian's gcc builds by default).
+const PLT_LOOP: &str = r#"
+#include <stdlib.h>
+#include <strings.h>
+#include <time.h>
+int main(void) {
+    struct timespec a, b;
+    long s = 0;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    do {
+        for (long i = 0; i < 1000000; i++)
+            s += labs(i - 500000) + ffs((int)i);
+        clock_gettime(CLOCK_MONOTONIC, &b);
+    } while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < 300000000L);
+    return s == 42;
+}
+"#;
+
+/// `perf report --sort sym` of `data`: (name, samples), busiest first.
+fn perf_sym_rows(data: &Path) -> Vec<(String, u64)> {
+    let o = Command::new("perf")
+        .args(["report", "--stdio", "-n", "-q", "--sort", "sym", "-i"])
+        .arg(data)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // "    12.34%       123  [.] labs@plt"
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| {
+            let (left, name) = l.split_once("] ")?;
+            let samples = left.split_whitespace().nth(1)?.parse().ok()?;
+            Some((name.trim().to_string(), samples))
+        })
+        .collect()
+}
+
+#[test]
+fn plt_stubs_are_named_and_counted_as_perf_does_on_the_same_samples() {
+    // Before: perf's `labs@plt` and `ffs@plt` rows were labperf's `p+0x1030`, unnamed.
+    let d = scratch("sym-plt");
+    std::fs::write(d.join("p.c"), PLT_LOOP).unwrap();
+    let o = Command::new("gcc")
+        .args(["-O1", "-fno-builtin", "-o"])
+        .arg(d.join("p"))
+        .arg(d.join("p.c"))
+        .output()
+        .expect("gcc is installed by `cargo xtask setup`");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let data = d.join("perf.data");
+    let o = Command::new("perf")
+        .args(["record", "-q", "-e", "cpu-clock:u", "-c", "100000", "-o"])
+        .arg(&data)
+        .arg("--")
+        .arg(d.join("p"))
+        .output()
+        .expect("perf is installed by `cargo xtask setup`");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let lpr = d.join("p.lpr");
+    let o = Command::new(bin("labperf"))
+        .arg("import")
+        .arg(&data)
+        .arg("-o")
+        .arg(&lpr)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let theirs = perf_sym_rows(&data);
+    let stubs: Vec<&(String, u64)> = theirs.iter().filter(|(n, _)| n.ends_with("@plt")).collect();
+    // 0.3 s of the loop every 100 µs: about 3,000 samples, about 200 in `labs@plt` (a
+    // jump, in a round of a dozen instructions; `ffs@plt` gets far fewer here).
+    assert!(
+        stubs.iter().any(|(n, s)| n == "labs@plt" && *s > 20),
+        "perf's rows: {theirs:?}"
+    );
+    let j = report_json(&lpr, 0, |_| {});
+    let ours: std::collections::BTreeMap<&str, u64> = j["tables"][0]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["name"].as_str().unwrap(), r["samples"].as_u64().unwrap()))
+        .collect();
+    // The same samples: each stub's count is perf's exactly.
+    for (name, n) in stubs {
+        assert_eq!(
+            ours.get(name.as_str()),
+            Some(n),
+            "{name}: perf's rows {theirs:?}"
+        );
+    }
+}
+
 /// Records the bench (static, with symbols) copied into `dir` as `name`.
 fn record_copy(dir: &Path, exe: &Path) -> PathBuf {
     let out = dir.join("run.lpr");

@@ -8,7 +8,7 @@
 //! O((mappings + distinct addresses) log mappings).
 
 use labperf_common::{Mmap2, Record};
-use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SymbolKind};
+use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, ObjectSymbolTable, SymbolKind};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -110,10 +110,18 @@ impl Elf {
             }
             true
         });
-        let syms = ranked
+        let mut syms: Vec<(u64, u64, Box<str>)> = ranked
             .into_iter()
             .map(|(a, _, z, n, _)| (a, z, n))
             .collect();
+        // The PLT's stubs, named `sym@plt` as perf and objdump name them; a symbol the
+        // file has at a stub's address is kept.
+        let stubs = plt_stubs(&f);
+        if !stubs.is_empty() {
+            syms.extend(stubs);
+            syms.sort_by_key(|s| s.0);
+            syms.dedup_by_key(|s| s.0);
+        }
         let has_dwarf = f.section_by_name(".debug_info").is_some();
         Ok(Elf {
             build_id,
@@ -224,6 +232,125 @@ impl Elf {
         };
         (vaddr < end).then_some((*a, end, &**name))
     }
+}
+
+/// The stubs of the procedure linkage table, each `(address, size, "sym@plt")`, named as
+/// objdump labels them and perf names the ones it knows (its
+/// `dso__synthesize_plt_symbols`). Other machines, and files without the sections (static
+/// binaries, separate debug files, malformed ones): none.
+fn plt_stubs(f: &object::File<'_>) -> Vec<(u64, u64, Box<str>)> {
+    match f.architecture() {
+        object::Architecture::X86_64 => x86_64_plt_stubs(f),
+        object::Architecture::Aarch64 => aarch64_plt_stubs(f),
+        _ => Vec::new(),
+    }
+}
+
+/// The relocation types (`r_type`) of the GOT slots a stub jumps through (the ELF psABIs).
+const R_X86_64_GLOB_DAT: u32 = 6;
+const R_X86_64_JUMP_SLOT: u32 = 7;
+const R_AARCH64_JUMP_SLOT: u32 = 1026;
+
+/// The relocations (`Elf64_Rela`: offset, symbol << 32 | type, addend) of section `name`
+/// of the types `types`: each slot's address and its dynamic symbol's name.
+fn slots<'d>(f: &object::File<'d>, name: &str, types: &[u32]) -> Vec<(u64, &'d str)> {
+    let (Some(rela), Some(dynsym)) = (f.section_by_name(name), f.dynamic_symbol_table()) else {
+        return Vec::new();
+    };
+    let Ok(data) = rela.data() else {
+        return Vec::new();
+    };
+    let little = f.is_little_endian();
+    let word = |b: &[u8]| {
+        let b: [u8; 8] = b.try_into().unwrap_or_default();
+        if little {
+            u64::from_le_bytes(b)
+        } else {
+            u64::from_be_bytes(b)
+        }
+    };
+    data.chunks_exact(24)
+        .filter_map(|r| {
+            let (offset, info) = (word(&r[..8]), word(&r[8..16]));
+            if !types.contains(&(info as u32)) || info >> 32 == 0 {
+                return None;
+            }
+            let sym = dynsym
+                .symbol_by_index(object::SymbolIndex((info >> 32) as usize))
+                .ok()?;
+            Some((offset, sym.name().ok().filter(|n| !n.is_empty())?))
+        })
+        .collect()
+}
+
+/// x86_64: a stub is `jmp *slot(%rip)` (`ff 25` and a 32-bit displacement), after an
+/// `endbr64` and a `bnd` prefix where the file has them, and is named after the symbol
+/// whose address the dynamic linker writes in that slot (`.rela.plt`'s jump slots and
+/// `.rela.dyn`'s `GLOB_DAT` slots, which `-fno-plt`-less calls to functions whose
+/// address is also taken go through). The stubs are in `.plt` (16 bytes each, after a
+/// first one that calls the dynamic linker), in `.plt.sec` when the file is built for
+/// indirect-branch tracking (`.plt`'s stubs then push and jump: they are left unnamed, as
+/// objdump leaves them), and in `.plt.got` (8 bytes, 16 with `endbr64`).
+fn x86_64_plt_stubs(f: &object::File<'_>) -> Vec<(u64, u64, Box<str>)> {
+    let mut by_slot: HashMap<u64, &str> = slots(f, ".rela.plt", &[R_X86_64_JUMP_SLOT])
+        .into_iter()
+        .collect();
+    if by_slot.is_empty() {
+        return Vec::new();
+    }
+    by_slot.extend(slots(f, ".rela.dyn", &[R_X86_64_GLOB_DAT]));
+    const ENDBR64: [u8; 4] = [0xf3, 0x0f, 0x1e, 0xfa];
+    let mut stubs = Vec::new();
+    for name in [".plt", ".plt.sec", ".plt.got"] {
+        let Some(sec) = f.section_by_name(name) else {
+            continue;
+        };
+        let Ok(code) = sec.data() else { continue };
+        let entry = if name == ".plt.got" && !code.starts_with(&ENDBR64) {
+            8
+        } else {
+            16
+        };
+        for (i, stub) in code.chunks_exact(entry).enumerate() {
+            let at = sec.address().saturating_add((i * entry) as u64);
+            let mut k = if stub.starts_with(&ENDBR64) { 4 } else { 0 };
+            if stub.get(k) == Some(&0xf2) {
+                k += 1;
+            }
+            let Some([0xff, 0x25, d0, d1, d2, d3]) = stub.get(k..k + 6) else {
+                continue;
+            };
+            let disp = i32::from_le_bytes([*d0, *d1, *d2, *d3]);
+            let slot = at
+                .wrapping_add(k as u64 + 6)
+                .wrapping_add_signed(i64::from(disp));
+            if let Some(sym) = by_slot.get(&slot) {
+                stubs.push((at, entry as u64, format!("{sym}@plt").into()));
+            }
+        }
+    }
+    stubs
+}
+
+/// aarch64: `.plt` holds a 32-byte first stub, then one 16-byte stub per jump slot of
+/// `.rela.plt`, in its order (the layout GNU ld writes and perf reads).
+fn aarch64_plt_stubs(f: &object::File<'_>) -> Vec<(u64, u64, Box<str>)> {
+    let Some(plt) = f.section_by_name(".plt") else {
+        return Vec::new();
+    };
+    let end = plt.address().saturating_add(plt.size());
+    let mut stubs = Vec::new();
+    for (i, (_, sym)) in slots(f, ".rela.plt", &[R_AARCH64_JUMP_SLOT])
+        .into_iter()
+        .enumerate()
+    {
+        let at = plt.address().saturating_add(32 + 16 * i as u64);
+        if at.saturating_add(16) > end {
+            break;
+        }
+        stubs.push((at, 16, format!("{sym}@plt").into()));
+    }
+    stubs
 }
 
 /// A loadable segment (PT_LOAD) of an ELF file.
@@ -337,6 +464,10 @@ impl Rank {
 
 /// Demangles Rust (legacy and v0) and C++ names; others are returned as they are.
 pub fn demangle(name: &str) -> String {
+    // A PLT stub's name: its symbol demangled, as perf shows it.
+    if let Some(sym) = name.strip_suffix("@plt") {
+        return format!("{}@plt", demangle(sym));
+    }
     if let Ok(d) = rustc_demangle::try_demangle(name) {
         return format!("{d:#}");
     }
@@ -1176,7 +1307,114 @@ mod tests {
         let (init, plt) = (sec(".init"), sec(".plt"));
         let e = Elf::parse(&data).unwrap();
         assert_eq!(e.symbol(init.address()), Some("_init"));
-        assert_eq!(e.symbol(plt.address() + plt.size() - 1), None);
+        // The PLT's first stub (it calls the dynamic linker) is no function's; the next
+        // ones are named as perf names them.
+        assert_eq!(e.symbol(plt.address()), None);
+        assert_eq!(e.symbol(plt.address() + plt.size() - 1), Some("puts@plt"));
+    }
+
+    /// A C program calling libc through its PLT, built by `cc` with `flags`: each stub
+    /// objdump labels `<sym@plt>` (binutils finds the stubs by decoding them) has that name
+    /// here over its 16 bytes.
+    fn plt_stubs_are_named_as_objdump_labels_them(cc: &str, objdump: &str, flags: &[&str]) {
+        let d = std::env::temp_dir().join(format!(
+            "labperf-plt-{cc}-{}-{}",
+            flags.join(""),
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(
+            d.join("p.c"),
+            "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include <unistd.h>\n\
+             int main(int c, char **v) { puts(v[0]); printf(\"%ld %zu %d\\n\", labs(-c), \
+             strlen(v[0]), getpid()); return 0; }\n",
+        )
+        .unwrap();
+        let st = std::process::Command::new(cc)
+            .args(["-O1", "-fno-builtin"])
+            .args(flags)
+            .arg("-o")
+            .arg(d.join("p"))
+            .arg(d.join("p.c"))
+            .status()
+            .unwrap_or_else(|e| panic!("{cc} (cargo xtask setup installs it): {e}"));
+        assert!(st.success());
+        let o = std::process::Command::new(objdump)
+            .arg("-d")
+            .arg(d.join("p"))
+            .output()
+            .unwrap_or_else(|e| panic!("{objdump} (binutils): {e}"));
+        let data = std::fs::read(d.join("p")).unwrap();
+        let _ = std::fs::remove_dir_all(&d);
+        // "0000000000001030 <puts@plt>:"
+        let labels: Vec<(u64, String)> = String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter_map(|l| {
+                let (a, rest) = l.split_once(" <")?;
+                let name = rest.strip_suffix(">:")?;
+                name.ends_with("@plt")
+                    .then(|| Some((u64::from_str_radix(a, 16).ok()?, name.to_string())))?
+            })
+            .collect();
+        let names: Vec<&str> = labels.iter().map(|(_, n)| n.as_str()).collect();
+        for want in [
+            "puts@plt",
+            "printf@plt",
+            "labs@plt",
+            "strlen@plt",
+            "getpid@plt",
+        ] {
+            assert!(
+                names.contains(&want),
+                "{cc} {flags:?}: objdump's stubs {names:?}"
+            );
+        }
+        let e = Elf::parse(&data).unwrap();
+        for (a, name) in &labels {
+            assert_eq!(e.symbol(*a), Some(name.as_str()), "{cc} {flags:?} {a:#x}");
+            let (start, end, n) = e.function(*a).unwrap();
+            assert_eq!((start, n), (*a, name.as_str()));
+            assert_eq!(
+                e.symbol(end - 1),
+                Some(name.as_str()),
+                "{cc} {flags:?} {a:#x}"
+            );
+            assert!(
+                e.symbol(end) != Some(name.as_str()),
+                "{cc} {flags:?} {a:#x}"
+            );
+        }
+    }
+
+    #[test]
+    fn plt_stubs_are_named_sym_at_plt_on_x86_64() {
+        if cfg!(not(target_arch = "x86_64")) {
+            return;
+        }
+        for flags in [
+            &[][..],
+            &["-fno-pie", "-no-pie"],
+            &["-Wl,-z,now"],
+            // Indirect-branch tracking: the calls go through `.plt.sec`.
+            &["-fcf-protection", "-Wl,-z,ibtplt"],
+        ] {
+            plt_stubs_are_named_as_objdump_labels_them("gcc", "objdump", flags);
+        }
+    }
+
+    #[test]
+    fn plt_stubs_are_named_sym_at_plt_on_aarch64() {
+        plt_stubs_are_named_as_objdump_labels_them(
+            "aarch64-linux-gnu-gcc",
+            "aarch64-linux-gnu-objdump",
+            &[],
+        );
+    }
+
+    #[test]
+    fn a_plt_stub_s_symbol_is_demangled() {
+        assert_eq!(demangle("_ZdlPv@plt"), "operator delete(void*)@plt");
+        assert_eq!(demangle("puts@plt"), "puts@plt");
     }
 
     #[test]

@@ -724,6 +724,9 @@ fn children_call_graphs_html_and_diff_keep_the_events_apart() {
     // --children: a table per event, its shares of the event's own period; main holds
     // every sample of the program's (the dynamic loader's few before it do not).
     let j = json(&["report", "--children"], &[&base]);
+    let without_stack = j["summary"]["stacks"]["without_stack"]
+        .as_u64()
+        .unwrap_or(0);
     let fns: Vec<&Value> = j["tables"].as_array().unwrap().iter().collect();
     assert_eq!(fns.len(), 2, "{j}");
     for (t, ev) in fns.iter().zip(["cpu-clock", "page-faults"]) {
@@ -737,7 +740,21 @@ fn children_call_graphs_html_and_diff_keep_the_events_apart() {
                 .unwrap_or_else(|| panic!("{ev}: no {name} in {t}"))
                 .clone()
         };
-        assert!(row("main")["children_pct"].as_f64().unwrap() > 99.0, "{t}");
+        // Counted in samples: a share of the period can be far from the share of samples
+        // (CI22: one page-faults sample in the loader carried 1.01 % of the period).
+        let loader: u64 = t["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["name"] == "_start" && r["dso"].as_str().unwrap().contains("/ld-linux"))
+            .map(|r| r["children"].as_u64().unwrap())
+            .sum();
+        let total = t["summary"]["total_samples"].as_u64().unwrap();
+        let main = row("main")["children"].as_u64().unwrap();
+        assert!(
+            main + loader + without_stack >= total && main as f64 > 0.95 * total as f64,
+            "{ev}: main {main}, the loader {loader}, {without_stack} without a stack, of {total}: {t}"
+        );
         // Self is the flat report's share, exactly (the same samples, the same periods).
         let leaf = if ev == "cpu-clock" {
             "burn_a"

@@ -185,9 +185,18 @@ int main(void) {
 
 /// `perf report --sort sym` of `data`: (name, samples), busiest first.
 fn perf_sym_rows(data: &Path) -> Vec<(String, u64)> {
+    perf_sym_rows_with(
+        data,
+        &std::env::var_os("HOME").map_or("/".into(), PathBuf::from),
+    )
+}
+
+/// The same, with `home` as `$HOME` (perf's build-id cache is in its `.debug`).
+fn perf_sym_rows_with(data: &Path, home: &Path) -> Vec<(String, u64)> {
     let o = Command::new("perf")
         .args(["report", "--stdio", "-n", "-q", "--sort", "sym", "-i"])
         .arg(data)
+        .env("HOME", home)
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -255,6 +264,112 @@ fn plt_stubs_are_named_and_counted_as_perf_does_on_the_same_samples() {
             "{name}: perf's rows {theirs:?}"
         );
     }
+}
+
+#[test]
+fn an_import_names_a_program_rebuilt_since_from_perf_s_build_id_cache() {
+    // Before: the import kept no build-id, and the report named the samples from the file
+    // now at the recorded path, a rebuilt program, silently wrong.
+    let d = scratch("sym-rebuilt");
+    let src = |hot: &str, other: &str| {
+        format!(
+            "__attribute__((noinline)) void {other}(void) {{ __asm__ volatile(\"\"); }}\n\
+             volatile unsigned long sink;\n\
+             __attribute__((noinline)) void {hot}(void) {{\n\
+               for (unsigned long i = 0; i < 150000000UL; i++) sink += i * i;\n\
+             }}\n\
+             int main(void) {{ {other}(); {hot}(); return 0; }}\n"
+        )
+    };
+    let gcc = |code: String| {
+        std::fs::write(d.join("p.c"), code).unwrap();
+        let o = Command::new("gcc")
+            .args(["-O1", "-o"])
+            .arg(d.join("p"))
+            .arg(d.join("p.c"))
+            .output()
+            .expect("gcc is installed by `cargo xtask setup`");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    gcc(src("first_hot_loop", "first_other"));
+    // perf's build-id cache is `$HOME/.debug` (perf sets `$PERF_BUILDID_DIR` for the
+    // commands it runs, and reads its `buildid.dir` setting, not that variable).
+    let home = d.join("home");
+    let cache = home.join(".debug");
+    std::fs::create_dir_all(&home).unwrap();
+    let data = d.join("perf.data");
+    let o = Command::new("perf")
+        .args(["record", "-q", "-e", "cpu-clock:u", "-c", "100000", "-o"])
+        .arg(&data)
+        .arg("--")
+        .arg(d.join("p"))
+        .env("HOME", &home)
+        .output()
+        .expect("perf is installed by `cargo xtask setup`");
+    assert!(cache.join(".build-id").is_dir(), "perf cached no file");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // The program rebuilt at its path: other names, another layout, another build-id.
+    gcc(src(
+        "zz_rebuilt_hot",
+        "zz_rebuilt_other_function_with_a_longer_body",
+    ));
+    let lpr = d.join("p.lpr");
+    let o = Command::new(bin("labperf"))
+        .arg("import")
+        .arg(&data)
+        .arg("-o")
+        .arg(&lpr)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let top = |env_cache: bool| {
+        let j = report_json(&lpr, 1, |c| {
+            c.env("XDG_CACHE_HOME", d.join("xdg"));
+            c.env(
+                "HOME",
+                if env_cache {
+                    home.clone()
+                } else {
+                    d.join("none")
+                },
+            );
+        });
+        (
+            j["tables"][0]["rows"][0]["name"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+            j["warnings"].to_string(),
+        )
+    };
+    // perf's answer on its file, from its cache.
+    let theirs = perf_sym_rows_with(&data, &home);
+    assert_eq!(theirs[0].0, "first_hot_loop", "{theirs:?}");
+    let (name, _) = top(true);
+    assert_eq!(name, "first_hot_loop");
+    // Without perf's copy, the rebuilt file is read with a warning naming both build-ids.
+    let (_, warnings) = top(false);
+    let recorded = perf_buildid(&data, &d.join("p"));
+    assert!(
+        warnings.contains(&recorded) && warnings.contains("build-id"),
+        "{recorded}: {warnings}"
+    );
+}
+
+/// The build-id `perf buildid-list` gives for `file` in `data`.
+fn perf_buildid(data: &Path, file: &Path) -> String {
+    let o = Command::new("perf")
+        .args(["buildid-list", "-i"])
+        .arg(data)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .find_map(|l| {
+            let (id, path) = l.split_once(' ')?;
+            (Path::new(path) == file).then(|| id.to_string())
+        })
+        .unwrap_or_else(|| panic!("{}: no build-id", file.display()))
 }
 
 /// Records the bench (static, with symbols) copied into `dir` as `name`.

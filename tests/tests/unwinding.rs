@@ -313,6 +313,77 @@ fn fp_stacks_of_a_build_without_frame_pointers_are_said_to_stop_and_dwarf_is_sug
     );
 }
 
+/// A library's function that loops over a leaf of its own (gcc builds the leaf without a
+/// frame, even with `-fno-omit-frame-pointer`), called by main through its PLT.
+const PLT_LIB: &str = r#"
+__attribute__((noinline)) static unsigned long leaf_step(unsigned long x) {
+    return x * 6364136223846793005UL + 1442695040888963407UL;
+}
+unsigned long two_loop(unsigned long n) {
+    unsigned long x = n;
+    for (unsigned long i = 0; i < n; i++) x = leaf_step(x) ^ i;
+    return x;
+}
+"#;
+const PLT_MAIN: &str = r#"
+#include <stdio.h>
+unsigned long two_loop(unsigned long);
+int main(void) { printf("%lu\n", two_loop(150000000UL)); return 0; }
+"#;
+
+#[test]
+fn fp_stacks_restore_a_frameless_leaf_s_caller_that_main_calls_through_its_plt() {
+    // Before: the leaf's caller, skipped by the kernel's walk, was restored from main's
+    // call instruction as its target, the stub `two_loop@plt` (whose Children then held the
+    // leaf's samples), not the function `two_loop` the stub leads to.
+    let dir = scratch("unwind-fp-plt");
+    std::fs::write(dir.join("lib.c"), PLT_LIB).unwrap();
+    std::fs::write(dir.join("main.c"), PLT_MAIN).unwrap();
+    let fp = ["-O2", "-fno-omit-frame-pointer"];
+    gcc(
+        &dir,
+        &[&fp[..], &["-shared", "-fPIC", "-o", "libtwo.so", "lib.c"]].concat(),
+    );
+    let rpath = format!("-Wl,-rpath,{}", dir.display());
+    gcc(
+        &dir,
+        &[&fp[..], &["-o", "prog", "main.c", "-L.", "-ltwo", &rpath]].concat(),
+    );
+    let f = dir.join("fp.lpr");
+    let o = Command::new(bin("labperf"))
+        .args([
+            "record",
+            "--local",
+            "--no-report",
+            "-g",
+            "-c",
+            "250000",
+            "-o",
+        ])
+        .arg(&f)
+        .env("XDG_CACHE_HOME", dir.join("cache"))
+        .arg("--")
+        .arg(dir.join("prog"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (rows, j) = children(&f);
+    let get = |n: &str| rows.get(n).copied().unwrap_or((0.0, 0.0));
+    let (two, leaf, stub) = (get("two_loop"), get("leaf_step"), get("two_loop@plt"));
+    // The leaf has samples of its own, all of them without their caller's frame.
+    assert!(leaf.1 > 10.0, "{rows:?}");
+    assert!(j["summary"]["stacks"]["restored_caller"].as_u64().unwrap() > 0);
+    // Exact: two_loop calls nothing but the leaf, and every sample of the leaf is under it.
+    assert!(
+        (two.0 - (two.1 + leaf.1)).abs() < 1e-6,
+        "two_loop Children {:.3}%, its Self {:.3}% + the leaf's {:.3}%: {rows:?}",
+        two.0,
+        two.1,
+        leaf.1
+    );
+    assert!((stub.0 - stub.1).abs() < 1e-6, "two_loop@plt: {stub:?}");
+}
+
 /// The test program's functions (address, size) by name, from its symbol table.
 fn symbols(exe: &Path) -> BTreeMap<String, (u64, u64)> {
     let data = std::fs::read(exe).unwrap();

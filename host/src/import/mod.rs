@@ -209,9 +209,7 @@ fn vdso_image(perf_file: &linux_perf_data::PerfFile) -> Option<Vec<u8>> {
             .ok()
             .and_then(|elf| elf.build_id)
     };
-    let cached = std::env::var_os("PERF_BUILDID_DIR")
-        .map(std::path::PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| std::path::Path::new(&h).join(".debug")))
+    let cached = crate::symbolize::symbols::perf_buildid_dir()
         .map(|dir| dir.join("[vdso]").join(&hex).join("vdso"))
         .and_then(|path| crate::files::mapped::map_regular(&path, 1 << 20).ok())
         .map(|data| {
@@ -342,9 +340,7 @@ fn kallsyms_for(
         };
     };
     let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
-    let dir = std::env::var_os("PERF_BUILDID_DIR")
-        .map(std::path::PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| std::path::Path::new(&h).join(".debug")));
+    let dir = crate::symbolize::symbols::perf_buildid_dir();
     let cached = dir.map(|d| d.join("[kernel.kallsyms]").join(&hex).join("kallsyms"));
     let mut tried = Vec::new();
     let mut candidates: Vec<(std::path::PathBuf, bool)> = Vec::new();
@@ -645,6 +641,11 @@ struct Writer<'h> {
     lost: u64,
     first: Option<u64>,
     last: u64,
+    /// The build-ids perf listed for the files it mapped (its `HEADER_BUILD_ID`), by path:
+    /// a mapping recorded without one gets its file's, so that the file a report reads is
+    /// checked against it and found by it (`--symfs DIR/<build-id>/elf`, perf's build-id
+    /// cache) when the file here was rebuilt since.
+    build_ids: std::collections::HashMap<Vec<u8>, Vec<u8>>,
 }
 
 impl<'h> Writer<'h> {
@@ -678,6 +679,17 @@ impl<'h> Writer<'h> {
             lost: 0,
             first: None,
             last: 0,
+            build_ids: perf_file
+                .build_ids()
+                .ok()
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|(k, i)| {
+                    matches!(k, linux_perf_data::DsoKey::User { .. })
+                        && (4..=64).contains(&i.build_id.len())
+                })
+                .map(|(_, i)| (i.path, i.build_id))
+                .collect(),
         })
     }
 
@@ -696,7 +708,9 @@ impl<'h> Writer<'h> {
                 flags: m.flags,
                 build_id: match &m.file_id {
                     Mmap2FileId::BuildId(b) => Some(b.clone()),
-                    Mmap2FileId::InodeAndVersion(_) => None,
+                    Mmap2FileId::InodeAndVersion(_) => {
+                        self.build_ids.get(&*m.path.as_slice()).cloned()
+                    }
                 },
                 path: String::from_utf8_lossy(&m.path.as_slice()).into_owned(),
             }),
@@ -713,7 +727,7 @@ impl<'h> Writer<'h> {
                     pgoff: m.page_offset,
                     prot: if m.is_executable { 5 } else { 1 },
                     flags: 2,
-                    build_id: None,
+                    build_id: self.build_ids.get(&*m.path.as_slice()).cloned(),
                     path: String::from_utf8_lossy(&m.path.as_slice()).into_owned(),
                 })
             }

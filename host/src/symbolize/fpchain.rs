@@ -7,8 +7,9 @@
 //! last instructions. Found from the function's CFI at the sampled address (x86_64: the
 //! canonical frame address is not counted from the frame pointer; aarch64: the link register
 //! is not saved); the caller is restored when the instruction before the next return address
-//! is a direct call (it names the caller), and counted as missed otherwise (an indirect
-//! call: a thread's start, a function pointer). Where no CFI covers the sampled place
+//! is a direct call (it names the caller; a call of a PLT stub names it when the sampled
+//! function's file defines the stub's symbol), and counted as missed otherwise (an indirect
+//! call: a thread's start, a function pointer; a stub into another file). Where no CFI covers the sampled place
 //! (hand-written assembly), the caller is restored only when that call names a function of
 //! the same file that calls the sampled one directly.
 
@@ -26,7 +27,8 @@ pub enum Leaf {
     Whole,
     /// Its caller was missing; restored at this return address (the call site in the caller).
     Restored(u64),
-    /// Its caller is missing and could not be found (called through a pointer).
+    /// Its caller is missing and could not be found (called through a pointer, or through
+    /// a PLT stub into another file than the sampled function's).
     Missed,
 }
 
@@ -316,8 +318,18 @@ impl FpChains {
                 self.code(&relf)?
             };
             let callee = rcode.call_before(rat)?;
-            let (start, end, _) = relf.function(callee)?;
-            let same = relf.file == elf.file;
+            let (mut start, mut end, name) = relf.function(callee)?;
+            let mut same = relf.file == elf.file;
+            // The file's place in the process (its address 0 there), where `ret` says it is.
+            let mut base = ret.checked_sub(rat)?;
+            let mut ccode = rcode;
+            // A call through a PLT stub: the stub names the caller, whose place is known
+            // when the sampled function's file defines it (a library's function calling
+            // another of its own); elsewhere, the stub's slot is filled at run time.
+            if let Some(target) = name.strip_suffix("@plt") {
+                (start, end) = elf.function_named(target)?;
+                (same, base, ccode) = (true, ip.checked_sub(at)?, code.clone());
+            }
             let leaf = elf.function(at).map(|f| f.0);
             if same && leaf == Some(start) {
                 return None;
@@ -326,16 +338,14 @@ impl FpChains {
             // source line then), else at the caller's first instruction.
             let site = leaf
                 .filter(|_| same)
-                .and_then(|l| rcode.call_site(start, end, l));
+                .and_then(|l| ccode.call_site(start, end, l));
             if judged.is_none() && site.is_none() {
                 return None;
             }
-            // The file's place in the process, where `ret` says it is; a user address only
-            // (a file placed below its own addresses, or a sum past the user half, names
-            // nothing: the kernel's half would be named as a kernel frame).
-            let r = ret
-                .checked_sub(rat)?
-                .checked_add(site.unwrap_or(start + 1))?;
+            // A user address only (a file placed below its own addresses, or a sum past
+            // the user half, names nothing: the kernel's half would be named as a kernel
+            // frame).
+            let r = base.checked_add(site.unwrap_or(start + 1))?;
             (r >> 63 == 0).then_some(r)
         })();
         match (restored, judged) {

@@ -333,7 +333,7 @@ impl Quality {
         // 5%, as below.
         if 20 * missed > n {
             w.push(format!(
-                "warning: {missed} of {n} call stacks ({:.1}%) lack the caller of the sampled function: it had no frame of its own where it was sampled (gcc builds leaf functions without one even with -fno-omit-frame-pointer, and every function is without one at its first and last instructions), so the kernel's walk skipped to the caller's caller, and the call instruction did not name the caller (a call through a pointer: a thread's start function, a callback): that caller's Children are low. Record with --call-graph dwarf.",
+                "warning: {missed} of {n} call stacks ({:.1}%) lack the caller of the sampled function: it had no frame of its own where it was sampled (gcc builds leaf functions without one even with -fno-omit-frame-pointer, and every function is without one at its first and last instructions), so the kernel's walk skipped to the caller's caller, and the call instruction did not name the caller (a call through a pointer: a thread's start function, a callback; or through a PLT stub into another library than the sampled function's): that caller's Children are low. Record with --call-graph dwarf.",
                 pct(missed)
             ));
         }

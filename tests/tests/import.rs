@@ -766,3 +766,29 @@ fn zstd_records_that_decompress_past_the_budget_are_refused_never_held() {
         "{e}"
     );
 }
+
+#[test]
+fn an_import_with_q_writes_its_file_and_says_nothing() {
+    // Before: `labperf import -q` printed its "N records (M samples) written to" line.
+    let d = scratch("import-quiet");
+    let data = d.join("q.data");
+    perf_record(&data, "cpu-clock", "500000", "0.2", "nops");
+    let said = import(&data, &d.join("loud.lpr"));
+    assert!(String::from_utf8_lossy(&said.stderr).contains("written to"));
+    for q in [&["import", "-q"][..], &["-q", "import"][..]] {
+        let out = d.join("quiet.lpr");
+        let o = Command::new(bin("labperf"))
+            .args(q)
+            .arg(&data)
+            .arg("-o")
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{q:?}");
+        assert_eq!(String::from_utf8_lossy(&o.stderr), "", "{q:?}");
+        assert_eq!(
+            std::fs::read(&out).unwrap(),
+            std::fs::read(d.join("loud.lpr")).unwrap()
+        );
+    }
+}

@@ -142,6 +142,9 @@ pub fn run(a: &Args) -> Result<()> {
             labperf::text::show(&input)
         );
     }
+    if super::quiet() {
+        return Ok(());
+    }
     if let Some(k) = &got.kernel {
         eprintln!("labperf: {k}");
     }

@@ -157,9 +157,13 @@ fn busy_split(test: &str, record: impl FnOnce(&Path)) {
         (sa - ca).abs() <= 5.0,
         "busy-a {sa:.2}% of samples vs {ca:.2}% of CPU time"
     );
-    // The two spinners ran on every CPU the whole time: most samples are theirs.
-    let total = j["summary"]["total_samples"].as_u64().unwrap();
-    assert!(a + b > total * 8 / 10, "{a}+{b} of {total}: {by_comm:?}");
+    // No share of the machine is asserted for the spinners: what else runs beside the
+    // test is not known (before: "most samples are theirs", which a CPU hog beside the test
+    // suite made false: 6403+2831 of 16396). Nor is their samples' period held to their
+    // CPU time: beside a compiler and a CPU hog it was 0.83 and 1.21 times it in two runs
+    // (the agent's start, under load, is outside the recording but inside the /proc
+    // reads; a tick also lands in a spinner for time charged to interrupts or steal).
+    // Their split above is the known answer: 70.36 % vs 69.72 % in the first of those.
     // Keys combine as perf's --sort: (pid, comm) rows name each process by its pid, and
     // (comm, dso) rows hold each spinner's samples in its own executable.
     let j = report_json(&file, 0, |c| {

@@ -601,8 +601,9 @@ pub fn place(dso: &str, sym: Option<&str>, vaddr: u64) -> String {
 /// (`DIR/<build-id>/elf`, `DIR/<path>`); the path itself on this machine when its build-id
 /// is the recorded one; the binary cache: the recording machine's own copy
 /// (`by-host/<its host key>/…`, only for a record file labperf fetched from it: see
-/// [`crate::files::cache::origin`]), then the entry of the recorded build-id; then the path itself
-/// on this machine whatever it holds. A cache entry is used only when it is an ELF file of
+/// [`crate::files::cache::origin`]), then the entry of the recorded build-id, then perf's
+/// build-id cache (`~/.debug/.build-id/xx/rest/elf`, under the same rules); then the path
+/// itself on this machine whatever it holds. A cache entry is used only when it is an ELF file of
 /// the recording's architecture with the recorded build-id (any build-id for a mapping
 /// recorded without one); a mismatched one is never used. A file without a full symbol
 /// table gets the symbols of its separate debug file: `DIR/<build-id>/debug`,

@@ -183,6 +183,35 @@ int main(void) {
 }
 "#;
 
+/// `perf record -e cpu-clock:u -c 100000` of `exe` into `data` (with `home` as `$HOME`,
+/// where perf keeps its build-id cache, when given).
+fn perf_record_user(data: &Path, exe: &Path, home: Option<&Path>) {
+    let mut c = Command::new("perf");
+    c.args(["record", "-q", "-e", "cpu-clock:u", "-c", "100000", "-o"])
+        .arg(data)
+        .arg("--")
+        .arg(exe);
+    if let Some(h) = home {
+        c.env("HOME", h);
+    }
+    let o = c
+        .output()
+        .expect("perf is installed by `cargo xtask setup`");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// `labperf import DATA -o LPR`, asserted to succeed.
+fn import_to(data: &Path, lpr: &Path) {
+    let o = Command::new(bin("labperf"))
+        .arg("import")
+        .arg(data)
+        .arg("-o")
+        .arg(lpr)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
 /// `perf report --sort sym` of `data`: (name, samples), busiest first.
 fn perf_sym_rows(data: &Path) -> Vec<(String, u64)> {
     perf_sym_rows_with(
@@ -224,23 +253,9 @@ fn plt_stubs_are_named_and_counted_as_perf_does_on_the_same_samples() {
         .expect("gcc is installed by `cargo xtask setup`");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let data = d.join("perf.data");
-    let o = Command::new("perf")
-        .args(["record", "-q", "-e", "cpu-clock:u", "-c", "100000", "-o"])
-        .arg(&data)
-        .arg("--")
-        .arg(d.join("p"))
-        .output()
-        .expect("perf is installed by `cargo xtask setup`");
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    perf_record_user(&data, &d.join("p"), None);
     let lpr = d.join("p.lpr");
-    let o = Command::new(bin("labperf"))
-        .arg("import")
-        .arg(&data)
-        .arg("-o")
-        .arg(&lpr)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    import_to(&data, &lpr);
     let theirs = perf_sym_rows(&data);
     let stubs: Vec<&(String, u64)> = theirs.iter().filter(|(n, _)| n.ends_with("@plt")).collect();
     // 0.3 s of the loop every 100 µs: about 3,000 samples, about 200 in `labs@plt` (a
@@ -298,30 +313,15 @@ fn an_import_names_a_program_rebuilt_since_from_perf_s_build_id_cache() {
     let cache = home.join(".debug");
     std::fs::create_dir_all(&home).unwrap();
     let data = d.join("perf.data");
-    let o = Command::new("perf")
-        .args(["record", "-q", "-e", "cpu-clock:u", "-c", "100000", "-o"])
-        .arg(&data)
-        .arg("--")
-        .arg(d.join("p"))
-        .env("HOME", &home)
-        .output()
-        .expect("perf is installed by `cargo xtask setup`");
+    perf_record_user(&data, &d.join("p"), Some(&home));
     assert!(cache.join(".build-id").is_dir(), "perf cached no file");
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     // The program rebuilt at its path: other names, another layout, another build-id.
     gcc(src(
         "zz_rebuilt_hot",
         "zz_rebuilt_other_function_with_a_longer_body",
     ));
     let lpr = d.join("p.lpr");
-    let o = Command::new(bin("labperf"))
-        .arg("import")
-        .arg(&data)
-        .arg("-o")
-        .arg(&lpr)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    import_to(&data, &lpr);
     let top = |env_cache: bool| {
         let j = report_json(&lpr, 1, |c| {
             c.env("XDG_CACHE_HOME", d.join("xdg"));

@@ -130,6 +130,11 @@ pub struct BenchClock {
     pub entries: Vec<BenchEntry>,
     /// CLOCK_PROCESS_CPUTIME_ID at exit: every thread, set-up and calibration included.
     pub process_ns: u64,
+    /// `--blocking`: the wall-clock time each class took, measured around its calls
+    /// (`labperf-bench: wall ...` lines; `ns` is wall time).
+    pub wall: Vec<BenchEntry>,
+    /// `--blocking`: the wall-clock time of the whole rotation (`wall-rotation`).
+    pub wall_rotation_ns: Option<u64>,
 }
 
 impl BenchClock {
@@ -149,7 +154,19 @@ impl BenchClock {
                 );
                 continue;
             }
-            let Some((_, rest)) = l.split_once("labperf-bench: cpu ") else {
+            if let Some((_, rest)) = l.split_once("labperf-bench: wall-rotation ") {
+                let ns = rest.split_whitespace().find_map(|w| w.strip_prefix("ns="));
+                c.wall_rotation_ns = Some(
+                    ns.and_then(|n| n.parse().ok())
+                        .unwrap_or_else(|| panic!("bad line {l}")),
+                );
+                continue;
+            }
+            let (rest, wall) = if let Some((_, rest)) = l.split_once("labperf-bench: cpu ") {
+                (rest, false)
+            } else if let Some((_, rest)) = l.split_once("labperf-bench: wall ") {
+                (rest, true)
+            } else {
                 continue;
             };
             let kv: std::collections::BTreeMap<&str, &str> = rest
@@ -157,7 +174,8 @@ impl BenchClock {
                 .filter_map(|w| w.split_once('='))
                 .collect();
             let get = |k: &str| *kv.get(k).unwrap_or_else(|| panic!("no {k}= in {l}"));
-            c.entries.push(BenchEntry {
+            let to = if wall { &mut c.wall } else { &mut c.entries };
+            to.push(BenchEntry {
                 thread: get("thread").to_string(),
                 tid: get("tid")
                     .parse()
@@ -192,6 +210,21 @@ impl BenchClock {
             .filter(|e| e.path.split(';').any(|p| p == f))
             .map(|e| e.ns)
             .sum()
+    }
+
+    /// `--blocking`: wall-clock ns of class `path`, all threads.
+    pub fn wall_ns(&self, path: &str) -> u64 {
+        self.wall
+            .iter()
+            .filter(|e| e.path == path)
+            .map(|e| e.ns)
+            .sum()
+    }
+
+    /// `--blocking`: the ns class `path` spent off the CPU (its wall-clock time less its
+    /// CPU time).
+    pub fn off_cpu_ns(&self, path: &str) -> u64 {
+        self.wall_ns(path).saturating_sub(self.path_ns(path))
     }
 
     /// CPU ns of the exact path `path` (`calls_a;nops`), all threads.

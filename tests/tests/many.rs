@@ -70,6 +70,7 @@ fn merged_reports_add_up_and_by_run_or_host_keeps_them_apart() {
     let both = BenchClock {
         entries: [clock_a.entries, clock_b.entries].concat(),
         process_ns: clock_a.process_ns + clock_b.process_ns,
+        ..BenchClock::default()
     };
     let merged_samples: BTreeMap<String, f64> = samples(&merged, "-")
         .into_iter()

@@ -572,3 +572,103 @@ fn the_trailer_counts_the_samples_in_the_file_in_every_recording_mode() {
         }
     }
 }
+
+/// `labperf-bench --blocking`, the known answer of off-CPU profiling: each class's
+/// wall-clock and CPU time, measured by the bench around its calls, checked against the
+/// test's own clock, the process's CPU clock and what each class is known to do.
+#[test]
+fn bench_blocking_classes_print_their_wall_clock_and_cpu_time() {
+    let classes = [
+        "block_sleep",
+        "block_mutex",
+        "block_pipe",
+        "block_file",
+        "spin_wall",
+    ];
+    let t0 = std::time::Instant::now();
+    let o = Command::new(bin("labperf-bench"))
+        .args([
+            "--duration",
+            "1.5",
+            "--blocking",
+            "block_sleep=2,block_mutex,block_pipe,block_file,spin_wall",
+        ])
+        .output()
+        .unwrap();
+    let elapsed = t0.elapsed().as_nanos() as u64;
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let c = BenchClock::parse(&o.stderr);
+    let walls: Vec<&str> = c.wall.iter().map(|e| e.path.as_str()).collect();
+    let cpus: Vec<&str> = c.entries.iter().map(|e| e.path.as_str()).collect();
+    assert_eq!(walls, classes, "{c:?}");
+    assert_eq!(cpus, classes, "{c:?}");
+    assert!(c.wall.iter().chain(&c.entries).all(|e| e.thread == "main"));
+    let rotation = c.wall_rotation_ns.expect("a wall-rotation line");
+    // The rotation stops at the first slice that would start after 1.5 s: the last one
+    // ends up to 2 × 1.5 × 5 ms later (block_sleep's weight, the largest random factor),
+    // plus its wake-up; 100 ms leaves room for a loaded machine's late wake-up.
+    assert!(
+        (1_500_000_000..1_600_000_000).contains(&rotation),
+        "{rotation} ns"
+    );
+    assert!(elapsed >= rotation, "{elapsed} < {rotation}");
+    // The classes' wall time is the rotation's but for the loop between the calls: two
+    // clock reads of each kind per slice, microseconds per 5 ms slice.
+    let sum: u64 = c.wall.iter().map(|e| e.ns).sum();
+    assert!(
+        sum <= rotation && sum as f64 >= 0.98 * rotation as f64,
+        "{sum} of {rotation}"
+    );
+    // Waiting costs the thread microseconds of CPU per slice (a wake-up, a lock, a read),
+    // not 10 % of a slice of milliseconds, whatever runs beside it.
+    for class in ["block_sleep", "block_mutex", "block_pipe"] {
+        assert!(
+            (c.path_ns(class) as f64) < 0.1 * c.wall_ns(class) as f64,
+            "{class}: {c:?}"
+        );
+        assert_eq!(c.off_cpu_ns(class), c.wall_ns(class) - c.path_ns(class));
+    }
+    // spin_wall runs on the CPU whenever the scheduler lets it: it used CPU time, and
+    // block_file used some to copy what it read.
+    assert!(
+        c.path_ns("spin_wall") > 0 && c.path_ns("block_file") > 0,
+        "{c:?}"
+    );
+    // The main thread's CPU time is within the process's.
+    let cpu: u64 = c.entries.iter().map(|e| e.ns).sum();
+    assert!(cpu <= c.process_ns, "{c:?}");
+    // The weights split the wall-clock time: block_sleep (weight 2) took about twice
+    // block_mutex's (weight 1). About 60 rounds of slices with random factors in
+    // [0.5, 1.5) put the realized ratio within about 10 % of 2 (one standard deviation
+    // 5 %); 1.6 to 2.4 is four of them.
+    let ratio = c.wall_ns("block_sleep") as f64 / c.wall_ns("block_mutex") as f64;
+    assert!((1.6..2.4).contains(&ratio), "{ratio}: {c:?}");
+}
+
+/// `--blocking` runs on the main thread alone and refuses what would mix it with the
+/// CPU classes, exit status 2, with the reason.
+#[test]
+fn bench_blocking_refuses_the_cpu_classes_options() {
+    for extra in [
+        &["--threads", "2"][..],
+        &["--calls"][..],
+        &["--classes", "nops"][..],
+    ] {
+        let o = Command::new(bin("labperf-bench"))
+            .args(["--blocking", "all"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{extra:?}");
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("--blocking runs on the main thread alone"),
+            "{extra:?}"
+        );
+    }
+    let o = Command::new(bin("labperf-bench"))
+        .args(["--blocking", "block_sleep,nosuch"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("unknown class 'nosuch'"));
+}

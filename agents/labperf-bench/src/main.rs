@@ -4,12 +4,13 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
+mod blocking;
 mod classes;
 
 const USAGE: &str = "labperf-bench: rotates through behaviour classes, one named function each
 
-USAGE: labperf-bench [--duration SECS] [--classes LIST | --calls] [--slice-ms MS]
-                     [--threads N] [--list]
+USAGE: labperf-bench [--duration SECS] [--classes LIST | --calls | --blocking LIST]
+                     [--slice-ms MS] [--threads N] [--list]
 
   --duration SECS   how long to run in total (default 2; fractions allowed)
   --classes LIST    comma-separated classes with optional weights, e.g.
@@ -22,6 +23,11 @@ USAGE: labperf-bench [--duration SECS] [--classes LIST | --calls] [--slice-ms MS
                     function, calls_b_inlined); built with frame pointers and line tables
   --threads N       run the rotation in N threads (main and N-1 more, named bench-1...),
                     each with its own random slices; the split holds in each (default 1)
+  --blocking LIST   rotate through blocking classes instead, with optional weights
+                    (block_sleep, block_mutex, block_pipe, block_file, spin_wall, or
+                    'all'): each slice lasts weight x slice-ms of WALL-CLOCK time, spent
+                    off the CPU but for spin_wall (and block_file's copying); a helper
+                    thread, bench-helper, holds the mutex and answers the pipe
   --list            print the classes and their function names
 
 The split of the bench's CPU time is weight / sum(weights) per class (CPU
@@ -43,10 +49,22 @@ The path lists the bench's functions from the rotation down to the class functio
 'main' and 'bench-N'. cpu-process is CLOCK_PROCESS_CPUTIME_ID at exit (set-up, the
 calibration, every thread and the clock reads included).
 
-EXAMPLE: labperf-bench --duration 3 --classes fp_divider_stalls=3,dcache_miss=1";
+With --blocking the bench also prints each class's wall-clock time, and the
+rotation's, measured around each call (a class's off-CPU time is its wall time
+less its CPU time):
+
+  labperf-bench: wall thread=main tid=TID path=CLASS ns=NANOSECONDS
+  labperf-bench: wall-rotation thread=main tid=TID ns=NANOSECONDS
+
+EXAMPLES: labperf-bench --duration 3 --classes fp_divider_stalls=3,dcache_miss=1
+          labperf-bench --duration 2 --blocking block_sleep=2,block_mutex,spin_wall";
 
 fn main() {
     let Some(args) = parse_args() else { return };
+    if let Some(sel) = &args.blocking {
+        run_blocking(&args, sel);
+        return;
+    }
     let (sel, path) = entries(args.sel, args.calls);
     let state = classes::State::new(
         sel.iter()
@@ -107,6 +125,8 @@ struct Args {
     sel: Vec<(usize, u32)>,
     calls: bool,
     threads: usize,
+    /// `--blocking`: (index into BLOCKING, weight), in the order given.
+    blocking: Option<Vec<(usize, u32)>>,
 }
 
 /// Reads the command line (exits 2 on a usage error); `None` when it asked for the
@@ -118,6 +138,7 @@ fn parse_args() -> Option<Args> {
         sel: Vec::new(),
         calls: false,
         threads: 1,
+        blocking: None,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -151,21 +172,24 @@ fn parse_args() -> Option<Args> {
                     .unwrap_or_else(|_| fail("--slice-ms expects milliseconds".into()))
             }
             "--classes" => {
-                for part in val(i).split(',').filter(|p| !p.is_empty()) {
-                    let (name, w) = part.split_once('=').unwrap_or((part, "1"));
-                    let idx = classes::CLASSES
-                        .iter()
-                        .position(|c| c.name == name)
-                        .unwrap_or_else(|| fail(format!("unknown class '{name}'")));
-                    let w: u32 = w.parse().unwrap_or_else(|_| {
-                        fail(format!("weight of '{name}' must be a whole number"))
-                    });
-                    a.sel.push((idx, w));
-                }
+                let names: Vec<&str> = classes::CLASSES.iter().map(|c| c.name).collect();
+                a.sel.extend(weights(&val(i), &names));
+            }
+            "--blocking" => {
+                let names: Vec<&str> = blocking::BLOCKING.iter().map(|c| c.name).collect();
+                let v = val(i);
+                a.blocking = Some(if v == "all" {
+                    (0..names.len()).map(|i| (i, 1)).collect()
+                } else {
+                    weights(&v, &names)
+                });
             }
             "--list" => {
                 for c in classes::CLASSES {
                     println!("{:<20} {}", c.name, c.what);
+                }
+                for c in blocking::BLOCKING {
+                    println!("{:<20} {} (--blocking)", c.name, c.what);
                 }
                 return None;
             }
@@ -183,7 +207,115 @@ fn parse_args() -> Option<Args> {
     if a.calls && !a.sel.is_empty() {
         fail("--calls runs its own classes: drop --classes".into());
     }
+    if a.blocking.is_some() && (a.calls || !a.sel.is_empty() || a.threads > 1) {
+        fail(
+            "--blocking runs on the main thread alone: drop --classes, --calls and --threads"
+                .into(),
+        );
+    }
+    if a.blocking
+        .as_ref()
+        .is_some_and(|b| b.iter().all(|&(_, w)| w == 0))
+    {
+        fail("--blocking needs a class with a weight above 0".into());
+    }
     Some(a)
+}
+
+/// A list of `name[=weight]` items, each name one of `names`: (index, weight) in the
+/// order given (exits 2 on an unknown name or a weight that is not a whole number).
+fn weights(list: &str, names: &[&str]) -> Vec<(usize, u32)> {
+    list.split(',')
+        .filter(|p| !p.is_empty())
+        .map(|part| {
+            let (name, w) = part.split_once('=').unwrap_or((part, "1"));
+            let idx = names
+                .iter()
+                .position(|c| *c == name)
+                .unwrap_or_else(|| fail(format!("unknown class '{name}'")));
+            let w: u32 = w
+                .parse()
+                .unwrap_or_else(|_| fail(format!("weight of '{name}' must be a whole number")));
+            (idx, w)
+        })
+        .collect()
+}
+
+/// `--blocking`: the main thread rotates through the blocking classes for the duration,
+/// each slice `weight × slice-ms × a random factor` of wall-clock time, and prints each
+/// class's CPU and wall-clock time, measured around its calls (see USAGE).
+fn run_blocking(args: &Args, sel: &[(usize, u32)]) {
+    let sel: Vec<(usize, u32)> = sel.iter().copied().filter(|&(_, w)| w > 0).collect();
+    let with_file = sel
+        .iter()
+        .any(|&(i, _)| blocking::BLOCKING[i].name == "block_file");
+    let waits = blocking::Waits::new(with_file)
+        .unwrap_or_else(|e| fail(format!("cannot set up the blocking classes: {e}")));
+    let n = sel.len();
+    let (mut cpu, mut wall) = (vec![Duration::ZERO; n], vec![Duration::ZERO; n]);
+    let mut rng = Rng::new(0);
+    let mut sink = 0u64;
+    let start = Instant::now();
+    let end = start + Duration::from_secs_f64(args.duration);
+    let mut round = 0;
+    'run: loop {
+        for k in 0..n {
+            if Instant::now() >= end {
+                break 'run;
+            }
+            let j = (k + round) % n;
+            let (idx, w) = sel[j];
+            let slice = Duration::from_secs_f64(args.slice_ms * w as f64 * rng.factor() / 1000.0);
+            let (c0, t0) = (thread_cpu_time(), Instant::now());
+            sink = sink.wrapping_add((blocking::BLOCKING[idx].run)(&waits, slice));
+            wall[j] += t0.elapsed();
+            cpu[j] += thread_cpu_time().saturating_sub(c0);
+        }
+        round += 1;
+    }
+    let rotation = start.elapsed();
+    black_box(sink);
+    let tid = gettid();
+    let mut out = String::new();
+    for (j, &(idx, _)) in sel.iter().enumerate() {
+        let name = blocking::BLOCKING[idx].name;
+        out += &format!(
+            "labperf-bench: cpu thread=main tid={tid} path={name} ns={}\n",
+            cpu[j].as_nanos()
+        );
+        out += &format!(
+            "labperf-bench: wall thread=main tid={tid} path={name} ns={}\n",
+            wall[j].as_nanos()
+        );
+    }
+    out += &format!(
+        "labperf-bench: wall-rotation thread=main tid={tid} ns={}\n",
+        rotation.as_nanos()
+    );
+    out += &format!(
+        "labperf-bench: cpu-process ns={}\n",
+        cpu_time(libc::CLOCK_PROCESS_CPUTIME_ID).as_nanos()
+    );
+    drop(waits);
+    use std::io::Write;
+    let _ = std::io::stderr().lock().write_all(out.as_bytes());
+}
+
+/// The slices' random factors: xorshift64, a fixed seed per thread.
+struct Rng(u64);
+
+impl Rng {
+    fn new(t: usize) -> Rng {
+        Rng(0x2545_F491_4F6C_DD1Du64 ^ (t as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15))
+    }
+
+    /// A factor in [0.5, 1.5).
+    fn factor(&mut self) -> f64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        0.5 + (self.0 >> 11) as f64 / (1u64 << 53) as f64
+    }
 }
 
 /// The entries the rotation runs, (class index, weight) with a weight above 0, and each
@@ -284,17 +416,13 @@ fn rotate(p: &Plan, t: usize) -> Vec<Duration> {
     let mut sink = 0u64;
     // Each slice lasts weight × slice-ms × a random factor in [0.5, 1.5): the split holds
     // on average, and no timer or sampling period can stay in step with the slices.
-    let mut rng = 0x2545_F491_4F6C_DD1Du64 ^ (t as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let mut rng = Rng::new(t);
     let mut spent = vec![Duration::ZERO; n];
     while Instant::now() < p.end {
         for k in 0..n {
             let j = (k + round) % n;
             let (idx, w) = p.sel[j];
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            let factor = 0.5 + (rng >> 11) as f64 / (1u64 << 53) as f64;
-            let slice = Duration::from_secs_f64(p.slice_ms * w as f64 * factor / 1000.0);
+            let slice = Duration::from_secs_f64(p.slice_ms * w as f64 * rng.factor() / 1000.0);
             let t0 = thread_cpu_time();
             sink = sink.wrapping_add(match p.path[j] {
                 1 => calls_a(p.state, idx, p.blocks[j], slice),

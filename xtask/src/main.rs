@@ -45,7 +45,10 @@ enum Cmd {
     CorpusTable(corpus_table::Args),
     /// Fuzz the decoder with cargo-fuzz (nightly).
     Fuzz(fuzz::Args),
-    /// Pack labperf and every agent into target/dist/ (a tree and a .tar.gz).
+    /// Pack labperf and every agent into target/dist/labperf-VERSION-ARCH-linux/ and its
+    /// .tar.gz: builds every agent and a static labperf (OpenSSL and zlib from source, about
+    /// 12 min of CPU the first time), then records this machine's bench with the unpacked
+    /// tree to check it.
     Dist(dist::Args),
     /// The emulated Arm lab machine: up, down, ssh.
     Lab(lab::Args),

@@ -29,10 +29,14 @@ pub fn agents_candidates() -> Vec<PathBuf> {
         .ok()
         .and_then(|e| e.parent().map(Path::to_path_buf))
     {
-        candidates.push(bin.join("../lib/labperf/agents"));
+        // Parents taken, not `..` joined: the paths said to the user have no `..` in them.
+        if let Some(prefix) = bin.parent() {
+            candidates.push(prefix.join("lib/labperf/agents"));
+        }
         candidates.extend(bin.ancestors().take(4).map(|d| d.join("agents")));
     }
-    candidates.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/agents"));
+    let host = Path::new(env!("CARGO_MANIFEST_DIR"));
+    candidates.push(host.parent().unwrap_or(host).join("target/agents"));
     candidates
 }
 

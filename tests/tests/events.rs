@@ -752,23 +752,20 @@ fn children_call_graphs_html_and_diff_keep_the_events_apart() {
         };
         // Counted in samples: a share of the period can be far from the share of samples
         // (CI22: one page-faults sample in the loader carried 1.01 % of the period).
-        let loader: u64 = t["rows"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|r| r["name"] == "_start" && r["dso"].as_str().unwrap().contains("/ld-linux"))
-            .map(|r| r["children"].as_u64().unwrap())
-            .sum();
+        let start_of = |dso: fn(&str) -> bool| -> u64 {
+            t["rows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|r| r["name"] == "_start" && dso(r["dso"].as_str().unwrap()))
+                .map(|r| r["children"].as_u64().unwrap())
+                .sum()
+        };
+        let loader = start_of(|d| d.contains("/ld-linux"));
         // The program's `_start` holds main and what runs after it returns (CI52: a
         // cpu-clock sample in exit's flush of stdout, `_IO_cleanup` → `write`, below
         // `__libc_start_main`, not below main).
-        let start: u64 = t["rows"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|r| r["name"] == "_start" && r["dso"].as_str().unwrap().ends_with("/prog"))
-            .map(|r| r["children"].as_u64().unwrap())
-            .sum();
+        let start = start_of(|d| d.ends_with("/prog"));
         let total = t["summary"]["total_samples"].as_u64().unwrap();
         let without_stack = unstacked(ev);
         let main = row("main")["children"].as_u64().unwrap();

@@ -1,4 +1,4 @@
-//! Link options that keep the static agents within their size budget (issue: ≤ 512 KiB).
+//! Link options that keep the static agents within their size budget (≤ 256 KiB for the no_std Rust agents: `xtask/src/build_agents.rs` BUDGETS).
 
 fn main() {
     let target = std::env::var("TARGET").unwrap_or_default();

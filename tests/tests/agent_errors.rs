@@ -1,6 +1,6 @@
 //! Real failures of the agent on this kernel, each with its explanation and fix:
-//! perf_event_paranoid, the perf mmap limit, the default-event fallback, stat, and an event
-//! that opened but never sampled.
+//! perf_event_paranoid, the perf mmap limit, the default-event fallback, stat, an event
+//! that opened but never sampled, a panic, and the signals a workload starts with.
 
 use labperf_common::{decode_all, Record};
 use labperf_tests::{bin, scratch};
@@ -300,4 +300,46 @@ fn an_event_that_opened_but_never_sampled_is_said_by_the_agent() {
         "{err}"
     );
     assert!(!err.contains("event 'cpu-clock' opened but"), "{err}");
+}
+
+/// A panic is the agent's own failure: `labperf-agent: panicked at FILE:LINE:COL:` and the
+/// message on stderr, then status 125 (the agent is `no_std`: its panic handler does this,
+/// with no `std` runtime; a missing status file tells the host it did not finish).
+#[test]
+fn a_panic_says_where_and_what_and_exits_125() {
+    let o = Command::new(bin("labperf-agent"))
+        .args(["__panic", "x"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(125), "{err}");
+    assert!(
+        err.starts_with("labperf-agent: panicked at agents/labperf-agent/src/main.rs:"),
+        "{err}"
+    );
+    assert!(err.ends_with(":\nasked to panic (1 arguments)\n"), "{err}");
+}
+
+/// The agent ignores SIGPIPE (a closed FIFO is an error it reports, not its death), but the
+/// workload starts with every signal at its default, as from a shell: `yes | head -1` in a
+/// recorded script ends by SIGPIPE. (The agent built with `std` passed its ignored SIGPIPE
+/// on to every workload.)
+#[test]
+fn the_workload_starts_with_sigpipe_at_its_default() {
+    let d = scratch("sigpipe");
+    let o = Command::new(bin("labperf-agent"))
+        .args(["record", "-e", "cpu-clock", "-o"])
+        .arg(d.join("f.lpr"))
+        .args(["--", "grep", "^SigIgn:", "/proc/self/status"])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let ignored = u64::from_str_radix(out.trim().trim_start_matches("SigIgn:").trim(), 16)
+        .unwrap_or_else(|_| panic!("{out}"));
+    assert_eq!(ignored & 1 << (libc::SIGPIPE - 1), 0, "{out}");
 }

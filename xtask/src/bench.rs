@@ -59,6 +59,7 @@ pub fn run(a: &Args, s: &mut Summary) {
         &crate::build_agents::Args {
             target: "all".into(),
             release: true,
+            ..Default::default()
         },
         s,
     );

@@ -115,13 +115,7 @@ pub fn run(a: &Args) -> anyhow::Result<String> {
         bail!("corpus tests failed: the table above is not written");
     }
     if a.write {
-        let path = root.join("README.md");
-        let readme = std::fs::read_to_string(&path)?;
-        let (Some(b), Some(e)) = (readme.find(BEGIN), readme.find(END)) else {
-            bail!("README.md has no {BEGIN} ... {END} block");
-        };
-        let new = format!("{}{BEGIN}\n{table}{}", &readme[..b], &readme[e..]);
-        std::fs::write(&path, new)?;
+        crate::util::write_readme_block(BEGIN, END, &table)?;
         return Ok(format!("{} rows written to README.md", lines.len()));
     }
     Ok(format!("{} rows", lines.len()))

@@ -22,6 +22,7 @@ pub fn run(_a: &Args, s: &mut Summary) {
         &crate::build_agents::Args {
             target: "all".into(),
             release: true,
+            ..Default::default()
         },
         s,
     );

@@ -85,3 +85,16 @@ pub fn is_root() -> bool {
         .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
         .unwrap_or(false)
 }
+
+/// Replaces the text between `begin` and `end` in README.md with `text` (both markers kept):
+/// the README's generated tables.
+pub fn write_readme_block(begin: &str, end: &str, text: &str) -> anyhow::Result<()> {
+    let path = root().join("README.md");
+    let readme = std::fs::read_to_string(&path)?;
+    let (Some(b), Some(e)) = (readme.find(begin), readme.find(end)) else {
+        anyhow::bail!("README.md has no {begin} ... {end} block");
+    };
+    let new = format!("{}{begin}\n{text}{}", &readme[..b], &readme[e..]);
+    std::fs::write(&path, new)?;
+    Ok(())
+}

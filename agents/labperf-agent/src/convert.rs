@@ -1,6 +1,8 @@
 //! Kernel ring-buffer records (perf_event_open's layout, native byte order) into labperf
 //! records: pure, no system calls, so `record`, `replay` and the tests drive the same code.
 
+use crate::prelude::*;
+
 use labperf_common::*;
 
 pub const PERF_RECORD_MMAP2: u32 = 10;
@@ -285,11 +287,11 @@ impl Conv {
                 let data = c.bytes(size)?;
                 let dyn_size = (c.u64()? as usize).min(size);
                 if let Some(&sp) = regs.get(crate::arch::DWARF_SP) {
-                    let mut buf = std::mem::take(&mut self.spare);
+                    let mut buf = core::mem::take(&mut self.spare);
                     buf.clear();
                     buf.extend_from_slice(&data[..dyn_size]);
                     s.user_stack = Some(labperf_common::UserStack {
-                        regs: std::mem::take(&mut regs),
+                        regs: core::mem::take(&mut regs),
                         sp,
                         data: buf,
                     });
@@ -310,7 +312,7 @@ impl Conv {
 /// them); an error for a record that claims fewer than 8 bytes or runs past the end.
 pub fn dump_records(dump: &[u8]) -> impl Iterator<Item = Result<&[u8], String>> {
     let mut at = 0usize;
-    std::iter::from_fn(move || {
+    core::iter::from_fn(move || {
         if at + 8 > dump.len() {
             return None;
         }

@@ -7,6 +7,8 @@
 //! socket, a link to nothing) is refused. A device or FIFO is opened as a file is created:
 //! the kernel ignores O_CREAT and O_TRUNC there.
 
+use crate::prelude::*;
+
 /// Longest path handled (PATH_MAX).
 const MAX: usize = 4096;
 
@@ -24,7 +26,7 @@ fn sys(path: &str, call: u8, out: &mut [u8; MAX]) -> Result<(u32, usize), i32> {
     let (c, o) = (c.as_ptr().cast(), out.as_mut_ptr().cast());
     // SAFETY: a NUL-terminated path, and buffers of the sizes the calls expect.
     unsafe {
-        let mut st: libc::stat = std::mem::zeroed();
+        let mut st: libc::stat = core::mem::zeroed();
         let n = match call {
             0 => libc::stat(c, &mut st) as isize,
             1 => libc::readlink(c, o, MAX - 1),
@@ -55,8 +57,8 @@ pub fn resolve(path: &str, suffix: &str, what: &str) -> Result<(String, Option<S
     let why = match walk(path) {
         Ok(None) => return Ok((path.into(), None)),
         Ok(Some(file)) => return Ok((format!("{file}{suffix}"), Some(file))),
-        Err(Ok(t)) => std::borrow::Cow::Borrowed(t),
-        Err(Err(e)) => std::io::Error::from_raw_os_error(e).to_string().into(),
+        Err(Ok(t)) => alloc::borrow::Cow::Borrowed(t),
+        Err(Err(e)) => crate::rt::Error::from_raw_os_error(e).to_string().into(),
     };
     Err(format!("cannot write {what} '{path}': {why}"))
 }

@@ -1,7 +1,8 @@
 //! Event names → (type, config): generic hardware/software events, raw codes, and sysfs PMU events.
 
-use std::fs;
-use std::path::Path;
+use crate::prelude::*;
+
+use crate::rt as fs;
 
 pub const PERF_TYPE_HARDWARE: u32 = 0;
 pub const PERF_TYPE_SOFTWARE: u32 = 1;
@@ -104,10 +105,10 @@ fn split_top(s: &str) -> Vec<&str> {
 
 /// Parses one event: `name[:mods]`, `rHEX`, `pmu/event/` or `pmu/term=val,.../`.
 pub fn parse(s: &str) -> Result<EventSpec, String> {
-    parse_in(Path::new(SYSFS), s)
+    parse_in(SYSFS, s)
 }
 
-pub fn parse_in(sysfs: &Path, s: &str) -> Result<EventSpec, String> {
+pub fn parse_in(sysfs: &str, s: &str) -> Result<EventSpec, String> {
     let (body, mods) = match s.rfind(':') {
         Some(i) if s[i + 1..].chars().all(|c| "ukhpPS".contains(c)) => (&s[..i], &s[i + 1..]),
         _ => (s, ""),
@@ -144,12 +145,12 @@ pub fn parse_in(sysfs: &Path, s: &str) -> Result<EventSpec, String> {
         let terms = rest.strip_suffix('/').ok_or_else(|| {
             format!("event '{body}': a PMU event is written pmu/terms/ and needs the closing '/'")
         })?;
-        let dir = sysfs.join(pmu);
-        let ty = fs::read_to_string(dir.join("type")).map_err(|_| format!("event '{body}': this machine has no PMU named '{pmu}' ({}/{pmu} is missing); run `labperf list`", sysfs.display()))?;
+        let dir = format!("{sysfs}/{pmu}");
+        let ty = fs::read_to_string(format!("{dir}/type")).map_err(|_| format!("event '{body}': this machine has no PMU named '{pmu}' ({sysfs}/{pmu} is missing); run `labperf list`"))?;
         e.type_ = ty
             .trim()
             .parse()
-            .map_err(|_| format!("{}/{pmu}/type is not a number", sysfs.display()))?;
+            .map_err(|_| format!("{sysfs}/{pmu}/type is not a number"))?;
         for term in split_top(terms).into_iter().flat_map(|t| t.split(',')) {
             let term = term.trim();
             if term.is_empty() {
@@ -160,7 +161,7 @@ pub fn parse_in(sysfs: &Path, s: &str) -> Result<EventSpec, String> {
                 vec![term]
             } else {
                 // A named event alias: its sysfs file holds the terms.
-                terms_text = fs::read_to_string(dir.join("events").join(term)).map_err(|_| format!("event '{body}': PMU '{pmu}' has no event '{term}'; run `labperf list {pmu}`"))?;
+                terms_text = fs::read_to_string(format!("{dir}/events/{term}")).map_err(|_| format!("event '{body}': PMU '{pmu}' has no event '{term}'; run `labperf list {pmu}`"))?;
                 terms_text.trim().split(',').collect()
             };
             for t in expanded {
@@ -191,11 +192,11 @@ fn parse_num(s: &str) -> Option<u64> {
 }
 
 /// Places `v` into config/config1/config2 as `format/<term>` says (e.g. `config:0-15`).
-fn apply_format(dir: &Path, e: &mut EventSpec, term: &str, v: u64) -> Result<(), String> {
+fn apply_format(dir: &str, e: &mut EventSpec, term: &str, v: u64) -> Result<(), String> {
     let (field, bits) = match term {
         "config" | "config1" | "config2" => (term.to_string(), "0-63".to_string()),
         _ => {
-            let f = fs::read_to_string(dir.join("format").join(term))
+            let f = fs::read_to_string(format!("{dir}/format/{term}"))
                 .map_err(|_| format!("the PMU has no format term '{term}'"))?;
             let (field, bits) = f
                 .trim()
@@ -234,12 +235,12 @@ fn apply_format(dir: &Path, e: &mut EventSpec, term: &str, v: u64) -> Result<(),
 /// The low bit of Arm's out-of-tree `strobe_period` driver term (`config2:lo-hi`), when
 /// the PMU that takes `spec` (or, for generic hardware events, any PMU) has one.
 pub fn strobe_term_shift(spec: &EventSpec) -> Option<u32> {
-    strobe_term_shift_in(Path::new(SYSFS), spec)
+    strobe_term_shift_in(SYSFS, spec)
 }
 
-pub fn strobe_term_shift_in(sysfs: &Path, spec: &EventSpec) -> Option<u32> {
-    for d in fs::read_dir(sysfs).ok()?.flatten() {
-        let ty: u32 = fs::read_to_string(d.path().join("type"))
+pub fn strobe_term_shift_in(sysfs: &str, spec: &EventSpec) -> Option<u32> {
+    for d in fs::read_dir(sysfs).ok()? {
+        let ty: u32 = fs::read_to_string(format!("{sysfs}/{d}/type"))
             .ok()?
             .trim()
             .parse()
@@ -247,7 +248,7 @@ pub fn strobe_term_shift_in(sysfs: &Path, spec: &EventSpec) -> Option<u32> {
         if spec.type_ != PERF_TYPE_HARDWARE && spec.type_ != PERF_TYPE_RAW && ty != spec.type_ {
             continue;
         }
-        if let Ok(f) = fs::read_to_string(d.path().join("format/strobe_period")) {
+        if let Ok(f) = fs::read_to_string(format!("{sysfs}/{d}/format/strobe_period")) {
             let (field, bits) = f.trim().split_once(':')?;
             if field == "config2" {
                 return bits.split('-').next()?.parse().ok();
@@ -260,13 +261,7 @@ pub fn strobe_term_shift_in(sysfs: &Path, spec: &EventSpec) -> Option<u32> {
 /// The PMUs of this machine with their type, formats and events, for `list`.
 pub fn list(filter: Option<&str>) -> String {
     let mut out = String::new();
-    let mut pmus: Vec<_> = fs::read_dir(SYSFS)
-        .map(|d| {
-            d.flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
+    let mut pmus: Vec<String> = fs::read_dir(SYSFS).unwrap_or_default();
     pmus.sort();
     out.push_str("Generic hardware events (need a hardware PMU):\n  ");
     out.push_str(&HW.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(" "));
@@ -277,25 +272,19 @@ pub fn list(filter: Option<&str>) -> String {
         if filter.is_some_and(|f| f != p) {
             continue;
         }
-        let dir = Path::new(SYSFS).join(&p);
-        let ty = fs::read_to_string(dir.join("type")).unwrap_or_default();
+        let dir = format!("{SYSFS}/{p}");
+        let ty = fs::read_to_string(format!("{dir}/type")).unwrap_or_default();
         out.push_str(&format!("\nPMU {p} (type {})\n", ty.trim()));
         for sub in ["format", "events"] {
-            let mut names: Vec<(String, String)> = fs::read_dir(dir.join(sub))
-                .map(|d| {
-                    d.flatten()
-                        .map(|e| {
-                            (
-                                e.file_name().to_string_lossy().into_owned(),
-                                fs::read_to_string(e.path())
-                                    .unwrap_or_default()
-                                    .trim()
-                                    .to_string(),
-                            )
-                        })
-                        .collect()
+            let mut names: Vec<(String, String)> = fs::read_dir(format!("{dir}/{sub}"))
+                .unwrap_or_default()
+                .into_iter()
+                .map(|n| {
+                    let v = fs::read_to_string(format!("{dir}/{sub}/{n}")).unwrap_or_default();
+                    let v = v.trim().to_string();
+                    (n, v)
                 })
-                .unwrap_or_default();
+                .collect();
             if names.is_empty() {
                 continue;
             }
@@ -314,6 +303,7 @@ pub fn list(filter: Option<&str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     #[test]
     fn generic_and_raw() {
@@ -337,11 +327,23 @@ mod tests {
         fs::write(pmu.join("format/event"), "config:0-15\n").unwrap();
         fs::write(pmu.join("format/strobe_period"), "config2:0-31\n").unwrap();
         fs::write(pmu.join("events/cpu_cycles"), "event=0x0011\n").unwrap();
-        let e = parse_in(&d, "armv8_pmuv3_0/cpu_cycles,strobe_period=300/").unwrap();
+        let e = parse_in(
+            d.to_str().unwrap(),
+            "armv8_pmuv3_0/cpu_cycles,strobe_period=300/",
+        )
+        .unwrap();
         assert_eq!((e.type_, e.config, e.config2), (8, 0x11, 300));
-        assert!(parse_in(&d, "nopmu/x/").unwrap_err().contains("no PMU"));
-        assert_eq!(strobe_term_shift_in(&d, &parse("cycles").unwrap()), Some(0));
-        assert_eq!(strobe_term_shift_in(&d, &parse("cpu-clock").unwrap()), None);
+        assert!(parse_in(d.to_str().unwrap(), "nopmu/x/")
+            .unwrap_err()
+            .contains("no PMU"));
+        assert_eq!(
+            strobe_term_shift_in(d.to_str().unwrap(), &parse("cycles").unwrap()),
+            Some(0)
+        );
+        assert_eq!(
+            strobe_term_shift_in(d.to_str().unwrap(), &parse("cpu-clock").unwrap()),
+            None
+        );
         fs::remove_dir_all(d).unwrap();
     }
 }

@@ -1,4 +1,37 @@
 //! labperf-agent: the static on-target agent. Parses its command line and dispatches to record, stat or list.
+//!
+//! The agent built for lab machines (`--profile agent`, panic = "abort") is `no_std` and
+//! `no_main`: musl's C runtime calls [`main`], [`rt`] stands in for what it took from
+//! `std`. Built with unwinding (the workspace's `cargo clippy`, `cargo test`) it is an
+//! ordinary `std` program running the same code: only the entry point and the panic
+//! handler differ.
+
+#![cfg_attr(all(not(test), panic = "abort"), no_std)]
+#![cfg_attr(all(not(test), panic = "abort"), no_main)]
+
+extern crate alloc;
+
+/// `print!`, `println!` and `eprintln!` over [`rt::print`] (they shadow `std`'s where the
+/// agent is built with `std`, so both builds print the same way).
+macro_rules! print {
+    ($($t:tt)*) => { $crate::rt::print(1, format_args!($($t)*)) };
+}
+macro_rules! println {
+    ($($t:tt)*) => { $crate::rt::print(1, format_args!("{}\n", format_args!($($t)*))) };
+}
+macro_rules! eprintln {
+    ($($t:tt)*) => { $crate::rt::print(2, format_args!("{}\n", format_args!($($t)*))) };
+}
+
+/// What every module takes from `alloc` (`std`'s prelude gives these; `no_std`'s does not).
+mod prelude {
+    pub use alloc::boxed::Box;
+    pub use alloc::format;
+    pub use alloc::string::{String, ToString};
+    pub use alloc::vec;
+    pub use alloc::vec::Vec;
+}
+use prelude::*;
 
 mod arch;
 mod convert;
@@ -8,6 +41,7 @@ mod out;
 mod perf;
 mod plan;
 mod record;
+mod rt;
 mod stat;
 mod status;
 mod strobe;
@@ -71,7 +105,7 @@ pub struct Opts {
     pub no_inherit: bool,
     pub progress: bool,
     pub flush_ms: u64,
-    pub command: Vec<std::ffi::OsString>,
+    pub command: Vec<crate::rt::OsString>,
     /// `record --metrics`: the strobed metrics group.
     pub metrics: bool,
     pub window: u64,
@@ -100,7 +134,7 @@ fn dwarf_size(size: Option<&str>) -> Result<u32, String> {
     }
 }
 
-fn num<T: std::str::FromStr>(flag: &str, v: Option<String>) -> Result<T, String> {
+fn num<T: core::str::FromStr>(flag: &str, v: Option<String>) -> Result<T, String> {
     let v = v.ok_or_else(|| format!("{flag} needs a value"))?;
     v.parse()
         .map_err(|_| format!("{flag} expects a number, got '{v}'"))
@@ -123,7 +157,7 @@ impl Opts {
     }
 }
 
-fn parse_opts(args: Vec<std::ffi::OsString>) -> Result<Opts, String> {
+fn parse_opts(args: Vec<crate::rt::OsString>) -> Result<Opts, String> {
     let mut o = Opts {
         mmap_pages: 128,
         flush_ms: 1000,
@@ -136,7 +170,7 @@ fn parse_opts(args: Vec<std::ffi::OsString>) -> Result<Opts, String> {
     while let Some(raw) = it.next() {
         // Options are text; the workload's arguments (after `--`) are kept as bytes.
         let Some(a) = raw.to_str().map(str::to_string) else {
-            if raw.as_encoded_bytes().starts_with(b"-") {
+            if raw.as_bytes().starts_with(b"-") {
                 return Err(format!("option {raw:?} is not valid UTF-8"));
             }
             o.command.push(raw);
@@ -176,7 +210,7 @@ fn parse_opts(args: Vec<std::ffi::OsString>) -> Result<Opts, String> {
             // Before the workload (which keeps its own --help): the usage.
             "-h" | "--help" => {
                 println!("{USAGE}");
-                std::process::exit(0)
+                crate::rt::exit(0)
             }
             "--no-summary" => o.no_summary = true,
             "-a" | "--all-cpus" => o.cpus = Some(o.cpus.take().unwrap_or_default()),
@@ -328,17 +362,75 @@ fn cpu_list(s: &str) -> Result<Vec<i32>, String> {
     Ok((0..on.len() as i32).filter(|&c| on[c as usize]).collect())
 }
 
+#[global_allocator]
+static MALLOC: rt::Malloc = rt::Malloc;
+
+// The C library, which `std` links for its users: musl's static libc.a for the agents
+// (crt-static), the system's libc elsewhere.
+#[cfg(all(not(test), panic = "abort"))]
+#[cfg_attr(target_feature = "crt-static", link(name = "c", kind = "static"))]
+#[cfg_attr(not(target_feature = "crt-static"), link(name = "c"))]
+extern "C" {}
+
+/// The precompiled `alloc` (built to unwind) names `_Unwind_Resume` and, on aarch64,
+/// `rust_eh_personality` in its cleanup paths. With panic = "abort" no unwind ever starts,
+/// so nothing calls them: were one called, the agent stops at once.
+#[cfg(all(not(test), panic = "abort"))]
+#[no_mangle]
+extern "C" fn _Unwind_Resume() -> ! {
+    // SAFETY: ends the process.
+    unsafe { libc::abort() }
+}
+#[cfg(all(not(test), panic = "abort"))]
+#[no_mangle]
+extern "C" fn rust_eh_personality() -> ! {
+    // SAFETY: ends the process.
+    unsafe { libc::abort() }
+}
+
+/// The entry point musl's C runtime calls (the `no_std` agent).
+#[cfg(all(not(test), panic = "abort"))]
+#[no_mangle]
+extern "C" fn main(argc: i32, argv: *const *const libc::c_char) -> i32 {
+    // SAFETY: the C runtime's argc and argv.
+    run(unsafe { rt::args_os(argc, argv) })
+}
+
+/// A panic is the agent's failure: its message, then exit status 125 (no status file: the
+/// host reads a missing one as a killed agent).
+#[cfg(all(not(test), panic = "abort"))]
+#[panic_handler]
+fn panic(info: &core::panic::PanicInfo) -> ! {
+    rt::panicked(info)
+}
+
+/// The entry point of the agent built with `std` (unwinding profiles: clippy, tests).
+#[cfg(all(not(test), not(panic = "abort")))]
 fn main() {
-    let mut args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    use std::os::unix::ffi::OsStringExt;
+    std::panic::set_hook(Box::new(|info| rt::panicked(info)));
+    let args = std::env::args_os().map(|a| rt::OsString::from_vec(a.into_vec()));
+    run(args.collect())
+}
+
+/// The agent's command line (its name first) → its exit status; never returns.
+#[cfg_attr(test, allow(dead_code))]
+fn run(args: Vec<rt::OsString>) -> ! {
+    // SIGPIPE is ignored, as `std` programs ignore it: a record file, status file or
+    // output written into a closed FIFO or pipe is an error the agent reports (EPIPE),
+    // not its death. The workload gets the default back (`workload.rs`).
+    // SAFETY: setting a signal's disposition.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+    let mut args: Vec<rt::OsString> = args.into_iter().skip(1).collect();
     if args.is_empty() {
         eprintln!("{USAGE}");
-        std::process::exit(2);
+        crate::rt::exit(2);
     }
     let cmd = args.remove(0).to_string_lossy().into_owned();
     // `list --help` (the other verbs' options see it in `parse_opts`).
     if args.first().is_some_and(|a| a == "-h" || a == "--help") {
         println!("{USAGE}");
-        std::process::exit(0);
+        crate::rt::exit(0);
     }
     let code = match cmd.as_str() {
         "-V" | "--version" | "version" => {
@@ -349,6 +441,8 @@ fn main() {
             println!("{USAGE}");
             0
         }
+        // The panic path, for tests (tests/tests/agent_errors.rs): message, status 125.
+        "__panic" => panic!("asked to panic ({} arguments)", args.len()),
         "strobe-probe" => match parse_opts(
             args.into_iter()
                 .chain(["--".into(), "probe".into()])
@@ -368,7 +462,7 @@ fn main() {
                 .first()
                 .map(|v| v.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            let mut rest: Vec<std::ffi::OsString> = args.into_iter().skip(1).collect();
+            let mut rest: Vec<crate::rt::OsString> = args.into_iter().skip(1).collect();
             if !rest
                 .iter()
                 .any(|a| ["--", "-p", "--pid", "-t", "--tid"].contains(&a.to_str().unwrap_or("")))
@@ -392,7 +486,7 @@ fn main() {
         }
         "replay" => {
             let ring = args.first().map(|a| a.to_string_lossy().into_owned());
-            let rest: Vec<std::ffi::OsString> = args
+            let rest: Vec<crate::rt::OsString> = args
                 .into_iter()
                 .skip(1)
                 .chain(["--".into(), "replay".into()])
@@ -428,7 +522,7 @@ fn main() {
             2
         }
     };
-    std::process::exit(code);
+    crate::rt::exit(code);
 }
 
 /// Reports a run's result (its status file, its error) and gives the exit code.
@@ -449,8 +543,8 @@ fn finish(o: &Opts, r: Result<i32, status::Fail>) -> i32 {
 mod tests {
     use super::*;
 
-    fn s(v: &[&str]) -> Vec<std::ffi::OsString> {
-        v.iter().map(|x| x.into()).collect()
+    fn s(v: &[&str]) -> Vec<rt::OsString> {
+        v.iter().map(|&x| x.into()).collect()
     }
 
     #[test]
@@ -472,8 +566,7 @@ mod tests {
         assert_eq!(o.output.as_deref(), Some("x.lpr"));
         assert_eq!(o.command, ["prog", "-e", "a b"]);
         // Workload arguments are bytes: non-UTF-8 ones pass through untouched.
-        use std::os::unix::ffi::OsStringExt;
-        let bad = std::ffi::OsString::from_vec(vec![b'x', 0xff, b'y']);
+        let bad = rt::OsString::from_vec(vec![b'x', 0xff, b'y']);
         let mut args = s(&["--", "prog"]);
         args.push(bad.clone());
         assert_eq!(parse_opts(args).unwrap().command[1], bad);

@@ -4,11 +4,13 @@
 //! goes by `dest.rs`'s rule: a device or FIFO is written straight through, a symbolic
 //! link's file is the one replaced (its `.part` beside it).
 
+use crate::prelude::*;
+
+use crate::rt::File;
+use crate::rt::Instant;
 use crate::status::Fail;
+use core::time::Duration;
 use labperf_common::{Encoder, Header, HeaderExt, Record, Trailer};
-use std::fs::File;
-use std::io::Write;
-use std::time::{Duration, Instant};
 
 /// Largest records frame before it is closed early.
 pub const FRAME_BYTES: usize = 64 * 1024;
@@ -120,11 +122,11 @@ impl Out {
     /// Writes the kernel functions the samples name (when there are kernel addresses),
     /// the trailer, syncs, and renames the file into place; returns its size.
     pub fn finish(mut self, t: &Trailer) -> Result<u64, Fail> {
-        let kernel = std::mem::take(&mut self.kernel);
+        let kernel = core::mem::take(&mut self.kernel);
         if !kernel.is_empty() {
             // Unreadable: the kernel addresses stay unnamed (the host shows addresses).
-            if let Ok(text) = std::fs::read("/proc/kallsyms") {
-                let restrict = std::fs::read_to_string("/proc/sys/kernel/kptr_restrict")
+            if let Ok(text) = crate::rt::read("/proc/kallsyms") {
+                let restrict = crate::rt::read_to_string("/proc/sys/kernel/kptr_restrict")
                     .ok()
                     .and_then(|s| s.trim().parse().ok());
                 for k in kernel.symbols(&text, restrict) {
@@ -144,7 +146,7 @@ impl Out {
                 format!("cannot sync the record file '{}': {e}", self.part),
             )
         })?;
-        std::fs::rename(&self.part, path).map_err(|e| {
+        crate::rt::rename(&self.part, path).map_err(|e| {
             Fail::io(
                 &e,
                 format!("cannot rename '{}' to '{path}': {e}", self.part),
@@ -157,7 +159,7 @@ impl Out {
     /// FIFO is left alone).
     pub fn abandon(self) {
         if self.path.is_some() {
-            let _ = std::fs::remove_file(&self.part);
+            let _ = crate::rt::remove_file(&self.part);
         }
     }
 }

@@ -1,10 +1,12 @@
 //! perf_event_open: building attrs, opening with clear errors, the mmap ring buffer, kernel record parsing.
 
+use crate::prelude::*;
+
 use crate::events::EventSpec;
+use core::sync::atomic::{fence, Ordering};
 use labperf_common::Attr;
 use perf_event_open_sys as sys;
 use perf_event_open_sys::bindings::{perf_event_attr, perf_event_mmap_page};
-use std::sync::atomic::{fence, Ordering};
 
 pub const SAMPLE_IP: u64 = 1 << 0;
 pub const SAMPLE_TID: u64 = 1 << 1;
@@ -87,7 +89,7 @@ impl AttrPlan {
 
     pub fn to_kernel(&self) -> perf_event_attr {
         // SAFETY: perf_event_attr is plain data; all-zero is its documented default.
-        let mut a: perf_event_attr = unsafe { std::mem::zeroed() };
+        let mut a: perf_event_attr = unsafe { core::mem::zeroed() };
         a.type_ = self.spec.type_;
         a.size = ATTR_SIZE;
         a.config = self.spec.config;
@@ -144,9 +146,9 @@ impl AttrPlan {
 pub fn portable(a: &perf_event_attr) -> Attr {
     // SAFETY: reading plain-data unions and the bitfield word at offset 40.
     unsafe {
-        let bytes = std::slice::from_raw_parts(
+        let bytes = core::slice::from_raw_parts(
             a as *const _ as *const u8,
-            std::mem::size_of::<perf_event_attr>(),
+            core::mem::size_of::<perf_event_attr>(),
         );
         let mut w = [0u8; 8];
         w.copy_from_slice(&bytes[40..48]);
@@ -223,7 +225,7 @@ pub fn read_raw(fd: i32, buf: &mut [u64]) -> usize {
         libc::read(
             fd,
             buf.as_mut_ptr() as *mut libc::c_void,
-            std::mem::size_of_val(buf),
+            core::mem::size_of_val(buf),
         )
     };
     if n < 0 {
@@ -259,7 +261,7 @@ pub fn open(attr: &mut perf_event_attr, pid: i32, cpu: i32, group: i32) -> Resul
 
 /// A full-sentence explanation of a failed open, with the fix.
 pub fn explain(name: &str, plan: &AttrPlan, errno: i32) -> String {
-    let what = std::io::Error::from_raw_os_error(errno);
+    let what = crate::rt::Error::from_raw_os_error(errno);
     let paranoid = crate::sys::paranoid();
     let p = paranoid
         .map(|v| v.to_string())
@@ -288,8 +290,9 @@ pub fn explain(name: &str, plan: &AttrPlan, errno: i32) -> String {
 
 /// Explains an mmap failure of the ring buffer.
 pub fn explain_mmap(errno: i32, pages: usize) -> String {
-    let what = std::io::Error::from_raw_os_error(errno);
-    let limit = std::fs::read_to_string("/proc/sys/kernel/perf_event_mlock_kb").unwrap_or_default();
+    let what = crate::rt::Error::from_raw_os_error(errno);
+    let limit =
+        crate::rt::read_to_string("/proc/sys/kernel/perf_event_mlock_kb").unwrap_or_default();
     format!(
         "cannot map the {pages}-page perf ring buffer: {what}. The locked-memory limit for perf buffers (kernel.perf_event_mlock_kb = {} KiB, plus `ulimit -l`) is too small: use --mmap-pages with fewer pages, raise `ulimit -l`, or run `sudo sysctl kernel.perf_event_mlock_kb=2048`.",
         limit.trim()
@@ -312,7 +315,7 @@ impl Ring {
         // SAFETY: mapping a perf fd as the kernel documents.
         let p = unsafe {
             libc::mmap(
-                std::ptr::null_mut(),
+                core::ptr::null_mut(),
                 len,
                 libc::PROT_READ | libc::PROT_WRITE,
                 libc::MAP_SHARED,
@@ -340,12 +343,12 @@ impl Ring {
     pub fn drain(&mut self, mut f: impl FnMut(&[u8])) {
         let meta = self.meta();
         // SAFETY: meta page is mapped; data_head is written by the kernel, read it volatile then fence.
-        let head = unsafe { std::ptr::read_volatile(std::ptr::addr_of!((*meta).data_head)) };
+        let head = unsafe { core::ptr::read_volatile(core::ptr::addr_of!((*meta).data_head)) };
         fence(Ordering::Acquire);
         // SAFETY: as above; data_offset is set by the kernel once.
         let (mut tail, off) = unsafe {
             (
-                std::ptr::read_volatile(std::ptr::addr_of!((*meta).data_tail)),
+                core::ptr::read_volatile(core::ptr::addr_of!((*meta).data_tail)),
                 (*meta).data_offset,
             )
         };
@@ -356,7 +359,7 @@ impl Ring {
         };
         // SAFETY: the data area lies within the mapping.
         let data = unsafe {
-            std::slice::from_raw_parts(self.base.add(off as usize), self.data_size as usize)
+            core::slice::from_raw_parts(self.base.add(off as usize), self.data_size as usize)
         };
         while tail + 8 <= head {
             let at = (tail % self.data_size) as usize;
@@ -381,7 +384,7 @@ impl Ring {
         }
         fence(Ordering::Release);
         // SAFETY: writing data_tail hands the space back to the kernel.
-        unsafe { std::ptr::write_volatile(std::ptr::addr_of_mut!((*meta).data_tail), tail) };
+        unsafe { core::ptr::write_volatile(core::ptr::addr_of_mut!((*meta).data_tail), tail) };
     }
 }
 

@@ -1,11 +1,13 @@
 //! `plan`: every perf_event_attr `record` or `stat` would open, one line each, without
 //! opening anything (perf's `tests/attr` method: tests compare the lines with files).
 
+use crate::prelude::*;
+
 use crate::perf::{self, AttrPlan};
 use crate::topdown::{self, Kind};
 use crate::{events, record, stat, sys, Opts};
+use core::fmt::Write;
 use labperf_common::ATTR_FLAG_NAMES;
-use std::fmt::Write;
 
 fn line(s: &mut String, p: &AttrPlan, leader: Option<usize>, target: &str) {
     let a = perf::portable(&p.to_kernel());

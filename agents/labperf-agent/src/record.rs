@@ -1,15 +1,18 @@
 //! `record`: opens sampling events on the workload, drains the ring buffers, writes the record file.
 
+use crate::prelude::*;
+
 use crate::convert::{Conv, Layout};
 use crate::events::{self, EventSpec};
 use crate::out::Out;
 use crate::perf::{self, AttrPlan, Fd, Ring};
+use crate::rt::Instant;
 use crate::status::Fail;
 use crate::workload::{self, Workload, SIGNALLED};
 use crate::{strobe, sys, Opts};
+use core::sync::atomic::Ordering;
+use core::time::Duration;
 use labperf_common::*;
-use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
 
 /// Builds the file header common to record and stat.
 pub fn header(
@@ -80,7 +83,7 @@ impl Target {
                     return Err(format!("no process or thread {p}"));
                 }
                 // A thread's process: its maps and the pid its samples carry.
-                let tgid = std::fs::read_to_string(format!("/proc/{p}/status"))
+                let tgid = crate::rt::read_to_string(format!("/proc/{p}/status"))
                     .ok()
                     .and_then(|s| {
                         s.lines()
@@ -106,13 +109,11 @@ impl Target {
             Target::System(_) => vec![-1],
             Target::Attached(_, Some(t)) => vec![*t],
             Target::Attached(p, None) => {
-                let mut v: Vec<i32> = std::fs::read_dir(format!("/proc/{p}/task"))
-                    .map(|d| {
-                        d.flatten()
-                            .filter_map(|e| e.file_name().to_str()?.parse().ok())
-                            .collect()
-                    })
-                    .unwrap_or_default();
+                let mut v: Vec<i32> = crate::rt::read_dir(format!("/proc/{p}/task"))
+                    .unwrap_or_default()
+                    .iter()
+                    .filter_map(|e| e.parse().ok())
+                    .collect();
                 if v.is_empty() {
                     v.push(*p);
                 }
@@ -206,7 +207,7 @@ impl strobe::ProbeSys for SelfProbe {
         let mut x = 1u64;
         while t.elapsed() < Duration::from_millis(40) {
             for _ in 0..10_000 {
-                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+                x = core::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
             }
         }
         fd.disable();
@@ -240,7 +241,7 @@ pub fn strobe_probe(o: &Opts) -> Result<i32, String> {
     if let Err(e) = strobe::ProbeSys::sample_periods(&mut probe, &base) {
         println!(
             "strobing: unavailable: the cycles event does not sample here ({})",
-            std::io::Error::from_raw_os_error(e)
+            crate::rt::Error::from_raw_os_error(e)
         );
         return Ok(1);
     }
@@ -555,7 +556,7 @@ fn open_plans(
                         Some(r) => fd.set_output(&rings[r].0).map_err(|e| {
                             Retry::Fatal(format!(
                                 "cannot share the ring buffer between events: {}",
-                                std::io::Error::from_raw_os_error(e)
+                                crate::rt::Error::from_raw_os_error(e)
                             ))
                         })?,
                     }
@@ -583,13 +584,11 @@ fn open_plans(
 fn synthesize_all(target: &Target, out: &mut Out) -> Result<(), Fail> {
     let pids: Vec<i32> = match target {
         Target::Attached(p, _) => return synthesize(*p, out, true),
-        _ => std::fs::read_dir("/proc")
-            .map(|d| {
-                d.flatten()
-                    .filter_map(|e| e.file_name().to_str()?.parse().ok())
-                    .collect()
-            })
-            .unwrap_or_default(),
+        _ => crate::rt::read_dir("/proc")
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|e| e.parse().ok())
+            .collect(),
     };
     out.push(&Record::Comm(Comm {
         comm: "swapper".into(),
@@ -602,14 +601,14 @@ fn synthesize_all(target: &Target, out: &mut Out) -> Result<(), Fail> {
 }
 
 fn synthesize(pid: i32, out: &mut Out, need_maps: bool) -> Result<(), Fail> {
-    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+    let comm = crate::rt::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
     out.push(&Record::Comm(Comm {
         pid: pid as u32,
         tid: pid as u32,
         comm: comm.trim().into(),
         exec: false,
     }))?;
-    let maps = match std::fs::read_to_string(format!("/proc/{pid}/maps")) {
+    let maps = match crate::rt::read_to_string(format!("/proc/{pid}/maps")) {
         Ok(m) => m,
         Err(_) if !need_maps => return Ok(()),
         Err(e) => return Err(format!("cannot read /proc/{pid}/maps: {e}").into()),
@@ -889,7 +888,7 @@ fn create(o: &Opts, opened: &Opened, start: u64, path: &str) -> Result<Out, Fail
 /// then the trailer; the workload's exit status.
 pub fn run(o: &Opts) -> Result<i32, Fail> {
     workload::install_signal_handlers();
-    let max_rate = std::fs::read_to_string("/proc/sys/kernel/perf_event_max_sample_rate")
+    let max_rate = crate::rt::read_to_string("/proc/sys/kernel/perf_event_max_sample_rate")
         .ok()
         .and_then(|v| v.trim().parse().ok());
     let (o, rate_note) = clamp_freq(o, max_rate);
@@ -935,7 +934,7 @@ pub fn run(o: &Opts) -> Result<i32, Fail> {
         }
     }
     let pid = target.pid();
-    let mut rings = std::mem::take(&mut opened.rings);
+    let mut rings = core::mem::take(&mut opened.rings);
     let mut exit = ExitStatus::default();
     let mut pending_err: Option<Fail> = None;
     let ring_fds: Vec<i32> = rings.iter().map(|(fd, _)| fd.0).collect();
@@ -1006,7 +1005,7 @@ pub fn run(o: &Opts) -> Result<i32, Fail> {
 /// `--read-format` give the ring's layout when it came from elsewhere.
 pub fn replay(o: &Opts, ring: &str) -> Result<i32, Fail> {
     let dump =
-        std::fs::read(ring).map_err(|e| format!("cannot read the ring dump '{ring}': {e}"))?;
+        crate::rt::read(ring).map_err(|e| format!("cannot read the ring dump '{ring}': {e}"))?;
     let specs = asked_specs(o)?;
     let (mut plans, mut sample_type, mut read_format) = base_plans(o, &specs, true, true, true);
     let strobe = strobe_of(o)?.map(|st| {

@@ -10,17 +10,20 @@
 //! `record` keeps sampling user mode only unless `:k` or `-a`. The C agent's `stat`
 //! (`agents/alpha/agent.c`) follows this one: its options, attrs, file and lines.
 
+use crate::prelude::*;
+
 use crate::events;
 use crate::out::Out;
 use crate::perf::{self, AttrPlan, Fd};
 use crate::record::{header, Target};
+use crate::rt::Instant;
 use crate::status::Fail;
 use crate::workload::{self, SIGNALLED};
 use crate::{sys, Opts};
+use core::sync::atomic::Ordering;
+use core::time::Duration;
 use labperf_common::topdown::seconds;
 use labperf_common::*;
-use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
 
 const DEFAULT: &[&str] = &[
     "task-clock",
@@ -450,9 +453,9 @@ type TopdownSetup = (
 fn topdown_setup(o: &Opts) -> Result<TopdownSetup, Fail> {
     use crate::topdown::{self, Kind, Real};
     let recipe = topdown::detect(&topdown::sysfs_root(), o.level)?;
-    let replay = std::env::var_os("LABPERF_TOPDOWN_REPLAY");
+    let replay = crate::rt::var_os("LABPERF_TOPDOWN_REPLAY");
     let k: Box<dyn topdown::Kernel> = match &replay {
-        Some(f) => Box::new(topdown::Replay::from_file(std::path::Path::new(f))?),
+        Some(f) => Box::new(topdown::Replay::from_file(&f.to_string_lossy())?),
         None => Box::new(Real::default()),
     };
     let mut notes = recipe.notes.clone();
@@ -462,7 +465,7 @@ fn topdown_setup(o: &Opts) -> Result<TopdownSetup, Fail> {
         if paranoid > 0 && !caps && replay.is_none() {
             return Err(format!("{} (it is {paranoid})", topdown::ROOT_NEEDED).into());
         }
-        if let Some(w) = topdown::nmi_watchdog_warning(std::path::Path::new("/proc")) {
+        if let Some(w) = topdown::nmi_watchdog_warning("/proc") {
             eprintln!("labperf-agent: warning: {w}");
             notes.push(w.replace('\n', " "));
         }

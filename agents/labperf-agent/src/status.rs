@@ -8,6 +8,8 @@
 //! written: no space) or `agent-error <message>` (anything else the agent could not do).
 //! A missing file means the agent was killed before it could write one.
 
+use crate::prelude::*;
+
 /// Why the agent could not finish a recording.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FailKind {
@@ -35,7 +37,7 @@ impl Fail {
     }
 
     /// A failure to write `what`: disk full for ENOSPC and EDQUOT, else the agent's.
-    pub fn io(e: &std::io::Error, msg: String) -> Fail {
+    pub fn io(e: &crate::rt::Error, msg: String) -> Fail {
         let kind = match e.raw_os_error() {
             Some(libc::ENOSPC) | Some(libc::EDQUOT) => FailKind::DiskFull,
             _ => FailKind::Agent,
@@ -68,8 +70,8 @@ impl From<&str> for Fail {
     }
 }
 
-impl std::fmt::Display for Fail {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl core::fmt::Display for Fail {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.write_str(&self.msg)
     }
 }
@@ -100,8 +102,8 @@ pub fn line(r: &Result<i32, Fail>, times: bool) -> String {
 /// reported, as the run's own result matters more.
 pub fn write(path: &str, r: &Result<i32, Fail>, times: bool) {
     let res = crate::dest::resolve(path, ".tmp", "the status file").and_then(|(at, then)| {
-        std::fs::write(&at, line(r, times))
-            .and_then(|_| then.map_or(Ok(()), |p| std::fs::rename(&at, p)))
+        crate::rt::write(&at, line(r, times))
+            .and_then(|_| then.map_or(Ok(()), |p| crate::rt::rename(&at, p)))
             .map_err(|e| format!("cannot write the status file '{path}': {e}"))
     });
     if let Err(e) = res {
@@ -131,7 +133,7 @@ mod tests {
             ),
             "exec-error cannot run 'x': no such file\n"
         );
-        let full = std::io::Error::from_raw_os_error(libc::ENOSPC);
+        let full = crate::rt::Error::from_raw_os_error(libc::ENOSPC);
         assert_eq!(
             line(&Err(Fail::io(&full, "cannot write".into())), true),
             "disk-full cannot write\n"

@@ -2,6 +2,8 @@
 //! group counts belong to one function. Chooses among the kernel's alternating-period ABIs
 //! (verified by sampling, never trusted on open), in-agent decimation, and a fixed period.
 
+use crate::prelude::*;
+
 use crate::perf::{AttrExt, AttrPlan};
 use labperf_common::Sample;
 
@@ -188,7 +190,7 @@ pub fn choose(
             Err(e) => notes.push(format!(
                 "{}: not available ({})",
                 m.name(),
-                std::io::Error::from_raw_os_error(e)
+                crate::rt::Error::from_raw_os_error(e)
             )),
         }
     }

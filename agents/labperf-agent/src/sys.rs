@@ -1,5 +1,7 @@
 //! Facts about the running system: uname, hostname, clocks, rusage, sysfs reads.
 
+use crate::prelude::*;
+
 use labperf_common::{Arch, Endian};
 
 /// `uname -r`, `uname -m` and the node name.
@@ -20,7 +22,7 @@ fn cstr(b: &[libc::c_char]) -> String {
 
 pub fn uname() -> Uname {
     // SAFETY: utsname is plain data; uname fills it.
-    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    let mut u: libc::utsname = unsafe { core::mem::zeroed() };
     // SAFETY: valid pointer to a utsname.
     unsafe { libc::uname(&mut u) };
     Uname {
@@ -65,7 +67,7 @@ pub fn self_usage() -> (u64, u64) {
 /// `getrusage(who)`: user and system CPU time in ns, and the peak RSS in KiB.
 pub fn usage(who: i32) -> (u64, u64, u64) {
     // SAFETY: rusage is plain data; getrusage fills it.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let mut ru: libc::rusage = unsafe { core::mem::zeroed() };
     // SAFETY: valid pointer.
     unsafe { libc::getrusage(who, &mut ru) };
     let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
@@ -74,7 +76,7 @@ pub fn usage(who: i32) -> (u64, u64, u64) {
 
 /// `kernel.perf_event_paranoid`, if readable.
 pub fn paranoid() -> Option<i32> {
-    std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+    crate::rt::read_to_string("/proc/sys/kernel/perf_event_paranoid")
         .ok()?
         .trim()
         .parse()
@@ -83,7 +85,7 @@ pub fn paranoid() -> Option<i32> {
 
 /// Online CPU numbers from `/sys/devices/system/cpu/online` (e.g. `0-3,6`).
 pub fn online_cpus() -> Vec<i32> {
-    let s = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
+    let s = crate::rt::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
     let mut v = Vec::new();
     for part in s.trim().split(',').filter(|p| !p.is_empty()) {
         let mut it = part.splitn(2, '-');
@@ -110,7 +112,7 @@ pub fn pidfd(pid: i32) -> Option<i32> {
 /// Waits until `fd` (a pidfd) is readable, `wait` has passed (`None`: no limit) or a
 /// signal arrives, with the signal mask `open` for the wait only (`ppoll`'s: the caller
 /// blocks SIGINT and SIGTERM, so none lands between its check and this wait).
-pub fn wait_readable(fd: Option<i32>, wait: Option<std::time::Duration>, open: &libc::sigset_t) {
+pub fn wait_readable(fd: Option<i32>, wait: Option<core::time::Duration>, open: &libc::sigset_t) {
     let mut p = libc::pollfd {
         fd: fd.unwrap_or(-1),
         events: libc::POLLIN,
@@ -121,14 +123,21 @@ pub fn wait_readable(fd: Option<i32>, wait: Option<std::time::Duration>, open: &
         tv_nsec: w.subsec_nanos() as _,
     });
     // SAFETY: one valid pollfd (a negative fd is ignored), a timespec or null, a mask.
-    unsafe { libc::ppoll(&mut p, 1, ts.as_ref().map_or(std::ptr::null(), |t| t), open) };
+    unsafe {
+        libc::ppoll(
+            &mut p,
+            1,
+            ts.as_ref().map_or(core::ptr::null(), |t| t),
+            open,
+        )
+    };
 }
 
 /// SIGINT and SIGTERM blocked; the mask before.
 pub fn block_signals() -> libc::sigset_t {
     // SAFETY: sigset_t is plain data, filled by sigemptyset/sigaddset.
     unsafe {
-        let mut old: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = core::mem::zeroed();
         let mut s = old;
         libc::sigemptyset(&mut s);
         libc::sigaddset(&mut s, libc::SIGINT);
@@ -147,7 +156,7 @@ pub fn cpu_list_text(c: &[i32]) -> String {
 /// `kernel.perf_event_paranoid` (2 when unreadable) and whether this process has
 /// CAP_PERFMON or CAP_SYS_ADMIN in its effective set.
 pub fn paranoid_and_caps() -> (i32, bool) {
-    let caps = std::fs::read_to_string("/proc/self/status")
+    let caps = crate::rt::read_to_string("/proc/self/status")
         .unwrap_or_default()
         .lines()
         .find_map(|l| l.strip_prefix("CapEff:"))
@@ -174,14 +183,16 @@ pub fn may_record_cpus() -> Result<(), String> {
 }
 
 pub fn errno() -> i32 {
-    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+    crate::rt::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(0)
 }
 
 /// The vDSO image the kernel maps into this process (and every process of its ABI), as
 /// `/proc/self/maps` bounds it; None when there is none or it is over
 /// [`labperf_common::MAX_VDSO`] bytes. The host names `[vdso]` samples from it.
 pub fn vdso_image() -> Option<Vec<u8>> {
-    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    let maps = crate::rt::read_to_string("/proc/self/maps").ok()?;
     let line = maps.lines().find(|l| l.ends_with("[vdso]"))?;
     let range = line.split_whitespace().next()?;
     let (a, b) = range.split_once('-')?;
@@ -193,6 +204,6 @@ pub fn vdso_image() -> Option<Vec<u8>> {
     }
     // SAFETY: the kernel maps the vDSO readable for the life of the process, at the
     // bounds /proc/self/maps gives; the bytes are copied out at once.
-    let image = unsafe { std::slice::from_raw_parts(start as *const u8, len) };
+    let image = unsafe { core::slice::from_raw_parts(start as *const u8, len) };
     image.starts_with(b"\x7fELF").then(|| image.to_vec())
 }

@@ -3,20 +3,22 @@
 //! live lines, and the `record --topdown` group. The kernel is reached through
 //! [`Kernel`], so tests replay scripted group reads.
 
+use crate::prelude::*;
+
 use crate::events::{self, EventSpec};
 use crate::perf::FORMAT_TOTAL_TIME_RUNNING as RUN;
 use crate::perf::{self, AttrPlan, FORMAT_GROUP, FORMAT_TOTAL_TIME_ENABLED as EN};
 use labperf_common::topdown as td;
 use perf_event_open_sys::bindings::perf_event_attr;
-use std::path::{Path, PathBuf};
 
 /// The sysfs root: `$LABPERF_SYSFS` (tests point it at a recorded tree) or `/sys`.
-pub fn sysfs_root() -> PathBuf {
-    std::env::var_os("LABPERF_SYSFS").map_or_else(|| "/sys".into(), PathBuf::from)
+pub fn sysfs_root() -> String {
+    crate::rt::var_os("LABPERF_SYSFS")
+        .map_or_else(|| "/sys".into(), |v| v.to_string_lossy().into_owned())
 }
 
-fn read_trim(p: &Path) -> Option<String> {
-    Some(std::fs::read_to_string(p).ok()?.trim().to_string())
+fn read_trim(p: &str) -> Option<String> {
+    Some(crate::rt::read_to_string(p).ok()?.trim().to_string())
 }
 
 pub use td::Kind;
@@ -46,12 +48,12 @@ impl Recipe {
 }
 
 /// Reads which TopDown events the core PMU offers (`cpu`, or `cpu_core` on hybrid parts).
-pub fn detect(sysfs: &Path, level: u8) -> Result<Recipe, String> {
-    let devices = sysfs.join("bus/event_source/devices");
-    let hybrid = devices.join("cpu_core/events").is_dir();
+pub fn detect(sysfs: &str, level: u8) -> Result<Recipe, String> {
+    let devices = format!("{sysfs}/bus/event_source/devices");
+    let hybrid = crate::rt::is_dir(&format!("{devices}/cpu_core/events"));
     let pmu = if hybrid { "cpu_core" } else { "cpu" };
-    let evdir = devices.join(pmu).join("events");
-    let has = |n: &str| evdir.join(n).is_file();
+    let evdir = format!("{devices}/{pmu}/events");
+    let has = |n: &str| crate::rt::is_file(&format!("{evdir}/{n}"));
     let spec = |n: &str| -> Result<EventSpec, String> {
         let mut s = events::parse_in(&devices, &format!("{pmu}/{n}/"))?;
         s.name = n.into();
@@ -72,15 +74,13 @@ pub fn detect(sysfs: &Path, level: u8) -> Result<Recipe, String> {
         }
         if ev.len() < 3 {
             return Err(format!(
-                "{} has fewer than two TopDown metric events: perf's ratios need at least two",
-                evdir.display()
+                "{evdir} has fewer than two TopDown metric events: perf's ratios need at least two"
             ));
         }
         if level == 2 {
             if let Some((n, _)) = td::LEVEL2_EVENTS.iter().find(|(n, _)| !has(n)) {
                 return Err(format!(
-                    "--level 2 needs Sapphire Rapids or later: {} has no {n}; use --level 1",
-                    evdir.display()
+                    "--level 2 needs Sapphire Rapids or later: {evdir} has no {n}; use --level 1"
                 ));
             }
             for (n, _) in td::LEVEL2_EVENTS {
@@ -110,7 +110,7 @@ pub fn detect(sysfs: &Path, level: u8) -> Result<Recipe, String> {
             s.kernel = true;
             s.user = true;
             ev.push(s);
-            let sc = read_trim(&evdir.join(format!("{n}.scale")));
+            let sc = read_trim(&format!("{evdir}/{n}.scale"));
             scales.push(sc.and_then(|v| v.parse().ok()).unwrap_or(1));
         }
         return Ok(Recipe {
@@ -122,7 +122,7 @@ pub fn detect(sysfs: &Path, level: u8) -> Result<Recipe, String> {
             notes,
         });
     }
-    Err(format!("this machine has no TopDown events: {} has neither slots (Ice Lake and later) nor topdown-total-slots (Sandy Bridge to Cascade Lake). TopDown needs an Intel CPU whose PMU the kernel drives (a VM without PMU passthrough has none)", evdir.display()))
+    Err(format!("this machine has no TopDown events: {evdir} has neither slots (Ice Lake and later) nor topdown-total-slots (Sandy Bridge to Cascade Lake). TopDown needs an Intel CPU whose PMU the kernel drives (a VM without PMU passthrough has none)"))
 }
 
 /// The attrs of `stat --topdown`: one group led by SLOTS with PERF_FORMAT_GROUP (Metrics),
@@ -330,27 +330,21 @@ pub fn line(time_ns: u64, tid: Option<i32>, cells: &[String]) -> String {
 /// with one read per line, the words a `read` of a group returns (nr, time_enabled,
 /// time_running, values...), taken in order; once they run out reads fail (no change).
 pub struct Replay {
-    reads: std::collections::VecDeque<Vec<u64>>,
+    reads: alloc::collections::VecDeque<Vec<u64>>,
     fds: i32,
 }
 
 impl Replay {
-    pub fn from_file(path: &Path) -> Result<Replay, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read the TopDown replay {}: {e}", path.display()))?;
-        let mut reads = std::collections::VecDeque::new();
+    pub fn from_file(path: &str) -> Result<Replay, String> {
+        let text = crate::rt::read_to_string(path)
+            .map_err(|e| format!("cannot read the TopDown replay {path}: {e}"))?;
+        let mut reads = alloc::collections::VecDeque::new();
         for (i, l) in text.lines().enumerate() {
             let words: Result<Vec<u64>, _> = l.split_whitespace().map(str::parse).collect();
             match words {
                 Ok(w) if !w.is_empty() => reads.push_back(w),
                 Ok(_) => {}
-                Err(_) => {
-                    return Err(format!(
-                        "{} line {}: expected numbers",
-                        path.display(),
-                        i + 1
-                    ))
-                }
+                Err(_) => return Err(format!("{path} line {}: expected numbers", i + 1)),
             }
         }
         Ok(Replay { reads, fds: 1000 })
@@ -378,8 +372,8 @@ impl Kernel for Replay {
 pub const ROOT_NEEDED: &str = "pre-Ice Lake TopDown events count per core, so they are opened system-wide on every CPU, which needs root or kernel.perf_event_paranoid <= 0: run as root, or `sudo sysctl kernel.perf_event_paranoid=0`";
 
 /// The nmi_watchdog takes a generic counter: perf's warning when it is on (pre-Ice Lake).
-pub fn nmi_watchdog_warning(sysfs_proc: &Path) -> Option<&'static str> {
-    (read_trim(&sysfs_proc.join("sys/kernel/nmi_watchdog")).as_deref() == Some("1")).then_some(
+pub fn nmi_watchdog_warning(sysfs_proc: &str) -> Option<&'static str> {
+    (read_trim(&format!("{sysfs_proc}/sys/kernel/nmi_watchdog")).as_deref() == Some("1")).then_some(
         "nmi_watchdog enabled with topdown. May give wrong results.\nDisable with echo 0 > /proc/sys/kernel/nmi_watchdog",
     )
 }

@@ -1,6 +1,8 @@
 //! Starting the workload gated on a pipe, so events are opened before it execs; waiting and signals.
 
-use std::sync::atomic::{AtomicI32, Ordering};
+use crate::prelude::*;
+
+use core::sync::atomic::{AtomicI32, Ordering};
 
 /// A spawned workload, stopped before `execve` until [`Workload::go`].
 pub struct Workload {
@@ -22,10 +24,10 @@ pub fn install_signal_handlers() {
     for sig in [libc::SIGINT, libc::SIGTERM] {
         // SAFETY: installing an async-signal-safe handler that only stores an atomic.
         unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
+            let mut sa: libc::sigaction = core::mem::zeroed();
             sa.sa_sigaction = on_signal as *const () as usize;
             libc::sigemptyset(&mut sa.sa_mask);
-            libc::sigaction(sig, &sa, std::ptr::null_mut());
+            libc::sigaction(sig, &sa, core::ptr::null_mut());
         }
     }
 }
@@ -33,9 +35,8 @@ pub fn install_signal_handlers() {
 impl Workload {
     /// Forks the workload; the child blocks on a pipe and execs on [`Workload::go`],
     /// which reports an exec failure.
-    pub fn spawn(argv: &[std::ffi::OsString]) -> Result<Workload, String> {
-        use std::ffi::CString;
-        use std::os::unix::ffi::OsStrExt;
+    pub fn spawn(argv: &[crate::rt::OsString]) -> Result<Workload, String> {
+        use alloc::ffi::CString;
         let cargs: Vec<CString> = argv
             .iter()
             .map(|a| {
@@ -46,7 +47,7 @@ impl Workload {
         // SAFETY: getpid cannot fail.
         let agent = unsafe { libc::getpid() };
         let mut ptrs: Vec<*const libc::c_char> = cargs.iter().map(|c| c.as_ptr()).collect();
-        ptrs.push(std::ptr::null());
+        ptrs.push(core::ptr::null());
         let (mut gate, mut status) = ([0i32; 2], [0i32; 2]);
         // SAFETY: valid arrays for pipe2.
         if unsafe { libc::pipe2(gate.as_mut_ptr(), libc::O_CLOEXEC) } != 0
@@ -54,7 +55,7 @@ impl Workload {
         {
             return Err(format!(
                 "cannot create a pipe: {}",
-                std::io::Error::last_os_error()
+                crate::rt::Error::last_os_error()
             ));
         }
         // SAFETY: the agent is single-threaded here; the child only calls
@@ -63,7 +64,7 @@ impl Workload {
         if pid < 0 {
             return Err(format!(
                 "cannot fork the workload: {}",
-                std::io::Error::last_os_error()
+                crate::rt::Error::last_os_error()
             ));
         }
         if pid == 0 {
@@ -86,6 +87,9 @@ impl Workload {
                 if libc::read(gate[0], b.as_mut_ptr() as *mut libc::c_void, 1) != 1 {
                     libc::_exit(125);
                 }
+                // The agent ignores SIGPIPE; the workload starts with the default, as
+                // from a shell (an ignored signal would stay ignored across exec).
+                libc::signal(libc::SIGPIPE, libc::SIG_DFL);
                 libc::execvp(ptrs[0], ptrs.as_ptr());
                 let e = *libc::__errno_location();
                 libc::write(status[1], &e as *const i32 as *const libc::c_void, 4);
@@ -123,7 +127,7 @@ impl Workload {
                 libc::ENOENT => "no such file or command in PATH".to_string(),
                 libc::EACCES => "permission denied (is it executable?)".to_string(),
                 libc::ENOEXEC => "not an executable format this machine runs".to_string(),
-                _ => std::io::Error::from_raw_os_error(e).to_string(),
+                _ => crate::rt::Error::from_raw_os_error(e).to_string(),
             };
             return Err(format!("cannot run '{}': {why}", self.argv0));
         }
@@ -187,7 +191,7 @@ pub fn attached_alive(pid: i32) -> bool {
     if unsafe { libc::kill(pid, 0) } != 0 && crate::sys::errno() == libc::ESRCH {
         return false;
     }
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+    match crate::rt::read_to_string(format!("/proc/{pid}/stat")) {
         // The state follows the parenthesised command name, which may hold spaces.
         Ok(s) => !matches!(
             s.rsplit_once(')')

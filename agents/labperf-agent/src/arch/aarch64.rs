@@ -26,10 +26,11 @@ fn field(cpuinfo: &str, key: &str) -> u32 {
 
 /// MIDR from `/sys/devices/system/cpu/cpu0/regs/identification/midr_el1`, fields from cpuinfo.
 pub fn cpu_id() -> CpuId {
-    let midr = std::fs::read_to_string("/sys/devices/system/cpu/cpu0/regs/identification/midr_el1")
-        .ok()
-        .and_then(|s| u64::from_str_radix(s.trim().trim_start_matches("0x"), 16).ok());
-    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let midr =
+        crate::rt::read_to_string("/sys/devices/system/cpu/cpu0/regs/identification/midr_el1")
+            .ok()
+            .and_then(|s| u64::from_str_radix(s.trim().trim_start_matches("0x"), 16).ok());
+    let info = crate::rt::read_to_string("/proc/cpuinfo").unwrap_or_default();
     CpuId::Arm {
         midr,
         implementer: field(&info, "CPU implementer"),

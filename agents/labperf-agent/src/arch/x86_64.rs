@@ -1,5 +1,7 @@
 //! x86_64: CPU identity from CPUID and the default event.
 
+use crate::prelude::*;
+
 use labperf_common::{Arch, CpuId};
 
 pub const ARCH: Arch = Arch::X86_64;

@@ -4,10 +4,11 @@
 use super::*;
 use std::collections::VecDeque;
 
-fn sysfs(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/data/sysfs")
-        .join(name)
+fn sysfs(name: &str) -> String {
+    format!(
+        "{}/../../tests/data/sysfs/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    )
 }
 
 /// What the scripted kernel saw opened.
@@ -286,11 +287,11 @@ fn nmi_watchdog_warning_follows_the_sysctl() {
     let d = std::env::temp_dir().join(format!("labperf-nmi-{}", std::process::id()));
     std::fs::create_dir_all(d.join("sys/kernel")).unwrap();
     std::fs::write(d.join("sys/kernel/nmi_watchdog"), "1\n").unwrap();
-    assert!(nmi_watchdog_warning(&d)
+    assert!(nmi_watchdog_warning(d.to_str().unwrap())
         .unwrap()
         .contains("echo 0 > /proc/sys/kernel/nmi_watchdog"));
     std::fs::write(d.join("sys/kernel/nmi_watchdog"), "0\n").unwrap();
-    assert_eq!(nmi_watchdog_warning(&d), None);
+    assert_eq!(nmi_watchdog_warning(d.to_str().unwrap()), None);
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! Real failures of the agent on this kernel, each with its explanation and fix:
 //! perf_event_paranoid, the perf mmap limit, the default-event fallback, stat, an event
-//! that opened but never sampled, a panic, and the signals a workload starts with.
+//! that opened but never sampled, a panic, the signals a workload starts with, closed
+//! standard descriptors, and names and paths that are not UTF-8.
 
 use labperf_common::{decode_all, Record};
 use labperf_tests::{bin, scratch};
@@ -342,4 +343,89 @@ fn the_workload_starts_with_sigpipe_at_its_default() {
     let ignored = u64::from_str_radix(out.trim().trim_start_matches("SigIgn:").trim(), 16)
         .unwrap_or_else(|_| panic!("{out}"));
     assert_eq!(ignored & 1 << (libc::SIGPIPE - 1), 0, "{out}");
+}
+
+/// An agent started with its standard output and error closed (a launcher that closes them;
+/// `>&- 2>&-`) has them on /dev/null while it records, as `std` programs do (it opens
+/// /dev/null on a closed 0, 1 or 2 before anything else): no perf event or file of its own
+/// takes descriptor 1 or 2 and receives its messages (with `std` gone, its perf events took
+/// them and every message was lost), and its record file is whole.
+#[test]
+fn closed_standard_output_and_error_are_dev_null_while_it_records() {
+    let d = scratch("closed-fds");
+    let f = d.join("f.lpr");
+    let mut agent = Command::new("sh")
+        .arg("-c")
+        .arg(r#"exec "$0" record -e cpu-clock -c 100000 -o "$1" -- sleep 1 >&- 2>&-"#)
+        .arg(bin("labperf-agent"))
+        .arg(&f)
+        .spawn()
+        .unwrap();
+    let fd = |n: u32| std::fs::read_link(format!("/proc/{}/fd/{n}", agent.id()));
+    // Recording: the record file is open (its `.part`).
+    let t = std::time::Instant::now();
+    while !(3..64).any(|n| fd(n).is_ok_and(|p| p.to_string_lossy().ends_with(".part"))) {
+        assert!(
+            t.elapsed().as_secs() < 10,
+            "the agent never opened its record file"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let (out, err) = (fd(1), fd(2));
+    let st = agent.wait().unwrap();
+    assert!(st.success(), "{st}");
+    assert_eq!(out.unwrap(), std::path::Path::new("/dev/null"));
+    assert_eq!(err.unwrap(), std::path::Path::new("/dev/null"));
+    let dec = decode_all(&std::fs::read(&f).unwrap());
+    assert!(dec.damage.is_empty(), "{:?}", dec.damage);
+    assert!(dec.trailer.is_some());
+}
+
+/// A process's name and the files it maps are bytes: attaching to one whose executable's
+/// name is not UTF-8 records it (its comm and mapping with U+FFFD for the byte), and
+/// watches it until it ends, as any other (the agent read /proc/PID/maps and
+/// /proc/PID/stat as UTF-8: attaching failed with "cannot read /proc/PID/maps").
+#[test]
+fn a_process_whose_name_is_not_utf8_is_attached_and_named() {
+    use std::os::unix::ffi::OsStrExt;
+    let d = scratch("not-utf8");
+    let exe = d.join(std::ffi::OsStr::from_bytes(b"sl\xffp"));
+    std::fs::copy("/bin/sleep", &exe).unwrap();
+    // Another test's fork may still hold the copy open for writing (ETXTBSY) until it execs.
+    let mut child = (0..100)
+        .find_map(|_| match Command::new(&exe).arg("1.5").spawn() {
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                None
+            }
+            r => Some(r.unwrap()),
+        })
+        .expect("the copy of sleep stayed busy for 2 s");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let f = d.join("f.lpr");
+    let t = std::time::Instant::now();
+    let o = Command::new(bin("labperf-agent"))
+        .args(["record", "-e", "cpu-clock", "-p"])
+        .arg(child.id().to_string())
+        .arg("-o")
+        .arg(&f)
+        .output()
+        .unwrap();
+    child.wait().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    // It followed the process to its end (1.5 s from its start), not one look and out.
+    assert!(t.elapsed().as_secs_f64() > 1.0, "{:?}", t.elapsed());
+    let dec = decode_all(&std::fs::read(&f).unwrap());
+    assert!(dec
+        .records
+        .iter()
+        .any(|r| matches!(r, Record::Comm(c) if c.pid == child.id() && c.comm == "sl\u{fffd}p")));
+    let want = format!("{}/sl\u{fffd}p", d.display());
+    assert!(
+        dec.records
+            .iter()
+            .any(|r| matches!(r, Record::Mmap2(m) if m.path == want)),
+        "no mapping of {want}"
+    );
 }

@@ -392,6 +392,7 @@ extern "C" fn rust_eh_personality() -> ! {
 #[cfg(all(not(test), panic = "abort"))]
 #[no_mangle]
 extern "C" fn main(argc: i32, argv: *const *const libc::c_char) -> i32 {
+    rt::open_standard_fds();
     // SAFETY: the C runtime's argc and argv.
     run(unsafe { rt::args_os(argc, argv) })
 }

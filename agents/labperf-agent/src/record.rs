@@ -83,7 +83,7 @@ impl Target {
                     return Err(format!("no process or thread {p}"));
                 }
                 // A thread's process: its maps and the pid its samples carry.
-                let tgid = crate::rt::read_to_string(format!("/proc/{p}/status"))
+                let tgid = crate::rt::read_lossy(format!("/proc/{p}/status"))
                     .ok()
                     .and_then(|s| {
                         s.lines()
@@ -601,14 +601,14 @@ fn synthesize_all(target: &Target, out: &mut Out) -> Result<(), Fail> {
 }
 
 fn synthesize(pid: i32, out: &mut Out, need_maps: bool) -> Result<(), Fail> {
-    let comm = crate::rt::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+    let comm = crate::rt::read_lossy(format!("/proc/{pid}/comm")).unwrap_or_default();
     out.push(&Record::Comm(Comm {
         pid: pid as u32,
         tid: pid as u32,
         comm: comm.trim().into(),
         exec: false,
     }))?;
-    let maps = match crate::rt::read_to_string(format!("/proc/{pid}/maps")) {
+    let maps = match crate::rt::read_lossy(format!("/proc/{pid}/maps")) {
         Ok(m) => m,
         Err(_) if !need_maps => return Ok(()),
         Err(e) => return Err(format!("cannot read /proc/{pid}/maps: {e}").into()),

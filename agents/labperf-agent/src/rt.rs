@@ -13,9 +13,12 @@ use alloc::vec::Vec;
 use core::fmt;
 use core::time::Duration;
 
-/// An OS error: the errno of a failed call (`std::io::Error`'s OS form).
+/// An OS error: the errno of a failed call (`std::io::Error`'s OS form), or [`NOT_UTF8`].
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Error(i32);
+
+/// [`read_to_string`] of a file that is not UTF-8 (no errno: `std`'s `InvalidData`).
+const NOT_UTF8: Error = Error(-1);
 
 impl Error {
     /// The error of the last failed call on this thread.
@@ -29,12 +32,15 @@ impl Error {
     }
 
     pub fn raw_os_error(&self) -> Option<i32> {
-        Some(self.0)
+        (*self != NOT_UTF8).then_some(self.0)
     }
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if *self == NOT_UTF8 {
+            return f.write_str("stream did not contain valid UTF-8");
+        }
         let mut buf = [0u8; 128];
         // SAFETY: strerror_r writes at most buf.len() bytes, NUL included.
         let msg = unsafe {
@@ -151,9 +157,38 @@ pub fn read(path: impl AsRef<str>) -> Result<Vec<u8>> {
     Ok(v)
 }
 
-/// `std::fs::read_to_string`: a file that is not UTF-8 is an error (EILSEQ).
+/// `std::fs::read_to_string`: a file that is not UTF-8 is an error, worded as `std`'s.
 pub fn read_to_string(path: impl AsRef<str>) -> Result<String> {
-    String::from_utf8(read(path)?).map_err(|_| Error(libc::EILSEQ))
+    String::from_utf8(read(path)?).map_err(|_| NOT_UTF8)
+}
+
+/// A file as text, each byte that is not UTF-8 as U+FFFD: the /proc files that hold
+/// names a process chose (its comm in `stat`, `status` and `comm`, the paths in `maps`),
+/// which are bytes.
+pub fn read_lossy(path: impl AsRef<str>) -> Result<String> {
+    let b = read(path)?;
+    Ok(match String::from_utf8(b) {
+        Ok(s) => s,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    })
+}
+
+/// What `std` does before `main` on Linux: each of standard input, output and error that
+/// is closed is opened on /dev/null, so that no file the agent opens later (its record
+/// file, a perf event) takes descriptor 0, 1 or 2 and receives its messages.
+#[cfg_attr(not(all(not(test), panic = "abort")), allow(dead_code))]
+pub fn open_standard_fds() {
+    for fd in 0..3 {
+        // SAFETY: F_GETFD on a descriptor number; open of a NUL-terminated path.
+        unsafe {
+            if libc::fcntl(fd, libc::F_GETFD) == -1
+                && *libc::__errno_location() == libc::EBADF
+                && libc::open(c"/dev/null".as_ptr(), libc::O_RDWR) == -1
+            {
+                libc::_exit(125);
+            }
+        }
+    }
 }
 
 /// `std::fs::write`.
@@ -474,9 +509,12 @@ mod tests {
         assert_eq!(read_dir(d.to_str().unwrap()).unwrap(), ["b"]);
         std::fs::write(d.join("t"), b"x\xffy").unwrap();
         assert_eq!(
-            read_to_string(p("t")).unwrap_err().raw_os_error(),
-            Some(libc::EILSEQ)
+            read_to_string(p("t")).unwrap_err().to_string(),
+            std::fs::read_to_string(d.join("t"))
+                .unwrap_err()
+                .to_string()
         );
+        assert_eq!(read_lossy(p("t")).unwrap(), "x\u{fffd}y");
         remove_file(p("b")).unwrap();
         assert_eq!(
             remove_file(p("b")).unwrap_err().raw_os_error(),

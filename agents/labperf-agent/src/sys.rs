@@ -156,7 +156,7 @@ pub fn cpu_list_text(c: &[i32]) -> String {
 /// `kernel.perf_event_paranoid` (2 when unreadable) and whether this process has
 /// CAP_PERFMON or CAP_SYS_ADMIN in its effective set.
 pub fn paranoid_and_caps() -> (i32, bool) {
-    let caps = crate::rt::read_to_string("/proc/self/status")
+    let caps = crate::rt::read_lossy("/proc/self/status")
         .unwrap_or_default()
         .lines()
         .find_map(|l| l.strip_prefix("CapEff:"))
@@ -192,7 +192,7 @@ pub fn errno() -> i32 {
 /// `/proc/self/maps` bounds it; None when there is none or it is over
 /// [`labperf_common::MAX_VDSO`] bytes. The host names `[vdso]` samples from it.
 pub fn vdso_image() -> Option<Vec<u8>> {
-    let maps = crate::rt::read_to_string("/proc/self/maps").ok()?;
+    let maps = crate::rt::read_lossy("/proc/self/maps").ok()?;
     let line = maps.lines().find(|l| l.ends_with("[vdso]"))?;
     let range = line.split_whitespace().next()?;
     let (a, b) = range.split_once('-')?;

@@ -191,7 +191,7 @@ pub fn attached_alive(pid: i32) -> bool {
     if unsafe { libc::kill(pid, 0) } != 0 && crate::sys::errno() == libc::ESRCH {
         return false;
     }
-    match crate::rt::read_to_string(format!("/proc/{pid}/stat")) {
+    match crate::rt::read_lossy(format!("/proc/{pid}/stat")) {
         // The state follows the parenthesised command name, which may hold spaces.
         Ok(s) => !matches!(
             s.rsplit_once(')')

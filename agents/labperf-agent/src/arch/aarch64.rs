@@ -30,7 +30,7 @@ pub fn cpu_id() -> CpuId {
         crate::rt::read_to_string("/sys/devices/system/cpu/cpu0/regs/identification/midr_el1")
             .ok()
             .and_then(|s| u64::from_str_radix(s.trim().trim_start_matches("0x"), 16).ok());
-    let info = crate::rt::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let info = crate::rt::read_lossy("/proc/cpuinfo").unwrap_or_default();
     CpuId::Arm {
         midr,
         implementer: field(&info, "CPU implementer"),

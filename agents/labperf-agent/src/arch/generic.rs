@@ -11,7 +11,7 @@ pub const DWARF_REGS: u64 = 0;
 pub const DWARF_SP: usize = 0;
 
 pub fn cpu_id() -> CpuId {
-    let info = crate::rt::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let info = crate::rt::read_lossy("/proc/cpuinfo").unwrap_or_default();
     CpuId::Unknown {
         cpuinfo: info.lines().take(8).collect::<Vec<_>>().join("\n"),
     }

@@ -275,6 +275,24 @@ static u64 millis(const char *s) {
     return digits ? ms : 0;
 }
 
+/* The agent's own peak RSS (KiB): /proc/self/status's VmHWM, the high-water mark of its own
+ * address space (getrusage's ru_maxrss, the fallback, also holds that of the process that
+ * started it: fork copies the mark, exec keeps it). */
+static u64 self_peak_rss_kib(u64 fallback) {
+    static char st[4096];
+    if (lp_read_file("/proc/self/status", st, sizeof st) <= 0) return fallback;
+    for (char *p = st; *p; p++) {
+        if (lp_startswith(p, "VmHWM:")) {
+            u64 v = 0;
+            for (p += 6; *p == ' ' || *p == '\t'; p++) {}
+            if (*p < '0' || *p > '9') return fallback;
+            for (; *p >= '0' && *p <= '9'; p++) v = v * 10 + (u64)(*p - '0');
+            return v;
+        }
+    }
+    return fallback;
+}
+
 /* -a/-C open every task's events: root, CAP_PERFMON (38) or CAP_SYS_ADMIN (21) in the
  * effective set, or kernel.perf_event_paranoid <= 0; else say which. */
 static void may_record_cpus(void) {
@@ -1490,7 +1508,7 @@ static int finish_file(struct rec *r, struct opts *o) {
     SYS2(__NR_getrusage, 0, &ru);
     u64 cpu_ns = (u64)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000u + (u64)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000u;
     int sig = r->wstatus & 0x7f, code = (r->wstatus >> 8) & 0xff;
-    w_trailer(w, 0, c->samples, c->lost, c->throttled, cpu_ns, (u64)ru.ru_maxrss, code, sig, lp_clock_ns(LP_CLOCK_MONOTONIC) - r->start);
+    w_trailer(w, 0, c->samples, c->lost, c->throttled, cpu_ns, self_peak_rss_kib((u64)ru.ru_maxrss), code, sig, lp_clock_ns(LP_CLOCK_MONOTONIC) - r->start);
     if (w_finish(w) < 0) die_write(w, o->output);
     /* A command --duration stopped: the recording is what was asked, so 0; the trailer keeps the signal. */
     if (o->ncommand && !r->ended) sig = code = 0;
@@ -1808,7 +1826,7 @@ static int stat_finish(struct stat_run *s, const struct opts *o) {
         memset(&ru, 0, sizeof ru);
         SYS2(__NR_getrusage, 0, &ru);
         u64 cpu_ns = (u64)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000u + (u64)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000u;
-        w_trailer(s->w, 0, 0, 0, 0, cpu_ns, (u64)ru.ru_maxrss, code, sig, lp_clock_ns(LP_CLOCK_MONOTONIC) - s->r.start);
+        w_trailer(s->w, 0, 0, 0, 0, cpu_ns, self_peak_rss_kib((u64)ru.ru_maxrss), code, sig, lp_clock_ns(LP_CLOCK_MONOTONIC) - s->r.start);
         if (w_finish(s->w) < 0) die_write(s->w, o->output);
     }
     if (o->ncommand && !s->ended) sig = code = 0;

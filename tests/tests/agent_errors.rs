@@ -1,11 +1,12 @@
 //! Real failures of the agent on this kernel, each with its explanation and fix:
 //! perf_event_paranoid, the perf mmap limit, the default-event fallback, stat, an event
 //! that opened but never sampled, a panic, the signals a workload starts with, closed
-//! standard descriptors, names and paths that are not UTF-8, and the agent's own cost.
+//! standard descriptors, names and paths that are not UTF-8, the agent's own cost, its own
+//! output that cannot be written, and `$LABPERF_SYSFS`.
 
 use labperf_common::{decode_all, Record};
 use labperf_tests::{bin, scratch};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 
 fn paranoid() -> i32 {
     std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
@@ -461,4 +462,84 @@ fn the_agent_s_peak_rss_is_its_own_not_its_starter_s() {
         );
     }
     drop(big);
+}
+
+/// The agent's own output that cannot be written is not a success (the `std` agent
+/// aborted, 134; the first `no_std` one said nothing and exited 0): into a full disk, 125
+/// and why; into a closed pipe, SIGPIPE, quietly, as `labperf` and perf end. A failing
+/// workload's status stays its own.
+#[test]
+fn output_that_cannot_be_written_is_a_failure() {
+    let agent = bin("labperf-agent");
+    let full = || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap()
+    };
+    let o = Command::new(&agent)
+        .arg("--help")
+        .stdout(full())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(125));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        "labperf-agent: error: cannot write its output: No space left on device (os error 28)\n"
+    );
+    // stat's counts are its output (on stderr).
+    let o = Command::new(&agent)
+        .args(["stat", "-e", "task-clock", "--", "/bin/true"])
+        .stderr(full())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(125));
+    let o = Command::new(&agent)
+        .args(["stat", "-e", "task-clock", "--", "/bin/false"])
+        .stderr(full())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    // A pipe whose reader is gone: `list` ends by SIGPIPE.
+    let mut c = Command::new(&agent)
+        .arg("list")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(c.stdout.take());
+    let st = c.wait().unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(st.signal(), Some(libc::SIGPIPE), "{st}");
+}
+
+/// `$LABPERF_SYSFS` is where the agent reads the PMUs (`list`, `-e pmu/event/`), as its
+/// usage says, not only TopDown's: a recorded Ice Lake tree gives `cpu/slots/` its type and
+/// code on a machine without that PMU (it read /sys for everything but TopDown).
+#[test]
+fn labperf_sysfs_is_where_the_pmus_are_read() {
+    let tree = labperf_tests::root().join("tests/data/sysfs/x86_64-icelake");
+    let o = Command::new(bin("labperf-agent"))
+        .args(["plan", "record", "-e", "cpu/slots/", "--", "true"])
+        .env("LABPERF_SYSFS", &tree)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        out.starts_with("event=cpu/slots/ ")
+            && out.contains(" type=4 ")
+            && out.contains(" config=0x400 "),
+        "{out}"
+    );
+    let o = Command::new(bin("labperf-agent"))
+        .arg("list")
+        .env("LABPERF_SYSFS", &tree)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("\nPMU cpu (type 4)\n"), "{out}");
+    assert!(
+        out.contains("    cpu/slots/  event=0x00,umask=0x4\n"),
+        "{out}"
+    );
 }

@@ -431,6 +431,65 @@ fn children_are_followed_and_symbolized() {
     );
 }
 
+/// Attached with --pid, each thread the process already has is named as perf names it
+/// (a COMM of (pid, tid) from /proc/PID/task/TID/comm; the agent named the process alone,
+/// so every other thread's samples went unnamed): the bench's helper thread
+/// `bench-helper`, which its blocking classes start.
+#[test]
+fn attaching_names_each_thread_the_process_already_has() {
+    let d = scratch("attach-threads");
+    let file = d.join("t.lpr");
+    let mut bench = Command::new(bin("labperf-bench"))
+        .args(["--duration", "2", "--blocking", "block_mutex,block_pipe"])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = bench.id();
+    let helper = |pid: u32| {
+        let task = format!("/proc/{pid}/task");
+        std::fs::read_dir(&task).ok()?.flatten().find_map(|e| {
+            let tid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let comm = std::fs::read_to_string(format!("{task}/{tid}/comm")).ok()?;
+            (comm.trim() == "bench-helper").then_some(tid)
+        })
+    };
+    let t = std::time::Instant::now();
+    let tid = loop {
+        if let Some(t) = helper(pid) {
+            break t;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "no bench-helper thread"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let o = Command::new(bin("labperf-agent"))
+        .args(["record", "-e", "cpu-clock", "--duration", "0.3", "-o"])
+        .arg(&file)
+        .args(["--pid", &pid.to_string()])
+        .output()
+        .unwrap();
+    bench.wait().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let comms: Vec<(u32, u32, String)> = decode_all(&std::fs::read(&file).unwrap())
+        .records
+        .into_iter()
+        .filter_map(|r| match r {
+            Record::Comm(c) => Some((c.pid, c.tid, c.comm)),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        comms.contains(&(pid, pid, "labperf-bench".into())),
+        "{comms:?}"
+    );
+    assert!(
+        comms.contains(&(pid, tid, "bench-helper".into())),
+        "{comms:?}"
+    );
+}
+
 #[test]
 fn attaching_to_a_running_process_records_its_functions() {
     // The bench runs on its own; the agent attaches with --pid, after the bench has mapped

@@ -58,7 +58,10 @@ impl EventSpec {
     }
 }
 
-pub const SYSFS: &str = "/sys/bus/event_source/devices";
+/// The PMUs' sysfs directory: under `$LABPERF_SYSFS` (a recorded tree) or `/sys`.
+pub fn sysfs_devices() -> String {
+    format!("{}/bus/event_source/devices", crate::sys::sysfs_root())
+}
 
 /// Parses a comma-separated group spec `{a,b,c}` or a single event.
 pub fn parse_list(s: &str) -> Result<(Vec<EventSpec>, bool), String> {
@@ -105,7 +108,7 @@ fn split_top(s: &str) -> Vec<&str> {
 
 /// Parses one event: `name[:mods]`, `rHEX`, `pmu/event/` or `pmu/term=val,.../`.
 pub fn parse(s: &str) -> Result<EventSpec, String> {
-    parse_in(SYSFS, s)
+    parse_in(&sysfs_devices(), s)
 }
 
 pub fn parse_in(sysfs: &str, s: &str) -> Result<EventSpec, String> {
@@ -235,7 +238,7 @@ fn apply_format(dir: &str, e: &mut EventSpec, term: &str, v: u64) -> Result<(), 
 /// The low bit of Arm's out-of-tree `strobe_period` driver term (`config2:lo-hi`), when
 /// the PMU that takes `spec` (or, for generic hardware events, any PMU) has one.
 pub fn strobe_term_shift(spec: &EventSpec) -> Option<u32> {
-    strobe_term_shift_in(SYSFS, spec)
+    strobe_term_shift_in(&sysfs_devices(), spec)
 }
 
 pub fn strobe_term_shift_in(sysfs: &str, spec: &EventSpec) -> Option<u32> {
@@ -261,7 +264,8 @@ pub fn strobe_term_shift_in(sysfs: &str, spec: &EventSpec) -> Option<u32> {
 /// The PMUs of this machine with their type, formats and events, for `list`.
 pub fn list(filter: Option<&str>) -> String {
     let mut out = String::new();
-    let mut pmus: Vec<String> = fs::read_dir(SYSFS).unwrap_or_default();
+    let sysfs = sysfs_devices();
+    let mut pmus: Vec<String> = fs::read_dir(&sysfs).unwrap_or_default();
     pmus.sort();
     out.push_str("Generic hardware events (need a hardware PMU):\n  ");
     out.push_str(&HW.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(" "));
@@ -272,7 +276,7 @@ pub fn list(filter: Option<&str>) -> String {
         if filter.is_some_and(|f| f != p) {
             continue;
         }
-        let dir = format!("{SYSFS}/{p}");
+        let dir = format!("{sysfs}/{p}");
         let ty = fs::read_to_string(format!("{dir}/type")).unwrap_or_default();
         out.push_str(&format!("\nPMU {p} (type {})\n", ty.trim()));
         for sub in ["format", "events"] {

@@ -181,10 +181,18 @@ fn parse_opts(args: Vec<crate::rt::OsString>) -> Result<Opts, String> {
             Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
             _ => (a.clone(), None),
         };
+        // An option's value is text too: one that is not UTF-8 is refused below, not
+        // changed (a file name `-o` would otherwise write to another name).
+        let not_utf8 = core::cell::Cell::new(None);
         let mut val = || {
-            inline
-                .clone()
-                .or_else(|| it.next().map(|v| v.to_string_lossy().into_owned()))
+            inline.clone().or_else(|| {
+                it.next().map(|v| {
+                    if v.to_str().is_none() {
+                        not_utf8.set(Some(v.clone()));
+                    }
+                    v.to_string_lossy().into_owned()
+                })
+            })
         };
         match flag.as_str() {
             "--" => {
@@ -247,6 +255,9 @@ fn parse_opts(args: Vec<crate::rt::OsString>) -> Result<Opts, String> {
                 o.command.extend(it.by_ref());
                 break;
             }
+        }
+        if let Some(v) = not_utf8.take() {
+            return Err(format!("the value of {flag} is not valid UTF-8: {v:?}"));
         }
     }
     check(o)
@@ -573,7 +584,18 @@ mod tests {
         assert_eq!(parse_opts(args).unwrap().command[1], bad);
         let mut args = s(&["-e", "cpu-clock"]);
         args.push(bad.clone());
-        assert_eq!(parse_opts(args).unwrap().command, [bad]);
+        assert_eq!(
+            parse_opts(args).unwrap().command,
+            core::slice::from_ref(&bad)
+        );
+        // An option's value is text: refused, not changed.
+        let mut args = s(&["-o"]);
+        args.push(bad.clone());
+        args.extend(s(&["--", "prog"]));
+        assert_eq!(
+            parse_opts(args).unwrap_err(),
+            "the value of -o is not valid UTF-8: \"x\\xFFy\""
+        );
     }
 
     #[test]

@@ -608,6 +608,25 @@ fn synthesize(pid: i32, out: &mut Out, need_maps: bool) -> Result<(), Fail> {
         comm: comm.trim().into(),
         exec: false,
     }))?;
+    // Its other threads by their own names, as perf synthesizes them (a thread that
+    // ends meanwhile is left out).
+    let mut tids: Vec<i32> = crate::rt::read_dir(format!("/proc/{pid}/task"))
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|t| t.parse().ok())
+        .filter(|&t| t != pid)
+        .collect();
+    tids.sort_unstable();
+    for tid in tids {
+        if let Ok(c) = crate::rt::read_lossy(format!("/proc/{pid}/task/{tid}/comm")) {
+            out.push(&Record::Comm(Comm {
+                pid: pid as u32,
+                tid: tid as u32,
+                comm: c.trim().into(),
+                exec: false,
+            }))?;
+        }
+    }
     let maps = match crate::rt::read_lossy(format!("/proc/{pid}/maps")) {
         Ok(m) => m,
         Err(_) if !need_maps => return Ok(()),

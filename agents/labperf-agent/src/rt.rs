@@ -359,14 +359,46 @@ pub fn var_os(name: &str) -> Option<OsString> {
     }
 }
 
-/// `std::process::exit` (libc's `exit`: the agent keeps no buffered output).
+/// The first error of a write of the agent's own output (standard output or error), 0 if
+/// none: [`exit`] turns a success into a failure with it.
+static OUTPUT_ERROR: core::sync::atomic::AtomicI32 = core::sync::atomic::AtomicI32::new(0);
+
+/// `std::process::exit` (libc's `exit`: the agent keeps no buffered output), except that a
+/// run whose own output could not be written does not end in success, as coreutils do not:
+/// into a closed pipe it ends by SIGPIPE, quietly (the shell's 141, as `labperf` and perf
+/// end: SIGPIPE is ignored while the agent runs, see `main`); otherwise (a full disk) with
+/// 125, the agent's failure, saying so. A failing workload's status or the agent's own
+/// failure stays what it was.
 pub fn exit(code: i32) -> ! {
+    let e = OUTPUT_ERROR.load(core::sync::atomic::Ordering::Relaxed);
+    let code = match e {
+        0 => code,
+        _ if code != 0 => code,
+        libc::EPIPE => {
+            // SAFETY: restoring the default action of SIGPIPE, then raising it here.
+            unsafe {
+                libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+                libc::raise(libc::SIGPIPE);
+            }
+            128 + libc::SIGPIPE
+        }
+        _ => {
+            print(
+                2,
+                format_args!(
+                    "labperf-agent: error: cannot write its output: {}\n",
+                    Error(e)
+                ),
+            );
+            125
+        }
+    };
     // SAFETY: ends the process.
     unsafe { libc::exit(code) }
 }
 
-/// `print!` and `eprint!`: the text written at once; a closed stdout or stderr loses it
-/// (SIGPIPE is ignored: see `main`), as the agent's output is only ever for people.
+/// `print!` and `eprint!`: the text written at once. A write that fails is noted for
+/// [`exit`] and the run goes on (a recording is not cut short for a message).
 pub fn print(fd: i32, args: fmt::Arguments<'_>) {
     let s;
     let mut b: &[u8] = match args.as_str() {
@@ -376,7 +408,14 @@ pub fn print(fd: i32, args: fmt::Arguments<'_>) {
             s.as_bytes()
         }
     };
-    let _ = write_fd(fd, &mut b);
+    if let Err(e) = write_fd(fd, &mut b) {
+        let _ = OUTPUT_ERROR.compare_exchange(
+            0,
+            e.0,
+            core::sync::atomic::Ordering::Relaxed,
+            core::sync::atomic::Ordering::Relaxed,
+        );
+    }
 }
 
 /// The agent's panic: `labperf-agent: panicked at FILE:LINE:COL:` and the message on

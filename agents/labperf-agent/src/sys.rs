@@ -222,3 +222,9 @@ pub fn vdso_image() -> Option<Vec<u8>> {
     let image = unsafe { core::slice::from_raw_parts(start as *const u8, len) };
     image.starts_with(b"\x7fELF").then(|| image.to_vec())
 }
+
+/// The sysfs root: `$LABPERF_SYSFS` (tests point it at a recorded tree; the PMUs and TopDown are read there) or `/sys`.
+pub fn sysfs_root() -> String {
+    crate::rt::var_os("LABPERF_SYSFS")
+        .map_or_else(|| "/sys".into(), |v| v.to_string_lossy().into_owned())
+}

@@ -11,11 +11,7 @@ use crate::perf::{self, AttrPlan, FORMAT_GROUP, FORMAT_TOTAL_TIME_ENABLED as EN}
 use labperf_common::topdown as td;
 use perf_event_open_sys::bindings::perf_event_attr;
 
-/// The sysfs root: `$LABPERF_SYSFS` (tests point it at a recorded tree) or `/sys`.
-pub fn sysfs_root() -> String {
-    crate::rt::var_os("LABPERF_SYSFS")
-        .map_or_else(|| "/sys".into(), |v| v.to_string_lossy().into_owned())
-}
+pub use crate::sys::sysfs_root;
 
 fn read_trim(p: &str) -> Option<String> {
     Some(crate::rt::read_to_string(p).ok()?.trim().to_string())

@@ -281,11 +281,19 @@ fn unwritable_and_full_remote_directories_are_reported() {
         "{e}"
     );
     assert!(!out.exists());
-    // A 256 KiB tmpfs cannot hold the agent: the upload fails as "disk full" and leaves no partial file.
+    // A tmpfs of half the agent's size cannot hold it: the upload fails as "disk full" and
+    // leaves no partial file. (A fixed 256 KiB held the no_std agent, 213 KB.)
+    let agent_kib = std::fs::metadata(bin("labperf-agent")).unwrap().len() / 1024;
     let small = s.dir.join("small");
     std::fs::create_dir_all(&small).unwrap();
     let st = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=256k", "tmpfs"])
+        .args([
+            "-t",
+            "tmpfs",
+            "-o",
+            &format!("size={}k", (agent_kib / 2).max(4)),
+            "tmpfs",
+        ])
         .arg(&small)
         .status()
         .unwrap();

@@ -6,7 +6,7 @@
 
 use labperf_common::{decode_all, Record};
 use labperf_tests::{bin, scratch};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 fn paranoid() -> i32 {
     std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")

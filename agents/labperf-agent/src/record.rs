@@ -601,13 +601,16 @@ fn synthesize_all(target: &Target, out: &mut Out) -> Result<(), Fail> {
 }
 
 fn synthesize(pid: i32, out: &mut Out, need_maps: bool) -> Result<(), Fail> {
-    let comm = crate::rt::read_lossy(format!("/proc/{pid}/comm")).unwrap_or_default();
-    out.push(&Record::Comm(Comm {
-        pid: pid as u32,
-        tid: pid as u32,
-        comm: comm.trim().into(),
-        exec: false,
-    }))?;
+    let comm = |out: &mut Out, tid: i32, text: &str| {
+        out.push(&Record::Comm(Comm {
+            pid: pid as u32,
+            tid: tid as u32,
+            comm: text.trim().into(),
+            exec: false,
+        }))
+    };
+    let text = crate::rt::read_lossy(format!("/proc/{pid}/comm")).unwrap_or_default();
+    comm(out, pid, &text)?;
     // Its other threads by their own names, as perf synthesizes them (a thread that
     // ends meanwhile is left out).
     let mut tids: Vec<i32> = crate::rt::read_dir(format!("/proc/{pid}/task"))
@@ -618,13 +621,8 @@ fn synthesize(pid: i32, out: &mut Out, need_maps: bool) -> Result<(), Fail> {
         .collect();
     tids.sort_unstable();
     for tid in tids {
-        if let Ok(c) = crate::rt::read_lossy(format!("/proc/{pid}/task/{tid}/comm")) {
-            out.push(&Record::Comm(Comm {
-                pid: pid as u32,
-                tid: tid as u32,
-                comm: c.trim().into(),
-                exec: false,
-            }))?;
+        if let Ok(text) = crate::rt::read_lossy(format!("/proc/{pid}/task/{tid}/comm")) {
+            comm(out, tid, &text)?;
         }
     }
     let maps = match crate::rt::read_lossy(format!("/proc/{pid}/maps")) {

@@ -115,6 +115,15 @@
 //!   most [`MAX_KSYMS`] a record). Readers skip unknown tags from
 //!   `0x10` on by their length, so new long records can be appended.
 //!
+//! ## Named events
+//!
+//! An event whose name in `Header::events` is `offcpu-time` (perf's name for the same
+//! thing) holds time off the CPU (`record --off-cpu`): each of its samples is a thread
+//! leaving the CPU, at `time`, its `ip` and callchain the user code it left in (ip 0 when
+//! the recording had no right to its stack), and its `period` the nanoseconds until the
+//! thread ran again (or the recording ended). The format is the ordinary SAMPLE's: an
+//! older reader reports it as an event like any other.
+//!
 //! # Versioning
 //!
 //! The format only grows: new frame kinds, new long-record tags, new trailing

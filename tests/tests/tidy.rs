@@ -656,14 +656,15 @@ fn the_host_s_release_profile_unwinds_and_the_agents_abort() {
         !config.contains_key("profile"),
         ".cargo/config.toml sets a profile"
     );
-    // `cargo xtask build-agents` (so `test`, `demo` and `dist`) builds both with it.
+    // `cargo xtask build-agents` (so `test`, `demo` and `dist`) builds both with it (the
+    // agent; the bench with frame pointers, without, and for glibc).
     let xtask = read("xtask/src/build_agents.rs");
     assert!(xtask.contains("pub const PROFILE: &str = \"agent\";"));
     let builds: Vec<&str> = xtask
         .lines()
         .filter(|l| l.contains("-p labperf-agent") || l.contains("-p labperf-bench"))
         .collect();
-    assert_eq!(builds.len(), 3, "{builds:#?}");
+    assert_eq!(builds.len(), 4, "{builds:#?}");
     for l in builds {
         assert!(
             l.contains("--profile {PROFILE}") && !l.contains("--release"),

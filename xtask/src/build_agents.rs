@@ -54,7 +54,8 @@ pub fn build(triple: &str) -> anyhow::Result<String> {
 }
 
 /// Builds the Rust agent and bench for a musl triple; `nofp`: also the bench without frame
-/// pointers (`labperf-bench-nofp`, a second build of it), which the tests and bench use.
+/// pointers (`labperf-bench-nofp`, a second build of it), which the tests and bench use,
+/// and on this machine's architecture the bench built for glibc (`labperf-bench-gnu`).
 pub fn build_with(triple: &str, nofp: bool) -> anyhow::Result<String> {
     let sh = Shell::new()?;
     sh.change_dir(root());
@@ -102,6 +103,26 @@ pub fn build_with(triple: &str, nofp: bool) -> anyhow::Result<String> {
         &agents_dir(triple),
         "labperf-bench-nofp",
     )?;
+    // On this machine's architecture, the bench as Rust programs are usually built:
+    // dynamically linked with glibc, whose system-call wrappers have CFI (musl's
+    // cancellation points are assembly without it, and its C library keeps no frame
+    // pointers): where a thread blocks, its stack runs through them (`--off-cpu`).
+    if let Some(arch) = triple.strip_suffix("-unknown-linux-musl") {
+        if arch == std::env::consts::ARCH {
+            let gnu = format!("{arch}-unknown-linux-gnu");
+            cmd!(
+                sh,
+                "cargo rustc --profile {PROFILE} --target {gnu} --target-dir {dir} -p labperf-bench -- -C force-frame-pointers=yes"
+            )
+            .run()
+            .with_context(|| format!("the {gnu} bench build failed"))?;
+            install(
+                &dir.join(&gnu).join(PROFILE).join("labperf-bench"),
+                &agents_dir(triple),
+                "labperf-bench-gnu",
+            )?;
+        }
+    }
     Ok(agents_dir(triple).display().to_string())
 }
 

@@ -77,6 +77,7 @@ pub fn run(a: &Args, s: &mut Summary) {
         let _e1 = sh.push_env("LABPERF_AGENT", dir.join("labperf-agent"));
         let _e2 = sh.push_env("LABPERF_BENCH", dir.join("labperf-bench"));
         let _e7 = sh.push_env("LABPERF_BENCH_NOFP", dir.join("labperf-bench-nofp"));
+        let _e9 = sh.push_env("LABPERF_BENCH_GNU", dir.join("labperf-bench-gnu"));
         let _e3 = sh.push_env("LABPERF_LABPERF", target_dir().join("debug/labperf"));
         let _e4 = sh.push_env("LABPERF_AGENTS_DIR", target_dir().join("agents"));
         let _e5 = sh.push_env("LABPERF_LAB_DIR", Kernel::Debian.dir());

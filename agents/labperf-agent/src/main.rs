@@ -37,6 +37,7 @@ mod arch;
 mod convert;
 mod dest;
 mod events;
+mod offcpu;
 mod out;
 mod perf;
 mod plan;
@@ -62,6 +63,7 @@ OPTIONS (`labperf record --help` and `labperf stat --help` say more):
   -e SPEC        event (repeatable): name, rHEX, pmu/event/, :u/:k, {leader,member}
   -c N | -F HZ   sample every N events (ns for the clocks) | about HZ times a second
   -g | --call-graph fp|dwarf[,SIZE]
+  --off-cpu      also each thread's time off the CPU (offcpu-time, with stacks)
   -o FILE        record file (default labperf.lpr; stat only with -o)
   -p PID | -t TID  attach; -a | -C 0,2-3: every task on the CPUs; --duration SECS
   -I MS          stat: counts every MS ms
@@ -120,6 +122,8 @@ pub struct Opts {
     pub call_graph: bool,
     /// `--call-graph dwarf[,SIZE]`: the bytes of user stack each sample copies.
     pub dwarf: Option<u32>,
+    /// `record --off-cpu`: each thread's time off the CPU as `offcpu-time` samples.
+    pub off_cpu: bool,
 }
 
 /// The stack bytes of `--call-graph dwarf,SIZE` (perf's default 8192): a multiple of 8,
@@ -241,6 +245,7 @@ fn parse_opts(args: Vec<crate::rt::OsString>) -> Result<Opts, String> {
                 }
             }
             "--progress" => o.progress = true,
+            "--off-cpu" => o.off_cpu = true,
             "--topdown" => o.topdown = true,
             "--per-thread" => o.per_thread = true,
             "--level" => {
@@ -306,6 +311,14 @@ fn check(o: Opts) -> Result<Opts, String> {
     }
     if o.pid.is_some() && o.tid.is_some() {
         return Err("give --pid or --tid, not both".into());
+    }
+    let mut o = o;
+    if o.off_cpu {
+        if o.metrics || o.topdown {
+            return Err("--off-cpu samples every event the usual way: it does not go with --metrics or --topdown".into());
+        }
+        // Where a thread blocked is its stack (perf's --off-cpu always takes it).
+        o.call_graph |= o.dwarf.is_none();
     }
     let attached = o.pid.or(o.tid);
     if let Some(p) = attached {

@@ -5,6 +5,7 @@ use crate::prelude::*;
 use crate::convert::{Conv, Layout};
 use crate::events::{self, EventSpec};
 use crate::out::Out;
+use crate::offcpu::{self, Pairer};
 use crate::perf::{self, AttrPlan, Fd, Ring};
 use crate::rt::Instant;
 use crate::status::Fail;
@@ -308,10 +309,22 @@ pub fn asked_specs(o: &Opts) -> Result<Vec<(EventSpec, Option<usize>)>, String> 
         let (list, g) = events::parse_list(a)?;
         let leader = specs.len();
         for (i, mut s) in list.into_iter().enumerate() {
-            // The whole machine: kernel mode too unless the event says :u or :k (as perf).
-            s.kernel |= o.cpus.is_some() && !a.contains(':');
+            // The whole machine: kernel mode too unless the event says :u or :k (as perf);
+            // so with --off-cpu where allowed, so that on-CPU and off-CPU time add up to
+            // the wall-clock time (a thread's CPU time in the kernel is on the CPU too).
+            let all_modes = o.cpus.is_some() || (o.off_cpu && sys::kernel_allowed());
+            s.kernel |= all_modes && !a.contains(':');
             specs.push((s, if g && i > 0 { Some(leader) } else { None }));
         }
+    }
+    if o.off_cpu {
+        // Sampled at every switch, in kernel mode where allowed (the only mode in which a
+        // switch is seen); without it the event gives no sample and the switch records
+        // stand in (offcpu.rs).
+        let mut s = events::parse("context-switches")?;
+        s.name = crate::offcpu::EVENT_NAME.into();
+        s.kernel = sys::kernel_allowed() || o.cpus.is_some();
+        specs.push((s, None));
     }
     Ok(specs)
 }
@@ -363,8 +376,10 @@ pub fn base_plans(
             } else {
                 leader.is_none()
             };
+            let off_cpu = s.name == crate::offcpu::EVENT_NAME;
             let (period, freq) = match (samples, o.period, o.freq) {
                 (false, _, _) => (0, false),
+                (true, _, _) if off_cpu => (1, false),
                 (true, Some(p), _) => (p, false),
                 (true, None, Some(f)) => (f, true),
                 (true, None, None) => (dp, dfreq),
@@ -387,16 +402,34 @@ pub fn base_plans(
                 },
                 regs_user: crate::arch::DWARF_REGS,
                 stack_user: o.dwarf.unwrap_or(0),
-                ext: Default::default(),
+                ext: perf::AttrExt {
+                    at136: None,
+                    flag_bits: off_cpu_bits(o, i, off_cpu),
+                },
             }
         })
         .collect();
     (plans, sample_type, read_format)
 }
 
+/// `--off-cpu`'s attr bits: the side-band event reports context switches (with the
+/// thread and time of each, `sample_id_all`); `offcpu-time`'s callchain is the user's.
+fn off_cpu_bits(o: &Opts, i: usize, off_cpu: bool) -> u64 {
+    use crate::offcpu::{ATTR_CONTEXT_SWITCH, ATTR_EXCLUDE_CALLCHAIN_KERNEL, ATTR_SAMPLE_ID_ALL};
+    match (o.off_cpu, i, off_cpu) {
+        (false, _, _) => 0,
+        (true, 0, _) => ATTR_CONTEXT_SWITCH | ATTR_SAMPLE_ID_ALL,
+        (true, _, true) => ATTR_EXCLUDE_CALLCHAIN_KERNEL,
+        _ => 0,
+    }
+}
+
 fn open_all(o: &Opts, target: &Target) -> Result<Opened, String> {
     let mut notes = Vec::new();
     let mut specs = asked_specs(o)?;
+    if specs.iter().any(|(s, _)| s.name == offcpu::EVENT_NAME && !s.kernel) {
+        notice(&mut notes, "--off-cpu: a thread's switches are seen in kernel mode only, which needs perf_event_paranoid <= 1 or CAP_PERFMON: each thread's time off the CPU is recorded without the stack it blocked in".into());
+    }
     let grouped = specs.iter().any(|(_, l)| l.is_some()) || o.metrics;
     let spawned = matches!(target, Target::Spawned(_));
     let cpus = match &o.cpus {
@@ -660,6 +693,8 @@ fn synthesize(pid: i32, out: &mut Out, need_maps: bool) -> Result<(), Fail> {
 pub struct Sink {
     pub conv: Conv,
     dec: Option<strobe::Decimator>,
+    /// `--off-cpu`: switch-outs paired with switch-ins.
+    pub offcpu: Option<Pairer>,
     pub out: Out,
 }
 
@@ -671,13 +706,34 @@ impl Sink {
                 Some((strobe::Mode::Decimate, st)) => Some(strobe::Decimator::new(st)),
                 _ => None,
             },
+            offcpu: None,
             out,
         }
     }
 
     /// Takes one kernel record.
     pub fn take(&mut self, rec: &[u8]) -> Result<(), Fail> {
-        match (self.conv.convert(rec), self.dec.as_mut()) {
+        if let Some(p) = self.offcpu.as_mut() {
+            if let Some(w) = offcpu::switch_of(rec, self.conv.layout.sample_type) {
+                self.conv.samples += u64::from(w.out && !p.stacks);
+                p.switch(w);
+                return Ok(());
+            }
+        }
+        let r = self.conv.convert(rec);
+        if let Some(p) = self.offcpu.as_mut() {
+            match &r {
+                Some(Record::Sample(s)) if s.event == p.event => {
+                    if let Some(Record::Sample(s)) = r {
+                        p.out(s);
+                    }
+                    return Ok(());
+                }
+                Some(Record::Exit(t)) => p.exit(t.tid, t.time),
+                _ => {}
+            }
+        }
+        match (r, self.dec.as_mut()) {
             (Some(Record::Sample(s)), Some(d)) => {
                 for kept in d.push(s) {
                     self.out.push(&Record::Sample(kept))?;
@@ -696,10 +752,34 @@ impl Sink {
         }
     }
 
+    /// Writes `--off-cpu`'s paired samples.
+    fn offcpu_samples(&mut self, done: Vec<Sample>) -> Result<(), Fail> {
+        if let (Some(p), false) = (self.offcpu.as_ref(), done.is_empty()) {
+            self.conv.sampled |= 1u64.checked_shl(p.event).unwrap_or(0);
+        }
+        for s in done {
+            self.out.push(&Record::Sample(s))?;
+        }
+        Ok(())
+    }
+
+    /// Every ring was drained after `round`: `--off-cpu`'s switches before it are paired.
+    pub fn round(&mut self, round: u64) -> Result<(), Fail> {
+        match self.offcpu.as_mut().map(|p| p.settle(round)) {
+            Some(done) => self.offcpu_samples(done),
+            None => Ok(()),
+        }
+    }
+
     /// Writes the trailer (samples: those written; dropped: those the decimator left
     /// out, so samples + dropped = the samples the kernel gave) and renames the file
     /// into place; returns the file's size.
-    pub fn finish(self, exit: &ExitStatus, start: u64) -> Result<(u64, Trailer), Fail> {
+    pub fn finish(mut self, exit: &ExitStatus, start: u64) -> Result<(u64, Trailer), Fail> {
+        let end = sys::clock_ns(libc::CLOCK_MONOTONIC);
+        if let Some(p) = self.offcpu.as_mut() {
+            let done = p.finish(end);
+            self.offcpu_samples(done)?;
+        }
         let (cpu_ns, rss) = sys::self_usage();
         let trailer = Trailer {
             samples: self.out.samples,
@@ -709,7 +789,7 @@ impl Sink {
             agent_cpu_ns: cpu_ns,
             agent_peak_rss_kib: rss,
             exit: exit.clone(),
-            duration_ns: sys::clock_ns(libc::CLOCK_MONOTONIC).saturating_sub(start),
+            duration_ns: end.saturating_sub(start),
             ..Default::default()
         };
         let bytes = self.out.finish(&trailer)?;
@@ -805,6 +885,7 @@ pub fn clamp_freq(o: &Opts, max: Option<u64>) -> (Opts, Option<String>) {
 
 /// Drains every ring into the sink; the first record the file cannot take stops it.
 fn drain_all(rings: &mut [(Fd, Ring)], sink: &mut Sink) -> Result<(), Fail> {
+    let round = sys::clock_ns(libc::CLOCK_MONOTONIC);
     for (_, ring) in rings.iter_mut() {
         let mut err = Ok(());
         ring.drain(|rec| {
@@ -814,7 +895,7 @@ fn drain_all(rings: &mut [(Fd, Ring)], sink: &mut Sink) -> Result<(), Fail> {
         });
         err?;
     }
-    Ok(())
+    sink.round(round)
 }
 
 /// Waits up to 100 ms for a ring to fill past its watermark or the workload to exit
@@ -901,6 +982,17 @@ fn create(o: &Opts, opened: &Opened, start: u64, path: &str) -> Result<Out, Fail
     Out::create(path, &hdr, &ext, o.flush_ms)
 }
 
+/// `--off-cpu`'s pairer, when `offcpu-time` was opened: with stacks when it samples in
+/// kernel mode (a switch is seen there only).
+fn off_cpu_pairer(opened: &Opened) -> Option<Pairer> {
+    let i = opened
+        .descs
+        .iter()
+        .position(|d| d.name == offcpu::EVENT_NAME)?;
+    let kernel = opened.descs[i].attr.flags & (1 << 5) == 0; // exclude_kernel
+    Some(Pairer::new(i as u32, kernel))
+}
+
 /// `record`: opens the events on the target, writes what they sample until it is done,
 /// then the trailer; the workload's exit status.
 pub fn run(o: &Opts) -> Result<i32, Fail> {
@@ -937,6 +1029,7 @@ pub fn run(o: &Opts) -> Result<i32, Fail> {
         id_to_event: opened.id_to_event.clone(),
     };
     let mut sink = Sink::new(layout, opened.strobe, out);
+    sink.offcpu = off_cpu_pairer(&opened);
     let mut target = target;
     if !matches!(target, Target::Spawned(_)) {
         synthesize_all(&target, &mut sink.out)?;

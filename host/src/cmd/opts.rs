@@ -309,6 +309,14 @@ pub struct RecordOpts {
     /// DWARF CFI (any build; each stack is sent as what changed since the thread's last).
     #[arg(long, value_name = "MODE", help_heading = "Call graphs")]
     pub call_graph: Option<CallGraph>,
+    /// Also record each thread's time off the CPU (sleeps, locks, I/O, waiting for a CPU)
+    /// as perf's `offcpu-time` event, each sample the stack the thread left the CPU in and
+    /// the nanoseconds until it ran again (call stacks as -g unless --call-graph dwarf; with
+    /// root, CAP_PERFMON or kernel.perf_event_paranoid at 1 or below, for the stacks and for
+    /// the on-CPU events' kernel time; without, the time per thread, no stack).
+    /// `report --off-cpu` shows it, `report --wall` on- and off-CPU time together.
+    #[arg(long, help_heading = "Call graphs")]
+    pub off_cpu: bool,
     // The special PMUs' and metrics' options are `SpecialOpts`, after the lab machines'.
 }
 
@@ -431,13 +439,26 @@ pub struct EventOpt {
     /// Plain view: only the samples of this event (its name, or its index in `labperf
     /// info`'s list). Without it, a recording of several events (`record -e cpu-clock -e
     /// page-faults`) has a table per event, each with shares of that event's own period.
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["off_cpu", "wall"])]
     pub event: Option<String>,
+    /// Only the time threads spent off the CPU (`record --off-cpu`'s offcpu-time event, or
+    /// perf's): each stack weighed by the nanoseconds its thread waited there.
+    #[arg(long, conflicts_with = "wall")]
+    pub off_cpu: bool,
+    /// Wall-clock time: the on-CPU clock samples (cpu-clock, task-clock: their periods are
+    /// ns) and the off-CPU time of `record --off-cpu` as one event, `wall-time`.
+    #[arg(long)]
+    pub wall: bool,
 }
 
 impl EventOpt {
     pub fn select(&self) -> Option<labperf::record::events::Select> {
-        self.event.clone().map(labperf::record::events::Select)
+        use labperf::record::events::{Select, OFF_CPU, WALL};
+        match (self.off_cpu, self.wall) {
+            (true, _) => Some(Select(OFF_CPU.into())),
+            (_, true) => Some(Select(WALL.into())),
+            _ => self.event.clone().map(Select),
+        }
     }
 }
 

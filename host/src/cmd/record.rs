@@ -93,6 +93,9 @@ fn agent_args(r: &RecordOpts, s: &SpecialOpts) -> Vec<String> {
         (true, None) => v.extend(["--call-graph".to_string(), "fp".into()]),
         (false, None) => {}
     }
+    if r.off_cpu {
+        v.push("--off-cpu".into());
+    }
     if let Some(p) = r.period {
         v.extend(["-c".to_string(), p.to_string()]);
     }

@@ -1085,8 +1085,11 @@ mod tests {
             eprintln!("files_hit: {n} mappings in {took:?}");
             took
         };
-        let small = time(10_000);
-        let big = time(100_000);
+        // The least of three runs each: a run that lost the CPU to a neighbour (a loaded
+        // machine; seen failing when every run was timed once) says nothing of the scan.
+        let best = |n: u64| (0..3).map(|_| time(n)).min().unwrap();
+        let small = best(10_000);
+        let big = best(100_000);
         // Ten times the mappings: ten times the time when linear, a hundred when quadratic;
         // 30 leaves room for a loaded machine (and 2 ms for timer granularity).
         assert!(

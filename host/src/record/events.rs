@@ -95,24 +95,47 @@ impl Names {
     }
 }
 
+/// The off-CPU event (`record --off-cpu`, and perf's `--off-cpu`): each sample the stack a
+/// thread left the CPU in, its period the nanoseconds until the thread ran again.
+pub const OFF_CPU: &str = "offcpu-time";
+
+/// `--wall`: the on-CPU clock events (cpu-clock, task-clock) and [`OFF_CPU`] reported as one
+/// event of this name, whose periods are all nanoseconds: on- and off-CPU time together,
+/// the wall-clock time of each thread.
+pub const WALL: &str = "wall-time";
+
 /// `--event NAME|INDEX`: the samples of one event (its name, or its index in the header's
-/// list of events).
+/// list of events); [`WALL`] picks the clocks and the off-CPU event together.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Select(pub String);
 
 impl Select {
     /// Whether samples of event `idx` of a recording with these `names` are picked.
     pub fn picks(&self, names: &Names, idx: u32) -> bool {
-        names.name(idx) == self.0.as_str() || self.0.parse::<u32>() == Ok(idx)
+        let n = names.name(idx);
+        if self.0 == WALL {
+            return is_ns(&n);
+        }
+        n == self.0.as_str() || self.0.parse::<u32>() == Ok(idx)
+    }
+
+    /// The name a picked event's samples are reported under.
+    fn joined<'a>(&self, name: Cow<'a, str>) -> Cow<'a, str> {
+        match self.0 == WALL {
+            true => Cow::Borrowed(WALL),
+            false => name,
+        }
     }
 }
 
 #[derive(Debug, thiserror::Error)]
-#[error("{file} has no event {event}: its events are {list}; pass one of them to --event (a name, or its index)")]
+#[error("{file} has no event {event}: its events are {list}; pass one of them to --event (a name, or its index){hint}")]
 pub struct NoSuchEvent {
     pub event: String,
     pub file: String,
     pub list: String,
+    /// What records the event asked for, when labperf names it.
+    pub hint: &'static str,
 }
 
 /// Checks that `sel` names an event of each recording (`names`: the file's name and its
@@ -127,6 +150,11 @@ pub fn check<'a>(
                 event: crate::text::show(&sel.0).into_owned(),
                 file: crate::text::show(&file).into_owned(),
                 list: crate::text::show(&n.list()).into_owned(),
+                hint: match sel.0.as_str() {
+                    OFF_CPU => "; time off the CPU is recorded by `labperf record --off-cpu` (or `perf record --off-cpu`)",
+                    WALL => "; --wall needs a clock event (cpu-clock, task-clock) or `record --off-cpu`'s offcpu-time",
+                    _ => "",
+                },
             });
         }
     }
@@ -159,10 +187,10 @@ impl Joined {
         let cap = names.cap();
         let ids = (0..=cap)
             .map(|i| {
-                if sel.is_some_and(|s| !s.picks(names, i)) {
-                    None
-                } else {
-                    Some(self.id(&names.name(i)))
+                match sel {
+                    Some(s) if !s.picks(names, i) => None,
+                    Some(s) => Some(self.id(&s.joined(names.name(i)))),
+                    None => Some(self.id(&names.name(i))),
                 }
             })
             .collect();
@@ -185,10 +213,10 @@ impl RunEvents {
 }
 
 /// Whether an event's periods are nanoseconds (cpu-clock and task-clock, with or without
-/// modifiers); other events count occurrences.
+/// modifiers, the off-CPU time and `--wall`'s sum of them); other events count occurrences.
 pub fn is_ns(name: &str) -> bool {
     let base = name.split([':', '#']).next().unwrap_or(name);
-    matches!(base, "cpu-clock" | "task-clock")
+    matches!(base, "cpu-clock" | "task-clock" | OFF_CPU | WALL)
 }
 
 /// The unit of an event's periods, as pprof names units.
@@ -263,5 +291,23 @@ mod tests {
             "{e}"
         );
         assert!(is_ns("cpu-clock:u") && is_ns("task-clock") && !is_ns("page-faults"));
+    }
+
+    #[test]
+    fn wall_joins_the_clocks_and_the_off_cpu_time_as_one_event() {
+        let a = Names::of(Some(&header(&["cpu-clock", "page-faults", OFF_CPU])));
+        let b = Names::of(Some(&header(&[OFF_CPU, "task-clock:u"])));
+        let wall = Select(WALL.into());
+        let mut j = Joined::default();
+        let (ra, rb) = (j.of_run(&a, Some(&wall)), j.of_run(&b, Some(&wall)));
+        assert_eq!(j.names, vec![WALL.to_string()]);
+        assert_eq!((ra.id(0), ra.id(1), ra.id(2)), (Some(0), None, Some(0)));
+        assert_eq!((rb.id(0), rb.id(1)), (Some(0), Some(0)));
+        assert!(check(&wall, [("x".to_string(), &a)]).is_ok());
+        let faults = Names::of(Some(&header(&["page-faults"])));
+        assert!(check(&wall, [("f".to_string(), &faults)]).is_err());
+        // --off-cpu is the off-CPU event by its name.
+        let r = Joined::default().of_run(&a, Some(&Select(OFF_CPU.into())));
+        assert_eq!((r.id(0), r.id(2)), (None, Some(0)));
     }
 }

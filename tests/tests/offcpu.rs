@@ -16,11 +16,10 @@ const CLASSES: &[&str] = &[
     "spin_wall",
 ];
 
-/// Records `labperf-bench --blocking all` for 3 s with `--off-cpu` and `opts`; the bench's
-/// own account and the agent's standard error.
-fn record(f: &Path, opts: &[&str], bench: &Path, runner: impl FnOnce(&mut Command)) -> (BenchClock, String) {
-    let mut c = Command::new(bin("labperf-agent"));
-    runner(&mut c);
+/// Records `bench --blocking all` for 3 s with `--off-cpu` and `opts` by the agent
+/// `agent` starts; the bench's own account and the agent's standard error.
+fn record(f: &Path, opts: &[&str], bench: &Path, agent: Command) -> (BenchClock, String) {
+    let mut c = agent;
     let o = c
         .args(["record", "--off-cpu", "-e", "cpu-clock"])
         .args(opts)
@@ -74,7 +73,11 @@ fn check_split(what: &str, got: &BTreeMap<&str, f64>, want: impl Fn(&str) -> u64
 /// Per thread from `labperf dump`: (on-CPU ns of cpu-clock, off-CPU ns, its life in ns:
 /// FORK (or the recording's start for the first thread) to EXIT).
 fn threads(f: &Path) -> BTreeMap<u32, (u64, u64, u64)> {
-    let info = Command::new(bin("labperf")).arg("info").arg(f).output().unwrap();
+    let info = Command::new(bin("labperf"))
+        .arg("info")
+        .arg(f)
+        .output()
+        .unwrap();
     let info = String::from_utf8_lossy(&info.stdout).into_owned();
     let start: f64 = info
         .split_once("the recording started at ")
@@ -82,7 +85,11 @@ fn threads(f: &Path) -> BTreeMap<u32, (u64, u64, u64)> {
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| panic!("no start in {info}"));
     let start = (start * 1e9) as u64;
-    let d = Command::new(bin("labperf")).arg("dump").arg(f).output().unwrap();
+    let d = Command::new(bin("labperf"))
+        .arg("dump")
+        .arg(f)
+        .output()
+        .unwrap();
     assert!(d.status.success());
     let mut t: BTreeMap<u32, (u64, u64, u64, u64)> = BTreeMap::new();
     for l in String::from_utf8_lossy(&d.stdout).lines() {
@@ -123,9 +130,13 @@ fn off_cpu_time_of_the_benchs_blocking_classes_is_its_own_wall_clock_accounting(
     // Rust's std and glibc, built without frame pointers, which skip the frame that called
     // them: each class's own), so only each thread's time is checked.
     let d = scratch("offcpu-classes");
-    for (name, opts) in [("dwarf", &["--call-graph", "dwarf"][..]), ("fp", &["-g"][..])] {
+    for (name, opts) in [
+        ("dwarf", &["--call-graph", "dwarf"][..]),
+        ("fp", &["-g"][..]),
+    ] {
         let f = d.join(format!("{name}.lpr"));
-        let (clock, _) = record(&f, opts, &bin("labperf-bench-gnu"), |_| {});
+        let agent = Command::new(bin("labperf-agent"));
+        let (clock, _) = record(&f, opts, &bin("labperf-bench-gnu"), agent);
         if name == "fp" {
             check_threads(name, &f);
             continue;
@@ -159,7 +170,11 @@ fn off_cpu_time_of_the_benchs_blocking_classes_is_its_own_wall_clock_accounting(
 /// exec before its events were enabled).
 fn check_threads(name: &str, f: &Path) {
     let t = threads(f);
-    assert_eq!(t.len(), 2, "{name}: the bench's main thread and its helper: {t:?}");
+    assert_eq!(
+        t.len(),
+        2,
+        "{name}: the bench's main thread and its helper: {t:?}"
+    );
     for (tid, (on, off, life)) in &t {
         let sum = on + off;
         let err = 100.0 * (sum as f64 - *life as f64).abs() / *life as f64;
@@ -182,21 +197,43 @@ fn without_the_privilege_the_off_cpu_time_is_kept_per_thread_without_its_stack()
         paranoid.trim().parse::<i32>().unwrap() >= 2,
         "this test needs kernel.perf_event_paranoid >= 2 (it is {paranoid})"
     );
+    // Copies nobody can run wherever the build is (a clone in a private home directory).
+    let (agent, bench) = (d.join("labperf-agent"), d.join("labperf-bench"));
+    std::fs::copy(bin("labperf-agent"), &agent).unwrap();
+    std::fs::copy(bin("labperf-bench-gnu"), &bench).unwrap();
     let f = d.join("u.lpr");
-    let (clock, err) = record(&f, &[], &bin("labperf-bench-gnu"), |c| {
-        *c = Command::new("setpriv");
-        c.args(["--reuid", "65534", "--regid", "65534", "--clear-groups", "--"])
-            .arg(bin("labperf-agent"));
-    });
+    let mut nobody = Command::new("setpriv");
+    nobody
+        .args([
+            "--reuid",
+            "65534",
+            "--regid",
+            "65534",
+            "--clear-groups",
+            "--",
+        ])
+        .arg(&agent);
+    let (clock, err) = record(&f, &[], &bench, nobody);
     assert!(
         err.contains("--off-cpu: a thread's switches are seen in kernel mode only"),
         "{err}"
     );
-    let info = Command::new(bin("labperf")).arg("info").arg(&f).output().unwrap();
+    let info = Command::new(bin("labperf"))
+        .arg("info")
+        .arg(&f)
+        .output()
+        .unwrap();
     assert!(String::from_utf8_lossy(&info.stdout).contains("without the stack it blocked in"));
-    let dump = Command::new(bin("labperf")).arg("dump").arg(&f).output().unwrap();
+    let dump = Command::new(bin("labperf"))
+        .arg("dump")
+        .arg(&f)
+        .output()
+        .unwrap();
     let dump = String::from_utf8_lossy(&dump.stdout).into_owned();
-    let off: Vec<&str> = dump.lines().filter(|l| l.contains("SAMPLE ev=1 ")).collect();
+    let off: Vec<&str> = dump
+        .lines()
+        .filter(|l| l.contains("SAMPLE ev=1 "))
+        .collect();
     assert!(off.len() > 50, "{} off-CPU samples", off.len());
     assert!(off.iter().all(|l| l.contains(" ip=0x0 ")), "{off:?}");
     // The main thread's time off the CPU holds its classes' by the bench's clock (2%: the

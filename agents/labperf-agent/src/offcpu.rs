@@ -163,7 +163,9 @@ impl Pairer {
     }
 
     fn dead(&self, s: &Sample) -> bool {
-        self.exited.iter().any(|&(t, at)| t == s.tid && at <= s.time)
+        self.exited
+            .iter()
+            .any(|&(t, at)| t == s.tid && at <= s.time)
     }
 
     /// Every ring was drained after `before`: the switches before it are all known, so
@@ -320,7 +322,10 @@ mod tests {
         p.switch(sw(10, 100, true));
         p.switch(sw(10, 180, false));
         let s = &p.settle(200)[0];
-        assert_eq!((s.event, s.pid, s.tid, s.time, s.period, s.ip), (3, 7, 10, 100, 80, 0));
+        assert_eq!(
+            (s.event, s.pid, s.tid, s.time, s.period, s.ip),
+            (3, 7, 10, 100, 80, 0)
+        );
     }
 
     #[test]

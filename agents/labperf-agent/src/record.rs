@@ -4,8 +4,8 @@ use crate::prelude::*;
 
 use crate::convert::{Conv, Layout};
 use crate::events::{self, EventSpec};
-use crate::out::Out;
 use crate::offcpu::{self, Pairer};
+use crate::out::Out;
 use crate::perf::{self, AttrPlan, Fd, Ring};
 use crate::rt::Instant;
 use crate::status::Fail;
@@ -427,7 +427,10 @@ fn off_cpu_bits(o: &Opts, i: usize, off_cpu: bool) -> u64 {
 fn open_all(o: &Opts, target: &Target) -> Result<Opened, String> {
     let mut notes = Vec::new();
     let mut specs = asked_specs(o)?;
-    if specs.iter().any(|(s, _)| s.name == offcpu::EVENT_NAME && !s.kernel) {
+    if specs
+        .iter()
+        .any(|(s, _)| s.name == offcpu::EVENT_NAME && !s.kernel)
+    {
         notice(&mut notes, "--off-cpu: a thread's switches are seen in kernel mode only, which needs perf_event_paranoid <= 1 or CAP_PERFMON: each thread's time off the CPU is recorded without the stack it blocked in".into());
     }
     let grouped = specs.iter().any(|(_, l)| l.is_some()) || o.metrics;

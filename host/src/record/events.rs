@@ -186,12 +186,10 @@ impl Joined {
     pub fn of_run(&mut self, names: &Names, sel: Option<&Select>) -> RunEvents {
         let cap = names.cap();
         let ids = (0..=cap)
-            .map(|i| {
-                match sel {
-                    Some(s) if !s.picks(names, i) => None,
-                    Some(s) => Some(self.id(&s.joined(names.name(i)))),
-                    None => Some(self.id(&names.name(i))),
-                }
+            .map(|i| match sel {
+                Some(s) if !s.picks(names, i) => None,
+                Some(s) => Some(self.id(&s.joined(names.name(i)))),
+                None => Some(self.id(&names.name(i))),
             })
             .collect();
         RunEvents { ids, cap }

@@ -39,8 +39,8 @@ static const char USAGE[] =
     "  -I, --interval MS    stat: print and record the counts every MS ms\n"
     "      --no-summary     stat: no totals printed (labperf prints perf's layout from the file)\n"
     "      --mmap-pages N   ring buffer data pages per CPU, a power of two up to 65536 (default 16)\n"
-    "  -g, --call-graph fp  each sample's call stack, by frame pointers (x86_64; Linux on Alpha\n"
-    "                       records none, and the agent says so)\n"
+    "  -g, --call-graph fp  each sample's call stack, by frame pointers (x86_64; not Linux on Alpha)\n"
+    "      --off-cpu        each thread's time off the CPU too (offcpu-time, no stack)\n"
     "      --no-inherit     do not follow children\n"
     "      --progress       print progress every second on stderr\n"
     "  -a, --all-cpus       every task on every CPU (one ring per CPU, kernel mode too); needs root,\n"
@@ -52,10 +52,8 @@ static const char USAGE[] =
     "      --profileme      Alpha EV67+: ProfileMe instruction samples, cpu/instructions,profileme/\n"
     "                       (IP, TID, TIME and the 28-byte RAW status); needs the profileme format bit\n"
     "      --mem            Alpha EV67+: cpu/cycles,profileme/ with DATA_SRC and ADDR (DTB hits/misses)\n"
-    "      --replay-ring FILE  run the workload but take the samples from saved ring bytes instead of\n"
-    "                       perf_event_open (emulators such as qemu-user have none); the header says so\n"
-    "      --status-file F  write how the run ended: `ok CODE`, `exec-error MSG`, `disk-full MSG`\n"
-    "                       or `agent-error MSG` (the workload may exit 125 or 127 itself)\n"
+    "      --replay-ring FILE  run the workload, the samples from saved ring bytes (no perf_event_open)\n"
+    "      --status-file F  write how the run ended: `ok CODE`, `exec-error|disk-full|agent-error MSG`\n"
     "      --sample-type HEX, --read-format HEX  replay: the ring's layout, if not the options'\n\n"
     "ENVIRONMENT: LABPERF_SYSFS  sysfs root to read PMU formats from (default /sys)\n\n"
     "EXAMPLE: labperf-agent record -e cpu-clock -c 250000 -o run.lpr -- ./labperf-bench --duration 2\n";
@@ -110,7 +108,7 @@ struct opts {
     u64 sample_type, read_format; /* replay overrides; 0: from the options */
     const char *output, *dump, *replay;
     u64 mmap_pages, flush_ms;
-    int no_inherit, profileme, mem, callgraph, progress;
+    int no_inherit, profileme, mem, callgraph, progress, off_cpu;
     const char *replay_ring;
     char **command;
     int ncommand;
@@ -410,6 +408,8 @@ static void parse_opts(int argc, char **argv, int i, struct opts *o) {
                 0, 2);
 #endif
             o->callgraph = 1;
+        } else if (lp_streq(a, "--off-cpu")) {
+            o->off_cpu = 1;
         } else if (lp_streq(a, "--no-inherit")) {
             o->no_inherit = 1;
         } else if (lp_streq(a, "--progress")) {
@@ -490,6 +490,15 @@ static void make_attr(const struct opts *o, const struct ev *e, int first, int s
     a->exclude_kernel = !o->system; /* Alpha's PMU rejects every exclude_* bit with EPERM */
     a->exclude_hv = 1;
 #endif
+    if (e->type == PERF_TYPE_SOFTWARE && e->config == PERF_COUNT_SW_CONTEXT_SWITCHES && o->off_cpu) {
+        /* --off-cpu's event: the switch records are its samples (off-CPU time below); its
+         * own samples are left out where they come at all (Alpha has no exclude bits). */
+        a->freq = 0;
+        a->sample_period = 1;
+#ifndef __alpha__
+        a->exclude_kernel = 1;
+#endif
+    }
     a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_PERIOD | PERF_SAMPLE_CPU;
     if (multi) a->sample_type |= PERF_SAMPLE_IDENTIFIER;
     if (o->callgraph) {
@@ -517,6 +526,8 @@ static void make_attr(const struct opts *o, const struct ev *e, int first, int s
         a->comm = 1;
         a->comm_exec = 1;
         a->task = 1;
+        a->context_switch = o->off_cpu;
+        a->sample_id_all = o->off_cpu; /* whose switch, when */
     }
 }
 
@@ -645,6 +656,7 @@ struct conv {
     u64 samples, lost, throttled;
     u64 event_samples[MAX_EVENTS]; /* per event: one that opened but never sampled is said */
     int dump_fd;
+    int off_event; /* --off-cpu: the offcpu-time event's index + 1; 0 without */
 };
 
 static u32 event_of(struct conv *c, u64 id) {
@@ -745,11 +757,128 @@ static void convert_sample(struct conv *c, const u8 *p, const u8 *end) {
     if (st & PERF_SAMPLE_WEIGHT) { NEED_BYTES(8); p += 8; }
     if (st & PERF_SAMPLE_DATA_SRC) { NEED_BYTES(8); s.data_src = rd64(p), s.has_data_src = 1, p += 8; }
 #undef NEED_BYTES
+    if (c->off_event && s.event + 1 == (u32)c->off_event) return; /* the switch records stand for them */
     kernel_addr(s.ip);
     for (u32 i = 0; i < s.ncallchain; i++) kernel_addr(s.callchain[i]);
     w_sample(c->w, &s);
     c->samples++;
     if (s.event < MAX_EVENTS) c->event_samples[s.event]++;
+}
+
+/* ---- --off-cpu: switch-outs paired with switch-ins (the Rust agent's offcpu.rs, without
+ * stacks). A round's switch records wait in `sws` until every ring was drained past them,
+ * then each thread's are taken in time order: a switch-out waits (one per thread, in
+ * `waits`) for the thread's next switch-in, and the pair is an offcpu-time sample of
+ * period in - out (ns) with ip 0. ---- */
+
+#define SW_OUT 1
+#define SW_IN 0
+#define SW_EXIT 2
+#define SW_CAP (1u << 16)
+#define WAIT_SLOTS 4096u
+struct sw {
+    u64 time;
+    u32 pid, tid, cpu, kind;
+};
+static struct sw *sws, *sws_tmp;
+static u32 nsws;
+struct wait {
+    u64 time; /* 0: nothing waiting */
+    u32 key, pid, cpu, dead; /* key: tid + 1, 0 for an empty slot */
+};
+static struct wait *waits;
+
+static void sw_push(u32 tid, u32 pid, u64 time, u32 cpu, u32 kind) {
+    if (!sws) sws = lp_alloc(SW_CAP * sizeof *sws), sws_tmp = lp_alloc(SW_CAP * sizeof *sws);
+    if (nsws == SW_CAP) return; /* a round of more switches than that: the rest are not counted */
+    struct sw *x = &sws[nsws++];
+    x->time = time, x->pid = pid, x->tid = tid, x->cpu = cpu, x->kind = kind;
+}
+
+/* A switch record's sample_id (after next_prev for CPU-wide ones), by the ring's sample type. */
+static void switch_record(struct conv *c, const u8 *p, const u8 *end, u16 misc) {
+    u64 st = c->sample_type;
+    u32 pid, tid, cpu = 0;
+    u64 time;
+    if (!(st & PERF_SAMPLE_TID) || !(st & PERF_SAMPLE_TIME) || p + 16 > end) return;
+    pid = rd32(p), tid = rd32(p + 4), time = rd64(p + 8);
+    p += 16;
+    if (st & PERF_SAMPLE_ID) p += 8;
+    if (st & PERF_SAMPLE_STREAM_ID) p += 8;
+    if ((st & PERF_SAMPLE_CPU) && p + 4 <= end) cpu = rd32(p);
+    sw_push(tid, pid, time, cpu, (misc & PERF_RECORD_MISC_SWITCH_OUT) ? SW_OUT : SW_IN);
+}
+
+static int sw_before(const struct sw *a, const struct sw *b) {
+    return a->tid != b->tid ? a->tid < b->tid : a->time < b->time;
+}
+
+/* Sorts v[0..n) by thread then time: Shell's sort (small code: the Alpha agent's budget). */
+static void sw_sort(struct sw *v, u32 n) {
+    for (u32 gap = n / 2; gap; gap /= 2)
+        for (u32 i = gap; i < n; i++) {
+            struct sw x = v[i];
+            u32 j = i;
+            for (; j >= gap && sw_before(&x, &v[j - gap]); j -= gap) v[j] = v[j - gap];
+            v[j] = x;
+        }
+}
+
+static struct wait *wait_of(u32 tid) {
+    if (!waits) waits = lp_alloc(WAIT_SLOTS * sizeof *waits);
+    u32 key = tid + 1, h = (key * 2654435761u) & (WAIT_SLOTS - 1);
+    for (u32 n = 0; n < WAIT_SLOTS; n++, h = (h + 1) & (WAIT_SLOTS - 1)) {
+        if (waits[h].key == key) return &waits[h];
+        if (!waits[h].key) {
+            waits[h].key = key;
+            return &waits[h];
+        }
+    }
+    return 0;
+}
+
+static void off_sample(struct conv *c, u32 tid, const struct wait *x, u64 back) {
+    static struct lp_sample s;
+    s.event = (u32)c->off_event - 1, s.pid = x->pid, s.tid = tid, s.cpu = x->cpu;
+    s.ip = 0, s.time = x->time, s.period = back - x->time;
+    w_sample(c->w, &s);
+    c->samples++;
+    c->event_samples[c->off_event - 1]++;
+}
+
+/* Every ring was drained after `before`: the switches before it are paired. */
+static void offcpu_settle(struct conv *c, u64 before) {
+    u32 n = 0, m = 0;
+    if (!c->off_event || !nsws) return;
+    /* The switches before `before` into sws_tmp, the later ones to the front of sws. */
+    for (u32 i = 0; i < nsws; i++) {
+        if (sws[i].time < before) sws_tmp[n++] = sws[i];
+        else sws[m++] = sws[i];
+    }
+    /* sws[0..m) keeps the later ones; sort the earlier ones, in the space after them. */
+    struct sw *old = sws + m;
+    memcpy(old, sws_tmp, n * sizeof *old);
+    sw_sort(old, n);
+    for (u32 i = 0; i < n; i++) {
+        struct wait *x = wait_of(old[i].tid);
+        if (!x) continue; /* more threads than the table holds */
+        if (old[i].kind == SW_EXIT) {
+            x->dead = 1, x->time = 0; /* a switch-out after it is the last one */
+        } else if (old[i].kind == SW_OUT) {
+            if (!x->dead) x->time = old[i].time, x->pid = old[i].pid, x->cpu = old[i].cpu;
+        } else if (x->time) {
+            if (old[i].time > x->time) off_sample(c, old[i].tid, x, old[i].time);
+            x->time = 0;
+        }
+    }
+    nsws = m;
+}
+
+/* The recording ended at `end`: the threads still off the CPU were so until then. */
+static void offcpu_finish(struct conv *c, u64 end) {
+    offcpu_settle(c, ~0ull);
+    for (u32 h = 0; waits && h < WAIT_SLOTS; h++)
+        if (waits[h].key && waits[h].time && waits[h].time < end) off_sample(c, waits[h].key - 1, &waits[h], end);
 }
 
 static void convert(struct conv *c, const u8 *rec, u32 size) {
@@ -793,8 +922,14 @@ static void convert(struct conv *c, const u8 *rec, u32 size) {
         buf_u8(&b, (misc & (1 << 13)) ? 1 : 0);
         w_long(c->w, TAG_COMM, &b);
         return;
+    case PERF_RECORD_SWITCH:
+    case PERF_RECORD_SWITCH_CPU_WIDE:
+        if (c->off_event) switch_record(c, p + (type == PERF_RECORD_SWITCH_CPU_WIDE ? 8 : 0), end, misc);
+        return;
     case PERF_RECORD_FORK:
     case PERF_RECORD_EXIT:
+        if (type == PERF_RECORD_EXIT && c->off_event && p + 24 <= end)
+            sw_push(rd32(p + 8), 0, rd64(p + 16), 0, SW_EXIT);
         scratch(&b, 48);
         for (int i = 0; i < 4; i++) buf_varint(&b, rd32(p + 4 * i));
         buf_varint(&b, rd64(p + 16));
@@ -1341,6 +1476,11 @@ static void open_events(struct rec *r, struct opts *o) {
     memset(c, 0, sizeof *c);
     int defaulted = !o->nevents; /* the default event falls back silently, as perf's does */
     if (!o->nevents) parse_event("cycles", &o->events[o->nevents++]);
+    if (o->off_cpu && o->nevents < MAX_EVENTS) {
+        struct ev *e = &o->events[o->nevents++];
+        c->off_event = o->nevents;
+        e->name = "offcpu-time", e->type = PERF_TYPE_SOFTWARE, e->config = PERF_COUNT_SW_CONTEXT_SWITCHES, e->profileme = 0;
+    }
     if (o->replay_ring) {
         r->ncpus = 0; /* no perf events: the samples come from the saved ring bytes */
         for (int i = 0; i < o->nevents; i++) make_attr(o, &o->events[i], i == 0, 1, o->nevents > 1, &r->attrs[i]);
@@ -1482,7 +1622,9 @@ static void watch_rings(struct rec *r, struct opts *o) {
             continue;
         }
         SYS3(__NR_poll, pfd, r->ncpus, 100);
+        u64 round = lp_clock_ns(LP_CLOCK_MONOTONIC);
         for (int k = 0; k < r->ncpus; k++) drain(c, r->maps[k], r->data_size);
+        offcpu_settle(c, round);
         w_tick(r->w);
         if (o->ncommand && SYS4(__NR_wait4, r->pid, &r->wstatus, LP_WNOHANG, 0) == r->pid) {
             r->ended = 1;
@@ -1501,6 +1643,7 @@ static int finish_file(struct rec *r, struct opts *o) {
         SYS4(__NR_wait4, r->pid, &r->wstatus, 0, 0);
     }
     for (int k = 0; k < r->ncpus; k++) drain(c, r->maps[k], r->data_size);
+    offcpu_finish(c, lp_clock_ns(LP_CLOCK_MONOTONIC));
     write_ksyms(w);
     if (o->replay_ring) feed_ring_file(c, o->replay_ring);
     struct lp_rusage ru;

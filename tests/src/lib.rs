@@ -54,6 +54,7 @@ pub mod golden;
 pub mod known;
 pub mod lab;
 pub mod netns;
+pub mod offcpu;
 pub mod ring;
 pub mod sshd;
 pub mod views;

@@ -543,3 +543,50 @@ fn whole_machine_by_comm_on_the_real_pmu() {
         );
     }
 }
+
+#[test]
+#[ignore = "needs the emulated Arm lab machine: `cargo xtask test` boots it"]
+fn off_cpu_time_on_the_arm_machine_is_each_threads_life_less_its_cpu_time() {
+    use labperf_tests::offcpu::{check_split, check_threads, class_children};
+    deploy();
+    let d = scratch("lab-offcpu");
+    let out = d.join("off.lpr");
+    // `record --host --off-cpu` of the bench's blocking classes, the stacks by DWARF (the
+    // agent runs as root there: switches are sampled with their stacks).
+    let o = lab()
+        .record_host(&d)
+        .args([
+            "--accept-new-host-key",
+            "--no-report",
+            "--off-cpu",
+            "--call-graph",
+            "dwarf",
+            "-e",
+            "cpu-clock",
+            "-o",
+        ])
+        .arg(&out)
+        .args([
+            "--",
+            "/root/labperf-bench-nofp",
+            "--blocking",
+            "all",
+            "--duration",
+            "3",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let clock = BenchClock::parse(err.as_bytes());
+    // Each thread's on-CPU samples and off-CPU time against its life by the guest
+    // kernel's clock, 2%.
+    check_threads("aarch64", &out);
+    let cache = d.join("cache");
+    check_split(
+        "aarch64 --off-cpu",
+        &class_children(&out, "--off-cpu", Some(&cache)),
+        |c| clock.off_cpu_ns(c),
+        3.0,
+    );
+}

@@ -340,3 +340,37 @@ fn two_events_open_and_both_sample() {
     }
     assert!(per_event.iter().all(|&n| n > 100), "{per_event:?}");
 }
+
+#[test]
+#[ignore = "needs the emulated Alpha lab machine: `cargo xtask test` boots it"]
+fn off_cpu_time_of_a_sleep_is_the_sleep() {
+    // `sleep 2` on the Alpha kernel: its time off the CPU (from the switch records; Linux
+    // on Alpha records no call stacks) is at least the 2 s it asked for and nearly all of
+    // its life (its on-CPU time is a few ms of start-up and exit) by the guest's clock.
+    lab().deploy();
+    let d = scratch("alpha-offcpu");
+    let out = d.join("alpha.lpr");
+    let o = lab()
+        .record_host(&d)
+        .args([
+            "--accept-new-host-key",
+            "--no-report",
+            "--off-cpu",
+            "-e",
+            "cpu-clock",
+            "-o",
+        ])
+        .arg(&out)
+        .args(["--", "/bin/sleep", "2"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    let t = labperf_tests::offcpu::threads(&out);
+    assert_eq!(t.len(), 1, "{t:?}");
+    let (_, &(on, off, life)) = t.iter().next().unwrap();
+    assert!(
+        off >= 2_000_000_000 && off <= life && off >= life * 97 / 100,
+        "sleep 2: {off} ns off the CPU, {on} ns on it, its life {life} ns"
+    );
+}

@@ -65,7 +65,43 @@ fn off_cpu_time_of_the_benchs_blocking_classes_is_its_own_wall_clock_accounting(
             3.0,
         );
         check_threads(name, &f);
+        check_firefox(name, &f);
     }
+}
+
+/// `export --off-cpu --format firefox`: each thread's samples weigh their time off the CPU
+/// (in the profile's intervals, the rest carried to the thread's next sample), so the
+/// profile's total is the recording's, to within one interval per thread.
+fn check_firefox(name: &str, f: &Path) {
+    let out = f.with_extension("json");
+    let o = Command::new(bin("labperf"))
+        .args(["export", "--off-cpu", "--format", "firefox", "-o"])
+        .arg(&out)
+        .arg(f)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let interval_ns = (j["meta"]["interval"].as_f64().unwrap() * 1e6) as u64;
+    let threads = j["threads"].as_array().unwrap();
+    let intervals: u64 = threads
+        .iter()
+        .map(|t| {
+            let w = t["samples"]["weight"].as_array().expect("weights");
+            w.iter().map(|v| v.as_u64().unwrap()).sum::<u64>()
+        })
+        .sum();
+    let off: u64 = threads_off_cpu(f);
+    let got = intervals * interval_ns;
+    assert!(
+        got <= off && off - got <= interval_ns * threads.len() as u64,
+        "{name}: the Firefox profile weighs {got} ns off the CPU, the recording {off} ns"
+    );
+}
+
+/// The recording's off-CPU ns, all threads.
+fn threads_off_cpu(f: &Path) -> u64 {
+    threads(f).values().map(|t| t.1).sum()
 }
 
 #[test]

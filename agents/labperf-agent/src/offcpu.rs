@@ -125,8 +125,12 @@ impl Pairer {
         }
     }
 
-    /// A sample of the `offcpu-time` event: the thread left the CPU there.
+    /// A sample of the `offcpu-time` event: the thread left the CPU there (the idle task,
+    /// tid 0 of every CPU, is no thread that waits: left out).
     pub fn out(&mut self, mut s: Sample) {
+        if s.tid == 0 {
+            return;
+        }
         user_view(&mut s);
         let outs = &mut self.threads.entry(s.tid).or_default().outs;
         let at = outs.partition_point(|q| q.time <= s.time);

@@ -718,7 +718,6 @@ impl Sink {
     pub fn take(&mut self, rec: &[u8]) -> Result<(), Fail> {
         if let Some(p) = self.offcpu.as_mut() {
             if let Some(w) = offcpu::switch_of(rec, self.conv.layout.sample_type) {
-                self.conv.samples += u64::from(w.out && !p.stacks);
                 p.switch(w);
                 return Ok(());
             }
@@ -728,6 +727,9 @@ impl Sink {
             match &r {
                 Some(Record::Sample(s)) if s.event == p.event => {
                     if let Some(Record::Sample(s)) = r {
+                        // A switch, not yet a sample: counted once paired (what the pairer
+                        // leaves out, a thread's last switch, is no decimation).
+                        self.conv.samples -= 1;
                         p.out(s);
                     }
                     return Ok(());
@@ -759,6 +761,7 @@ impl Sink {
     fn offcpu_samples(&mut self, done: Vec<Sample>) -> Result<(), Fail> {
         if let (Some(p), false) = (self.offcpu.as_ref(), done.is_empty()) {
             self.conv.sampled |= 1u64.checked_shl(p.event).unwrap_or(0);
+            self.conv.samples += done.len() as u64;
         }
         for s in done {
             self.out.push(&Record::Sample(s))?;

@@ -113,6 +113,7 @@ pub fn run(a: &Args) -> Result<()> {
     let sel = a.event.select();
     if let Some(sel) = &sel {
         check_event(&srcs, sel, &what)?;
+        super::opts::warn_wall(&srcs, Some(sel));
     }
     let stacks = labperf::symbolize::stacks::collect_events(
         &srcs,

@@ -315,7 +315,7 @@ pub struct RecordOpts {
     /// root, CAP_PERFMON or kernel.perf_event_paranoid at 1 or below, for the stacks and for
     /// the on-CPU events' kernel time; without, the time per thread, no stack).
     /// `report --off-cpu` shows it, `report --wall` on- and off-CPU time together.
-    #[arg(long, help_heading = "Call graphs")]
+    #[arg(long, help_heading = "Call graphs", conflicts_with_all = ["metrics", "topdown", "profileme", "mem"])]
     pub off_cpu: bool,
     // The special PMUs' and metrics' options are `SpecialOpts`, after the lab machines'.
 }
@@ -449,6 +449,29 @@ pub struct EventOpt {
     /// ns) and the off-CPU time of `record --off-cpu` as one event, `wall-time`.
     #[arg(long)]
     pub wall: bool,
+}
+
+/// `--wall` of recordings without time off the CPU: said, since the report is then their
+/// on-CPU clock alone (a file that cannot be peeked at is the build's to explain).
+pub fn warn_wall(
+    srcs: &[labperf::record::load::Source],
+    sel: Option<&labperf::record::events::Select>,
+) {
+    use labperf::record::events::{Names, OFF_CPU, WALL};
+    if super::quiet() || sel.is_none_or(|s| s.0 != WALL) {
+        return;
+    }
+    for s in srcs {
+        let Ok(p) = labperf::record::load::peek(s) else {
+            continue;
+        };
+        if !Names::of(p.header.as_ref()).contains(OFF_CPU) {
+            eprintln!(
+                "warning: {} has no time off the CPU (record it with --off-cpu): --wall shows its on-CPU clock samples alone",
+                labperf::text::show(&s.name.display().to_string())
+            );
+        }
+    }
 }
 
 impl EventOpt {

@@ -144,6 +144,7 @@ fn render(
         .iter()
         .map(|f| super::import::source(f))
         .collect::<Result<_>>()?;
+    super::opts::warn_wall(&srcs, event.as_ref());
     let vo = labperf::views::view::Options {
         graph,
         event,

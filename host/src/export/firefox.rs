@@ -161,6 +161,11 @@ struct Builder<'a> {
     threads: HashMap<(u32, u32, u32), fx::ThreadHandle>,
     handles: HashMap<(fx::ThreadHandle, u32), Option<fx::StackHandle>>,
     strings: HashMap<(u32, u32), fx::StringHandle>,
+    /// The profile's sampling interval, ns: the unit of time-weighted samples' weights.
+    interval_ns: u64,
+    /// Per thread track, the ns of time-weighted samples not yet a whole interval (carried
+    /// to its next sample, so a thread's total is its time to within one interval).
+    carry: HashMap<fx::ThreadHandle, u64>,
 }
 
 /// Where a sample goes: its track, and what the track's process and thread are named.
@@ -183,13 +188,12 @@ impl<'a> Builder<'a> {
         let ff = Firefox::of(st);
         let reference = st.samples.iter().map(|s| st.wall_ns(s)).min().unwrap_or(0);
         let ns = st.weights_are_ns();
-        let interval = st
+        let interval_ns = st
             .header()
             .and_then(|h| h.events.first())
             .filter(|e| e.attr.flags & (1 << 10) == 0 && ns)
-            .map_or(fx::SamplingInterval::from_millis(1), |e| {
-                fx::SamplingInterval::from_nanos(e.attr.sample_period_or_freq.max(1))
-            });
+            .map_or(1_000_000, |e| e.attr.sample_period_or_freq.max(1));
+        let interval = fx::SamplingInterval::from_nanos(interval_ns);
         let mut p = fx::Profile::new(
             "labperf",
             fx::ReferenceTimestamp::from_duration_since_unix_epoch(
@@ -209,7 +213,18 @@ impl<'a> Builder<'a> {
             threads: HashMap::new(),
             handles: HashMap::new(),
             strings: HashMap::new(),
+            interval_ns,
+            carry: HashMap::new(),
         }
+    }
+
+    /// The weight of a sample of `ns` (off-CPU time, or `--wall`'s) on `thread`: whole
+    /// intervals, the rest carried to the thread's next sample.
+    fn time_weight(&mut self, thread: fx::ThreadHandle, ns: u64) -> i32 {
+        let c = self.carry.entry(thread).or_default();
+        let total = c.saturating_add(ns);
+        *c = total % self.interval_ns;
+        i32::try_from(total / self.interval_ns).unwrap_or(i32::MAX)
     }
 
     /// The samples' indexes: each thread's samples in time order, threads by recording,
@@ -255,12 +270,16 @@ impl<'a> Builder<'a> {
         let process = self.process(&track);
         let thread = self.thread(&track, process);
         let handle = self.stack(s, own, thread);
-        let cpu = if crate::record::events::is_ns(track.event) {
-            fx::CpuDelta::from_nanos(s.period)
-        } else {
-            fx::CpuDelta::ZERO
+        use crate::record::events::{is_ns, OFF_CPU, WALL};
+        // Time off the CPU is no CPU time: its samples weigh their duration (in the
+        // profile's intervals, as a sample of the clock does), with no CPU delta; so do
+        // `--wall`'s, whose on- and off-CPU samples are one event there.
+        let (cpu, weight) = match track.event {
+            OFF_CPU | WALL => (fx::CpuDelta::ZERO, self.time_weight(thread, s.period)),
+            e if is_ns(e) => (fx::CpuDelta::from_nanos(s.period), 1),
+            _ => (fx::CpuDelta::ZERO, 1),
         };
-        self.p.add_sample(thread, at, handle, cpu, 1);
+        self.p.add_sample(thread, at, handle, cpu, weight);
     }
 
     /// The process of a track. With several events, each its own process track (`prog

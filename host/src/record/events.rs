@@ -88,6 +88,11 @@ impl Names {
         l.join(", ")
     }
 
+    /// Whether an event of the header is named `name`.
+    pub fn contains(&self, name: &str) -> bool {
+        self.names.iter().any(|n| n == name)
+    }
+
     /// Whether `sel` can pick one of these events.
     fn has(&self, sel: &Select) -> bool {
         let n = self.cap().max(1);

@@ -68,6 +68,8 @@ impl Run {
                     format!("frequency {n} Hz")
                 } else if n == 0 {
                     "counted".into()
+                } else if e.name == crate::record::events::OFF_CPU {
+                    "each switch, weighed by the ns off the CPU".into()
                 } else if crate::record::events::is_ns(&e.name) {
                     format!("period {n} ns")
                 } else {

@@ -112,6 +112,29 @@ pub fn threads(f: &Path) -> BTreeMap<u32, (u64, u64, u64)> {
 /// exec before its events were enabled).
 pub fn check_threads(name: &str, f: &Path) {
     let t = threads(f);
+    // `report --wall --by tid` gives each thread the same on- plus off-CPU ns, exactly.
+    let j = report_json(f, 0, |c| {
+        c.args(["--wall", "--by", "tid"]);
+    });
+    let by_tid: BTreeMap<u32, u64> = j["tables"][0]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["tid"].as_u64().unwrap() as u32,
+                r["period"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let want: BTreeMap<u32, u64> = t
+        .iter()
+        .map(|(&tid, &(on, off, _))| (tid, on + off))
+        .collect();
+    assert_eq!(
+        by_tid, want,
+        "{name}: report --wall --by tid against the samples"
+    );
     assert_eq!(
         t.len(),
         2,

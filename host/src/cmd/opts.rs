@@ -370,7 +370,7 @@ pub struct ReportOpts {
     #[arg(long, value_enum)]
     pub view: Option<View>,
     /// Plain view: group samples by function (symbol), mapped file (dso), process name
-    /// (comm), process id (pid), instruction address (pc), source line (srcline: file:line
+    /// (comm), process id (pid), thread id (tid), instruction address (pc), source line (srcline: file:line
     /// from the binary's DWARF or its separate debug file), or by function per recording
     /// machine (host) or per file (run); keys combine as perf's --sort does:
     /// `--by comm,dso` [default: symbol]. `-s/--sort` as in perf report (`-s sym` is

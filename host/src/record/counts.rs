@@ -1,4 +1,4 @@
-//! The fast path of `report`: a record file's samples counted per (pid, ip, event) on several threads (records frames decode independently), with the side band and process names symbols need.
+//! The fast path of `report`: a record file's samples counted per (pid, tid, ip, event) on several threads (records frames decode independently), with the side band and process names symbols need.
 
 use crate::fxhash::FxHasher;
 use crate::progress::Progress;
@@ -9,10 +9,11 @@ use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-/// Per-(pid, ip, event) sample counts and periods, with the FxHash of the report's hot
-/// loop. The event is the sample's index in the header's list, those at or above the
-/// list's length counted as one ([`crate::record::events::Names::cap`]).
-pub type IpCounts = HashMap<(u32, u64, u32), (u64, u64), BuildHasherDefault<FxHasher>>;
+/// Per-(pid, tid, ip, event) sample counts and periods, with the FxHash of the report's hot
+/// loop. The tid is 0 unless the counts are per thread (`--by tid`). The event is the
+/// sample's index in the header's list, those at or above the list's length counted as one
+/// ([`crate::record::events::Names::cap`]).
+pub type IpCounts = HashMap<(u32, u32, u64, u32), (u64, u64), BuildHasherDefault<FxHasher>>;
 
 /// What [`sample_counts`] gathers.
 pub struct Counts {
@@ -43,9 +44,10 @@ impl Counts {
     }
 }
 
-/// Reads `path` and counts its samples per (pid, ip, event), decoding records frames on
-/// up to `threads` threads (frames decode independently). The fast path of `report`.
-pub fn sample_counts(src: &Source, threads: usize) -> Result<Counts, LoadError> {
+/// Reads `path` and counts its samples per (pid, ip, event), and per thread with
+/// `per_thread`, decoding records frames on up to `threads` threads (frames decode
+/// independently). The fast path of `report`.
+pub fn sample_counts(src: &Source, threads: usize, per_thread: bool) -> Result<Counts, LoadError> {
     let path = &src.name;
     let data = src.data()?;
     let (frames, mut info) = list_frames(&data);
@@ -55,6 +57,7 @@ pub fn sample_counts(src: &Source, threads: usize) -> Result<Counts, LoadError> 
         data: &data,
         frames: &frames,
         cap,
+        per_thread,
         total: info.bytes,
         next: AtomicUsize::new(0),
         done: AtomicU64::new(0),
@@ -69,7 +72,7 @@ pub fn sample_counts(src: &Source, threads: usize) -> Result<Counts, LoadError> 
         &frames,
         &m.side_frames,
         &m.forks,
-        m.by_ip.keys().map(|&(pid, ip, _)| (pid, ip)),
+        m.by_ip.keys().map(|&(pid, _, ip, _)| (pid, ip)),
     );
     check_labperf(path, &info)?;
     // Frames in file order (a frame's own records are in order already): the last name wins.
@@ -140,14 +143,15 @@ impl Part {
 
     /// Counts the records of frame `i` (samples cut to their head); returns the frame's
     /// length in bytes.
-    fn count(&mut self, mut rr: RecordReader, i: usize, cap: u32) -> u64 {
+    fn count(&mut self, mut rr: RecordReader, i: usize, cap: u32, per_thread: bool) -> u64 {
         let mut side = false;
         let (by_ip, forks, comms) = (&mut self.by_ip, &mut self.forks, &mut self.comms);
         let (samples, lost) = (&mut self.samples, &mut self.lost);
         let err = rr.for_each_light(|r| match r {
             Light::Sample(s) => {
                 *samples += 1;
-                by_ip.add(s.pid, s.ip, s.event.min(cap), s.period)
+                let tid = if per_thread { s.tid } else { 0 };
+                by_ip.add(s.pid, tid, s.ip, s.event.min(cap), s.period)
             }
             Light::Record(r) => match *r {
                 Record::Lost(l) => *lost = lost.saturating_add(l.lost),
@@ -177,6 +181,8 @@ struct Counter<'a> {
     data: &'a Shared,
     frames: &'a [FrameRef],
     cap: u32,
+    /// Counts per thread (`--by tid`).
+    per_thread: bool,
     total: u64,
     /// The next frame to take: threads take frames one at a time from this shared index,
     /// so a thread that starts late (an idle CPU waking up) never holds the others back.
@@ -213,7 +219,7 @@ impl Counter<'_> {
             let Some(rr) = RecordReader::of_frame(self.data, frame) else {
                 continue;
             };
-            let len = p.count(rr, i, self.cap);
+            let len = p.count(rr, i, self.cap, self.per_thread);
             let n = self.done.fetch_add(len, Ordering::Relaxed);
             if let Some(pr) = progress.as_mut() {
                 pr.update(n, self.total);
@@ -267,11 +273,11 @@ impl Merged {
     }
 }
 
-/// Counts samples per (pid, ip, event): a direct-mapped cache in front of the hash map,
-/// since most samples hit a few hot addresses.
+/// Counts samples per (pid, tid, ip, event): a direct-mapped cache in front of the hash
+/// map, since most samples hit a few hot addresses.
 struct IpCounter {
-    /// (pid, ip, event, samples, period).
-    slots: Vec<(u32, u64, u32, u64, u64)>,
+    /// (pid, tid, ip, event, samples, period).
+    slots: Vec<(u32, u32, u64, u32, u64, u64)>,
     map: IpCounts,
 }
 
@@ -280,32 +286,33 @@ impl IpCounter {
 
     fn new() -> Self {
         IpCounter {
-            slots: vec![(0, 0, 0, 0, 0); Self::SLOTS],
+            slots: vec![(0, 0, 0, 0, 0, 0); Self::SLOTS],
             map: IpCounts::default(),
         }
     }
 
     #[inline]
-    fn add(&mut self, pid: u32, ip: u64, event: u32, period: u64) {
-        let i = (ip ^ (ip >> 12) ^ u64::from(pid) ^ u64::from(event)) as usize & (Self::SLOTS - 1);
+    fn add(&mut self, pid: u32, tid: u32, ip: u64, event: u32, period: u64) {
+        let i = (ip ^ (ip >> 12) ^ u64::from(pid) ^ u64::from(tid) ^ u64::from(event)) as usize
+            & (Self::SLOTS - 1);
         let s = &mut self.slots[i];
-        if s.3 > 0 && s.1 == ip && s.0 == pid && s.2 == event {
-            s.3 += 1;
-            s.4 = s.4.saturating_add(period);
+        if s.4 > 0 && s.2 == ip && s.0 == pid && s.1 == tid && s.3 == event {
+            s.4 += 1;
+            s.5 = s.5.saturating_add(period);
             return;
         }
-        if s.3 > 0 {
-            let e = self.map.entry((s.0, s.1, s.2)).or_default();
-            e.0 += s.3;
-            e.1 = e.1.saturating_add(s.4);
+        if s.4 > 0 {
+            let e = self.map.entry((s.0, s.1, s.2, s.3)).or_default();
+            e.0 += s.4;
+            e.1 = e.1.saturating_add(s.5);
         }
-        *s = (pid, ip, event, 1, period);
+        *s = (pid, tid, ip, event, 1, period);
     }
 
     fn finish(mut self) -> IpCounts {
-        for (pid, ip, event, n, period) in self.slots {
+        for (pid, tid, ip, event, n, period) in self.slots {
             if n > 0 {
-                let e = self.map.entry((pid, ip, event)).or_default();
+                let e = self.map.entry((pid, tid, ip, event)).or_default();
                 e.0 += n;
                 e.1 = e.1.saturating_add(period);
             }

@@ -31,6 +31,8 @@ pub enum By {
     Comm,
     /// Per process id.
     Pid,
+    /// Per thread id (`--by comm,tid`: with its process's name).
+    Tid,
 }
 
 impl By {
@@ -212,7 +214,7 @@ impl Merged {
         event: Option<&Select>,
         threads: usize,
     ) -> Result<(FileInfo, Vec<String>), LoadError> {
-        let counts = crate::record::counts::sample_counts(src, threads)?;
+        let counts = crate::record::counts::sample_counts(src, threads, by.contains(&By::Tid))?;
         // Addresses are resolved once every side-band record (mmap2, fork) is known.
         let mut sym = Symbolizer::new(search.clone());
         let info = &counts.info;
@@ -235,11 +237,11 @@ impl Merged {
             parents: &parents,
         };
         let events = self.joined.of_run(&Names::of(info.header.as_ref()), event);
-        for (&(pid, ip, ev), &(n, period)) in &counts.by_ip {
+        for (&(pid, tid, ip, ev), &(n, period)) in &counts.by_ip {
             let Some(ev) = events.id(ev) else {
                 continue;
             };
-            let (keys, dso) = file.keys(&mut sym, pid, ip);
+            let (keys, dso) = file.keys(&mut sym, pid, tid, ip);
             // The file is a column only beside code within it.
             let dso: &str = if by.iter().any(|k| k.in_file()) {
                 &dso
@@ -334,8 +336,15 @@ struct FileKeys<'a> {
 }
 
 impl FileKeys<'_> {
-    /// The values of the keys for the samples at `ip` of process `pid`, and its file.
-    fn keys(&self, sym: &mut Symbolizer, pid: u32, ip: u64) -> (Vec<String>, std::sync::Arc<str>) {
+    /// The values of the keys for the samples at `ip` of thread `tid` of process `pid`, and
+    /// its file.
+    fn keys(
+        &self,
+        sym: &mut Symbolizer,
+        pid: u32,
+        tid: u32,
+        ip: u64,
+    ) -> (Vec<String>, std::sync::Arc<str>) {
         let Location { dso, sym: s, vaddr } = sym.resolve(pid, ip);
         let keys = self
             .by
@@ -345,6 +354,7 @@ impl FileKeys<'_> {
                 By::Run => self.run.clone(),
                 By::Comm => self.counts.comm(pid, self.parents),
                 By::Pid => pid.to_string(),
+                By::Tid => tid.to_string(),
                 By::Symbol => label(&dso, s.as_deref(), vaddr),
                 By::Dso => dso.to_string(),
                 By::Srcline => match sym.source(pid, ip).line {
@@ -1103,7 +1113,7 @@ impl Report {
             }
             for (k, v) in by.iter().zip(r.keys) {
                 row.push(match k {
-                    By::Pid => v.parse().map_or(Cell::Text(v), Cell::Int),
+                    By::Pid | By::Tid => v.parse().map_or(Cell::Text(v), Cell::Int),
                     By::Dso => Cell::file(&v),
                     _ => Cell::Text(v),
                 });
@@ -1177,6 +1187,7 @@ impl Report {
                 By::Run => Column::left("run", "Run", 12),
                 By::Comm => Column::left("comm", "Command", 16),
                 By::Pid => Column::right("pid", "Pid", 7),
+                By::Tid => Column::right("tid", "Tid", 7),
                 By::Dso if only_dso => Column::left("name", "DSO", 40),
                 By::Dso => Column::left("dso", "DSO", 24),
                 By::Symbol => Column::left("name", "Symbol", 40),

@@ -40,7 +40,7 @@ static const char USAGE[] =
     "      --no-summary     stat: no totals printed (labperf prints perf's layout from the file)\n"
     "      --mmap-pages N   ring buffer data pages per CPU, a power of two up to 65536 (default 16)\n"
     "  -g, --call-graph fp  each sample's call stack, by frame pointers (x86_64; not Linux on Alpha)\n"
-    "      --off-cpu        each thread's time off the CPU too (offcpu-time, no stack)\n"
+    "      --off-cpu        time off the CPU too (no stack)\n"
     "      --no-inherit     do not follow children\n"
     "      --progress       print progress every second on stderr\n"
     "  -a, --all-cpus       every task on every CPU (one ring per CPU, kernel mode too); needs root,\n"
@@ -790,7 +790,7 @@ static struct wait *waits;
 
 static void sw_push(u32 tid, u32 pid, u64 time, u32 cpu, u32 kind) {
     if (!sws) sws = lp_alloc(SW_CAP * sizeof *sws), sws_tmp = lp_alloc(SW_CAP * sizeof *sws);
-    if (nsws == SW_CAP) return; /* a round of more switches than that: the rest are not counted */
+    if (nsws == SW_CAP || !tid) return; /* a full round (the rest not counted); the idle task */
     struct sw *x = &sws[nsws++];
     x->time = time, x->pid = pid, x->tid = tid, x->cpu = cpu, x->kind = kind;
 }

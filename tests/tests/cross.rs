@@ -438,11 +438,19 @@ fn aarch64_agent_under_qemu_aarch64() {
         .output()
         .unwrap();
     let trace = String::from_utf8_lossy(&o.stderr);
-    let opened = trace
-        .lines()
-        .find(|l| l.contains(" perf_event_open("))
+    // The call and its result, wherever they are: qemu writes each process's trace in pieces
+    // to one stderr, so the workload's lines can cut the agent's call from its pid and from
+    // its result (CI108 saw `22377 rt_sigprocmask(..., 22375 8) = 0` then the call on a line
+    // of its own): the result is the first `= ` answer after the call.
+    let at = trace
+        .find("perf_event_open(")
         .unwrap_or_else(|| panic!("the agent never called perf_event_open:\n{trace}"));
-    if opened.contains("errno=38") {
+    let after = &trace[at..];
+    let answer = after
+        .find(") = ")
+        .map(|i| &after[i + 4..])
+        .unwrap_or_else(|| panic!("no answer to perf_event_open:\n{trace}"));
+    if answer.starts_with("-1 errno=38") {
         // ENOSYS: the agent says so, names qemu-user, and writes nothing.
         assert_eq!(o.status.code(), Some(125), "{trace}");
         assert!(

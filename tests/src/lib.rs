@@ -42,6 +42,21 @@ pub fn bin(name: &str) -> PathBuf {
         .unwrap_or_else(|| panic!("{name} is not built: run `cargo xtask test` (or set {var})"))
 }
 
+/// The freestanding C agent's x86_64 build (the Alpha agent's code, run here), from
+/// `$LABPERF_AGENTS_DIR` or `target/agents`.
+pub fn c_agent() -> PathBuf {
+    let p = std::env::var_os("LABPERF_AGENTS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target/agents"))
+        .join("x86_64-unknown-linux-none/labperf-agent");
+    assert!(
+        p.is_file(),
+        "{} is not built: run `cargo xtask build-agents`",
+        p.display()
+    );
+    p
+}
+
 /// A fresh scratch directory for one test.
 pub fn scratch(test: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("labperf-test-{test}-{}", std::process::id()));

@@ -444,10 +444,7 @@ fn a_process_whose_name_is_not_utf8_is_attached_and_named() {
 #[test]
 fn the_agent_s_peak_rss_is_its_own_not_its_starter_s() {
     let big = std::hint::black_box(vec![1u8; 64 << 20]);
-    let c_agent = std::env::var_os("LABPERF_AGENTS_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| labperf_tests::root().join("target/agents"))
-        .join("x86_64-unknown-linux-none/labperf-agent");
+    let c_agent = labperf_tests::c_agent();
     let d = scratch("own-rss");
     for agent in [bin("labperf-agent"), c_agent] {
         let f = d.join("f.lpr");

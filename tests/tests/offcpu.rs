@@ -189,12 +189,13 @@ fn check_stackless(name: &str, f: &Path, clock: &BenchClock) {
 fn the_c_agent_records_each_threads_time_off_the_cpu_from_its_switch_records() {
     // The freestanding C agent (the Alpha agent's code, built for x86_64 here): the switch
     // records only, no stacks, as on the Alpha machine.
-    let c_agent = std::env::var_os("LABPERF_AGENTS_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| labperf_tests::root().join("target/agents"))
-        .join("x86_64-unknown-linux-none/labperf-agent");
     let d = scratch("offcpu-c");
     let f = d.join("c.lpr");
-    let (clock, _) = record(&f, &[], &bin("labperf-bench-gnu"), Command::new(c_agent));
+    let (clock, _) = record(
+        &f,
+        &[],
+        &bin("labperf-bench-gnu"),
+        Command::new(labperf_tests::c_agent()),
+    );
     check_stackless("C agent", &f, &clock);
 }

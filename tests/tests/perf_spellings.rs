@@ -4,6 +4,7 @@
 //! `--help`; each checked for its effect, not only that it parses.
 
 use labperf_common::*;
+use labperf_tests::c_agent;
 use labperf_tests::{bin, root, scratch, BenchClock};
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -582,20 +583,6 @@ fn record_help_puts_the_common_options_first_under_headings() {
         "{h}"
     );
     assert!(h.contains("EXAMPLES:"));
-}
-
-/// The C agent's x86_64 build (the Alpha agent's code, run here).
-fn c_agent() -> std::path::PathBuf {
-    let p = std::env::var_os("LABPERF_AGENTS_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| root().join("target/agents"))
-        .join("x86_64-unknown-linux-none/labperf-agent");
-    assert!(
-        p.is_file(),
-        "{} is not built: run `cargo xtask build-agents`",
-        p.display()
-    );
-    p
 }
 
 #[test]

@@ -5,6 +5,7 @@
 //! 6.1's on the same program; `-r N`'s mean and noise, `-a`/`-C` against the wall time,
 //! `-p`/`-t` attached to a process the test started, and the `-I` total marked.
 
+use labperf_tests::c_agent;
 use labperf_tests::{bin, scratch};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -598,20 +599,6 @@ fn report_of_a_file_without_intervals_shows_its_totals() {
         .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
         .unwrap_or_else(|| panic!("no page-faults total in:\n{all}"));
     assert!(n >= 100, "100 pages written, {n} faults:\n{all}");
-}
-
-/// The C agent's x86_64 build (the Alpha agent's code), beside the Rust agent.
-fn c_agent() -> PathBuf {
-    let p = std::env::var_os("LABPERF_AGENTS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| labperf_tests::root().join("target/agents"))
-        .join("x86_64-unknown-linux-none/labperf-agent");
-    assert!(
-        p.is_file(),
-        "{} is not built: run `cargo xtask build-agents`",
-        p.display()
-    );
-    p
 }
 
 /// Each word that reads as a number (separators, brackets, `%` and `s` dropped) as `N`: a

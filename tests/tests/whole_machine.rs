@@ -4,23 +4,11 @@
 //! from kallsyms; without the privilege both agents stop before recording and say what is
 //! needed.
 
+use labperf_tests::c_agent;
 use labperf_tests::{bin, report_json, scratch};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command};
-
-fn c_agent() -> PathBuf {
-    let p = std::env::var_os("LABPERF_AGENTS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| labperf_tests::root().join("target/agents"))
-        .join("x86_64-unknown-linux-none/labperf-agent");
-    assert!(
-        p.is_file(),
-        "{} is not built: run `cargo xtask build-agents`",
-        p.display()
-    );
-    p
-}
 
 /// The CPU time process `pid` has run, in ns: the kernel's own account of each of its
 /// threads (`/proc/PID/task/TID/schedstat`, first field: the clock behind

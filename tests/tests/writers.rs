@@ -6,6 +6,7 @@
 //! a link to a regular file kept as a link, and a directory or a socket refused.
 
 use labperf_common::decode_all;
+use labperf_tests::c_agent;
 use labperf_tests::sshd::{labperf_in, Sshd};
 use labperf_tests::{bin, root, scratch};
 use std::io::Read;
@@ -151,19 +152,6 @@ impl FifoReader {
         self.done.store(true, Ordering::SeqCst);
         self.thread.join().unwrap()
     }
-}
-
-fn c_agent() -> PathBuf {
-    let p = std::env::var_os("LABPERF_AGENTS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root().join("target/agents"))
-        .join("x86_64-unknown-linux-none/labperf-agent");
-    assert!(
-        p.is_file(),
-        "{} is not built: run `cargo xtask build-agents`",
-        p.display()
-    );
-    p
 }
 
 /// A complete record file: decodes cleanly, to its trailer.

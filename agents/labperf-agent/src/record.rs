@@ -722,22 +722,21 @@ impl Sink {
                 return Ok(());
             }
         }
-        let r = self.conv.convert(rec);
-        if let Some(p) = self.offcpu.as_mut() {
-            match &r {
-                Some(Record::Sample(s)) if s.event == p.event => {
-                    if let Some(Record::Sample(s)) = r {
-                        // A switch, not yet a sample: counted once paired (what the pairer
-                        // leaves out, a thread's last switch, is no decimation).
-                        self.conv.samples -= 1;
-                        p.out(s);
-                    }
-                    return Ok(());
-                }
-                Some(Record::Exit(t)) => p.exit(t.tid, t.time),
-                _ => {}
+        let r = match (self.conv.convert(rec), self.offcpu.as_mut()) {
+            (Some(Record::Sample(s)), Some(p)) if s.event == p.event => {
+                // A switch, not yet a sample: counted once paired (what the pairer leaves
+                // out, a thread's last switch, is no decimation).
+                self.conv.samples -= 1;
+                p.out(s);
+                return Ok(());
             }
-        }
+            (r, p) => {
+                if let (Some(Record::Exit(t)), Some(p)) = (&r, p) {
+                    p.exit(t.tid, t.time);
+                }
+                r
+            }
+        };
         match (r, self.dec.as_mut()) {
             (Some(Record::Sample(s)), Some(d)) => {
                 for kept in d.push(s) {

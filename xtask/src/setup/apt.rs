@@ -227,7 +227,10 @@ pub fn backports_entry(sources: &str, suite: &str) -> Option<String> {
 /// otherwise a missing entry is an error. Every call is simulated and removes nothing.
 pub fn plan(sh: &Shell, missing: &[Missing], add_source: bool) -> anyhow::Result<Vec<Call>> {
     let pkgs: Vec<&str> = missing.iter().map(|m| m.package.as_str()).collect();
-    let removed = simulate(sh, &pkgs, None)?;
+    let removed = match simulate(sh, &pkgs, None) {
+        Ok(r) => r,
+        Err(e) => return follow_backports(sh, &pkgs, e),
+    };
     if removed.is_empty() {
         return Ok(vec![Call {
             release: None,
@@ -318,6 +321,33 @@ pub fn plan(sh: &Shell, missing: &[Missing], add_source: bool) -> anyhow::Result
         pkgs: from_bpo.iter().map(|p| p.to_string()).collect(),
     });
     Ok(calls)
+}
+
+/// The default releases cannot install `pkgs` (`why`: apt's own words). Where that is a
+/// package of a backport the machine already has (`qemu-user-binfmt` 7.2 depends on
+/// `qemu-user` of exactly its version, and this machine's `qemu-user` is 10.0 from
+/// bookworm-backports), the same packages from that suite: taken only when its simulation
+/// installs them and removes nothing. Otherwise apt's error, as it is.
+fn follow_backports(sh: &Shell, pkgs: &[&str], why: anyhow::Error) -> anyhow::Result<Vec<Call>> {
+    let Ok(suite) = backports_suite() else {
+        return Err(why);
+    };
+    if !apt_knows(sh, &suite) {
+        return Err(why);
+    }
+    match simulate(sh, pkgs, Some(&suite)) {
+        Ok(r) if r.is_empty() => {
+            eprintln!(
+                "setup: the default releases cannot install {} ({why:#}); {suite} can, removing nothing: taking them from there",
+                pkgs.join(" ")
+            );
+            Ok(vec![Call {
+                release: Some(suite),
+                pkgs: pkgs.iter().map(|p| p.to_string()).collect(),
+            }])
+        }
+        _ => Err(why),
+    }
 }
 
 /// Installs the `missing` packages with apt-get, after saying what and why; first simulates

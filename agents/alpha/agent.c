@@ -25,37 +25,33 @@ static const char USAGE[] =
     "  labperf-agent record [OPTIONS] -- CMD [ARGS...]\n"
     "  labperf-agent record -a|-C LIST [OPTIONS] (--duration SECS | -- CMD [ARGS...])\n"
     "  labperf-agent stat [-e NAME]... [-I MS] [--no-summary] [-o FILE] (-- CMD | -a|-C LIST ...)\n"
-    "                                            count events (perf's default set without -e)\n"
-    "  labperf-agent replay RINGFILE [OPTIONS]   re-encode saved ring-buffer bytes (tests, no perf fd)\n"
-    "  labperf-agent plan [OPTIONS]              print every perf_event_attr record would open\n"
+    "  labperf-agent replay RINGFILE [OPTIONS]   re-encode saved ring bytes (tests)\n"
+    "  labperf-agent plan [OPTIONS]              print the attrs record would open\n"
     "  labperf-agent --version\n\n"
     "OPTIONS:\n"
-    "  -e, --event NAME     cycles, instructions, branch-misses, cache-misses, cpu-clock, task-clock,\n"
-    "                       page-faults, context-switches, cpu-migrations, minor-faults, major-faults,\n"
-    "                       alignment-faults, emulation-faults or rHEX; repeatable (default cycles)\n"
+    "  -e, --event NAME     perf's generic names (cycles, instructions, cpu-clock, page-faults, ...)\n"
+    "                       or rHEX; repeatable (default: record cycles, stat perf's set)\n"
     "  -c, --period N       sample every N events (Alpha caps it at 2^20-1)\n"
     "  -F, --freq HZ        sample at about HZ per second\n"
-    "  -o, --output FILE    record file (default labperf.lpr; stat writes none without it)\n"
+    "  -o, --output FILE    record file (default labperf.lpr; stat: none)\n"
     "  -I, --interval MS    stat: print and record the counts every MS ms\n"
     "      --no-summary     stat: no totals printed (labperf prints perf's layout from the file)\n"
-    "      --mmap-pages N   ring buffer data pages per CPU, a power of two up to 65536 (default 16)\n"
-    "  -g, --call-graph fp  each sample's call stack, by frame pointers (x86_64; not Linux on Alpha)\n"
+    "      --mmap-pages N   ring data pages per CPU, a power of two (default 16)\n"
+    "  -g, --call-graph fp  call stacks by frame pointers (not Linux on Alpha)\n"
     "      --off-cpu        time off the CPU too (no stack)\n"
     "      --no-inherit     do not follow children\n"
     "      --progress       print progress every second on stderr\n"
-    "  -a, --all-cpus       every task on every CPU (one ring per CPU, kernel mode too); needs root,\n"
-    "                       CAP_PERFMON or kernel.perf_event_paranoid <= 0\n"
+    "  -a, --all-cpus       every task on every CPU; needs root, CAP_PERFMON or paranoid <= 0\n"
     "  -C, --cpu LIST       as -a on these CPUs only (0,2-3)\n"
     "      --duration SECS  with -a/-C: record SECS seconds (or until CMD ends)\n"
     "      --flush-ms MS    close a frame at least every MS ms (default 1000)\n"
     "      --dump-ring FILE also save the raw ring-buffer records (for replay)\n"
-    "      --profileme      Alpha EV67+: ProfileMe instruction samples, cpu/instructions,profileme/\n"
-    "                       (IP, TID, TIME and the 28-byte RAW status); needs the profileme format bit\n"
-    "      --mem            Alpha EV67+: cpu/cycles,profileme/ with DATA_SRC and ADDR (DTB hits/misses)\n"
-    "      --replay-ring FILE  run the workload, the samples from saved ring bytes (no perf_event_open)\n"
-    "      --status-file F  write how the run ended: `ok CODE`, `exec-error|disk-full|agent-error MSG`\n"
-    "      --sample-type HEX, --read-format HEX  replay: the ring's layout, if not the options'\n\n"
-    "ENVIRONMENT: LABPERF_SYSFS  sysfs root to read PMU formats from (default /sys)\n\n"
+    "      --profileme      Alpha EV67+: ProfileMe instruction samples (the profileme format bit)\n"
+    "      --mem            Alpha EV67+: ProfileMe with DATA_SRC and ADDR (DTB hits/misses)\n"
+    "      --replay-ring FILE  the samples from saved ring bytes (tests)\n"
+    "      --status-file F  write how the run ended (`ok CODE` or the error)\n"
+    "      --sample-type HEX, --read-format HEX  replay: the ring's layout\n\n"
+    "ENVIRONMENT: LABPERF_SYSFS  the sysfs root PMU formats are read from (default /sys)\n\n"
     "EXAMPLE: labperf-agent record -e cpu-clock -c 250000 -o run.lpr -- ./labperf-bench --duration 2\n";
 
 struct ev {
@@ -472,6 +468,10 @@ die("ProfileMe needs an Alpha EV67 or later and a kernel with the ProfileMe seri
 
 /* ---- the perf attr, as opened and as described in the header ---- */
 
+#ifndef __alpha__
+static int kernel_allowed(void);
+#endif
+
 static void make_attr(const struct opts *o, const struct ev *e, int first, int spawned, int multi,
                       struct perf_event_attr *a) {
     memset(a, 0, sizeof *a);
@@ -487,7 +487,9 @@ static void make_attr(const struct opts *o, const struct ev *e, int first, int s
 #ifdef __alpha__
     if (!a->freq && a->sample_period > (1u << 20) - 1) a->sample_period = (1u << 20) - 1; /* the Alpha PMU's cap */
 #else
-    a->exclude_kernel = !o->system; /* Alpha's PMU rejects every exclude_* bit with EPERM */
+    /* perf's rule: kernel mode too where the kernel allows it (Alpha's PMU rejects every
+     * exclude_* bit with EPERM, so there it is always counted). */
+    a->exclude_kernel = !o->system && !kernel_allowed();
     a->exclude_hv = 1;
 #endif
     if (e->type == PERF_TYPE_SOFTWARE && e->config == PERF_COUNT_SW_CONTEXT_SWITCHES && o->off_cpu) {
@@ -1417,6 +1419,74 @@ static void write_ksyms(struct writer *w) {
 }
 
 /* A recording under way: the workload, the rings per CPU, the converter and the file. */
+/* ---- the trailer's USAGE item (common's `Usage`): the recorded CPU time by the kernel ---- */
+
+#ifdef __alpha__
+#define USER_HZ 1024
+#else
+#define USER_HZ 100
+#endif
+
+/* The busy (user, nice; system, irq, softirq) and idle (idle, iowait) ticks of `cpus` in
+ * /proc/stat. */
+static void cpu_ticks(const int *cpus, int n, u64 t[3]) {
+    static char st[32768];
+    long len = lp_read_file("/proc/stat", st, sizeof st - 1);
+    t[0] = t[1] = t[2] = 0;
+    st[len > 0 ? len : 0] = 0;
+    for (char *p = st; *p;) {
+        if (lp_startswith(p, "cpu") && p[3] >= '0' && p[3] <= '9') {
+            char *q = p + 3;
+            int cpu = 0, want = 0;
+            u64 v[7] = {0};
+            while (*q >= '0' && *q <= '9') cpu = cpu * 10 + (*q++ - '0');
+            for (int k = 0; k < n; k++) want |= cpus[k] == cpu;
+            for (int i = 0; i < 7; i++) {
+                while (*q == ' ') q++;
+                while (*q >= '0' && *q <= '9') v[i] = v[i] * 10 + (u64)(*q++ - '0');
+            }
+            if (want) t[0] += v[0] + v[1], t[1] += v[2] + v[5] + v[6], t[2] += v[3] + v[4];
+        }
+        while (*p && *p != '\n') p++;
+        if (*p) p++;
+    }
+}
+
+static u64 ticks_ns(u64 ticks) { return ticks * 1000000000u / USER_HZ; }
+
+/* The USAGE item into `b`: with -a/-C the recorded CPUs' busy time since `t0` (scope 3:
+ * CPUs, their count and idle ns); else the reaped workload's rusage (scope 0). Then user
+ * and system ns, minor and major faults, the resolution in ns. */
+static void usage_item(struct buf *b, int system, const int *cpus, int ncpus, const u64 t0[3]) {
+    struct buf u;
+    buf_init(&u, 64);
+    if (system) {
+        u64 t[3];
+        cpu_ticks(cpus, ncpus, t);
+        buf_varint(&u, 3);
+        buf_varint(&u, (u64)ncpus);
+        buf_varint(&u, ticks_ns(t[2] - t0[2]));
+        buf_varint(&u, ticks_ns(t[0] - t0[0]));
+        buf_varint(&u, ticks_ns(t[1] - t0[1]));
+        buf_varint(&u, 0);
+        buf_varint(&u, 0);
+        buf_varint(&u, ticks_ns(1));
+    } else {
+        struct lp_rusage ch;
+        memset(&ch, 0, sizeof ch);
+        if (SYS2(__NR_getrusage, -1 /* RUSAGE_CHILDREN */, &ch) < 0) return;
+        buf_varint(&u, 0);
+        buf_varint(&u, (u64)ch.ru_utime.tv_sec * 1000000000u + (u64)ch.ru_utime.tv_usec * 1000u);
+        buf_varint(&u, (u64)ch.ru_stime.tv_sec * 1000000000u + (u64)ch.ru_stime.tv_usec * 1000u);
+        buf_varint(&u, (u64)ch.rest[3]); /* ru_minflt */
+        buf_varint(&u, (u64)ch.rest[4]); /* ru_majflt */
+        buf_varint(&u, 1000);
+    }
+    buf_varint(b, 1); /* trailer_item::USAGE */
+    buf_varint(b, u.len);
+    buf_bytes(b, u.p, u.len);
+}
+
 struct rec {
     long pid; /* the workload's, -1 without a command */
     int gate[2], status[2];
@@ -1429,6 +1499,7 @@ struct rec {
     struct conv *c;
     struct writer *w;
     int wstatus, ended;
+    u64 ticks0[3]; /* -a/-C: the CPUs' /proc/stat ticks at the start (usage_item) */
 };
 
 /* With a command: forks the workload, held on the gate pipe until the events are open;
@@ -1543,9 +1614,18 @@ static void create_file(struct rec *r, struct opts *o) {
         r->c->dump_fd = (int)d;
     }
     r->start = lp_clock_ns(LP_CLOCK_MONOTONIC);
+    if (o->system) cpu_ticks(r->cpus, r->ncpus, r->ticks0);
     struct buf h;
-    const char *note = o->replay_ring ? replay_note(o) : r->note;
-    build_header(&h, o, r->attrs, o->nevents, o->replay_ring ? "replay" : "sample", &note, note != 0, r->start);
+    const char *notes[2];
+    int nnotes = 0;
+    if (o->replay_ring) notes[nnotes++] = replay_note(o);
+    else if (r->note) notes[nnotes++] = r->note;
+#ifndef __alpha__
+    /* The host's account of the CPU time says what this leaves unseen (Alpha counts both). */
+    if (!o->replay_ring && !o->system && !kernel_allowed())
+        notes[nnotes++] = "kernel mode not sampled: perf_event_paranoid is above 1 and the agent has neither CAP_PERFMON nor CAP_SYS_ADMIN; run as root, or `sysctl kernel.perf_event_paranoid=1`";
+#endif
+    build_header(&h, o, r->attrs, o->nevents, o->replay_ring ? "replay" : "sample", notes, nnotes, r->start);
     w_header(w, &h);
     write_header_ext(w, o, o->replay_ring != 0);
     r->c->w = w;
@@ -1651,7 +1731,10 @@ static int finish_file(struct rec *r, struct opts *o) {
     SYS2(__NR_getrusage, 0, &ru);
     u64 cpu_ns = (u64)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000u + (u64)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000u;
     int sig = r->wstatus & 0x7f, code = (r->wstatus >> 8) & 0xff;
-    w_trailer(w, 0, c->samples, c->lost, c->throttled, cpu_ns, self_peak_rss_kib((u64)ru.ru_maxrss), code, sig, lp_clock_ns(LP_CLOCK_MONOTONIC) - r->start);
+    struct buf items;
+    buf_init(&items, 64);
+    if (!o->replay_ring) usage_item(&items, o->system, r->cpus, r->ncpus, r->ticks0);
+    w_trailer(w, &items, c->samples, c->lost, c->throttled, cpu_ns, self_peak_rss_kib((u64)ru.ru_maxrss), code, sig, lp_clock_ns(LP_CLOCK_MONOTONIC) - r->start);
     if (w_finish(w) < 0) die_write(w, o->output);
     /* A command --duration stopped: the recording is what was asked, so 0; the trailer keeps the signal. */
     if (o->ncommand && !r->ended) sig = code = 0;
@@ -1969,7 +2052,10 @@ static int stat_finish(struct stat_run *s, const struct opts *o) {
         memset(&ru, 0, sizeof ru);
         SYS2(__NR_getrusage, 0, &ru);
         u64 cpu_ns = (u64)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000u + (u64)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000u;
-        w_trailer(s->w, 0, 0, 0, 0, cpu_ns, self_peak_rss_kib((u64)ru.ru_maxrss), code, sig, lp_clock_ns(LP_CLOCK_MONOTONIC) - s->r.start);
+        struct buf items;
+        buf_init(&items, 64);
+        usage_item(&items, o->system, s->r.cpus, s->r.ncpus, s->r.ticks0);
+        w_trailer(s->w, &items, 0, 0, 0, cpu_ns, self_peak_rss_kib((u64)ru.ru_maxrss), code, sig, lp_clock_ns(LP_CLOCK_MONOTONIC) - s->r.start);
         if (w_finish(s->w) < 0) die_write(s->w, o->output);
     }
     if (o->ncommand && !s->ended) sig = code = 0;
@@ -1999,6 +2085,7 @@ static int stat_cmd(struct opts *o, char **envp) {
     spawn_workload(&s.r, o, envp);
     stat_open(&s, o);
     s.r.start = lp_clock_ns(LP_CLOCK_MONOTONIC);
+    if (o->system) cpu_ticks(s.r.cpus, s.r.ncpus, s.r.ticks0);
     if (o->output_given) {
         s.w = lp_alloc(sizeof *s.w);
         if (w_open(s.w, o->output, o->flush_ms) < 0) die_open(s.w, o->output);

@@ -248,9 +248,8 @@ void w_long(struct writer *w, u8 tag, const struct buf *body) {
     maybe_flush(w);
 }
 
-void w_trailer(struct writer *w, const struct buf *unused, u64 samples, u64 lost, u64 throttled, u64 cpu_ns,
+void w_trailer(struct writer *w, const struct buf *items, u64 samples, u64 lost, u64 throttled, u64 cpu_ns,
                u64 rss_kib, int exit_code, int exit_signal, u64 duration_ns) {
-    (void)unused;
     w_flush(w);
     struct buf t;
     buf_init(&t, 128);
@@ -272,5 +271,6 @@ void w_trailer(struct writer *w, const struct buf *unused, u64 samples, u64 lost
         buf_u8(&t, 0);
     }
     buf_varint(&t, duration_ns);
+    if (items) buf_bytes(&t, items->p, items->len); /* the trailer extension */
     frame(w, 3, 0, t.p, t.len);
 }

@@ -74,7 +74,9 @@ void w_sample(struct writer *w, const struct lp_sample *s);
 void w_long(struct writer *w, u8 tag, const struct buf *body);
 void w_flush(struct writer *w);
 void w_tick(struct writer *w);
-void w_trailer(struct writer *w, const struct buf *postcard_trailer_without_counts, u64 samples, u64 lost,
+/* The trailer frame: the postcard Trailer, then `items` (the trailer extension's tagged
+ * items, or none when null). */
+void w_trailer(struct writer *w, const struct buf *items, u64 samples, u64 lost,
                u64 throttled, u64 cpu_ns, u64 rss_kib, int exit_code, int exit_signal, u64 duration_ns);
 
 #define TAG_SAMPLE 0x00

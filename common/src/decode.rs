@@ -7,7 +7,7 @@ use crate::model::*;
 use crate::ustack;
 use crate::varint::{get_i64, get_u64};
 use crate::wire::{
-    ext_item, sample_flag as sf, stack_budget, tag, FRAME_HEADER, FRAME_HEADER_EXT,
+    ext_item, sample_flag as sf, stack_budget, tag, trailer_item, FRAME_HEADER, FRAME_HEADER_EXT,
     FRAME_HEADER_LEN, FRAME_RECORDS, FRAME_SYNC, FRAME_TRAILER, MAGIC, MAX_CALLCHAIN, MAX_KSYMS,
     MAX_VALUES, MAX_VDSO, PRELUDE_LEN,
 };
@@ -120,6 +120,8 @@ pub enum Event {
     HeaderExt(Box<HeaderExt>),
     Record(Record),
     Trailer(Box<Trailer>),
+    /// The trailer's extension items (right after [`Event::Trailer`], when it has any).
+    TrailerExt(Box<TrailerExt>),
     Damage(Damage),
 }
 
@@ -550,10 +552,25 @@ impl Decoder {
                     records_lost: Some(0),
                 }),
             },
-            FRAME_TRAILER => match postcard::from_bytes::<Trailer>(payload.bytes()) {
-                Ok(t) => {
+            FRAME_TRAILER => match postcard::take_from_bytes::<Trailer>(payload.bytes()) {
+                Ok((t, rest)) => {
                     self.saw_trailer = true;
                     self.pending.push_back(Event::Trailer(Box::new(t)));
+                    if !rest.is_empty() {
+                        let (x, ok) = decode_trailer_ext(rest);
+                        if !ok {
+                            self.damage(Damage {
+                                offset: self.abs(at),
+                                len: payload.bytes().len() as u64,
+                                reason: DamageReason::BadRecords(
+                                    "undecodable trailer-extension item",
+                                ),
+                                frames_lost: 0,
+                                records_lost: Some(0),
+                            });
+                        }
+                        self.pending.push_back(Event::TrailerExt(Box::new(x)));
+                    }
                 }
                 Err(_) => self.damage(Damage {
                     offset: self.abs(at),
@@ -584,25 +601,47 @@ impl Decoder {
     }
 }
 
+/// The next `varint tag | varint len | body` item of an extension payload at `pos`.
+fn next_item<'a>(p: &'a [u8], pos: &mut usize) -> Result<(u64, &'a [u8]), DecodeError> {
+    let tag = get_u64(p, pos)?;
+    let len = usize::try_from(get_u64(p, pos)?)
+        .map_err(|_| DecodeError::Malformed("item length too large"))?;
+    let end = pos
+        .checked_add(len)
+        .filter(|&e| e <= p.len())
+        .ok_or(DecodeError::UnexpectedEof)?;
+    let body = &p[*pos..end];
+    *pos = end;
+    Ok((tag, body))
+}
+
+/// Decodes the items after a trailer's postcard body; `false` when an item was cut or did
+/// not decode (the items before it are kept).
+pub fn decode_trailer_ext(p: &[u8]) -> (TrailerExt, bool) {
+    let mut x = TrailerExt::default();
+    let mut pos = 0;
+    while pos < p.len() {
+        let Ok((tag, body)) = next_item(p, &mut pos) else {
+            return (x, false);
+        };
+        match tag {
+            trailer_item::USAGE => match postcard::from_bytes::<Usage>(body) {
+                Ok(u) => x.usage = Some(u),
+                Err(_) => return (x, false),
+            },
+            _ => x.unknown_items = x.unknown_items.saturating_add(1),
+        }
+    }
+    (x, true)
+}
+
 /// Decodes a header-extension payload; `false` when an item was cut or did not decode
 /// (the items before it are kept).
 pub fn decode_header_ext(p: &[u8]) -> (HeaderExt, bool) {
     let mut x = HeaderExt::default();
     let mut pos = 0;
     while pos < p.len() {
-        let item = (|| {
-            let tag = get_u64(p, &mut pos)?;
-            let len = usize::try_from(get_u64(p, &mut pos)?)
-                .map_err(|_| DecodeError::Malformed("item length too large"))?;
-            let end = pos
-                .checked_add(len)
-                .filter(|&e| e <= p.len())
-                .ok_or(DecodeError::UnexpectedEof)?;
-            let body = &p[pos..end];
-            pos = end;
-            Ok::<_, DecodeError>((tag, body))
-        })();
-        let Ok((tag, body)) = item else {
+        let Ok((tag, body)) = next_item(p, &mut pos) else {
             return (x, false);
         };
         match tag {
@@ -1151,6 +1190,7 @@ pub struct Decoded {
     pub header_ext: Option<HeaderExt>,
     pub records: Vec<Record>,
     pub trailer: Option<Trailer>,
+    pub trailer_ext: Option<TrailerExt>,
     pub damage: Vec<Damage>,
     pub losses: Losses,
 }
@@ -1178,6 +1218,7 @@ pub fn decode_all(bytes: &[u8]) -> Decoded {
             Event::HeaderExt(x) => out.header_ext = Some(*x),
             Event::Record(r) => out.records.push(r),
             Event::Trailer(t) => out.trailer = Some(*t),
+            Event::TrailerExt(x) => out.trailer_ext = Some(*x),
             Event::Damage(dm) => out.damage.push(dm),
         }
     }

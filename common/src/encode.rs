@@ -6,8 +6,8 @@ use crate::model::*;
 use crate::ustack;
 use crate::varint::{put_i64, put_u64};
 use crate::wire::{
-    ext_item, prelude, sample_flag as sf, tag, FRAME_HEADER, FRAME_HEADER_EXT, FRAME_RECORDS,
-    FRAME_TRAILER, PRELUDE_LEN, WIRE_VERSION,
+    ext_item, prelude, sample_flag as sf, tag, trailer_item, FRAME_HEADER, FRAME_HEADER_EXT,
+    FRAME_RECORDS, FRAME_TRAILER, PRELUDE_LEN, WIRE_VERSION,
 };
 use alloc::vec::Vec;
 
@@ -248,11 +248,17 @@ impl Encoder {
     /// Flushes whatever is open, then returns it followed by the trailer frame.
     /// `t.records` and `t.frames` are filled in from the encoder's counts.
     pub fn trailer_frame(&mut self, t: &Trailer) -> Vec<u8> {
+        self.trailer_frame_ext(t, &TrailerExt::default())
+    }
+
+    /// [`Encoder::trailer_frame`] with the trailer extension's items after the trailer.
+    pub fn trailer_frame_ext(&mut self, t: &Trailer, x: &TrailerExt) -> Vec<u8> {
         let mut out = self.flush().unwrap_or_default();
         let mut t = t.clone();
         t.records = self.records_before;
         t.frames = self.frames;
-        let payload = to_vec(&t);
+        let mut payload = to_vec(&t);
+        payload.extend_from_slice(&encode_trailer_ext(x));
         out.extend_from_slice(&frame::build(
             FRAME_TRAILER,
             self.seq,
@@ -281,6 +287,18 @@ pub fn encode_header_ext(x: &HeaderExt) -> Vec<u8> {
     }
     if let Some(v) = &x.vdso {
         item(ext_item::VDSO, v);
+    }
+    p
+}
+
+/// The items a trailer frame carries after its [`Trailer`]: `varint tag | varint len | body`.
+pub fn encode_trailer_ext(x: &TrailerExt) -> Vec<u8> {
+    let mut p = Vec::new();
+    if let Some(u) = &x.usage {
+        let body = to_vec(u);
+        put_u64(&mut p, trailer_item::USAGE);
+        put_u64(&mut p, body.len() as u64);
+        p.extend_from_slice(&body);
     }
     p
 }

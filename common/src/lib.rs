@@ -13,7 +13,8 @@
 //! frame     header frame (kind 1, seq 0): postcard(Header)
 //! frame     header-extension frame (kind 4, seq 1): tagged items, see below (version 2 on)
 //! frame*    records frames (kind 2, seq 2, 3, ...): a run of records, see below
-//! frame     trailer frame (kind 3, last seq): postcard(Trailer), written on a clean finish only
+//! frame     trailer frame (kind 3, last seq): postcard(Trailer) then the trailer extension's
+//!           items (see below), written on a clean finish only
 //! ```
 //!
 //! Version 1 files have no header-extension frame (their records frames start at seq 1).
@@ -67,6 +68,20 @@
 //!
 //! [`HeaderExt`] is the decoded form. A file without the frame (version 1) has no recipe:
 //! [`Recipe::from_legacy_mode`] derives it from the mode string and the events.
+//!
+//! ## The trailer extension
+//!
+//! The [`Trailer`] cannot grow either: what it gains travels after its postcard body, in
+//! the same frame payload, as items `varint tag | varint length | body` (as the header
+//! extension's; readers skip tags they do not know, and an older reader, which decodes the
+//! postcard body alone, never sees them). Tags ([`trailer_item`]):
+//!
+//! * `1` USAGE: postcard([`Usage`]), the CPU time of what was recorded by the kernel's own
+//!   accounting (the workload's rusage once it was reaped, an attached process's or
+//!   thread's `/proc` times, or the recorded CPUs' `/proc/stat` busy time), which reports
+//!   set beside the time their samples cover.
+//!
+//! [`TrailerExt`] is the decoded form.
 //!
 //! ## Records (frame kind 2)
 //!
@@ -137,8 +152,8 @@
 //! | 2 | the header-extension frame (kind 4) with the RECIPE and REPLAYED items |
 //!
 //! Within version 2, additions that older readers skip by their length (no new version):
-//! the header extension's VDSO item, the KSYMS long record (`0x17`) and the USTACK record
-//! (`0x18`) after a sample.
+//! the header extension's VDSO item, the KSYMS long record (`0x17`), the USTACK record
+//! (`0x18`) after a sample, and the trailer extension with its USAGE item.
 //!
 //! # Limits a reader enforces
 //!

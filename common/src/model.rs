@@ -390,6 +390,51 @@ pub struct Trailer {
     pub duration_ns: u64,
 }
 
+/// Whose CPU time a [`Usage`] counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum UsageScope {
+    /// The workload the agent started, with every descendant that was waited for
+    /// (`getrusage(RUSAGE_CHILDREN)` once the workload was reaped: the kernel's rusage).
+    Workload,
+    /// The process attached to (`-p`): its `/proc/PID/stat` utime and stime (with those of
+    /// the children it waited for) from the attach to the end, or to its last reading
+    /// before it ended.
+    Process,
+    /// The thread attached to (`-t`): its `/proc/PID/task/TID/stat`, likewise.
+    Thread,
+    /// The CPUs recorded (`-a`/`-C`): `/proc/stat`'s busy time of those CPUs from start to
+    /// end (user and nice as user; system, irq and softirq as system), `cpus` of them, and
+    /// their idle time (idle and iowait) beside it.
+    Cpus { cpus: u32, idle_ns: u64 },
+}
+
+/// The CPU time of what was recorded by the kernel's own accounting (trailer item
+/// [`crate::trailer_item::USAGE`]): what a report's samples are checked against.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub scope: UsageScope,
+    /// CPU time in user mode, ns.
+    pub user_ns: u64,
+    /// CPU time in kernel mode, ns.
+    pub system_ns: u64,
+    /// Page faults served without I/O, and with I/O (0 where the scope has none: CPUs).
+    pub minor_faults: u64,
+    pub major_faults: u64,
+    /// How fine the times above are, ns: 1,000 for rusage (microseconds), a clock tick
+    /// (10,000,000 at USER_HZ 100) for `/proc`.
+    pub resolution_ns: u64,
+}
+
+/// What the trailer frame carries after the [`Trailer`] (wire version 2 on): tagged items,
+/// as the header extension's.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TrailerExt {
+    /// Item 1: the recorded CPU time by the kernel's accounting.
+    pub usage: Option<Usage>,
+    /// Items of tags this decoder does not know (skipped).
+    pub unknown_items: u32,
+}
+
 /// How strobed windows were made (see [`Recipe::Strobe`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum StrobeMode {

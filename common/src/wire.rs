@@ -64,6 +64,11 @@ pub mod ext_item {
     pub const VDSO: u64 = 3;
 }
 
+/// Trailer-extension item tags (the items after the trailer's postcard body).
+pub mod trailer_item {
+    pub const USAGE: u64 = 1;
+}
+
 /// Largest vDSO image a header extension carries (kernels map 1 to 4 pages).
 pub const MAX_VDSO: usize = 64 << 10;
 

@@ -445,6 +445,43 @@ pub fn encode_stacks() -> Vec<u8> {
     file
 }
 
+/// The trailer extension of `tests/data/v2-usage/record.lpr`: the workload's CPU time.
+pub fn usage() -> TrailerExt {
+    TrailerExt {
+        usage: Some(Usage {
+            scope: UsageScope::Workload,
+            user_ns: 1_050_000_000,
+            system_ns: 49_000_000,
+            minor_faults: 312,
+            major_faults: 2,
+            resolution_ns: 1_000,
+        }),
+        ..Default::default()
+    }
+}
+
+/// The bytes of `tests/data/v2-usage/record.lpr`: the sample golden's header and records,
+/// its trailer followed by the trailer extension's USAGE item (an addition within version
+/// 2 that older readers never see: they decode the trailer's postcard body alone).
+pub fn encode_usage() -> Vec<u8> {
+    let mut enc = Encoder::new();
+    let mut file = prelude(WIRE_VERSION_2).to_vec();
+    file.extend(enc.header_frame(&header(Kind::Sample)));
+    file.extend(enc.header_ext_frame(&HeaderExt {
+        recipe: Some(recipe(Kind::Sample)),
+        replayed: false,
+        ..Default::default()
+    }));
+    for f in frames(Kind::Sample) {
+        for r in &f {
+            enc.push(r);
+        }
+        file.extend(enc.flush().unwrap());
+    }
+    file.extend(enc.trailer_frame_ext(&trailer(Kind::Sample), &usage()));
+    file
+}
+
 /// The ring the C agent's golden file was replayed from: side band and ProfileMe samples.
 pub fn c_golden_ring() -> crate::ring::Ring {
     use crate::ring::*;
@@ -537,6 +574,19 @@ pub fn write_missing(agents_dir: &Path) -> Vec<PathBuf> {
         std::fs::write(
             d.join("README.md"),
             "# v2-stacks: wire version 2, synthetic (sample header)\n\nWritten by `tests/src/golden.rs` (`stack_frames`, `encode_stacks`; `cargo xtask bless golden`). `record.lpr` holds what version 2 gained that older readers skip by length: samples with user stacks (USTACK records coded against the thread's previous stack: literal, repeated with a changed word, another thread's, a new frame starting over) and kernel symbols (KSYMS, named and hidden). `dump.txt` is `labperf dump` of it. `tests/golden.rs` checks that the file decodes to exactly those records, that today's encoder writes it byte for byte, and that `labperf dump` still prints `dump.txt`. Never regenerate this directory.\n",
+        )
+        .unwrap();
+        written.push(d);
+    }
+    let d = root().join("tests/data/v2-usage");
+    if !d.exists() {
+        std::fs::create_dir_all(&d).unwrap();
+        let f = d.join("record.lpr");
+        std::fs::write(&f, encode_usage()).unwrap();
+        std::fs::write(d.join("dump.txt"), dump(&f)).unwrap();
+        std::fs::write(
+            d.join("README.md"),
+            "# v2-usage: wire version 2, synthetic (sample header)\n\nWritten by `tests/src/golden.rs` (`usage`, `encode_usage`; `cargo xtask bless golden`). `record.lpr` is the sample golden's header and records with a trailer extension: the trailer's postcard body followed by the USAGE item (the workload's CPU time by the kernel's accounting), which version 2 gained without a new version (older readers decode the trailer's body alone). `dump.txt` is `labperf dump` of it (its `USAGE` line). `tests/golden.rs` checks that the file decodes to exactly those records and that usage, that today's encoder writes it byte for byte, and that `labperf dump` still prints `dump.txt`. Never regenerate this directory.\n",
         )
         .unwrap();
         written.push(d);

@@ -261,6 +261,40 @@ fn synthetic_goldens_of_every_version_decode_exactly_and_reencode_byte_for_byte(
     assert_eq!(checked, 6);
 }
 
+#[test]
+fn usage_golden_decodes_exactly_and_reencodes_byte_for_byte() {
+    let d = root().join("tests/data/v2-usage");
+    let bytes = std::fs::read(d.join("record.lpr")).unwrap();
+    assert!(
+        bytes == golden::encode_usage(),
+        "v2-usage: the encoder no longer writes the golden bytes"
+    );
+    let dec = decode_all(&bytes);
+    assert!(dec.losses.is_clean(), "{:?}", dec.damage);
+    let want: Vec<Record> = golden::frames(Kind::Sample).into_iter().flatten().collect();
+    assert_eq!(dec.records, want);
+    assert_eq!(dec.trailer_ext, Some(golden::usage()));
+    assert_eq!(
+        dec.trailer.unwrap().samples,
+        golden::trailer(Kind::Sample).samples
+    );
+    assert_eq!(
+        dump(&d.join("record.lpr")),
+        std::fs::read_to_string(d.join("dump.txt")).unwrap()
+    );
+    // An older reader decodes the trailer's postcard body alone (postcard's from_bytes,
+    // which leaves what follows): the item is after it.
+    let t = labperf_common::Encoder::new()
+        .trailer_frame_ext(&golden::trailer(Kind::Sample), &golden::usage());
+    let body = &t[labperf_common::FRAME_HEADER_LEN..];
+    let (old, rest) = postcard::take_from_bytes::<labperf_common::Trailer>(body).unwrap();
+    assert_eq!(old.samples, golden::trailer(Kind::Sample).samples);
+    assert_eq!(
+        rest,
+        labperf_common::encode::encode_trailer_ext(&golden::usage())
+    );
+}
+
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
@@ -318,6 +352,39 @@ fn postcard_bytes_of_the_header_trailer_and_recipes_are_frozen() {
         ..Default::default()
     };
     assert!(!labperf_common::decode::decode_header_ext(&encode_header_ext(&big)).1);
+    // The trailer extension's USAGE item, as agents/alpha/agent.c's usage_item writes it:
+    // 01 (USAGE) | 0f (length) | 00 Workload | 80f5d6f403 (1.05e9 ns) | c0dcae17 (49e6 ns)
+    // | b802 (312) | 02 | e807 (1000 ns); with -a, 03 Cpus, then the count and the idle ns.
+    use labperf_common::encode::encode_trailer_ext;
+    assert_eq!(
+        hex(&encode_trailer_ext(&golden::usage())),
+        "010f0080f5d6f403c0dcae17b80202e807"
+    );
+    let cpus = labperf_common::TrailerExt {
+        usage: Some(labperf_common::Usage {
+            scope: labperf_common::UsageScope::Cpus {
+                cpus: 2,
+                idle_ns: 10_000_000,
+            },
+            user_ns: 20_000_000,
+            system_ns: 0,
+            minor_faults: 0,
+            major_faults: 0,
+            resolution_ns: 10_000_000,
+        }),
+        ..Default::default()
+    };
+    assert_eq!(
+        hex(&encode_trailer_ext(&cpus)),
+        "0111030280ade20480dac40900000080ade204"
+    );
+    let (back, ok) = labperf_common::decode::decode_trailer_ext(&encode_trailer_ext(&cpus));
+    assert!(ok);
+    assert_eq!(back, cpus);
+    // An item of a tag this reader does not know is skipped, a cut one is damage.
+    let (x, ok) = labperf_common::decode::decode_trailer_ext(&[0x7f, 0x01, 0xaa]);
+    assert!(ok && x.usage.is_none() && x.unknown_items == 1);
+    assert!(!labperf_common::decode::decode_trailer_ext(&[0x01, 0x05, 0x00]).1);
 }
 
 /// postcard(golden::header(Kind::Stat)), checked field by field against the spec once:

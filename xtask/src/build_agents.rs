@@ -150,13 +150,21 @@ pub fn build_c(cc: &str, arch_file: &str, dir: &str) -> anyhow::Result<String> {
     } else {
         &[]
     };
+    // The agent unwinds nothing: no unwind tables, and no function nothing calls (the Alpha
+    // build must fit its 64 KiB budget, whose text ends where the next 8 KiB page starts).
+    let lean = [
+        "-fno-asynchronous-unwind-tables",
+        "-fno-unwind-tables",
+        "-ffunction-sections",
+        "-Wl,--gc-sections",
+    ];
     let (agent, bench) = (
         out.join(".labperf-agent.tmp"),
         out.join(".labperf-bench.tmp"),
     );
     cmd!(
         sh,
-        "{cc} {flags...} {pie...} -s -Os -o {agent} {arch_file} lib.c writer.c agent.c -lgcc"
+        "{cc} {flags...} {pie...} {lean...} -s -Os -o {agent} {arch_file} lib.c writer.c agent.c -lgcc"
     )
     .run()
     .with_context(|| {

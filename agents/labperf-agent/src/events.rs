@@ -50,6 +50,8 @@ pub struct EventSpec {
     pub kernel: bool,
     /// `:u` or nothing: count user mode.
     pub user: bool,
+    /// `:u` or `:k` given: the modes are the event's own, not perf's default rule.
+    pub modes: bool,
 }
 
 impl EventSpec {
@@ -126,6 +128,7 @@ pub fn parse_in(sysfs: &str, s: &str) -> Result<EventSpec, String> {
         config2: 0,
         kernel,
         user,
+        modes: mods.contains(['u', 'k']),
     };
     if let Some(&(_, c)) = HW.iter().find(|(n, _)| *n == body) {
         e.config = c;

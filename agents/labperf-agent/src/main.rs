@@ -48,6 +48,7 @@ mod status;
 mod strobe;
 mod sys;
 mod topdown;
+mod usage;
 mod workload;
 
 pub const VERSION: &str = concat!("labperf-agent ", env!("CARGO_PKG_VERSION"));

@@ -10,7 +10,7 @@ use crate::rt::File;
 use crate::rt::Instant;
 use crate::status::Fail;
 use core::time::Duration;
-use labperf_common::{Encoder, Header, HeaderExt, Record, Trailer};
+use labperf_common::{Encoder, Header, HeaderExt, Record, Trailer, TrailerExt};
 
 /// Largest records frame before it is closed early.
 pub const FRAME_BYTES: usize = 64 * 1024;
@@ -121,7 +121,7 @@ impl Out {
 
     /// Writes the kernel functions the samples name (when there are kernel addresses),
     /// the trailer, syncs, and renames the file into place; returns its size.
-    pub fn finish(mut self, t: &Trailer) -> Result<u64, Fail> {
+    pub fn finish(mut self, t: &Trailer, x: &TrailerExt) -> Result<u64, Fail> {
         let kernel = core::mem::take(&mut self.kernel);
         if !kernel.is_empty() {
             // Unreadable: the kernel addresses stay unnamed (the host shows addresses).
@@ -134,7 +134,7 @@ impl Out {
                 }
             }
         }
-        let f = self.enc.trailer_frame(t);
+        let f = self.enc.trailer_frame_ext(t, x);
         self.write(&f)?;
         // A device or a FIFO has its bytes: nothing is synced or renamed there.
         let Some(path) = &self.path else {

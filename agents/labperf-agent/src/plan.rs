@@ -64,7 +64,7 @@ pub fn print(verb: &str, o: &Opts) -> Result<String, String> {
         "stat" => {
             for n in stat::names(o) {
                 let mut spec = events::parse(&n)?;
-                spec.kernel |= sys::kernel_allowed() && !n.contains(':');
+                spec.kernel |= sys::kernel_allowed() && !spec.modes;
                 let p = stat::plan_for(spec, spawned, inherit);
                 line(&mut s, &p, None, "pid=CMD cpu=-1");
             }

@@ -9,6 +9,7 @@ use crate::out::Out;
 use crate::perf::{self, AttrPlan, Fd, Ring};
 use crate::rt::Instant;
 use crate::status::Fail;
+use crate::usage::Meter;
 use crate::workload::{self, Workload, SIGNALLED};
 use crate::{strobe, sys, Opts};
 use core::sync::atomic::Ordering;
@@ -69,6 +70,20 @@ pub enum Target {
 }
 
 impl Target {
+    /// Where the target's CPU time is read for the trailer (from now on).
+    pub fn meter(&self, o: &Opts) -> Meter {
+        match self {
+            Target::Spawned(_) => Meter::workload(),
+            Target::Attached(p, t) => Meter::attached(*p, *t),
+            Target::System(_) => {
+                let cpus: Vec<u32> = (o.cpus.iter().flatten())
+                    .filter_map(|&c| u32::try_from(c).ok())
+                    .collect();
+                Meter::cpus(&cpus)
+            }
+        }
+    }
+
     pub fn new(o: &Opts) -> Result<Target, String> {
         if o.cpus.is_some() {
             sys::may_record_cpus()?;
@@ -309,11 +324,12 @@ pub fn asked_specs(o: &Opts) -> Result<Vec<(EventSpec, Option<usize>)>, String> 
         let (list, g) = events::parse_list(a)?;
         let leader = specs.len();
         for (i, mut s) in list.into_iter().enumerate() {
-            // The whole machine: kernel mode too unless the event says :u or :k (as perf);
-            // so with --off-cpu where allowed, so that on-CPU and off-CPU time add up to
-            // the wall-clock time (a thread's CPU time in the kernel is on the CPU too).
-            let all_modes = o.cpus.is_some() || (o.off_cpu && sys::kernel_allowed());
-            s.kernel |= all_modes && !a.contains(':');
+            // perf's rule: kernel mode too unless the event says :u or :k, wherever the
+            // kernel allows it (root, CAP_PERFMON or perf_event_paranoid <= 1; the whole
+            // machine needs that anyway). Where it does not, the host's account of the
+            // workload's CPU time says how much the samples leave unseen.
+            let all_modes = o.cpus.is_some() || sys::kernel_allowed();
+            s.kernel |= all_modes && !s.modes;
             specs.push((s, if g && i > 0 { Some(leader) } else { None }));
         }
     }
@@ -432,6 +448,11 @@ fn open_all(o: &Opts, target: &Target) -> Result<Opened, String> {
         .any(|(s, _)| s.name == offcpu::EVENT_NAME && !s.kernel)
     {
         notice(&mut notes, "--off-cpu: a thread's switches are seen in kernel mode only, which needs perf_event_paranoid <= 1 or CAP_PERFMON: each thread's time off the CPU is recorded without the stack it blocked in".into());
+    }
+    if specs.iter().any(|(s, _)| !s.kernel && !s.modes) {
+        // Not printed: the host's account says how much CPU time this leaves unseen.
+        let (paranoid, _) = sys::paranoid_and_caps();
+        notes.push(format!("kernel mode not sampled: perf_event_paranoid is {paranoid} and the agent has neither CAP_PERFMON nor CAP_SYS_ADMIN; run as root, or `sysctl kernel.perf_event_paranoid=1`"));
     }
     let grouped = specs.iter().any(|(_, l)| l.is_some()) || o.metrics;
     let spawned = matches!(target, Target::Spawned(_));
@@ -779,7 +800,12 @@ impl Sink {
     /// Writes the trailer (samples: those written; dropped: those the decimator left
     /// out, so samples + dropped = the samples the kernel gave) and renames the file
     /// into place; returns the file's size.
-    pub fn finish(mut self, exit: &ExitStatus, start: u64) -> Result<(u64, Trailer), Fail> {
+    pub fn finish(
+        mut self,
+        exit: &ExitStatus,
+        start: u64,
+        usage: Option<labperf_common::Usage>,
+    ) -> Result<(u64, Trailer), Fail> {
         let end = sys::clock_ns(libc::CLOCK_MONOTONIC);
         if let Some(p) = self.offcpu.as_mut() {
             let done = p.finish(end);
@@ -797,7 +823,11 @@ impl Sink {
             duration_ns: end.saturating_sub(start),
             ..Default::default()
         };
-        let bytes = self.out.finish(&trailer)?;
+        let ext = labperf_common::TrailerExt {
+            usage,
+            ..Default::default()
+        };
+        let bytes = self.out.finish(&trailer, &ext)?;
         Ok((bytes, trailer))
     }
 }
@@ -1036,6 +1066,9 @@ pub fn run(o: &Opts) -> Result<i32, Fail> {
     let mut sink = Sink::new(layout, opened.strobe, out);
     sink.offcpu = off_cpu_pairer(&opened);
     let mut target = target;
+    // Read before the events are enabled, as after they are disabled: the CPU time's span
+    // holds the samples' (an attached process's or the CPUs' time; a workload's is whole).
+    let mut meter = target.meter(o);
     if !matches!(target, Target::Spawned(_)) {
         synthesize_all(&target, &mut sink.out)?;
         for fd in opened.rings.iter().map(|(f, _)| f).chain(&opened.fds) {
@@ -1076,6 +1109,7 @@ pub fn run(o: &Opts) -> Result<i32, Fail> {
         {
             break;
         }
+        meter.tick();
         if ended(&target, pid, sig, &mut forwarded, &mut exit) {
             break;
         }
@@ -1104,7 +1138,7 @@ pub fn run(o: &Opts) -> Result<i32, Fail> {
         return Err(e);
     }
     let sampled = sink.conv.sampled;
-    let (bytes, trailer) = sink.finish(&exit, start)?;
+    let (bytes, trailer) = sink.finish(&exit, start, meter.finish())?;
     wrote(&trailer, bytes, &path);
     unsampled(&opened, sampled);
     Ok(if stopped {
@@ -1180,7 +1214,7 @@ pub fn replay(o: &Opts, ring: &str) -> Result<i32, Fail> {
     for rec in crate::convert::dump_records(&dump) {
         sink.take(rec?)?;
     }
-    let (bytes, trailer) = sink.finish(&ExitStatus::default(), start)?;
+    let (bytes, trailer) = sink.finish(&ExitStatus::default(), start, None)?;
     wrote(&trailer, bytes, &path);
     Ok(0)
 }
@@ -1278,7 +1312,7 @@ mod tests {
                 ))
                 .unwrap();
             }
-            let (_, t) = sink.finish(&ExitStatus::default(), 0).unwrap();
+            let (_, t) = sink.finish(&ExitStatus::default(), 0, None).unwrap();
             let d = decode_all(&std::fs::read(path).unwrap());
             let in_file = d
                 .records

@@ -181,6 +181,7 @@ pub fn run(o: &Opts) -> Result<i32, Fail> {
     };
     let start = sys::clock_ns(libc::CLOCK_MONOTONIC);
     let mut out = create(o, descs, Recipe::Stat, false, notes, start)?;
+    let meter = target.meter(o);
     // The elapsed time starts before the counters are enabled and the workload's exec, as
     // perf's (`go` waits for it): no counter's span then starts before it, so a CPU's
     // clock never reads more than the elapsed time (`-a`: "CPUs utilized" at most the
@@ -216,7 +217,7 @@ pub fn run(o: &Opts) -> Result<i32, Fail> {
             seconds(t0.elapsed().as_nanos() as u64)
         );
     }
-    finish(out, totals, t0, &exit, start)
+    finish(out, totals, t0, &exit, start, meter)
 }
 
 /// The counters opened, their descriptions for the file's header, and the notices of the
@@ -250,7 +251,7 @@ fn open_counters(o: &Opts, target: &Target) -> Result<Counters, Fail> {
     for n in &names {
         let mut spec = events::parse(n)?;
         // Kernel mode too, by perf's rule, unless the name says :u or :k.
-        spec.kernel |= kernel && !n.contains(':');
+        spec.kernel |= kernel && !spec.modes;
         let plan = plan_for(spec, spawned, inherit);
         match open_each(&plan, &tids, &cpus) {
             Ok(fds) => {
@@ -406,6 +407,7 @@ fn run_topdown(o: &Opts) -> Result<i32, Fail> {
     };
     let start = sys::clock_ns(libc::CLOCK_MONOTONIC);
     let out = create(o, descs, recipe, replay, notes, start)?;
+    let meter = target.meter(o);
     if o.interval_ms.is_none() {
         eprintln!("{}", labperf_common::topdown::LONG_RUN_WARNING);
     }
@@ -434,7 +436,7 @@ fn run_topdown(o: &Opts) -> Result<i32, Fail> {
         topdown::header_line(&r, "total", false),
         labperf_common::topdown::table_line("total", None, &topdown::cells(&r, &totals))
     );
-    finish(out, counts_of(&totals), t0, &exit, start)
+    finish(out, counts_of(&totals), t0, &exit, start, meter)
 }
 
 /// The TopDown recipe, whether the reads are replayed, their source, the header's notes.
@@ -536,6 +538,7 @@ fn finish(
     t0: Instant,
     exit: &ExitStatus,
     start: u64,
+    meter: crate::usage::Meter,
 ) -> Result<i32, Fail> {
     if let Some(mut out) = out {
         out.push(&Record::Interval(Interval {
@@ -545,13 +548,20 @@ fn finish(
             counts: totals,
         }))?;
         let (cpu_ns, rss) = sys::self_usage();
-        out.finish(&Trailer {
-            agent_cpu_ns: cpu_ns,
-            agent_peak_rss_kib: rss,
-            exit: exit.clone(),
-            duration_ns: sys::clock_ns(libc::CLOCK_MONOTONIC).saturating_sub(start),
+        let ext = TrailerExt {
+            usage: meter.finish(),
             ..Default::default()
-        })?;
+        };
+        out.finish(
+            &Trailer {
+                agent_cpu_ns: cpu_ns,
+                agent_peak_rss_kib: rss,
+                exit: exit.clone(),
+                duration_ns: sys::clock_ns(libc::CLOCK_MONOTONIC).saturating_sub(start),
+                ..Default::default()
+            },
+            &ext,
+        )?;
     }
     Ok(workload::exit_code(exit))
 }

@@ -75,6 +75,9 @@ pub fn run(a: &Args) -> Result<()> {
         )
         .ok();
     }
+    if let Some(u) = info.trailer_ext.as_ref().and_then(|x| x.usage.as_ref()) {
+        writeln!(out, "USAGE {}", labperf::views::dump::usage_line(u)).ok();
+    }
     for d in &info.damage {
         writeln!(out, "DAMAGE {d}").ok();
     }

@@ -65,6 +65,13 @@ pub fn run(a: &Args) -> Result<()> {
     let command = info.header.as_ref().map_or(&[][..], |h| &h.command[..]);
     print_trailer(info.trailer.as_ref(), alpha, command);
     println!("kernel lost:     {}", plural(lost, "record", "records"));
+    // What the samples cover of the CPU time the kernel accounted, as every report says it.
+    if let Some(acc) = labperf::record::account::of(&info) {
+        println!("CPU time:        {}", show(&acc.line));
+        for w in &acc.warnings {
+            println!("  - {}", show(w));
+        }
+    }
     // How far the call stacks reach, as every report says it.
     let src: labperf::record::load::Source = a.file.file.as_path().into();
     if let Ok(Some(q)) = labperf::symbolize::measure::measure(&src, &a.symbols.search()) {

@@ -64,6 +64,9 @@ pub fn sample_counts(src: &Source, threads: usize, per_thread: bool) -> Result<C
     };
     let parts = counter.run(threads);
     let mut m = Merged::of(parts, &mut info);
+    for (&(pid, _, ip, ev), &(n, period)) in &m.by_ip {
+        info.tally(ev, pid, ip, n, period);
+    }
     info.damage.sort_by_key(|d| d.offset);
     m.side_frames.sort_unstable();
     // Each (pid, ip) once per event it was sampled for: the same mappings.
@@ -121,6 +124,7 @@ struct Part {
     comms: Vec<(usize, u32, String)>,
     samples: u64,
     lost: u64,
+    exits: u64,
     damage: Vec<Damage>,
     unknown: u64,
     records: u64,
@@ -135,6 +139,7 @@ impl Part {
             comms: Vec::new(),
             samples: 0,
             lost: 0,
+            exits: 0,
             damage: Vec::new(),
             unknown: 0,
             records: 0,
@@ -146,7 +151,7 @@ impl Part {
     fn count(&mut self, mut rr: RecordReader, i: usize, cap: u32, per_thread: bool) -> u64 {
         let mut side = false;
         let (by_ip, forks, comms) = (&mut self.by_ip, &mut self.forks, &mut self.comms);
-        let (samples, lost) = (&mut self.samples, &mut self.lost);
+        let (samples, lost, exits) = (&mut self.samples, &mut self.lost, &mut self.exits);
         let err = rr.for_each_light(|r| match r {
             Light::Sample(s) => {
                 *samples += 1;
@@ -161,6 +166,7 @@ impl Part {
                     forks.push((t.pid, t.ppid));
                 }
                 Record::Comm(c) if c.pid == c.tid => comms.push((i, c.pid, c.comm)),
+                Record::Exit(_) => *exits += 1,
                 _ => {}
             },
         });
@@ -262,6 +268,7 @@ impl Merged {
             m.forks.extend(p.forks);
             info.samples += p.samples;
             info.kernel_lost = info.kernel_lost.saturating_add(p.lost);
+            info.exits += p.exits;
             for d in &p.damage {
                 info.losses.add(d);
             }

@@ -2,7 +2,9 @@
 
 use crate::files::mapped::{map_file, open_regular, FileError};
 use crate::progress::Progress;
-use labperf_common::{Damage, Decoder, Event, Header, HeaderExt, Losses, Record, Shared, Trailer};
+use labperf_common::{
+    Damage, Decoder, Event, Header, HeaderExt, Losses, Record, Shared, Trailer, TrailerExt,
+};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -30,6 +32,8 @@ pub struct FileInfo {
     pub header: Option<Header>,
     pub header_ext: Option<HeaderExt>,
     pub trailer: Option<Trailer>,
+    /// The trailer's extension: the recorded CPU time by the kernel's accounting.
+    pub trailer_ext: Option<TrailerExt>,
     pub damage: Vec<Damage>,
     pub losses: Losses,
     pub bytes: u64,
@@ -38,6 +42,46 @@ pub struct FileInfo {
     pub samples: u64,
     /// Records the kernel says it lost (the sum of the LOST records).
     pub kernel_lost: u64,
+    /// Each event's samples and periods (by its index in the header), for the account of
+    /// the CPU time they cover (`record::account`).
+    pub per_event: Vec<EventTime>,
+    /// Threads that ended while recorded (EXIT records): each may leave up to one period
+    /// of its CPU time unsampled.
+    pub exits: u64,
+}
+
+/// One event's samples and the sum of their periods: all, in kernel mode (their address
+/// in the kernel's half), and in the idle task (pid 0, CPU-wide recordings).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct EventTime {
+    pub samples: u64,
+    pub period: u64,
+    pub kernel_period: u64,
+    pub idle_period: u64,
+}
+
+impl FileInfo {
+    /// Adds `samples` samples of event `event` of process `pid` at `ip` weighing `period`
+    /// to [`FileInfo::per_event`]; an event the header does not have is not tallied.
+    pub fn tally(&mut self, event: u32, pid: u32, ip: u64, samples: u64, period: u64) {
+        let known = self.header.as_ref().map_or(0, |h| h.events.len());
+        let e = event as usize;
+        if e >= known {
+            return;
+        }
+        if self.per_event.len() < known {
+            self.per_event.resize(known, EventTime::default());
+        }
+        let t = &mut self.per_event[e];
+        t.samples += samples;
+        t.period = t.period.saturating_add(period);
+        if ip >> 63 == 1 {
+            t.kernel_period = t.kernel_period.saturating_add(period);
+        }
+        if pid == 0 {
+            t.idle_period = t.idle_period.saturating_add(period);
+        }
+    }
 }
 
 /// A recording to read: a file (read when needed), or bytes already in memory (tests,
@@ -182,7 +226,7 @@ pub fn peek(src: &Source) -> Result<Peek, LoadError> {
                     p.header = Some(*h)
                 }
                 Event::HeaderExt(x) => p.header_ext = Some(*x),
-                Event::Record(_) | Event::Trailer(_) => {
+                Event::Record(_) | Event::Trailer(_) | Event::TrailerExt(_) => {
                     labperf = true;
                     done = true;
                 }
@@ -304,13 +348,18 @@ impl FileInfo {
                 f(&r)
             }
             Event::Trailer(t) => self.trailer = Some(*t),
+            Event::TrailerExt(x) => self.trailer_ext = Some(*x),
             Event::Damage(d) => self.damage.push(d),
         }
     }
 
     fn count(&mut self, r: &Record) {
         match r {
-            Record::Sample(_) => self.samples += 1,
+            Record::Sample(s) => {
+                self.samples += 1;
+                self.tally(s.event, s.pid, s.ip, 1, s.period);
+            }
+            Record::Exit(_) => self.exits += 1,
             Record::Lost(l) => self.kernel_lost = self.kernel_lost.saturating_add(l.lost),
             _ => {}
         }

@@ -1,5 +1,6 @@
-//! Reading a record file: its header and streaming records, the fast sample counter, the side band samples need, events and the recording machine's CPU.
+//! Reading a record file: its header and streaming records, the account of its CPU time, the fast sample counter, the side band samples need, events and the recording machine's CPU.
 
+pub mod account;
 pub mod counts;
 pub mod cpu;
 pub mod events;

@@ -156,6 +156,7 @@ fn facts(runs: &[Run]) -> String {
         ("duration", vec![]),
         ("samples", vec![]),
         ("losses", vec![]),
+        ("CPU time", vec![]),
         ("call stacks", vec![]),
         ("host", vec![]),
         ("architecture", vec![]),
@@ -173,6 +174,10 @@ fn facts(runs: &[Run]) -> String {
             run.duration_text(),
             run.info.samples.to_string(),
             run.losses_text(),
+            crate::record::account::of(&run.info).map_or_else(
+                || "no account (a counting run, or a recording of no clock without one)".into(),
+                |a| a.line,
+            ),
             run.stacks
                 .as_ref()
                 .map_or_else(|| "none recorded".into(), |q| q.line()),

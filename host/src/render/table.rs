@@ -295,6 +295,10 @@ pub struct Report {
     /// What the reader should know (damage, lost samples, missing symbols, notes).
     pub warnings: Vec<String>,
     pub damaged: bool,
+    /// Each recording's account of its CPU time (`record::account`): a line under the
+    /// heading in the text table, `cpu_time` in JSON's summary (a list when several),
+    /// named by file when there are several.
+    pub accounts: Vec<(Option<String>, crate::record::account::Account)>,
 }
 
 impl Report {
@@ -307,6 +311,8 @@ impl Report {
         warnings: impl IntoIterator<Item = String>,
     ) -> Report {
         let mut all = info.warnings();
+        let account = crate::record::account::of(info);
+        all.extend(account.iter().flat_map(|a| a.warnings.iter().cloned()));
         all.extend(warnings.into_iter().map(|w| {
             if w.starts_with("note: ") || w.starts_with("warning: ") {
                 w
@@ -318,8 +324,63 @@ impl Report {
             view,
             warnings: all,
             damaged: info.damaged(),
+            accounts: account.into_iter().map(|a| (None, a)).collect(),
             ..Default::default()
         }
+    }
+
+    /// Adds the account of another recording of the report (`name`: its file), its line
+    /// and warnings said with its name.
+    pub fn add_account(&mut self, name: &str, info: &crate::record::load::FileInfo) {
+        let Some(a) = crate::record::account::of(info) else {
+            return;
+        };
+        let name = crate::text::file_name(name).to_string();
+        for w in &a.warnings {
+            let (kind, rest) = w.split_once(": ").unwrap_or(("warning", w));
+            self.warnings.push(format!("{kind}: {name}: {rest}"));
+        }
+        if let Some(first) = self.accounts.first_mut() {
+            first.0.get_or_insert_with(|| "the first file".into());
+        }
+        self.accounts.push((Some(name), a));
+    }
+
+    /// The heading's account lines: `# samples cover ...`, each file's named.
+    pub fn account_lines(&self) -> Vec<String> {
+        self.accounts
+            .iter()
+            .map(|(name, a)| match name {
+                Some(n) => format!("# {n}: {}", a.line),
+                None => format!("# {}", a.line),
+            })
+            .collect()
+    }
+
+    /// The summary with the accounts' figures as `cpu_time` (a list when several).
+    pub fn summary_with_accounts(&self) -> Map<String, Value> {
+        let mut m = self.summary.clone();
+        let js: Vec<Value> = self
+            .accounts
+            .iter()
+            .map(|(name, a)| {
+                let mut j = a.json.clone();
+                if let (Some(n), Some(o)) = (name, j.as_object_mut()) {
+                    o.insert("file".into(), json!(n));
+                }
+                j
+            })
+            .collect();
+        match js.len() {
+            0 => {}
+            1 => {
+                m.insert("cpu_time".into(), js.into_iter().next().expect("one"));
+            }
+            _ => {
+                m.insert("cpu_time".into(), Value::Array(js));
+            }
+        }
+        m
     }
 }
 
@@ -477,7 +538,7 @@ impl Report {
     /// `colour` paints it. [`Report::render`] picks this for [`Format::Table`].
     pub fn to_text(&self, top: usize, colour: bool) -> String {
         let mut s = String::new();
-        for h in &self.heading {
+        for h in self.heading.iter().chain(&self.account_lines()) {
             let _ = writeln!(s, "{}", show(h));
         }
         for (n, t) in self.tables.iter().enumerate() {
@@ -553,7 +614,7 @@ impl serde::Serialize for JsonReport<'_> {
         use serde::ser::SerializeMap;
         let mut m = s.serialize_map(Some(5))?;
         m.serialize_entry("damaged", &self.r.damaged)?;
-        m.serialize_entry("summary", &self.r.summary)?;
+        m.serialize_entry("summary", &self.r.summary_with_accounts())?;
         m.serialize_entry("tables", &self.tables)?;
         m.serialize_entry("view", self.r.view)?;
         m.serialize_entry("warnings", &self.r.warnings)?;

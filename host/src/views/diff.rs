@@ -426,5 +426,16 @@ pub fn diff(base: &Report, new: &Report) -> Result<Report, DiffError> {
         tables,
         warnings,
         damaged: base.damaged || new.damaged,
+        accounts: [("base", base), ("new", new)]
+            .into_iter()
+            .flat_map(|(side, r)| {
+                r.accounts.iter().map(move |(n, a)| {
+                    let who = n
+                        .as_ref()
+                        .map_or(side.to_string(), |n| format!("{side}: {n}"));
+                    (Some(who), a.clone())
+                })
+            })
+            .collect(),
     })
 }

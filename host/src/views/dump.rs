@@ -4,6 +4,22 @@
 use crate::text::show;
 use labperf_common::Record;
 
+/// The trailer's USAGE item in one line: `scope=workload user_ns=... system_ns=...`.
+pub fn usage_line(u: &labperf_common::Usage) -> String {
+    let scope = match u.scope {
+        labperf_common::UsageScope::Workload => "workload".to_string(),
+        labperf_common::UsageScope::Process => "process".to_string(),
+        labperf_common::UsageScope::Thread => "thread".to_string(),
+        labperf_common::UsageScope::Cpus { cpus, idle_ns } => {
+            format!("cpus cpus={cpus} idle_ns={idle_ns}")
+        }
+    };
+    format!(
+        "scope={scope} user_ns={} system_ns={} minor_faults={} major_faults={} resolution_ns={}",
+        u.user_ns, u.system_ns, u.minor_faults, u.major_faults, u.resolution_ns
+    )
+}
+
 /// The seed's `perf report -D` lines for a ProfileMe payload (each line indented).
 pub fn profileme_lines(p: &labperf_common::profileme::Payload) -> String {
     format!(

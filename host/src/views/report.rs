@@ -498,12 +498,14 @@ pub fn children(
         .map(|s| s.name.display().to_string())
         .zip(st.runs.iter().map(|r| r.stacks.clone()))
         .collect();
-    let info = st
-        .runs
-        .into_iter()
-        .next()
-        .map(|r| r.info)
-        .unwrap_or_default();
+    let mut runs = st.runs.into_iter().map(|r| r.info);
+    let info = runs.next().unwrap_or_default();
+    let others: Vec<(String, FileInfo)> = srcs
+        .iter()
+        .skip(1)
+        .map(|s| s.name.display().to_string())
+        .zip(runs)
+        .collect();
     let mut summary = serde_json::Map::new();
     summary.insert("total_samples".into(), serde_json::json!(total));
     summary.insert("stacked_samples".into(), serde_json::json!(stacked_all));
@@ -515,6 +517,9 @@ pub fn children(
         tables,
         ..crate::render::table::Report::of_file("plain", &info, warnings)
     };
+    for (name, i) in &others {
+        r.add_account(name, i);
+    }
     crate::render::table::annotate(&mut r, &stacks);
     Ok(r)
 }
@@ -1160,13 +1165,17 @@ impl Report {
                 None => "note: the file holds no samples (was the workload too short, or the period too long?)".into(),
             });
         }
-        crate::render::table::Report {
+        let mut report = crate::render::table::Report {
             heading: vec![heading],
             summary,
             tables,
             damaged: self.info.damaged() || damaged,
             ..crate::render::table::Report::of_file("plain", &self.info, warnings)
+        };
+        for (name, info) in &self.others {
+            report.add_account(name, info);
         }
+        report
     }
 
     /// The report's columns: an event's (with several), the weights, a column per key,

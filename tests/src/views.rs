@@ -9,7 +9,11 @@ use labperf_common::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// A C++ name as reports show it by default (as perf does): no parameter list.
 pub const CXX_FIND: &str =
+    "std::map<int, int, std::less<int>, std::allocator<std::pair<int const, int> > >::find";
+/// The same with `--full-names`.
+pub const CXX_FIND_FULL: &str =
     "std::map<int, int, std::less<int>, std::allocator<std::pair<int const, int> > >::find(int const&) const";
 /// cxx.elf's functions (nm -S): map_find 0x40010c+0x1c, plain_c 0x400128+2.
 pub const FIND_AT: u64 = 0x40_0110;

@@ -508,6 +508,12 @@ fn firefox_profile_keeps_each_sample_s_function_names_and_time() {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let clock = BenchClock::parse(&o.stderr);
+    // Without inlined frames: a sample's innermost frame is then the function the report
+    // gives its Self (with them, the profiler gives self time to the innermost function
+    // inlined there, as flame graphs do).
+    let plain = d.join("bench-no-inline.json");
+    export_with(&f, "firefox", Some(&plain), &["--no-inline"]);
+    let plain: serde_json::Value = serde_json::from_slice(&std::fs::read(&plain).unwrap()).unwrap();
     let out = d.join("bench.json");
     export(&f, "firefox", Some(&out));
     let j: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
@@ -520,7 +526,7 @@ fn firefox_profile_keeps_each_sample_s_function_names_and_time() {
     let samples = firefox_samples(&j);
     // Each sample's function: the report's counts, exactly.
     let mut got: BTreeMap<String, u64> = BTreeMap::new();
-    for (thread, _, names, _) in &samples {
+    for (thread, _, names, _) in &firefox_samples(&plain) {
         assert_eq!(thread, "labperf-bench");
         *got.entry(names.last().unwrap().clone()).or_default() += 1;
     }

@@ -350,11 +350,15 @@ fn fp_stacks_restore_a_frameless_leaf_s_caller_that_main_calls_through_its_plt()
         &[&fp[..], &["-o", "prog", "main.c", "-L.", "-ltwo", &rpath]].concat(),
     );
     let f = dir.join("fp.lpr");
+    // User mode only: the exact sum below is of user functions (as root the kernel's
+    // interrupt and fault handlers are sampled under them too).
     let o = Command::new(bin("labperf"))
         .args([
             "record",
             "--local",
             "--no-report",
+            "-e",
+            "cpu-clock:u",
             "-g",
             "-c",
             "250000",

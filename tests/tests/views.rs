@@ -96,6 +96,23 @@ fn a_cpp_name_with_commas_round_trips_through_csv() {
                 .any(|r| r[col] == CXX_FIND),
             "{json}"
         );
+        // `--full-names`: the whole signature, as perf's -v.
+        let o = Command::new(bin("labperf"))
+            .args(["report", "--full-names", "--format", "json", "--symfs"])
+            .arg(labperf_tests::views::views())
+            .arg(&f)
+            .env("XDG_CACHE_HOME", f.with_extension("cache"))
+            .output()
+            .unwrap();
+        let full: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert!(
+            full["tables"][0]["rows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|r| r[col] == labperf_tests::views::CXX_FIND_FULL),
+            "{full}"
+        );
     }
 }
 

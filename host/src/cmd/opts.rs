@@ -491,10 +491,21 @@ pub struct SymbolOpts {
     /// Directory searched first for binaries (DIR/<build-id>/elf or DIR/<path>); repeatable.
     #[arg(long, value_name = "DIR")]
     pub symfs: Vec<PathBuf>,
+    /// Stacks without the functions DWARF says were inlined (by default each address
+    /// expands into the function and those inlined there, as perf's `--inline`)
+    #[arg(long)]
+    pub no_inline: bool,
+    /// C++ functions named with their parameter lists and return types (by default without
+    /// them, as perf shows them: `std::map<K, V>::operator[]`)
+    #[arg(long)]
+    pub full_names: bool,
 }
 
 impl SymbolOpts {
     pub fn search(&self) -> labperf::symbolize::symbols::Search {
-        labperf::symbolize::symbols::Search::new(self.symfs.clone())
+        let mut s = labperf::symbolize::symbols::Search::new(self.symfs.clone());
+        s.no_inline = self.no_inline;
+        s.full_names = self.full_names || super::verbose();
+        s
     }
 }

@@ -40,6 +40,10 @@ pub struct Stack {
     pub samples: u64,
     /// The sum of the samples' periods.
     pub period: u64,
+    /// How many frames at the end of the path DWARF says were inlined into the sampled
+    /// function at the sampled address: the sampled function, where Self goes (as perf's
+    /// Self goes to the symbol), is the frame before them ([`StackTable::self_frame`]).
+    pub inlined: u16,
 }
 
 /// A sampled thread of one recording, and the event its samples are of (a thread
@@ -75,6 +79,9 @@ pub struct SampleRow {
 #[derive(Debug, Default)]
 pub struct StackTable {
     pub frames: Vec<Frame>,
+    /// Each frame's occurrences: bit 0 seen inlined (DWARF's inlined function at an
+    /// address), bit 1 seen as a function of its own ([`StackTable::only_inlined`]).
+    kinds: Vec<u8>,
     /// Most samples first.
     pub stacks: Vec<Stack>,
     /// Every stack's frames, each stack a run of it (see [`StackTable::path`]).
@@ -142,12 +149,27 @@ pub fn sampled_frame(sym: &mut Symbolizer, pid: u32, ip: u64) -> Frame {
 /// its call instruction): the function that holds the call site, then the functions inlined
 /// there (from DWARF where the binary has it), innermost last.
 pub fn call_site(sym: &mut Symbolizer, pid: u32, ret: u64) -> Vec<Frame> {
-    let at = ret.saturating_sub(1);
+    frames_with_inlined(sym, pid, ret.saturating_sub(1))
+}
+
+/// The frames sampled at `ip` of process `pid`: the symbol table's function (as every flat
+/// report names it, so that Self agrees with them), then the functions DWARF says were
+/// inlined there, innermost last (perf's callchains expand them at the sampled address
+/// too).
+pub fn sampled_frames(sym: &mut Symbolizer, pid: u32, ip: u64) -> Vec<Frame> {
+    frames_with_inlined(sym, pid, ip)
+}
+
+/// The function at `at` and the functions inlined there (none with `--no-inline`).
+fn frames_with_inlined(sym: &mut Symbolizer, pid: u32, at: u64) -> Vec<Frame> {
     let l = sym.resolve(pid, at);
     let mut frames = vec![Frame {
         name: label(&l.dso, l.sym.as_deref(), l.vaddr),
         dso: l.dso.to_string(),
     }];
+    if sym.search.no_inline {
+        return frames;
+    }
     for name in sym.source(pid, at).inlined.iter().rev() {
         frames.push(Frame {
             name: name.to_string(),
@@ -276,6 +298,19 @@ impl StackTable {
         &self.arena[s.start..s.start + s.len as usize]
     }
 
+    /// The sampled function of `s` (where its Self goes): the frame before those inlined
+    /// at the sampled address.
+    pub fn self_frame(&self, s: &Stack) -> Option<u32> {
+        let p = self.path(s);
+        p.len().checked_sub(1 + s.inlined as usize).map(|i| p[i])
+    }
+
+    /// Whether frame `f` was only ever seen inlined (text views mark it `(inlined)`, as
+    /// perf does).
+    pub fn only_inlined(&self, f: u32) -> bool {
+        self.kinds.get(f as usize) == Some(&1)
+    }
+
     /// Adds a stack of `path` (frame ids, outermost first) of the first event; returns its
     /// index.
     pub fn push(&mut self, run: u32, path: &[u32], samples: u64, period: u64) -> u32 {
@@ -286,6 +321,7 @@ impl StackTable {
             len: path.len() as u32,
             samples,
             period,
+            inlined: 0,
         });
         self.arena.extend_from_slice(path);
         self.total_samples += samples;
@@ -364,9 +400,11 @@ impl StackTable {
     ) -> Vec<u32> {
         let order = raws.order(&self.arena);
         let raw = std::mem::take(&mut raws.raw);
+        let mut kinds = std::mem::take(&mut self.kinds);
         let mut namer = Namer {
             sym,
             index,
+            kinds: &mut kinds,
             named: Vec::new(),
             name_of: HashMap::default(),
             roots: HashMap::default(),
@@ -378,11 +416,12 @@ impl StackTable {
         let mut path: Vec<u32> = Vec::new();
         for &id in &order {
             let r = raw[id as usize];
-            namer.path(&r, raws, &self.arena, &mut path);
+            let inlined = namer.path(&r, raws, &self.arena, &mut path);
             let start = self.place(&r, &path);
-            stack_of[id as usize] = self.merge(run, &r, start, &path, &mut merged);
+            stack_of[id as usize] = self.merge(run, &r, (start, inlined), &path, &mut merged);
         }
         drop((raw, order, merged, namer));
+        self.kinds = kinds;
         stack_of
     }
 
@@ -406,16 +445,16 @@ impl StackTable {
         &mut self,
         run: u32,
         r: &Raw,
-        start: usize,
+        (start, inlined): (usize, u16),
         path: &[u32],
         merged: &mut hashbrown::HashTable<u32>,
     ) -> u32 {
-        let h = hash_ids(run, 0, r.event, path);
+        let h = hash_ids(run, u32::from(inlined), r.event, path);
         let (stacks, arena) = (&mut self.stacks, &self.arena);
         let at = |s: &Stack| &arena[s.start..s.start + s.len as usize];
         let same = |&i: &u32| {
             let s = &stacks[i as usize];
-            s.event == r.event && at(s) == path
+            s.event == r.event && s.inlined == inlined && at(s) == path
         };
         let slot = match merged.find(h, same) {
             Some(&i) => i,
@@ -427,11 +466,12 @@ impl StackTable {
                     len: path.len() as u32,
                     samples: 0,
                     period: 0,
+                    inlined,
                 });
                 let i = stacks.len() as u32 - 1;
                 merged.insert_unique(h, i, |&i| {
                     let s = &stacks[i as usize];
-                    hash_ids(run, 0, s.event, at(s))
+                    hash_ids(run, u32::from(s.inlined), s.event, at(s))
                 });
                 i
             }
@@ -823,28 +863,47 @@ struct Namer<'a> {
     sym: &'a mut Symbolizer,
     /// Every frame's id.
     index: &'a mut HashMap<Frame, u32>,
+    /// Each frame's occurrences, by id ([`StackTable::kinds`]).
+    kinds: &'a mut Vec<u8>,
     named: Vec<u32>,
-    name_of: HashMap<(u32, bool), (u32, u32), Fx>,
+    name_of: HashMap<(u32, At), (u32, u32), Fx>,
     roots: HashMap<(u32, u32), u32, Fx>,
 }
 
 impl Namer<'_> {
-    fn intern(&mut self, f: Frame) -> u32 {
+    /// The id of frame `f`; `inlined`: this occurrence is a function inlined at its address.
+    fn intern(&mut self, f: Frame, inlined: bool) -> u32 {
         let next = self.index.len() as u32;
-        *self.index.entry(f).or_insert(next)
+        let id = *self.index.entry(f).or_insert(next);
+        if self.kinds.len() <= id as usize {
+            self.kinds.resize(id as usize + 1, 0);
+        }
+        self.kinds[id as usize] |= if inlined { 1 } else { 2 };
+        id
     }
 
-    /// The frames of raw stack `r` (of `raws`, its addresses in `arena`) into `path`.
-    fn path(&mut self, r: &Raw, raws: &RawStacks, arena: &[u32], path: &mut Vec<u32>) {
+    /// The frames of raw stack `r` (of `raws`, its addresses in `arena`) into `path`;
+    /// returns how many at its end are inlined at the sampled address.
+    fn path(&mut self, r: &Raw, raws: &RawStacks, arena: &[u32], path: &mut Vec<u32>) -> u16 {
         path.clear();
         path.push(self.root(r, raws));
         let n = r.len as usize;
+        let mut inlined = 0;
         for k in 1..n {
             let leaf = k == n - 1;
+            let at = match (leaf, n > 2) {
+                (false, _) => At::Caller,
+                (true, true) => At::Sampled,
+                (true, false) => At::SampledAlone,
+            };
             let a = arena[r.start + k];
-            let (from, len) = self.frames_at(a, leaf, r.pid, raws.addrs[a as usize].1);
+            let (from, len) = self.frames_at(a, at, r.pid, raws.addrs[a as usize].1);
             path.extend_from_slice(&self.named[from as usize..(from + len) as usize]);
+            if leaf {
+                inlined = u16::try_from(len.saturating_sub(1)).unwrap_or(u16::MAX);
+            }
         }
+        inlined
     }
 
     /// The outermost frame: the thread's name (perf's flame graphs start there too). A
@@ -864,33 +923,51 @@ impl Namer<'_> {
             })
             .cloned()
             .unwrap_or_else(|| format!("pid {}", r.pid));
-        let id = self.intern(Frame {
-            name,
-            dso: String::new(),
-        });
+        let id = self.intern(
+            Frame {
+                name,
+                dso: String::new(),
+            },
+            false,
+        );
         self.roots.insert((r.pid, r.comm), id);
         id
     }
 
-    /// The run of `named` that names address `a` (`addr` of process `pid`), as the
-    /// sampled function (`leaf`) or a return address.
-    fn frames_at(&mut self, a: u32, leaf: bool, pid: u32, addr: u64) -> (u32, u32) {
-        if let Some(&run) = self.name_of.get(&(a, leaf)) {
+    /// The run of `named` that names address `a` (`addr` of process `pid`), as a return
+    /// address ([`At::Caller`]) or the sampled one, alone or with the functions inlined
+    /// there.
+    fn frames_at(&mut self, a: u32, at: At, pid: u32, addr: u64) -> (u32, u32) {
+        if let Some(&run) = self.name_of.get(&(a, at)) {
             return run;
         }
         let from = self.named.len() as u32;
-        if leaf {
-            let f = sampled_frame(self.sym, pid, addr);
-            let id = self.intern(f);
+        let frames = match at {
+            At::Caller => call_site(self.sym, pid, addr),
+            At::Sampled => sampled_frames(self.sym, pid, addr),
+            At::SampledAlone => vec![sampled_frame(self.sym, pid, addr)],
+        };
+        // At most u16::MAX frames inlined at one address (DWARF's nesting is bounded far
+        // below that: `Lines::source`).
+        for (k, f) in frames.into_iter().enumerate().take(usize::from(u16::MAX)) {
+            let id = self.intern(f, k > 0);
             self.named.push(id);
-        } else {
-            for f in call_site(self.sym, pid, addr) {
-                let id = self.intern(f);
-                self.named.push(id);
-            }
         }
         let run = (from, self.named.len() as u32 - from);
-        self.name_of.insert((a, leaf), run);
+        self.name_of.insert((a, at), run);
         run
     }
+}
+
+/// How an address of a raw stack is named ([`Namer::frames_at`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum At {
+    /// A return address: the call site's function and those inlined there.
+    Caller,
+    /// The sampled address of a stack with callers: the function and those inlined there,
+    /// as perf's callchains expand it.
+    Sampled,
+    /// The sampled address of a sample without a stack: the symbol table's function alone
+    /// (perf expands no inlined function where there is no callchain).
+    SampledAlone,
 }

@@ -540,16 +540,30 @@ impl Rank {
 
 /// Demangles Rust (legacy and v0) and C++ names; others are returned as they are.
 pub fn demangle(name: &str) -> String {
+    demangle_as(name, false)
+}
+
+/// A symbol's name for people, as perf shows it: C++ names without their parameter lists
+/// and return types (`std::map<K, V>::operator[]`; template arguments stay, so that two
+/// instances stay two functions), Rust names without their hash; `full`: the whole C++
+/// signature (`--full-names`, perf's `-v`).
+pub fn demangle_as(name: &str, full: bool) -> String {
     // A PLT stub's name: its symbol demangled, as perf shows it.
     if let Some(sym) = name.strip_suffix("@plt") {
-        return format!("{}@plt", demangle(sym));
+        return format!("{}@plt", demangle_as(sym, full));
     }
     if let Ok(d) = rustc_demangle::try_demangle(name) {
         return format!("{d:#}");
     }
     if name.starts_with("_Z") && name.len() < 4096 {
         if let Ok(s) = cpp_demangle::Symbol::new(name) {
-            if let Ok(d) = s.demangle(&cpp_demangle::DemangleOptions::default()) {
+            let o = cpp_demangle::DemangleOptions::default();
+            let o = if full {
+                o
+            } else {
+                o.no_params().no_return_type()
+            };
+            if let Ok(d) = s.demangle(&o) {
                 return d;
             }
         }
@@ -619,6 +633,11 @@ pub struct Search {
     pub cache: Option<PathBuf>,
     /// Whether a recording's own paths are read on this machine.
     pub local: bool,
+    /// `--no-inline`: stacks name the symbol table's functions only, without the functions
+    /// DWARF says were inlined at each address.
+    pub no_inline: bool,
+    /// `--full-names`: C++ names with their parameter lists and return types.
+    pub full_names: bool,
 }
 
 impl Search {
@@ -628,6 +647,8 @@ impl Search {
             symfs,
             cache: Some(crate::files::cache::binaries()),
             local: true,
+            no_inline: false,
+            full_names: false,
         }
     }
 
@@ -800,8 +821,9 @@ impl Lines {
         Some(Lines { ctx })
     }
 
-    /// The source of `vaddr` (the file's own address).
-    pub fn source(&self, vaddr: u64) -> Source {
+    /// The source of `vaddr` (the file's own address); `full`: inlined functions' names
+    /// with their parameter lists ([`demangle_as`]).
+    pub fn source(&self, vaddr: u64, full: bool) -> Source {
         let mut out = Source::default();
         let Ok(mut frames) = self.ctx.find_frames(vaddr).skip_all_loads() else {
             return out;
@@ -820,7 +842,7 @@ impl Lines {
                 .function
                 .as_ref()
                 .and_then(|n| n.raw_name().ok())
-                .map(|n| Arc::<str>::from(demangle(&n).as_str()))
+                .map(|n| Arc::<str>::from(demangle_as(&n, full).as_str()))
                 .unwrap_or_else(|| "[inlined]".into());
             names.push(name);
         }
@@ -1228,7 +1250,8 @@ impl Symbolizer {
                 l
             }
         };
-        lines.map(|l| l.source(vaddr)).unwrap_or_default()
+        let full = self.search.full_names;
+        lines.map(|l| l.source(vaddr, full)).unwrap_or_default()
     }
 
     /// The file's own address of `ip` in mapping `m` of `elf` ([`Elf::bias`]); `None`
@@ -1320,7 +1343,7 @@ impl Symbolizer {
                     if let Some(d) = self.demangled.get(raw) {
                         return d.clone();
                     }
-                    let d: Arc<str> = demangle(raw).into();
+                    let d: Arc<str> = demangle_as(raw, self.search.full_names).into();
                     self.demangled.insert(raw.into(), d.clone());
                     d
                 });
@@ -1543,7 +1566,11 @@ mod tests {
 
     #[test]
     fn a_plt_stub_s_symbol_is_demangled() {
-        assert_eq!(demangle("_ZdlPv@plt"), "operator delete(void*)@plt");
+        assert_eq!(demangle("_ZdlPv@plt"), "operator delete@plt");
+        assert_eq!(
+            demangle_as("_ZdlPv@plt", true),
+            "operator delete(void*)@plt"
+        );
         assert_eq!(demangle("puts@plt"), "puts@plt");
     }
 
@@ -1615,7 +1642,17 @@ mod tests {
             demangle("_ZN4core3fmt5write17h0123456789abcdefE"),
             "core::fmt::write"
         );
-        assert_eq!(demangle("_ZN3foo3barEv"), "foo::bar()");
+        // As perf shows them: no parameter list, no return type; the whole with `full`.
+        assert_eq!(demangle("_ZN3foo3barEv"), "foo::bar");
+        assert_eq!(demangle_as("_ZN3foo3barEv", true), "foo::bar()");
+        assert_eq!(
+            demangle("_Z11sum_squaresIlET_RKSt6vectorIS0_SaIS0_EERd"),
+            "sum_squares<long>"
+        );
+        assert_eq!(
+            demangle_as("_Z11sum_squaresIlET_RKSt6vectorIS0_SaIS0_EERd", true),
+            "long sum_squares<long>(std::vector<long, std::allocator<long> > const&, double&)"
+        );
         assert_eq!(demangle("int_divider_stalls"), "int_divider_stalls");
     }
 
@@ -1769,6 +1806,7 @@ mod tests {
                 symfs: vec![],
                 cache: Some(root.clone()),
                 local: true,
+                ..Default::default()
             });
             let h = arch.map(header);
             s.recorded_on(&src, h.as_ref(), None);
@@ -1816,6 +1854,7 @@ mod tests {
             symfs: vec![],
             cache: Some(root.clone()),
             local: true,
+            ..Default::default()
         });
         let h = header(labperf_common::Arch::X86_64);
         s.recorded_on(&src, Some(&h), None);

@@ -576,11 +576,12 @@ impl Tally {
         for k in self.by_event[range].iter().copied() {
             let s = &st.stacks[k as usize];
             let fr = st.path(s).get(1..).unwrap_or_default();
-            let Some((&leaf, callers)) = fr.split_last() else {
+            // Self goes to the sampled function, before the frames inlined there.
+            let Some(leaf) = st.self_frame(s).filter(|_| !fr.is_empty()) else {
                 continue;
             };
             let w = weigh.of(s.samples, s.period);
-            if !callers.is_empty() {
+            if fr.len() > 1 + usize::from(s.inlined) {
                 stacked += s.samples;
             }
             let l = &mut self.acc[leaf as usize];
@@ -631,6 +632,20 @@ impl Tally {
     }
 }
 
+/// A frame's name: marked `(inlined)` in the text table when the function was only ever
+/// seen inlined (as perf marks it); the name alone in CSV and JSON.
+fn name_cell(st: &StackTable, f: u32) -> Cell {
+    let name = &st.frames[f as usize].name;
+    if st.only_inlined(f) {
+        Cell::Shown {
+            text: format!("{} (inlined)", crate::text::show(name)),
+            value: serde_json::Value::String(name.clone()),
+        }
+    } else {
+        Cell::text(name.clone())
+    }
+}
+
 /// The `functions` table of one event's `--children` rows.
 fn functions_table(st: &StackTable, rows: Vec<ChildRow>, weigh: Weigh) -> Table {
     let mut t = Table::new(
@@ -654,7 +669,7 @@ fn functions_table(st: &StackTable, rows: Vec<ChildRow>, weigh: Weigh) -> Table 
                 weigh.pct(sw),
                 Cell::Int(c),
                 Cell::Int(s),
-                Cell::text(f.name.clone()),
+                name_cell(st, i as u32),
                 Cell::file(&f.dso),
             ]
         })
@@ -1011,10 +1026,15 @@ impl Grow<'_> {
         while let Some((n, depth, indent)) = todo.pop() {
             let node = &nodes[n];
             let f = &st.frames[node.frame as usize];
-            let tree = if depth == 0 {
-                f.name.clone()
+            let mark = if st.only_inlined(node.frame) {
+                " (inlined)"
             } else {
-                format!("{indent}└─ {}", f.name)
+                ""
+            };
+            let tree = if depth == 0 {
+                format!("{}{mark}", f.name)
+            } else {
+                format!("{indent}└─ {}{mark}", f.name)
             };
             t.rows.push(vec![
                 Cell::text(name.clone()),

@@ -65,6 +65,7 @@ pub fn scratch(test: &str) -> PathBuf {
     d
 }
 pub mod alpha;
+pub mod distro;
 pub mod golden;
 pub mod known;
 pub mod lab;

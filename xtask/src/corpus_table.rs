@@ -1,7 +1,9 @@
 //! `cargo xtask corpus-table`: runs the corpus tests (`tests/tests/corpus.rs`; with `--lab`
-//! the emulated Arm machine's too) and makes the README's corpus table of the lines they
-//! print (`corpus-table: | program | built | mode | checked | worst |`), with the run they
-//! came from; `--write` puts it in README.md between its markers.
+//! the emulated Arm machine's too) and Debian's programs against perf
+//! (`tests/tests/debian.rs`), and makes the README's two tables of the lines they print
+//! (`corpus-table: | program | built | mode | checked | worst |`, `debian-table: | program |
+//! command | six worst differences |`), with the run they came from; `--write` puts them in
+//! README.md between their markers.
 
 use crate::lab::Kernel;
 use crate::util::{agents_dir, host_musl, root, target_dir};
@@ -23,6 +25,8 @@ pub struct Args {
 
 const BEGIN: &str = "<!-- corpus-table -->";
 const END: &str = "<!-- /corpus-table -->";
+const DEBIAN_BEGIN: &str = "<!-- debian-table -->";
+const DEBIAN_END: &str = "<!-- /debian-table -->";
 
 /// The order of the table: the corpus tests print in the order nextest finishes them.
 fn key(line: &str) -> (String, String, u8) {
@@ -55,7 +59,8 @@ pub fn run(a: &Args) -> anyhow::Result<String> {
     let agents = agents_dir(&host_musl());
     let mut c = Command::new("cargo");
     c.current_dir(&root)
-        .args(["nextest", "run", "-p", "labperf-tests", "--test", "corpus"])
+        .args(["nextest", "run", "-p", "labperf-tests"])
+        .args(["--test", "corpus", "--test", "debian"])
         .args(["--profile", "ci", "--no-capture", "--no-fail-fast"])
         .env("LABPERF_AGENT", agents.join("labperf-agent"))
         .env("LABPERF_LABPERF", target_dir().join("debug/labperf"))
@@ -68,17 +73,47 @@ pub fn run(a: &Args) -> anyhow::Result<String> {
     let mut child = c
         .spawn()
         .context("cargo nextest (cargo install cargo-nextest)")?;
-    let mut lines = Vec::new();
+    let (mut lines, mut debian) = (Vec::new(), Vec::new());
     for l in BufReader::new(child.stdout.take().expect("piped")).lines() {
         let l = l?;
         println!("{l}");
         if let Some(row) = l.strip_prefix("corpus-table: ") {
             lines.push(row.to_string());
         }
+        if let Some(row) = l.strip_prefix("debian-table: ") {
+            debian.push(row.to_string());
+        }
     }
     let passed = child.wait()?.success();
     lines.sort_by_key(|l| key(l));
     lines.dedup();
+    debian.sort();
+    debian.dedup();
+    let from = provenance(a.lab, passed);
+    let table = from.clone()
+        + "| Program | Built with | Mode | Checked | Worst error, points (where) |\n|---|---|---|---|---|\n"
+        + &rows(&lines, 5)?;
+    let debian_table = from
+        + "| Program | Command | Self by shared object | Self by symbol | Children short of perf's | Inlined Children against addr2line -i | By shared object against perf's own recording | CPU time not covered, % |\n|---|---|---|---|---|---|---|---|\n"
+        + &rows(&debian, 8)?;
+    println!("\n{table}\n{debian_table}");
+    if !passed {
+        bail!("corpus tests failed: the tables above are not written");
+    }
+    if a.write {
+        crate::util::write_readme_block(BEGIN, END, &table)?;
+        crate::util::write_readme_block(DEBIAN_BEGIN, DEBIAN_END, &debian_table)?;
+        return Ok(format!(
+            "{} and {} rows written to README.md",
+            lines.len(),
+            debian.len()
+        ));
+    }
+    Ok(format!("{} and {} rows", lines.len(), debian.len()))
+}
+
+/// The line before a table: the command, commit, date, machine, and whether all passed.
+fn provenance(lab: bool, passed: bool) -> String {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|s| {
@@ -87,9 +122,9 @@ pub fn run(a: &Args) -> anyhow::Result<String> {
                 .map(|m| m.trim_start_matches([' ', '\t', ':']).to_string())
         })
         .unwrap_or_else(|| "unknown CPU".into());
-    let mut table = format!(
+    format!(
         "From `cargo xtask corpus-table{}` at commit {} on {} (Linux {}, {}, {} CPUs), {}:\n\n",
-        if a.lab { " --lab" } else { "" },
+        if lab { " --lab" } else { "" },
         output("git", &["rev-parse", "--short", "HEAD"]),
         output("date", &["-u", "+%Y-%m-%d"]),
         output("uname", &["-r"]),
@@ -100,23 +135,18 @@ pub fn run(a: &Args) -> anyhow::Result<String> {
         } else {
             "SOME TESTS FAILED"
         },
-    );
-    table += "| Program | Built with | Mode | Checked | Worst error, points (where) |\n|---|---|---|---|---|\n";
-    for l in &lines {
-        // Five cells: a sixth is a `|` inside one, which would break the table.
-        if l.matches('|').count() != 6 {
+    )
+}
+
+/// The table's rows of `cells` cells each: a line with a `|` inside a cell would break it.
+fn rows(lines: &[String], cells: usize) -> anyhow::Result<String> {
+    let mut out = String::new();
+    for l in lines {
+        if l.matches('|').count() != cells + 1 {
             bail!("a table line with a `|` inside a cell: {l}");
         }
-        table += l;
-        table.push('\n');
+        out += l;
+        out.push('\n');
     }
-    println!("\n{table}");
-    if !passed {
-        bail!("corpus tests failed: the table above is not written");
-    }
-    if a.write {
-        crate::util::write_readme_block(BEGIN, END, &table)?;
-        return Ok(format!("{} rows written to README.md", lines.len()));
-    }
-    Ok(format!("{} rows", lines.len()))
+    Ok(out)
 }

@@ -139,6 +139,10 @@ const CORPUS: Why = why(
     &[Test],
     "the corpus programs are built as people build them (tests/tests/corpus.rs)",
 );
+const DEBIAN_CORPUS: Why = why(
+    &[Test],
+    "Debian's own programs recorded against perf on the same samples (tests/tests/debian.rs)",
+);
 const MUSL_CC: Why = why(
     &[Test, Dist],
     "the corpus programs are built as people build them; dist's static labperf compiles its C dependencies (OpenSSL, libssh2, zlib, zstd, mimalloc) for musl with it",
@@ -268,6 +272,12 @@ pub const PROGRAMS: &[(&str, &str, Why)] = &[
     ("ssh-agent", "openssh-client", SSH_TESTS),
     ("ssh-add", "openssh-client", SSH_TESTS),
     ("ip", "iproute2", NETNS),
+    // Programs nobody here wrote, recorded as they come (tests/tests/debian.rs).
+    ("dd", "coreutils", DEBIAN_CORPUS),
+    ("sort", "coreutils", DEBIAN_CORPUS),
+    ("bzip2", "bzip2", DEBIAN_CORPUS),
+    ("sqlite3", "sqlite3", DEBIAN_CORPUS),
+    ("node", "nodejs", DEBIAN_CORPUS),
     // The reference profiler of the benchmarks, and the symbol tests' workloads and tools.
     ("perf", "linux-perf", PERF),
     ("python3", "python3", SYMBOLS),

@@ -205,9 +205,15 @@ fn clocked(
     } else {
         0.0
     };
+    // The samples the kernel lost, at the mean period: time the account knows of but no
+    // sample shows.
+    let lost_ns = info
+        .kernel_lost
+        .saturating_mul(t.period.checked_div(t.samples).unwrap_or(0));
     a.json = json!({ "event": name, "covered_ns": covered,
         "covered_kernel_ns": t.kernel_period.min(covered), "usage": usage_json(u),
-        "gap_pct": (gap_pct * 100.0).round() / 100.0 });
+        "gap_pct": (gap_pct * 100.0).round() / 100.0,
+        "lost_samples": info.kernel_lost, "lost_ns": lost_ns });
     // Below the usage's resolution (a clock tick per reading for /proc) nothing is said.
     let resolution = 2.0 * u.resolution_ns as f64;
     if gap_pct.abs() <= GAP_PCT || gap.abs() <= resolution {

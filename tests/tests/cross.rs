@@ -260,6 +260,15 @@ fn both_agents_drain_their_ring_until_the_workload_ends() {
     }
 }
 
+/// A recording's records less its KSYMS: the kernel functions its kernel samples name,
+/// which the agent reads from /proc/kallsyms when it ends (no ring holds them).
+fn without_ksyms(records: Vec<Record>) -> Vec<Record> {
+    records
+        .into_iter()
+        .filter(|r| !matches!(r, Record::KernelSymbols(_)))
+        .collect()
+}
+
 #[test]
 fn c_writer_output_matches_the_ring_bytes_record_for_record() {
     let (lpr, ring, _) = c_recording("c-ring");
@@ -267,7 +276,8 @@ fn c_writer_output_matches_the_ring_bytes_record_for_record() {
     let d = decode_all(&std::fs::read(&lpr).unwrap());
     assert!(want.len() > 1000);
     assert_eq!(heads(&d.records), want);
-    assert_eq!(d.records.len() - want.len(), other);
+    let records = without_ksyms(d.records);
+    assert_eq!(records.len() - want.len(), other);
 }
 
 #[test]
@@ -286,7 +296,9 @@ fn alpha_agent_replays_under_qemu_alpha_to_the_same_records() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let alpha = decode_all(&std::fs::read(&out).unwrap());
     assert!(alpha.losses.is_clean(), "{:?}", alpha.damage);
-    assert_eq!(alpha.records, live.records);
+    // As root the live recording samples kernel mode too: its KSYMS come from this
+    // machine's /proc/kallsyms at its end, the replay's from what qemu-alpha shows it.
+    assert_eq!(without_ksyms(alpha.records), without_ksyms(live.records));
     let h = alpha.header.unwrap();
     assert_eq!((h.arch, h.mode.as_str()), (Arch::Alpha, "replay"));
     assert!(matches!(h.cpu, CpuId::Alpha { .. }));

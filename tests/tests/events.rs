@@ -212,12 +212,14 @@ fn two_events_are_two_tables_each_in_shares_of_its_own_period() {
     let d = scratch("events-two");
     let prog = build(&d);
     // Two executions, compared only through the program's own clock, and with each other.
-    let (one, c1) = record(&d, &prog, "one", &["-e", "cpu-clock"], PAGES, STEPS);
+    // User mode only (`:u`): the program's clock times its functions' user CPU (as root the
+    // samples would count the kernel's page-fault handling inside touch_pages too).
+    let (one, c1) = record(&d, &prog, "one", &["-e", "cpu-clock:u"], PAGES, STEPS);
     let (two, c2) = record(
         &d,
         &prog,
         "two",
-        &["-e", "cpu-clock", "-e", "page-faults"],
+        &["-e", "cpu-clock:u", "-e", "page-faults:u"],
         PAGES,
         STEPS,
     );
@@ -709,14 +711,16 @@ fn children_call_graphs_html_and_diff_keep_the_events_apart() {
     let d = scratch("events-views");
     let prog = build(&d);
     // DWARF stacks: the hot functions are leaves, which gcc builds without a frame even
-    // with -fno-omit-frame-pointer (fp stacks would skip their caller).
+    // with -fno-omit-frame-pointer (fp stacks would skip their caller). User mode only: the
+    // sums below are of the program's own stacks (as root the kernel's faults while it
+    // execs the program would be samples with no user stack of the program's).
     let args = [
         "--call-graph",
         "dwarf",
         "-e",
-        "cpu-clock",
+        "cpu-clock:u",
         "-e",
-        "page-faults",
+        "page-faults:u",
     ];
     let (base, _) = record(&d, &prog, "base", &args, PAGES, STEPS / 2);
     let (new, _) = record(&d, &prog, "new", &args, PAGES, STEPS / 4);

@@ -327,8 +327,11 @@ pub fn asked_specs(o: &Opts) -> Result<Vec<(EventSpec, Option<usize>)>, String> 
             // perf's rule: kernel mode too unless the event says :u or :k, wherever the
             // kernel allows it (root, CAP_PERFMON or perf_event_paranoid <= 1; the whole
             // machine needs that anyway). Where it does not, the host's account of the
-            // workload's CPU time says how much the samples leave unseen.
-            let all_modes = o.cpus.is_some() || sys::kernel_allowed();
+            // workload's CPU time says how much the samples leave unseen. Strobed metrics
+            // count the workload's own code: each window's sampling interrupt would count
+            // its own cycles into the next (on the Arm lab machine the windows fell from
+            // 8,000 to 438, throttled), so --metrics keeps user mode, said in the file.
+            let all_modes = o.cpus.is_some() || (sys::kernel_allowed() && !o.metrics);
             s.kernel |= all_modes && !s.modes;
             specs.push((s, if g && i > 0 { Some(leader) } else { None }));
         }
@@ -452,7 +455,11 @@ fn open_all(o: &Opts, target: &Target) -> Result<Opened, String> {
     if specs.iter().any(|(s, _)| !s.kernel && !s.modes) {
         // Not printed: the host's account says how much CPU time this leaves unseen.
         let (paranoid, _) = sys::paranoid_and_caps();
-        notes.push(format!("kernel mode not sampled: perf_event_paranoid is {paranoid} and the agent has neither CAP_PERFMON nor CAP_SYS_ADMIN; run as root, or `sysctl kernel.perf_event_paranoid=1`"));
+        notes.push(if o.metrics && sys::kernel_allowed() {
+            "kernel mode not sampled: --metrics strobes the workload's user code (a window's sampling interrupt would count its own cycles into the next)".to_string()
+        } else {
+            format!("kernel mode not sampled: perf_event_paranoid is {paranoid} and the agent has neither CAP_PERFMON nor CAP_SYS_ADMIN; run as root, or `sysctl kernel.perf_event_paranoid=1`")
+        });
     }
     let grouped = specs.iter().any(|(_, l)| l.is_some()) || o.metrics;
     let spawned = matches!(target, Target::Spawned(_));

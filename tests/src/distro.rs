@@ -271,6 +271,76 @@ pub fn addr2line_share(data: &Path, exe: &Path, want: &dyn Fn(&str) -> bool) -> 
         });
     }
     samples.extend(cur.take());
+    share(exe, &samples, want)
+}
+
+/// The samples of labperf's own recording `f` (made with `-g`: each sample's callchain as
+/// the kernel walked it, from `labperf dump`) whose callchain holds a function of `exe`
+/// that `addr2line -i` names as matching `want`, in percent of all samples: the same
+/// independent count as [`addr2line_share`], over labperf's own file. A callchain's first
+/// user address is where the sample (or the kernel's entry) interrupted it; the others are
+/// return addresses, looked up one byte back.
+pub fn addr2line_share_of_recording(f: &Path, exe: &Path, want: &dyn Fn(&str) -> bool) -> f64 {
+    let o = Command::new(bin("labperf"))
+        .arg("dump")
+        .arg(f)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "labperf dump: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    let name = base(&exe.to_string_lossy());
+    let data = std::fs::read(exe).unwrap();
+    let elf = object::File::parse(&*data).unwrap();
+    let hex = |v: &str| u64::from_str_radix(v.trim().trim_start_matches("0x"), 16).ok();
+    // The executable's mappings: (start, end, file offset at start).
+    let maps: Vec<(u64, u64, u64)> = text
+        .lines()
+        .filter(|l| l.contains(" MMAP2 ") && base(l.rsplit(' ').next().unwrap_or("")) == name)
+        .filter_map(|l| {
+            let r = l.split_once('[')?.1.split_once(']')?.0;
+            let (start, rest) = r.split_once('(')?;
+            let (len, off) = rest.split_once(") @ ")?;
+            let s = hex(start)?;
+            Some((s, s + hex(len)?, hex(off)?))
+        })
+        .collect();
+    let vaddr = |a: u64| -> Option<u64> {
+        use object::{Object, ObjectSegment};
+        let &(start, _, pgoff) = maps.iter().find(|m| m.0 <= a && a < m.1)?;
+        let off = a - start + pgoff;
+        elf.segments().find_map(|seg| {
+            let (fo, fl) = seg.file_range();
+            (fo <= off && off < fo + fl).then(|| seg.address() + (off - fo))
+        })
+    };
+    let mut samples: Vec<Vec<u64>> = Vec::new();
+    for l in text.lines().filter(|l| l.contains(" SAMPLE ")) {
+        let chain = l
+            .split_once("callchain=[")
+            .and_then(|c| c.1.split_once(']'))
+            .map_or("", |c| c.0);
+        let addrs: Vec<u64> = chain.split(',').filter_map(hex).collect();
+        let user = addrs
+            .iter()
+            .position(|&a| a >> 63 == 0)
+            .unwrap_or(addrs.len());
+        let frames = addrs[user..]
+            .iter()
+            .enumerate()
+            .filter_map(|(i, &a)| vaddr(if i == 0 { a } else { a.wrapping_sub(1) }))
+            .collect();
+        samples.push(frames);
+    }
+    share(exe, &samples, want)
+}
+
+/// The share (percent) of `samples` (each its frames' file addresses in `exe`) holding a
+/// function `addr2line -i` names as matching `want`.
+fn share(exe: &Path, samples: &[Vec<u64>], want: &dyn Fn(&str) -> bool) -> f64 {
     let all: BTreeSet<u64> = samples
         .iter()
         .flatten()

@@ -31,7 +31,8 @@ struct Cli {
     /// own lines are theirs).
     #[arg(short, long, global = true, conflicts_with = "verbose")]
     quiet: bool,
-    /// Say more: the agent command each run starts.
+    /// Say more: the agent command each run starts, and C++ functions with their whole
+    /// signature (as perf's -v; `--full-names`).
     #[arg(short, long, global = true)]
     verbose: bool,
 }

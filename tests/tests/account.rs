@@ -229,6 +229,32 @@ fn dd_unprivileged_says_how_much_cpu_time_was_not_sampled_c_agent() {
     dd_unprivileged(&c_agent(), "account-nobody-c");
 }
 
+/// `:u` as root: kernel mode left out because the event asked for it, and the account says
+/// that cause (not a missing right).
+#[test]
+fn a_user_mode_event_s_gap_names_its_modifier_as_the_cause() {
+    root_needed();
+    let d = scratch("account-modifier");
+    let f = d.join("dd.lpr");
+    record(&bin("labperf-agent"), &f, &["-e", "cpu-clock:u"], DD);
+    let o = Command::new(bin("labperf"))
+        .arg("report")
+        .arg(&f)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    let w = err
+        .lines()
+        .find(|l| l.contains("miss the workload's CPU time by"))
+        .unwrap_or_else(|| panic!("no account warning: {err}"));
+    assert!(
+        w.contains("kernel mode was not sampled")
+            && w.contains("the event asked for user mode only (:u)")
+            && !w.contains("perf_event_paranoid"),
+        "{w}"
+    );
+}
+
 /// `-p`: the attached process's CPU time from /proc over the recording's span, against
 /// its samples: within 2% or two clock ticks (the /proc times count in 10 ms ticks).
 #[test]

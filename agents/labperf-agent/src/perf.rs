@@ -261,13 +261,23 @@ pub fn open(attr: &mut perf_event_attr, pid: i32, cpu: i32, group: i32) -> Resul
 
 /// A full-sentence explanation of a failed open, with the fix.
 pub fn explain(name: &str, plan: &AttrPlan, errno: i32) -> String {
+    explain_at(name, plan, errno, crate::sys::paranoid())
+}
+
+/// [`explain`] on a machine whose `perf_event_paranoid` is `paranoid`.
+fn explain_at(name: &str, plan: &AttrPlan, errno: i32, paranoid: Option<i32>) -> String {
     let what = crate::rt::Error::from_raw_os_error(errno);
-    let paranoid = crate::sys::paranoid();
     let p = paranoid
         .map(|v| v.to_string())
         .unwrap_or_else(|| "unknown".into());
     let need = if plan.spec.kernel { 1 } else { 2 };
     let fix = match errno {
+        // The setting already allows this: what refuses is access to the target (another
+        // user's process, or ptrace's rules), which no sysctl of perf's lifts.
+        libc::EACCES | libc::EPERM if paranoid.is_some_and(|v| v <= need) => format!(
+            "perf_event_paranoid is {p}, which allows profiling your own processes{}: the target is not yours to profile (another user's process; attaching needs the same user, or root or CAP_PERFMON, and ptrace's consent: kernel.yama.ptrace_scope). Run as the process's user or as root.",
+            if plan.spec.kernel { " including kernel mode" } else { " in user mode" }
+        ),
         libc::EACCES | libc::EPERM => format!(
             "perf_event_paranoid is {p}; profiling your own processes{} needs it at most {need}. Run as root, grant CAP_PERFMON, or run `sudo sysctl kernel.perf_event_paranoid={need}`.",
             if plan.spec.kernel { " including kernel mode" } else { " in user mode" }
@@ -415,7 +425,7 @@ mod tests {
     #[test]
     fn every_open_error_names_its_fix() {
         let user = plan(false);
-        let e = explain("cycles", &user, libc::EACCES);
+        let e = explain_at("cycles", &user, libc::EACCES, Some(3));
         assert!(
             e.starts_with("cannot open event 'cycles': Permission denied"),
             "{e}"
@@ -424,8 +434,14 @@ mod tests {
             e.contains("sudo sysctl kernel.perf_event_paranoid=2") && e.contains("CAP_PERFMON"),
             "{e}"
         );
+        assert!(explain_at("cycles", &plan(true), libc::EPERM, Some(2))
+            .contains("kernel.perf_event_paranoid=1"));
+        // Where the setting already allows it, the target is what refuses (another user's
+        // process): no sysctl is advised.
+        let other = explain_at("cycles", &user, libc::EACCES, Some(2));
         assert!(
-            explain("cycles", &plan(true), libc::EPERM).contains("kernel.perf_event_paranoid=1")
+            other.contains("another user's process") && !other.contains("sudo sysctl"),
+            "{other}"
         );
         assert!(explain("x", &user, libc::ENOENT).contains("labperf list"));
         assert!(explain("x", &user, libc::EOPNOTSUPP).contains("labperf-agent stat"));

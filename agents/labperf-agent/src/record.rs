@@ -452,14 +452,20 @@ fn open_all(o: &Opts, target: &Target) -> Result<Opened, String> {
     {
         notice(&mut notes, "--off-cpu: a thread's switches are seen in kernel mode only, which needs perf_event_paranoid <= 1 or CAP_PERFMON: each thread's time off the CPU is recorded without the stack it blocked in".into());
     }
+    // Why a mode is not sampled, for the host's account of the CPU time (not printed: the
+    // report says how much CPU time it leaves unseen).
     if specs.iter().any(|(s, _)| !s.kernel && !s.modes) {
-        // Not printed: the host's account says how much CPU time this leaves unseen.
         let (paranoid, _) = sys::paranoid_and_caps();
         notes.push(if o.metrics && sys::kernel_allowed() {
             "kernel mode not sampled: --metrics strobes the workload's user code (a window's sampling interrupt would count its own cycles into the next)".to_string()
         } else {
             format!("kernel mode not sampled: perf_event_paranoid is {paranoid} and the agent has neither CAP_PERFMON nor CAP_SYS_ADMIN; run as root, or `sysctl kernel.perf_event_paranoid=1`")
         });
+    } else if specs.iter().any(|(s, _)| !s.kernel && s.modes) {
+        notes.push("kernel mode not sampled: the event asked for user mode only (:u)".into());
+    }
+    if specs.iter().any(|(s, _)| !s.user) {
+        notes.push("user mode not sampled: the event asked for kernel mode only (:k)".into());
     }
     let grouped = specs.iter().any(|(_, l)| l.is_some()) || o.metrics;
     let spawned = matches!(target, Target::Spawned(_));

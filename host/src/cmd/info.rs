@@ -63,7 +63,11 @@ pub fn run(a: &Args) -> Result<()> {
         .as_ref()
         .is_some_and(|h| h.arch == labperf_common::Arch::Alpha);
     let command = info.header.as_ref().map_or(&[][..], |h| &h.command[..]);
-    print_trailer(info.trailer.as_ref(), alpha, command);
+    let imported = info
+        .header
+        .as_ref()
+        .is_some_and(|h| h.agent_version.ends_with("(labperf import)"));
+    print_trailer(info.trailer.as_ref(), alpha, command, imported);
     println!("kernel lost:     {}", plural(lost, "record", "records"));
     // What the samples cover of the CPU time the kernel accounted, as every report says it.
     if let Some(acc) = labperf::record::account::of(&info) {
@@ -188,12 +192,16 @@ fn print_event(i: usize, e: &EventDesc) {
 /// The trailer's totals, the agent's cost, the duration and the workload's exit (or that
 /// the trailer is missing); `command` is the header's (`--pid N`, `--tid N`, `-a`, `-C
 /// LIST`: a recording of something the agent did not start, which has no exit of its own).
-fn print_trailer(trailer: Option<&Trailer>, alpha: bool, command: &[String]) {
+fn print_trailer(trailer: Option<&Trailer>, alpha: bool, command: &[String], imported: bool) {
     match trailer {
         None => println!("trailer:         missing: the agent did not finish cleanly (killed?); records up to its last flush are above"),
         Some(t) => {
             println!("totals:          {}, {} lost, {} throttled, {} dropped by the agent", plural(t.samples, "sample", "samples"), t.lost, t.throttled, t.dropped);
-            println!("agent cost:      {:.3} s CPU, {} KiB peak RSS", t.agent_cpu_ns as f64 / 1e9, t.agent_peak_rss_kib);
+            if imported {
+                println!("agent cost:      unknown (a perf.data import: perf's own cost is not in its file)");
+            } else {
+                println!("agent cost:      {:.3} s CPU, {} KiB peak RSS", t.agent_cpu_ns as f64 / 1e9, t.agent_peak_rss_kib);
+            }
             println!("duration:        {:.3} s", t.duration_ns as f64 / 1e9);
             println!("workload exit:   {}", match (t.exit.code, t.exit.signal) {
                 (Some(c), _) => format!("exited with status {c}"),

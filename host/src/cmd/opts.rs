@@ -49,8 +49,11 @@ pub struct HostsFileOpt {
 #[derive(Debug, Clone, clap::Args)]
 pub struct EventsOpt {
     /// Event to sample (repeatable): cycles, cpu-clock, rHEX, pmu/event/, or a group {a,b}.
-    /// Without a hardware PMU, hardware events fall back to cpu-clock. `labperf list`
-    /// lists this machine's events (`--host H`: a lab machine's).
+    /// Without a hardware PMU, hardware events fall back to cpu-clock. User and kernel mode
+    /// are both sampled where the kernel allows it (root, CAP_PERFMON, or
+    /// perf_event_paranoid <= 1), as perf does: `:u` samples user mode only, `:k` kernel
+    /// mode only. Every report says what the samples cover of the workload's CPU time.
+    /// `labperf list` lists this machine's events (`--host H`: a lab machine's).
     #[arg(short, long = "event", value_parser = super::event_names::event_spec)]
     pub events: Vec<String>,
 }

@@ -42,8 +42,10 @@ pub fn secs(ns: u64) -> String {
         "0 s".into()
     } else if s >= 0.1 {
         format!("{s:.2} s")
-    } else if s >= 0.0001 {
+    } else if s >= 0.01 {
         format!("{:.1} ms", s * 1e3)
+    } else if s >= 0.0001 {
+        format!("{:.2} ms", s * 1e3)
     } else {
         format!("{:.0} µs", s * 1e6)
     }
@@ -56,7 +58,11 @@ fn whose(u: &Usage) -> String {
         UsageScope::Process => "the process's".into(),
         UsageScope::Thread => "the thread's".into(),
         UsageScope::Cpus { cpus, .. } => {
-            format!("the {cpus} CPU{}'", if cpus == 1 { "" } else { "s" })
+            if cpus == 1 {
+                "the CPU's".to_string()
+            } else {
+                format!("the {cpus} CPUs'")
+            }
         }
     }
 }
@@ -192,8 +198,14 @@ fn clocked(
 ) {
     let total = u.user_ns.saturating_add(u.system_ns);
     let covered = t.period - t.idle_period;
+    // With several events, which one's samples are counted.
+    let which = if h.events.len() > 1 {
+        format!(" of '{name}'")
+    } else {
+        String::new()
+    };
     a.line = format!(
-        "samples cover {} ({}) of {} {}",
+        "samples{which} cover {} ({}) of {} {}",
         secs(covered),
         modes(t),
         whose(u),
@@ -277,7 +289,7 @@ fn causes(
         }
         if attr.flags & INHERIT == 0 && matches!(u.scope, UsageScope::Workload) {
             c.push(
-                "children were not followed (--no-inherit), but their time is the workload's"
+                "the events did not follow the workload's children (inherit off: the agent's --no-inherit), whose time is the workload's"
                     .into(),
             );
         }
@@ -289,8 +301,8 @@ fn causes(
         let tail = info.exits.saturating_mul(mean);
         if info.exits > 0 && tail as f64 >= gap / 4.0 {
             c.push(format!(
-                "{} threads ended while recorded, each with up to one period ({}) never sampled: up to {}",
-                info.exits,
+                "{} ended while recorded, each with up to one period ({}) never sampled: up to {}",
+                crate::text::plural(info.exits, "thread", "threads"),
                 secs(mean),
                 secs(tail)
             ));
@@ -300,8 +312,8 @@ fn causes(
         let noise = ((t.samples as f64).sqrt() + 1.0) * mean as f64;
         if noise >= gap / 2.0 {
             c.push(format!(
-                "a short run: {} samples of {} each leave about ±{} to chance",
-                t.samples,
+                "a short run: {} of {} each leave about ±{} to chance",
+                crate::text::plural(t.samples, "sample", "samples"),
                 secs(mean),
                 secs(noise as u64)
             ));
@@ -309,7 +321,7 @@ fn causes(
     } else {
         match u.scope {
             UsageScope::Workload => c.push(
-                "processes the workload started but did not wait for (daemons, orphans) were sampled, but the kernel charges their time to no one the agent waited for".into(),
+                "processes the workload started but did not wait for (daemons, orphans) were sampled, but the workload's rusage holds only the children it waited for".into(),
             ),
             UsageScope::Process | UsageScope::Thread => c.push(format!(
                 "the process's last reading came before its end, or its clock ticks ({}) are coarse",

@@ -497,9 +497,12 @@ pub fn callers(s: &labperf_common::Sample) -> &[u64] {
     };
     match user {
         Some(u) => {
+            // It ends at a kernel address, or at a word no code can return to: the zero
+            // that ends a chain whose outermost frame pointer is null (glibc's `_start`),
+            // or anything in the first page.
             let end = chain[u..]
                 .iter()
-                .position(|&a| a >> 63 == 1)
+                .position(|&a| a >> 63 == 1 || a < 4096)
                 .map_or(chain.len(), |k| u + k);
             &chain[..end]
         }

@@ -828,7 +828,10 @@ impl Lines {
         let Ok(mut frames) = self.ctx.find_frames(vaddr).skip_all_loads() else {
             return out;
         };
-        let mut names: Vec<Arc<str>> = Vec::new();
+        // Each frame's name, innermost first, and whether it is a C++ name without its
+        // scope (DWARF's DW_AT_name where no linkage name was kept: `operator()` of a
+        // lambda, `vector`, `~vector`), which alone would join unrelated functions.
+        let mut names: Vec<(String, bool)> = Vec::new();
         // Bounded: a crafted file could nest inlined functions without end.
         for _ in 0..256 {
             let Ok(Some(f)) = frames.next() else { break };
@@ -842,15 +845,48 @@ impl Lines {
                 .function
                 .as_ref()
                 .and_then(|n| n.raw_name().ok())
-                .map(|n| Arc::<str>::from(demangle_as(&n, full).as_str()))
+                .map(|n| demangle_as(&n, full))
                 .unwrap_or_else(|| "[inlined]".into());
-            names.push(name);
+            let cxx = f
+                .function
+                .as_ref()
+                .and_then(|n| n.language)
+                .is_some_and(|l| {
+                    matches!(
+                        l,
+                        gimli::DW_LANG_C_plus_plus
+                            | gimli::DW_LANG_C_plus_plus_03
+                            | gimli::DW_LANG_C_plus_plus_11
+                            | gimli::DW_LANG_C_plus_plus_14
+                    )
+                });
+            let bare = cxx && !name.contains("::");
+            names.push((name, bare));
         }
-        // The last frame is the function the others are inlined into.
-        names.pop();
-        out.inlined = names;
+        out.inlined = qualified(names);
         out
     }
+}
+
+/// The names of the functions inlined at an address (`names`: innermost first, the last
+/// the function they are inlined into), a C++ name without its scope told apart by the
+/// function it is inlined into: `operator() [in apply]`.
+fn qualified(mut names: Vec<(String, bool)>) -> Vec<Arc<str>> {
+    let Some((outer, _)) = names.pop() else {
+        return Vec::new();
+    };
+    let mut out: Vec<Arc<str>> = vec![Arc::from(""); names.len()];
+    let mut into = outer;
+    for (k, (name, bare)) in names.into_iter().enumerate().rev() {
+        let shown = if bare {
+            format!("{name} [in {into}]")
+        } else {
+            name
+        };
+        out[k] = Arc::from(shown.as_str());
+        into = shown;
+    }
+    out
 }
 
 /// The warning for a file whose mapping matches none of its loadable segments.
@@ -1218,7 +1254,14 @@ impl Symbolizer {
             self.warnings.push(crate::text::show(&why).into_owned());
         }
         if found.is_none() && path.starts_with('/') {
-            self.warnings.push(format!("{} was not found or is not an ELF file: its samples are shown as addresses. Copy it here or pass --symfs DIR.", crate::text::show(path)));
+            // A file that was deleted or never had a name (memfd, a deleted library) cannot
+            // be copied anywhere: said as what it is.
+            let gone = path.starts_with("/memfd:") || path.ends_with(" (deleted)");
+            self.warnings.push(if gone {
+                format!("{} was a deleted or memory-only file on the recording machine: its samples are shown as addresses", crate::text::show(path))
+            } else {
+                format!("{} was not found or is not an ELF file: its samples are shown as addresses. Copy it here or pass --symfs DIR.", crate::text::show(path))
+            });
         }
         self.elves.insert(key, found.clone());
         found
@@ -1321,7 +1364,13 @@ impl Symbolizer {
                     return l;
                 }
                 if let Some(v) = self.kernel_hidden.take() {
-                    self.warnings.push(format!("note: kernel functions are shown as addresses: the recording machine's /proc/kallsyms hid them (kernel.kptr_restrict = {v}); record as root, or run `sysctl kernel.kptr_restrict=0` there"));
+                    self.warnings.push(if v == 0 {
+                        // kptr_restrict 0 still hides them from a user without CAP_SYSLOG
+                        // where perf_event_paranoid is above 1 (kallsyms_show_value).
+                        "note: kernel functions are shown as addresses: the recording machine's /proc/kallsyms hid them from the agent (kernel.kptr_restrict is 0, but with kernel.perf_event_paranoid above 1 a user without CAP_SYSLOG sees no kernel addresses); record as root, or give the agent CAP_SYSLOG".to_string()
+                    } else {
+                        format!("note: kernel functions are shown as addresses: the recording machine's /proc/kallsyms hid them (kernel.kptr_restrict = {v}); record as root, or run `sysctl kernel.kptr_restrict=0` there")
+                    });
                 }
                 return Location {
                     dso: self.intern(KERNEL_DSO),
@@ -1634,6 +1683,40 @@ mod tests {
         assert_eq!(st.bias(&at(0x40_1000, 0x7_8000, 0x1000, 5)), Some(0));
         // An offset no segment maps: another file.
         assert_eq!(pie.bias(&at(base + 0x9000, 0x1000, 0x9000, 5)), None);
+    }
+
+    #[test]
+    fn a_cxx_name_without_its_scope_is_told_apart_by_the_function_it_is_inlined_into() {
+        let names = |v: &[(&str, bool)]| -> Vec<String> {
+            qualified(v.iter().map(|(n, b)| (n.to_string(), *b)).collect())
+                .iter()
+                .map(|n| n.to_string())
+                .collect()
+        };
+        // Two lambdas' operator(), each inlined into its own apply<>: two names.
+        assert_eq!(
+            names(&[("operator()", true), ("apply<a::<lambda> >", false)]),
+            ["operator() [in apply<a::<lambda> >]"]
+        );
+        assert_eq!(
+            names(&[("operator()", true), ("apply<b::<lambda> >", false)]),
+            ["operator() [in apply<b::<lambda> >]"]
+        );
+        // A chain: each bare name by its own outer one; qualified names and C stay.
+        assert_eq!(
+            names(&[
+                ("vector", true),
+                ("std::map<int, int>::operator[]", false),
+                ("mix", false),
+                ("main", false)
+            ]),
+            [
+                "vector [in std::map<int, int>::operator[]]",
+                "std::map<int, int>::operator[]",
+                "mix"
+            ]
+        );
+        assert!(names(&[]).is_empty());
     }
 
     #[test]

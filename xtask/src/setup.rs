@@ -178,6 +178,14 @@ const PERF: Why = why(
     "the reference profiler of the tests and the benchmarks; fuzz records its seeds with it",
 );
 const SYMBOLS: Why = why(&[Test], "the symbol tests' workloads and tools");
+const JIT: Why = why(
+    &[Test],
+    "JIT compilers that write perf's map files, run by tests/tests/jit.rs",
+);
+const DEBUGINFOD: Why = why(
+    &[Test],
+    "elfutils' debuginfod server gives labperf debug files and binaries by build-id (tests/tests/debuginfod.rs)",
+);
 const PPROF: Why = why(
     &[Test],
     "a real pprof client reads `labperf export --format pprof` (tests/tests/export.rs)",
@@ -277,6 +285,10 @@ pub const PROGRAMS: &[(&str, &str, Why)] = &[
     ("chromium", "chromium", CHROMIUM),
     ("objcopy", "binutils", SYMBOLS),
     ("addr2line", "binutils", SYMBOLS),
+    ("debuginfod", "debuginfod", DEBUGINFOD),
+    ("node", "nodejs", JIT),
+    ("java", "openjdk-17-jdk-headless", JIT),
+    ("javac", "openjdk-17-jdk-headless", JIT),
     // `cargo xtask bench`: the recorders' own CPU time and peak memory.
     ("time", "time", TIME),
     // Building the lab image.

@@ -494,10 +494,21 @@ fn hostile(answer: Answer) -> String {
     std::thread::spawn(move || {
         for c in l.incoming() {
             let Ok(mut c) = c else { continue };
+            // Each request of the connection (a client keeps it for the next) answered
+            // once its head is read.
             std::thread::spawn(move || {
-                let mut req = [0u8; 4096];
-                let _ = c.read(&mut req);
-                answer(&mut c);
+                let mut head = Vec::new();
+                let mut b = [0u8; 4096];
+                loop {
+                    match c.read(&mut b) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => head.extend_from_slice(&b[..n]),
+                    }
+                    if head.windows(4).any(|w| w == b"\r\n\r\n") {
+                        head.clear();
+                        answer(&mut c);
+                    }
+                }
             });
         }
     });

@@ -1,7 +1,6 @@
 //! JIT code named from perf's map files (`/tmp/perf-PID.map`, lines `START SIZE name` in hex, as node `--perf-basic-prof`, Java's `-XX:+DumpPerfMapAtExit` and `python3.12 -X perf` write them): untrusted text read within bounds, the latest line for an address winning.
 
 use crate::symbolize::intervals::Intervals;
-use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -9,14 +8,16 @@ use std::sync::Arc;
 pub const MAX_MAP: u64 = 256 << 20;
 /// Longest line taken (a longer one is counted as malformed).
 pub const MAX_LINE: usize = 4096;
-/// Most functions kept from one file (each costs about 100 bytes).
+/// Most functions kept from one file (each costs about 60 bytes beside the file's own).
 pub const MAX_ENTRIES: usize = 4_000_000;
 
-/// The functions of one map file.
+/// The functions of one map file: its text, and each function's name as a place in it.
 #[derive(Debug, Default)]
 pub struct PerfMap {
     index: Intervals,
-    names: Vec<Arc<str>>,
+    text: Vec<u8>,
+    /// Each function's name: its offset in `text` and its length.
+    names: Vec<(u32, u16)>,
     /// Lines taken.
     pub entries: usize,
 }
@@ -33,16 +34,21 @@ pub struct Skipped {
 }
 
 impl PerfMap {
-    /// Parses a map file's bytes: each line `START SIZE name` (START and SIZE in hex, with or
-    /// without `0x`, as perf reads them); an address covered by several lines gets the last
-    /// one's name (JIT code is freed and its memory reused: the latest line is the newest
-    /// code). Lines of size 0 name nothing.
-    pub fn parse(text: &[u8]) -> (PerfMap, Skipped) {
-        let mut map = PerfMap::default();
+    /// Parses a map file's bytes (at most [`MAX_MAP`]: the names are kept as places in
+    /// them): each line `START SIZE name` (START and SIZE in hex, with or without `0x`, as
+    /// perf reads them); an address covered by several lines gets the last one's name (JIT
+    /// code is freed and its memory reused: the latest line is the newest code). Lines of
+    /// size 0 name nothing.
+    pub fn parse(mut text: Vec<u8>) -> (PerfMap, Skipped) {
+        text.truncate(MAX_MAP as usize);
+        let mut index = Intervals::default();
+        let mut names = Vec::new();
         let mut skipped = Skipped::default();
-        let mut interned: HashMap<&[u8], u32> = HashMap::new();
-        for (n, line) in text.split(|&b| b == b'\n').enumerate() {
-            let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let mut at = 0usize;
+        for (n, whole) in text.split(|&b| b == b'\n').enumerate() {
+            let line_at = at;
+            at += whole.len() + 1;
+            let line = whole.strip_suffix(b"\r").unwrap_or(whole);
             if line.is_empty() {
                 continue;
             }
@@ -60,29 +66,30 @@ impl PerfMap {
             if size == 0 {
                 continue;
             }
-            if map.entries >= MAX_ENTRIES {
+            if names.len() >= MAX_ENTRIES {
                 skipped.over += 1;
                 continue;
             }
-            let idx = match interned.get(name) {
-                Some(&i) => i,
-                None => {
-                    let i = map.names.len() as u32;
-                    map.names
-                        .push(Arc::from(String::from_utf8_lossy(name).as_ref()));
-                    interned.insert(name, i);
-                    i
-                }
-            };
-            map.index.insert(start, start.saturating_add(size), idx);
-            map.entries += 1;
+            // The name ends the line: its offset is the line's end less its length.
+            let off = line_at + line.len() - name.len();
+            index.insert(start, start.saturating_add(size), names.len() as u32);
+            names.push((off as u32, name.len() as u16));
         }
+        let entries = names.len();
+        let map = PerfMap {
+            index,
+            text,
+            names,
+            entries,
+        };
         (map, skipped)
     }
 
     /// The function at `ip`.
-    pub fn find(&self, ip: u64) -> Option<&Arc<str>> {
-        self.names.get(self.index.find(ip)? as usize)
+    pub fn find(&self, ip: u64) -> Option<Arc<str>> {
+        let &(off, len) = self.names.get(self.index.find(ip)? as usize)?;
+        let name = self.text.get(off as usize..off as usize + len as usize)?;
+        Some(Arc::from(String::from_utf8_lossy(name).as_ref()))
     }
 }
 
@@ -169,7 +176,7 @@ pub fn read(
             "cannot read {shown}: {e}: its JIT code is not named"
         )));
     }
-    let (map, skipped) = PerfMap::parse(&data);
+    let (map, skipped) = PerfMap::parse(data);
     let mut warnings = Vec::new();
     if let Some((n, head)) = &skipped.first {
         warnings.push(format!(
@@ -199,7 +206,7 @@ mod tests {
             1000 100 old\n\
             1080 10 new\n\
             2000 0 empty\n";
-        let (m, skipped) = PerfMap::parse(text);
+        let (m, skipped) = PerfMap::parse(text.to_vec());
         assert_eq!(skipped, Skipped::default());
         assert_eq!(m.entries, 5);
         let name = |ip| m.find(ip).map(|s| s.to_string());
@@ -237,7 +244,7 @@ mod tests {
             b"3000 10 \xffname\n",
         ]
         .concat();
-        let (m, skipped) = PerfMap::parse(&text);
+        let (m, skipped) = PerfMap::parse(text);
         assert_eq!(skipped.malformed, 7);
         assert_eq!(skipped.first.as_ref().map(|f| f.0), Some(1));
         assert_eq!(m.entries, 1);
@@ -246,11 +253,26 @@ mod tests {
             Some("\u{fffd}name")
         );
         // A range past the end of the address space ends there.
-        let (m, _) = PerfMap::parse(b"ffffffffffffff00 1000 top\n");
+        let (m, _) = PerfMap::parse(b"ffffffffffffff00 1000 top\n".to_vec());
         assert_eq!(
             m.find(u64::MAX - 1).map(|s| s.to_string()).as_deref(),
             Some("top")
         );
+    }
+
+    #[test]
+    fn functions_past_the_limit_are_counted_not_kept() {
+        let text = b"1 1 a\n".repeat(MAX_ENTRIES + 10);
+        let (m, skipped) = PerfMap::parse(text);
+        assert_eq!(
+            (m.entries, skipped.over, skipped.malformed),
+            (MAX_ENTRIES, 10, 0)
+        );
+        // Past the size limit nothing is read (lines of size 0 name nothing).
+        let mut text = b"1 0 a\n".repeat((MAX_MAP as usize) / 6);
+        text.extend_from_slice(b"2 1 past\n");
+        let (m, _) = PerfMap::parse(text);
+        assert_eq!(m.find(2), None);
     }
 
     #[test]

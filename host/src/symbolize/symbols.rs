@@ -1335,7 +1335,6 @@ impl Symbolizer {
             if let Some(map) = self.jit_map(p) {
                 any = true;
                 if let Some(name) = map.find(ip) {
-                    let name = name.clone();
                     return Some(Location {
                         dso: self.intern(&crate::symbolize::perfmap::path_of(p)),
                         sym: Some(name),

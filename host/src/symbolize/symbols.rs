@@ -1279,12 +1279,9 @@ impl Symbolizer {
     fn named_elf(&mut self, path: &Arc<str>, build_id: Option<&Arc<[u8]>>) -> Option<Arc<Elf>> {
         use crate::symbolize::debuginfod::{find, Kind};
         let elf = self.elf(path, build_id)?;
-        if elf.has_symtab {
+        if elf.has_symtab || self.search.debuginfod_cache.is_none() {
             return Some(elf);
         }
-        let Some(root) = self.search.debuginfod_cache.clone() else {
-            return Some(elf);
-        };
         let key = (path.clone(), build_id.cloned());
         // A file of another build-id than the recorded one: its debug file names other code.
         let id = match (&elf.build_id, build_id) {
@@ -1295,6 +1292,7 @@ impl Symbolizer {
         if !self.debuginfod_asked.insert(key.clone()) {
             return Some(elf);
         }
+        let root = self.search.debuginfod_cache.clone()?;
         let machine = elf.machine.unwrap_or("unknown");
         let fits = |p: &Path| elf_fits(p, &id, machine);
         let (file, note) = find(

@@ -613,3 +613,105 @@ fn hostile_servers_answers_are_refused_within_bounds() {
         assert!(took < Duration::from_secs(30), "{what}: {took:?}");
     }
 }
+
+/// OpenSSL's own TLS server (`openssl s_server -WWW`: files under its directory, by the
+/// request's path) on 127.0.0.1; killed on drop.
+struct TlsServer(Child);
+
+impl Drop for TlsServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn https_servers_are_asked_with_their_certificate_checked() {
+    let d = scratch("dbgd-https");
+    let (full, prog) = (d.join("full"), d.join("prog"));
+    let www = d.join("www");
+    let id = {
+        build(&d, &full, &d.join("prog.debug"), &prog);
+        hex(&build_id(&prog))
+    };
+    std::fs::create_dir_all(www.join("buildid").join(&id)).unwrap();
+    std::fs::copy(
+        d.join("prog.debug"),
+        www.join("buildid").join(&id).join("debuginfo"),
+    )
+    .unwrap();
+    let lpr = d.join("run.lpr");
+    record(&lpr, &[&prog]);
+    // A certificate of its own for 127.0.0.1, which only SSL_CERT_FILE makes trusted.
+    run(Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+        ])
+        .args([
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+        ])
+        .arg("-keyout")
+        .arg(d.join("key.pem"))
+        .arg("-out")
+        .arg(d.join("cert.pem")));
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let _server = TlsServer(
+        Command::new("openssl")
+            .args([
+                "s_server",
+                "-WWW",
+                "-quiet",
+                "-accept",
+                &format!("127.0.0.1:{port}"),
+            ])
+            .arg("-cert")
+            .arg(d.join("cert.pem"))
+            .arg("-key")
+            .arg(d.join("key.pem"))
+            .current_dir(&www)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("openssl is installed by `cargo xtask setup`"),
+    );
+    let t = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "s_server did not start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let url = format!("https://127.0.0.1:{port}");
+    let top = |trust: bool, home: &Path| {
+        let mut c = Command::new(bin("labperf"));
+        c.env("DEBUGINFOD_URLS", &url);
+        if trust {
+            c.env("SSL_CERT_FILE", d.join("cert.pem"));
+        }
+        let (j, err) = report(c, &lpr, home, &[]);
+        let names: Vec<String> = rows_of(&j, "prog")
+            .into_iter()
+            .take(2)
+            .map(|r| r.0)
+            .collect();
+        let note = err.lines().find(|l| l.contains(&id)).map(str::to_string);
+        (names, note.unwrap_or_else(|| panic!("{err}")))
+    };
+    // Not trusted: refused, and said.
+    let (names, note) = top(false, &d.join("home1"));
+    assert!(names.iter().all(|n| n.starts_with("prog+0x")), "{names:?}");
+    assert!(note.contains("certificate verify failed"), "{note}");
+    // Trusted: the debug file comes over TLS.
+    let (names, note) = top(true, &d.join("home2"));
+    assert_eq!(names, ["spin_alpha", "spin_beta"], "{note}");
+    let size = std::fs::metadata(d.join("prog.debug")).unwrap().len();
+    assert!(note.contains(&format!("{url}: {size} bytes")), "{note}");
+}

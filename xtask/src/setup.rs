@@ -184,7 +184,7 @@ const JIT: Why = why(
 );
 const DEBUGINFOD: Why = why(
     &[Test],
-    "elfutils' debuginfod server gives labperf debug files and binaries by build-id (tests/tests/debuginfod.rs)",
+    "elfutils' debuginfod server gives labperf debug files and binaries by build-id, and OpenSSL's TLS server the same over HTTPS (tests/tests/debuginfod.rs)",
 );
 const PPROF: Why = why(
     &[Test],
@@ -286,6 +286,7 @@ pub const PROGRAMS: &[(&str, &str, Why)] = &[
     ("objcopy", "binutils", SYMBOLS),
     ("addr2line", "binutils", SYMBOLS),
     ("debuginfod", "debuginfod", DEBUGINFOD),
+    ("openssl", "openssl", DEBUGINFOD),
     ("node", "nodejs", JIT),
     ("java", "openjdk-17-jdk-headless", JIT),
     ("javac", "openjdk-17-jdk-headless", JIT),

@@ -101,8 +101,26 @@ fn jit_named_as_perf_names_it(d: &Path, cmd: &[&str], hot: &str) {
         .into_iter()
         .filter(|(n, _)| names.contains(n))
         .collect();
+    // A copy under --symfs DIR/tmp/ serves as well (the map of a recording copied here).
+    let symfs = d.join("symfs");
+    std::fs::create_dir_all(symfs.join("tmp")).unwrap();
+    std::fs::copy(&map, symfs.join(map.strip_prefix("/").unwrap())).unwrap();
     let _ = std::fs::remove_file(&map);
     assert_eq!(ours, theirs);
+    let o = run(Command::new(bin("labperf"))
+        .args(["report", "--format", "json", "--top", "0", "--symfs"])
+        .arg(&symfs)
+        .arg(&data));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let mut copied = BTreeMap::new();
+    for r in j["tables"][0]["rows"].as_array().unwrap() {
+        if r["dso"].as_str() == map.to_str() {
+            *copied
+                .entry(r["name"].as_str().unwrap().to_string())
+                .or_insert(0) += r["samples"].as_u64().unwrap();
+        }
+    }
+    assert_eq!(copied, theirs);
     // Without the map file: no JIT names, and the report says how to get them.
     let o = run(Command::new(bin("labperf")).arg("report").arg(&data));
     let err = String::from_utf8_lossy(&o.stderr);

@@ -182,6 +182,14 @@ const PERF: Why = why(
     "the reference profiler of the tests and the benchmarks; fuzz records its seeds with it",
 );
 const SYMBOLS: Why = why(&[Test], "the symbol tests' workloads and tools");
+const JIT: Why = why(
+    &[Test],
+    "JIT compilers that write perf's map files, run by tests/tests/jit.rs",
+);
+const DEBUGINFOD: Why = why(
+    &[Test],
+    "elfutils' debuginfod server gives labperf debug files and binaries by build-id, and OpenSSL's TLS server the same over HTTPS (tests/tests/debuginfod.rs)",
+);
 const PPROF: Why = why(
     &[Test],
     "a real pprof client reads `labperf export --format pprof` (tests/tests/export.rs)",
@@ -277,7 +285,6 @@ pub const PROGRAMS: &[(&str, &str, Why)] = &[
     ("sort", "coreutils", DEBIAN_CORPUS),
     ("bzip2", "bzip2", DEBIAN_CORPUS),
     ("sqlite3", "sqlite3", DEBIAN_CORPUS),
-    ("node", "nodejs", DEBIAN_CORPUS),
     // The reference profiler of the benchmarks, and the symbol tests' workloads and tools.
     ("perf", "linux-perf", PERF),
     ("python3", "python3", SYMBOLS),
@@ -287,6 +294,11 @@ pub const PROGRAMS: &[(&str, &str, Why)] = &[
     ("chromium", "chromium", CHROMIUM),
     ("objcopy", "binutils", SYMBOLS),
     ("addr2line", "binutils", SYMBOLS),
+    ("debuginfod", "debuginfod", DEBUGINFOD),
+    ("openssl", "openssl", DEBUGINFOD),
+    ("node", "nodejs", JIT),
+    ("java", "openjdk-17-jdk-headless", JIT),
+    ("javac", "openjdk-17-jdk-headless", JIT),
     // `cargo xtask bench`: the recorders' own CPU time and peak memory.
     ("time", "time", TIME),
     // Building the lab image.

@@ -557,7 +557,8 @@ impl HostRun<'_> {
                 io.say(&format!("warning: a pushed file's symbols: {w}"));
             }
             self.board.set(self.index, Phase::Fetching, "binaries");
-            for w in deploy::fetch_binaries(r, file, &cache, &machine)? {
+            let key = labperf::files::cache::recording_key(got.size, &got.sha256);
+            for w in deploy::fetch_binaries(r, file, &cache, &machine, &key)? {
                 io.say(&format!("warning: {w}"));
             }
         }

@@ -11,7 +11,13 @@
 //!   the machine labperf contacted, never by anything a record file says;
 //! - `<root>/recordings/<size>-<SHA-256 of the record file>`: which machine (host key,
 //!   name, architecture) a fetched record file came from, so that a report reads that
-//!   machine's `by-host` entries for it and no other's. At most [`MAX_RECORDINGS`].
+//!   machine's `by-host` entries for it and no other's. At most [`MAX_RECORDINGS`];
+//! - `<root>/perf-maps/<size>-<SHA-256 of the record file>/<pid>.map`: the JIT map files
+//!   (`/tmp/perf-PID.map`) of that recording's processes, fetched with its binaries and
+//!   read for that record file only. At most [`MAX_RECORDINGS`] recordings' maps.
+//!
+//! [`debuginfod`] is another root of the same layout: `<build-id>/elf` and `<build-id>/debug`
+//! as debuginfod servers gave them.
 //!
 //! Entries are written through a new temporary file (`O_EXCL | O_NOFOLLOW`) renamed into a
 //! directory that is checked to be a real directory inside the root, so no path from a lab
@@ -35,6 +41,12 @@ pub fn labperf_cache() -> PathBuf {
 /// The binary cache of [`labperf_cache`].
 pub fn binaries() -> PathBuf {
     labperf_cache().join("binaries")
+}
+
+/// Where files fetched from debuginfod servers are kept: `debuginfod/<build-id>/elf` and
+/// `debug` in [`labperf_cache`], apart from what lab machines gave.
+pub fn debuginfod() -> PathBuf {
+    labperf_cache().join("debuginfod")
 }
 
 /// Lower-case hex.
@@ -76,6 +88,17 @@ pub fn by_host(root: &Path, host_key: &[u8], path: &str) -> PathBuf {
         .join("elf")
 }
 
+/// The name of a fetched record file of `size` bytes and SHA-256 `sha256` (hex) in the
+/// index and in `perf-maps/`.
+pub fn recording_key(size: u64, sha256: &str) -> String {
+    format!("{size}-{sha256}")
+}
+
+/// The JIT map file of process `pid` of the fetched record file `key` ([`recording_key`]).
+pub fn perf_map(root: &Path, key: &str, pid: u32) -> PathBuf {
+    root.join("perf-maps").join(key).join(format!("{pid}.map"))
+}
+
 /// Most record files the index remembers (each entry is under 1 KiB); past it, the
 /// oldest entries go (their recordings then read only shared and local files).
 pub const MAX_RECORDINGS: usize = 10_000;
@@ -113,7 +136,7 @@ pub enum Origin {
 
 /// The index entry of a record file of `size` bytes and SHA-256 `sha256` (hex).
 fn recording_entry(root: &Path, size: u64, sha256: &str) -> PathBuf {
-    root.join("recordings").join(format!("{size}-{sha256}"))
+    root.join("recordings").join(recording_key(size, sha256))
 }
 
 /// The entry's text: a version line, then `host-key`, `name` and `arch` lines.
@@ -202,8 +225,21 @@ fn prune(dir: &Path, max: usize) {
     all.sort();
     let drop = all.len() - max * 9 / 10;
     for (_, p) in all.into_iter().take(drop) {
-        let _ = std::fs::remove_file(p);
+        // A directory of labperf's (perf-maps/), never a link followed.
+        match std::fs::symlink_metadata(&p) {
+            Ok(m) if m.is_dir() => {
+                let _ = std::fs::remove_dir_all(&p);
+            }
+            _ => {
+                let _ = std::fs::remove_file(&p);
+            }
+        }
     }
+}
+
+/// Removes the oldest recordings' map files past [`MAX_RECORDINGS`].
+pub fn prune_perf_maps(root: &Path) {
+    prune(&root.join("perf-maps"), MAX_RECORDINGS);
 }
 
 /// An index entry's content (a regular file, at most 4 KiB read).
@@ -225,8 +261,14 @@ fn read_entry(path: &Path) -> Option<Origin> {
 /// Where the record file `file` came from: the index entry of its size and SHA-256. The
 /// file is hashed only when the index holds an entry of its size.
 pub fn origin(root: &Path, file: &Path) -> Origin {
+    origin_and_key(root, file).0
+}
+
+/// [`origin`], and for a fetched record file its [`recording_key`].
+pub fn origin_and_key(root: &Path, file: &Path) -> (Origin, Option<String>) {
+    let unknown = (Origin::Unknown, None);
     let Ok(meta) = std::fs::metadata(file) else {
-        return Origin::Unknown;
+        return unknown;
     };
     let prefix = format!("{}-", meta.len());
     let sized = std::fs::read_dir(root.join("recordings")).is_ok_and(|rd| {
@@ -234,14 +276,20 @@ pub fn origin(root: &Path, file: &Path) -> Origin {
             .any(|e| e.file_name().to_string_lossy().starts_with(&prefix))
     });
     if !sized {
-        return Origin::Unknown;
+        return unknown;
     }
     let Ok(data) = crate::files::mapped::map_file(file) else {
-        return Origin::Unknown;
+        return unknown;
     };
-    let sha = hex(&Sha256::digest((*data).as_ref()));
-    read_entry(&recording_entry(root, (*data).as_ref().len() as u64, &sha))
-        .unwrap_or(Origin::Unknown)
+    let (size, sha) = (
+        (*data).as_ref().len() as u64,
+        hex(&Sha256::digest((*data).as_ref())),
+    );
+    match read_entry(&recording_entry(root, size, &sha)) {
+        Some(o @ Origin::Fetched(_)) => (o, Some(recording_key(size, &sha))),
+        Some(o) => (o, None),
+        None => unknown,
+    }
 }
 
 /// Why a file could not be stored.
@@ -333,7 +381,7 @@ impl Pending {
     }
 
     /// Puts the file at `dest`, an entry of [`by_build_id`] or [`by_host`] (or their
-    /// `debug`), or of the recordings index, under the root.
+    /// `debug`), of the recordings index or of [`perf_map`], under the root.
     pub fn store(self, dest: &Path) -> Result<(), CacheError> {
         let rel = dest
             .strip_prefix(&self.root)
@@ -348,8 +396,13 @@ impl Pending {
                     && hexname(h)
             })
         };
+        let pid_map = |s: &str| {
+            s.strip_suffix(".map")
+                .is_some_and(|p| !p.is_empty() && p.bytes().all(|c| c.is_ascii_digit()))
+        };
         let ok = match parts.as_slice() {
             [id, "elf" | "debug"] => hexname(id),
+            ["perf-maps", rec, map] => recording(rec) && pid_map(map),
             ["by-host", key, id, "elf" | "debug"] => hexname(key) && hexname(id),
             ["recordings", name] => recording(name),
             _ => false,

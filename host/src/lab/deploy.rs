@@ -18,6 +18,8 @@ pub const MAX_BINARY: u64 = 1 << 30;
 /// Most binaries fetched for one recording, and their total size.
 pub const MAX_BINARIES: usize = 256;
 pub const MAX_BINARIES_BYTES: u64 = 4 << 30;
+/// Most processes whose JIT map files (`/tmp/perf-PID.map`) are fetched for one recording.
+pub const MAX_PERF_MAPS: usize = 64;
 /// Largest agent labperf uploads.
 const MAX_AGENT: u64 = 64 << 20;
 
@@ -531,23 +533,45 @@ pub fn fetch_partial(r: &Remote, files: &RunFiles, local: &Path) -> bool {
 /// A mapped file: its path and build-id.
 type MappedFile = (String, Option<Vec<u8>>);
 
-/// The files that the recording's samples land in: (path, build-id), at most
-/// [`MAX_BINARIES`], from its mmap2 records and sample addresses (a forked child's in its
-/// parent's mappings, as the symbolizer finds them), and the recording's architecture (its
-/// header's, as [`crate::symbolize::symbols::arch_name`] says it). Time and memory are linear in the
-/// file: a mapping finds its file through a hash map, an address its mapping through an
-/// interval index. `None` when `stop` said so (it is asked before each MiB read).
-fn files_hit(
-    file: &Path,
-    stop: &dyn Fn() -> bool,
-) -> Option<(Vec<MappedFile>, Option<&'static str>)> {
+/// What a recording's samples land in: the files (path, build-id), at most
+/// [`MAX_BINARIES`]; the processes whose samples land in anonymous executable memory (JIT
+/// code, [`crate::symbolize::perfmap::anonymous`]) or in no mapping at all, at most
+/// [`MAX_PERF_MAPS`]; and the recording's architecture (its header's, as
+/// [`crate::symbolize::symbols::arch_name`] says it).
+struct Hit {
+    files: Vec<MappedFile>,
+    jit: Vec<u32>,
+    arch: Option<&'static str>,
+}
+
+/// What the recording's samples land in ([`Hit`]), from its mmap2 records and sample
+/// addresses (a forked child's in its parent's mappings, as the symbolizer finds them).
+/// Time and memory are linear in the file: a mapping finds its file through a hash map, an
+/// address its mapping through an interval index. `None` when `stop` said so (it is asked
+/// before each MiB read).
+fn files_hit(file: &Path, stop: &dyn Fn() -> bool) -> Option<Hit> {
     use crate::symbolize::symbols::Intervals;
     let mut index: HashMap<MappedFile, u32> = HashMap::new();
     let mut procs: HashMap<u32, Intervals> = HashMap::new();
     let mut parent: HashMap<u32, u32> = HashMap::new();
     let mut ips: HashSet<(u32, u64)> = HashSet::new();
+    // Anonymous executable mappings: an index past every file's, one per process.
+    let mut anon: HashMap<u32, u32> = HashMap::new();
     let info = crate::record::load::stream_until(&file.into(), stop, |r| match r {
-        Record::Mmap2(m) if m.path.starts_with('/') => {
+        Record::Mmap2(m)
+            if crate::symbolize::perfmap::anonymous(&m.path)
+                && (m.prot & 4 != 0 || m.prot == 0) =>
+        {
+            let n = u32::MAX - anon.len() as u32;
+            let i = *anon.entry(m.pid).or_insert(n);
+            procs
+                .entry(m.pid)
+                .or_default()
+                .insert(m.addr, m.addr.saturating_add(m.len), i);
+        }
+        Record::Mmap2(m)
+            if m.path.starts_with('/') && !crate::symbolize::perfmap::anonymous(&m.path) =>
+        {
             let n = index.len();
             let Ok(n) = u32::try_from(n) else { return };
             let i = *index
@@ -575,14 +599,22 @@ fn files_hit(
         Err(_) => None,
     };
     let mut hit = vec![false; index.len()];
+    let mut jit: Vec<u32> = Vec::new();
     for (n, (pid, ip)) in ips.into_iter().enumerate() {
         if n % 65536 == 0 && stop() {
             return None;
         }
         let mut p = pid;
+        let mut found = false;
         for _ in 0..64 {
             if let Some(i) = procs.get(&p).and_then(|v| v.find(ip)) {
-                hit[i as usize] = true;
+                match hit.get_mut(i as usize) {
+                    Some(h) => *h = true,
+                    // Anonymous memory: JIT code, which the process's map file names (and the
+                    // processes it forked write their own, the symbolizer reads both).
+                    None => jit.extend([pid, p]),
+                }
+                found = true;
                 break;
             }
             match parent.get(&p) {
@@ -590,19 +622,25 @@ fn files_hit(
                 None => break,
             }
         }
+        if !found && ip >> 63 == 0 {
+            jit.push(pid);
+        }
     }
+    jit.sort_unstable();
+    jit.dedup();
+    jit.truncate(MAX_PERF_MAPS);
     let mut files: Vec<(u32, MappedFile)> = index
         .into_iter()
         .filter(|(_, i)| hit[*i as usize])
         .map(|(f, i)| (i, f))
         .collect();
     files.sort_unstable_by_key(|(i, _)| *i);
-    let out = files
+    let files = files
         .into_iter()
         .map(|(_, f)| f)
         .take(MAX_BINARIES)
         .collect();
-    Some((out, arch))
+    Some(Hit { files, jit, arch })
 }
 
 /// What a lab machine says one of its files hashes to.
@@ -679,6 +717,8 @@ fn debug_path(id: &[u8]) -> String {
 /// shared entry of that build-id when there is none; when there is one, it serves this
 /// machine only if this machine's file (and its debug file) hash the same, else this
 /// machine gets its own copy under its host key (`m`), as a file without a build-id does.
+/// The JIT map files of the processes whose samples land in anonymous memory are fetched
+/// too ([`fetch_perf_maps`]) for the record file `key` ([`cache::recording_key`]).
 /// Returns warnings; fails only when interrupted ([`crate::interrupt::aborting`]), after
 /// removing what it was writing.
 pub fn fetch_binaries(
@@ -686,10 +726,12 @@ pub fn fetch_binaries(
     file: &Path,
     root: &Path,
     m: &cache::Machine,
+    key: &str,
 ) -> Result<Vec<String>, RemoteError> {
     let interrupted = || RemoteError::Interrupted { host: r.name() };
-    let (files, arch) = files_hit(file, &crate::interrupt::aborting).ok_or_else(interrupted)?;
-    let mut warnings = Vec::new();
+    let Hit { files, jit, arch } =
+        files_hit(file, &crate::interrupt::aborting).ok_or_else(interrupted)?;
+    let mut warnings = fetch_perf_maps(r, root, key, &jit)?;
     let Some(arch) = arch else {
         warnings.push(
             "the recording has no header (no architecture): no binary was fetched for its symbols"
@@ -918,6 +960,55 @@ impl Fetching<'_> {
     }
 }
 
+/// Fetches the JIT map file (`/tmp/perf-PID.map`, at most
+/// [`crate::symbolize::perfmap::MAX_MAP`] bytes) of each process of `pids` the machine has
+/// one for into the cache's `perf-maps/` entry of the record file `key`, read only for that
+/// record file; a process without one is the usual case. Returns warnings; fails only when
+/// interrupted.
+pub fn fetch_perf_maps(
+    r: &Remote,
+    root: &Path,
+    key: &str,
+    pids: &[u32],
+) -> Result<Vec<String>, RemoteError> {
+    let mut warnings = Vec::new();
+    for &pid in pids {
+        let path = crate::symbolize::perfmap::path_of(pid);
+        let dest = cache::perf_map(root, key, pid);
+        if dest.is_file() {
+            continue;
+        }
+        let mut pending = match cache::Pending::new(root) {
+            Ok(p) => p,
+            Err(e) => {
+                warnings.push(e.to_string());
+                break;
+            }
+        };
+        let limit = crate::symbolize::perfmap::MAX_MAP;
+        match r.fetch(&path, limit, &mut PendingWriter(&mut pending)) {
+            Ok(_) => {
+                if let Err(e) = pending.store(&dest) {
+                    warnings.push(e.to_string());
+                }
+            }
+            Err(RemoteError::NotRegular { .. }) => pending.discard(),
+            Err(e @ RemoteError::Interrupted { .. }) => {
+                pending.discard();
+                return Err(e);
+            }
+            Err(e) => {
+                pending.discard();
+                warnings.push(format!(
+                    "cannot fetch {path} for the names of JIT code: {e}"
+                ));
+            }
+        }
+    }
+    cache::prune_perf_maps(root);
+    Ok(warnings)
+}
+
 /// For a cached binary without a full symbol table (an `elf` entry), fetches its separate
 /// debug file from the lab machine's `/usr/lib/debug/.build-id/xx/rest.debug` into the
 /// `debug` beside it when the machine has one: an ELF file of the same build-id and
@@ -1077,8 +1168,9 @@ mod tests {
             let deadline = t + Duration::from_secs(30);
             let got = files_hit(&file, &|| Instant::now() > deadline);
             let took = t.elapsed();
-            let (files, arch) =
+            let Hit { files, jit, arch } =
                 got.unwrap_or_else(|| panic!("{n} mappings took over 30 s: not linear"));
+            assert!(jit.is_empty(), "{jit:?}");
             assert_eq!(files.len(), MAX_BINARIES.min(n as usize));
             assert_eq!(files[0].0, "/usr/lib/lab/lib0.so");
             assert_eq!(arch, Some("x86_64"));

@@ -37,6 +37,9 @@ pub enum Stop {
     /// The address lies in no mapped file (generated code, or a return address read from
     /// a frame that was not one).
     NoFile,
+    /// JIT-compiled code (anonymous executable memory): no unwind tables, and a frame
+    /// pointer only where the JIT keeps one.
+    Jit,
     /// The unwind tables led nowhere (the unwinder's reason).
     Failed(&'static str),
 }
@@ -49,6 +52,7 @@ impl Stop {
             Stop::NotFound => "binary not found".into(),
             Stop::Misplaced => "binary differs from the recorded one".into(),
             Stop::NoFile => "at an address in no mapped file".into(),
+            Stop::Jit => "in JIT-compiled code".into(),
             Stop::Failed(why) => format!("unwinding failed ({why})"),
         }
     }
@@ -352,6 +356,7 @@ impl Quality {
                     Stop::FramePointer => ": record with --call-graph dwarf, or rebuild it with -fno-omit-frame-pointer",
                     Stop::NotFound | Stop::Misplaced => ": pass --symfs DIR holding the recorded binary",
                     Stop::NoUnwindInfo => ": no .eh_frame or .debug_frame entry covers its code there (built without unwind tables, as musl's C library is); record with -g if it keeps frame pointers",
+                    Stop::Jit => ": JIT-compiled code has no unwind tables; record with -g where the JIT keeps frame pointers (node; java -XX:+PreserveFramePointer)",
                     Stop::NoFile | Stop::Failed(_) => "",
                 };
                 why.push(format!(
@@ -398,6 +403,8 @@ impl Quality {
 #[derive(Debug, Clone)]
 struct Place {
     found: Option<bool>,
+    /// In anonymous executable memory: JIT-compiled code.
+    jit: bool,
     entry: bool,
     file: std::sync::Arc<str>,
 }
@@ -415,6 +422,7 @@ impl FpEnds {
             let l = sym.resolve(pid, at);
             Place {
                 found,
+                jit: sym.in_jit_code(pid, at),
                 entry: l.sym.as_deref().is_some_and(is_entry),
                 file: l.dso,
             }
@@ -462,6 +470,8 @@ impl FpEnds {
         End::Stopped {
             stop: if p.found == Some(true) {
                 Stop::FramePointer
+            } else if p.jit {
+                Stop::Jit
             } else {
                 Stop::NotFound
             },

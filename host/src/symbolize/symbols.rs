@@ -9,9 +9,11 @@
 
 use labperf_common::{Mmap2, Record};
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, ObjectSymbolTable, SymbolKind};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+pub(crate) use crate::symbolize::intervals::Intervals;
 
 /// Largest ELF file read for symbols.
 pub const MAX_ELF: u64 = 2 << 30;
@@ -625,7 +627,14 @@ pub fn place(dso: &str, sym: Option<&str>, vaddr: u64) -> String {
 /// it and the cache's `<build-id>/debug`, then its `.gnu_debuglink` name beside it, in
 /// `.debug/` beside it and under `/usr/lib/debug`; a debug file must have the binary's
 /// build-id (or the debuglink's CRC) and machine. `[vdso]` is named from the image the
-/// agent recorded.
+/// agent recorded. Last come the debuginfod servers of `DEBUGINFOD_URLS`
+/// ([`crate::symbolize::debuginfod`], their files kept in `debuginfod/` of labperf's cache):
+/// a stripped file's debug file when a sample needs a name, a binary found nowhere else
+/// (or only with another build-id) by its recorded build-id; either must be an ELF file of
+/// the recording's machine with that build-id. Samples in anonymous memory are named from
+/// the process's JIT map ([`crate::symbolize::perfmap`]): `DIR/tmp/perf-PID.map` of each
+/// `--symfs` DIR, for a record file fetched from a lab machine the map fetched with it, else
+/// this machine's `/tmp/perf-PID.map`.
 #[derive(Debug, Clone, Default)]
 pub struct Search {
     pub symfs: Vec<PathBuf>,
@@ -638,6 +647,11 @@ pub struct Search {
     pub no_inline: bool,
     /// `--full-names`: C++ names with their parameter lists and return types.
     pub full_names: bool,
+    /// The debuginfod servers asked (`DEBUGINFOD_URLS`); none: no network.
+    pub debuginfod: Vec<String>,
+    /// Where files from debuginfod servers are kept ([`crate::files::cache::debuginfod`]);
+    /// `None` leaves them out.
+    pub debuginfod_cache: Option<PathBuf>,
 }
 
 impl Search {
@@ -649,49 +663,14 @@ impl Search {
             local: true,
             no_inline: false,
             full_names: false,
+            debuginfod: crate::symbolize::debuginfod::urls_from_env(),
+            debuginfod_cache: Some(crate::files::cache::debuginfod()),
         }
     }
 
     /// No file is read at all (every address stays unresolved): for fuzzing.
     pub fn nothing() -> Search {
         Search::default()
-    }
-}
-
-/// A process's mappings as non-overlapping intervals (a later mapping replaces what it
-/// covers), sorted: (start, end, index into the symbolizer's maps).
-#[derive(Debug, Default)]
-pub(crate) struct Intervals {
-    tree: BTreeMap<u64, (u64, u32)>,
-}
-
-impl Intervals {
-    pub(crate) fn insert(&mut self, start: u64, end: u64, idx: u32) {
-        if end <= start {
-            return;
-        }
-        let hit: Vec<(u64, u64, u32)> = self
-            .tree
-            .range(..end)
-            .rev()
-            .take_while(|(_, (e, _))| *e > start)
-            .map(|(&s, &(e, i))| (s, e, i))
-            .collect();
-        for (s, e, i) in hit {
-            self.tree.remove(&s);
-            if s < start {
-                self.tree.insert(s, (start, i));
-            }
-            if e > end {
-                self.tree.insert(end, (e, i));
-            }
-        }
-        self.tree.insert(start, (end, idx));
-    }
-
-    pub(crate) fn find(&self, ip: u64) -> Option<u32> {
-        let (_, &(end, idx)) = self.tree.range(..=ip).next_back()?;
-        (ip < end).then_some(idx)
     }
 }
 
@@ -730,6 +709,16 @@ pub struct Symbolizer {
     recording: Option<PathBuf>,
     /// Where the record file came from, once asked.
     origin: Option<crate::files::cache::Origin>,
+    /// A fetched record file's name in the cache ([`crate::files::cache::recording_key`]).
+    recording_key: Option<String>,
+    /// When the recording started (this machine's JIT maps last written before are not its).
+    started: Option<std::time::SystemTime>,
+    /// The JIT maps of processes, by pid, read when first needed.
+    jit: HashMap<u32, Option<Arc<crate::symbolize::perfmap::PerfMap>>>,
+    /// Processes with samples in anonymous memory and no JIT map, said once.
+    jit_missing: std::collections::HashSet<u32>,
+    /// Files whose debug file debuginfod was asked for.
+    debuginfod_asked: std::collections::HashSet<FileKey>,
 }
 
 /// Where a candidate binary is: what it must be to be used.
@@ -744,6 +733,8 @@ enum Whence {
     Cache,
     /// The recorded path on this machine, last: as `Symfs`.
     Local,
+    /// A debuginfod server's (or its cached copy): as `Cache`.
+    Debuginfod,
 }
 
 /// The file kernel functions are listed under (perf's name for the kernel image).
@@ -889,6 +880,23 @@ fn qualified(mut names: Vec<(String, bool)>) -> Vec<Arc<str>> {
     out
 }
 
+/// Whether the file at `p` is an ELF file for `machine` (as [`elf_machine`] names it) with
+/// build-id `id`; else what it is.
+fn elf_fits(p: &Path, id: &[u8], machine: &str) -> Result<(), String> {
+    let data = crate::files::mapped::map_regular(p, MAX_ELF).map_err(|e| e.to_string())?;
+    let data = (*data).as_ref();
+    let m = elf_machine(data).ok_or("not an ELF file")?;
+    if m != machine {
+        return Err(format!("an ELF file for {m}, not for {machine}"));
+    }
+    let f = object::File::parse(data).map_err(|_| "a damaged ELF file")?;
+    match f.build_id() {
+        Ok(Some(b)) if b == id => Ok(()),
+        Ok(Some(b)) => Err(format!("of build-id {}", hex(b))),
+        _ => Err("without a build-id".into()),
+    }
+}
+
 /// The warning for a file whose mapping matches none of its loadable segments.
 pub fn misplaced(path: &str, m: &Placement) -> String {
     format!("{}: the mapping at file offset {:#x} ({} bytes) matches none of the file's loadable segments: the file here is not the one the recording mapped, and its addresses are shown as file offsets (and its stacks are not unwound). Pass --symfs DIR holding the recorded binary.", crate::text::show(path), m.pgoff, m.len)
@@ -926,6 +934,9 @@ impl Symbolizer {
         self.recording = src.file().map(Path::to_path_buf);
         self.origin = None;
         self.arch = h.map(|h| arch_name(&h.arch));
+        self.started = h
+            .filter(|h| h.start_realtime_ns > 0)
+            .map(|h| std::time::UNIX_EPOCH + std::time::Duration::from_nanos(h.start_realtime_ns));
         if let Some(v) = ext.and_then(|x| x.vdso.as_deref()) {
             self.vdso = Elf::parse(v).ok().map(Arc::new);
         }
@@ -1000,10 +1011,11 @@ impl Symbolizer {
     fn fetched_from(&mut self) -> Option<crate::files::cache::Machine> {
         use crate::files::cache::Origin;
         if self.origin.is_none() {
-            let o = match (&self.search.cache, &self.recording) {
-                (Some(root), Some(file)) => crate::files::cache::origin(root, file),
-                _ => Origin::Unknown,
+            let (o, key) = match (&self.search.cache, &self.recording) {
+                (Some(root), Some(file)) => crate::files::cache::origin_and_key(root, file),
+                _ => (Origin::Unknown, None),
             };
+            self.recording_key = key;
             if o == Origin::Conflict {
                 self.warnings.push(format!("{} was fetched from two lab machines with different host keys: neither's own copies of its binaries are used", self.recording.as_deref().unwrap_or(Path::new("?")).display()));
             }
@@ -1213,6 +1225,10 @@ impl Symbolizer {
         if &**path == "[vdso]" {
             return self.vdso.clone();
         }
+        // Anonymous memory is no file (its JIT code is named by `jit_symbol`).
+        if crate::symbolize::perfmap::anonymous(path) {
+            return None;
+        }
         let key = (path.clone(), build_id.cloned());
         if let Some(e) = self.elves.get(&key) {
             return e.clone();
@@ -1246,6 +1262,12 @@ impl Symbolizer {
             mismatch = None;
             break;
         }
+        if found.is_none() || mismatch.is_some() {
+            if let Some(got) = want.and_then(|w| self.debuginfod_binary(path, w)) {
+                found = Some(got);
+                mismatch = None;
+            }
+        }
         let found = found.map(|(e, c, from)| self.with_debug(e, &c, want, from));
         if let Some(m) = mismatch {
             self.warnings.push(crate::text::show(&m).into_owned());
@@ -1267,13 +1289,157 @@ impl Symbolizer {
         found
     }
 
+    /// The binary of build-id `want` from a debuginfod server (or the copy kept of one): an
+    /// ELF file of the recording's machine with that build-id.
+    fn debuginfod_binary(
+        &mut self,
+        path: &str,
+        want: &[u8],
+    ) -> Option<(Arc<Elf>, PathBuf, Whence)> {
+        use crate::symbolize::debuginfod::{find, Kind};
+        let root = self.search.debuginfod_cache.clone()?;
+        let arch = self.arch?;
+        let fits = |p: &Path| elf_fits(p, want, arch);
+        let (file, note) = find(
+            &self.search.debuginfod,
+            &root,
+            want,
+            (Kind::Executable, path),
+            MAX_ELF,
+            &fits,
+        );
+        self.warnings.extend(note);
+        let file = file?;
+        let e = self.load(&file)?;
+        self.cache_entry_fits(&e, &file, Some(want)).ok()?;
+        Some((e, file, Whence::Debuginfod))
+    }
+
+    /// [`Symbolizer::elf`] for naming its functions: a file without a symbol table (of its
+    /// own or from a debug file found here) gets the debug file of its build-id from a
+    /// debuginfod server (or the copy kept of one), asked once per file; a debug file must
+    /// have that build-id and the file's machine.
+    fn named_elf(&mut self, path: &Arc<str>, build_id: Option<&Arc<[u8]>>) -> Option<Arc<Elf>> {
+        use crate::symbolize::debuginfod::{find, Kind};
+        let elf = self.elf(path, build_id)?;
+        if elf.has_symtab || self.search.debuginfod_cache.is_none() {
+            return Some(elf);
+        }
+        let key = (path.clone(), build_id.cloned());
+        // A file of another build-id than the recorded one: its debug file names other code.
+        let id = match (&elf.build_id, build_id) {
+            (Some(have), Some(want)) if **want != **have => return Some(elf),
+            (Some(have), _) => have.clone(),
+            (None, _) => return Some(elf),
+        };
+        if !self.debuginfod_asked.insert(key.clone()) {
+            return Some(elf);
+        }
+        let root = self.search.debuginfod_cache.clone()?;
+        let machine = elf.machine.unwrap_or("unknown");
+        let fits = |p: &Path| elf_fits(p, &id, machine);
+        let (file, note) = find(
+            &self.search.debuginfod,
+            &root,
+            &id,
+            (Kind::Debuginfo, path),
+            MAX_ELF,
+            &fits,
+        );
+        self.warnings.extend(note);
+        let debug = file.and_then(|f| {
+            let data = crate::files::mapped::map_regular(&f, MAX_ELF).ok()?;
+            let mut d = Elf::parse((*data).as_ref()).ok()?;
+            if d.has_dwarf {
+                d.dwarf = Some(f);
+            }
+            Some(d)
+        });
+        match debug.filter(|d| d.has_symtab) {
+            Some(d) => {
+                let named = Arc::new(elf.with_debug(&d));
+                self.elves.insert(key, Some(named.clone()));
+                Some(named)
+            }
+            None => Some(elf),
+        }
+    }
+
+    /// The function of JIT-compiled code at `ip` of process `pid` (or of the process it was
+    /// forked from), from its map file ([`crate::symbolize::perfmap`]). `hint`: a sample in
+    /// anonymous executable memory, where a process without a map file is told how to
+    /// write one.
+    fn jit_symbol(&mut self, pid: u32, ip: u64, hint: bool) -> Option<Location> {
+        let mut p = pid;
+        let mut any = false;
+        for _ in 0..64 {
+            if let Some(map) = self.jit_map(p) {
+                any = true;
+                if let Some(name) = map.find(ip) {
+                    return Some(Location {
+                        dso: self.intern(&crate::symbolize::perfmap::path_of(p)),
+                        sym: Some(name),
+                        vaddr: ip,
+                    });
+                }
+            }
+            match self.parent.get(&p) {
+                Some(&q) => p = q,
+                None => break,
+            }
+        }
+        if hint && !any && self.jit_missing.insert(pid) {
+            self.warnings.push(format!("note: process {pid} ran code in anonymous memory (JIT-compiled code, as node's, Java's or python3.12's), and no {} names it: run node with --perf-basic-prof, java with -XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit, python3.12 with -X perf", crate::symbolize::perfmap::path_of(pid)));
+        }
+        None
+    }
+
+    /// The JIT map of process `pid` (read once): `DIR/tmp/perf-PID.map` of each `--symfs`
+    /// DIR, then for a record file fetched from a lab machine the map fetched with it, else
+    /// (a recording of this machine's, as far as the cache's index knows) `/tmp/perf-PID.map`
+    /// here.
+    fn jit_map(&mut self, pid: u32) -> Option<Arc<crate::symbolize::perfmap::PerfMap>> {
+        use crate::symbolize::perfmap;
+        if let Some(m) = self.jit.get(&pid) {
+            return m.clone();
+        }
+        let name = perfmap::path_of(pid);
+        let mut cands: Vec<(PathBuf, bool)> = self
+            .search
+            .symfs
+            .iter()
+            .map(|d| (d.join(name.trim_start_matches('/')), false))
+            .collect();
+        if self.fetched_from().is_some() {
+            if let (Some(root), Some(key)) = (&self.search.cache, &self.recording_key) {
+                cands.push((crate::files::cache::perf_map(root, key, pid), false));
+            }
+        } else if self.search.local && self.origin == Some(crate::files::cache::Origin::Unknown) {
+            cands.push((PathBuf::from(&name), true));
+        }
+        let mut found = None;
+        for (c, local) in cands {
+            match perfmap::read(&c, local, self.started) {
+                None => continue,
+                Some(Err(why)) => self.warnings.push(why),
+                Some(Ok((map, warnings))) => {
+                    self.warnings.extend(warnings);
+                    found = Some(Arc::new(map));
+                    break;
+                }
+            }
+        }
+        self.jit.insert(pid, found.clone());
+        found
+    }
+
     /// The source line of `ip` of process `pid` and the functions inlined there, from the
     /// DWARF of its file or of the file's separate debug file (none where neither has it).
     pub fn source(&mut self, pid: u32, ip: u64) -> Source {
         let Some(m) = self.find_map(pid, ip).cloned() else {
             return Source::default();
         };
-        let Some(elf) = self.elf(&m.path, m.build_id.as_ref()) else {
+        let Some(elf) = self.named_elf(&m.path, m.build_id.as_ref()) else {
             return Source::default();
         };
         let Some(path) = elf.dwarf.clone() else {
@@ -1333,6 +1499,14 @@ impl Symbolizer {
         Some((elf, vaddr))
     }
 
+    /// Whether `ip` of process `pid` is in anonymous executable memory: JIT-compiled code.
+    pub fn in_jit_code(&self, pid: u32, ip: u64) -> bool {
+        self.find_map(pid, ip).is_some_and(|m| {
+            (m.prot & PROT_EXEC != 0 || m.prot == 0)
+                && crate::symbolize::perfmap::anonymous(&m.path)
+        })
+    }
+
     /// Whether the file mapped at `ip` of process `pid` is found here: `None` when no
     /// file is mapped there.
     pub fn found(&mut self, pid: u32, ip: u64) -> Option<bool> {
@@ -1378,14 +1552,23 @@ impl Symbolizer {
                     vaddr: ip,
                 };
             }
+            if let Some(l) = self.jit_symbol(pid, ip, false) {
+                return l;
+            }
             return Location {
                 dso: self.unknown.clone(),
                 sym: None,
                 vaddr: ip,
             };
         };
+        let exec = m.prot & PROT_EXEC != 0 || m.prot == 0;
+        if exec && crate::symbolize::perfmap::anonymous(&m.path) {
+            if let Some(l) = self.jit_symbol(pid, ip, true) {
+                return l;
+            }
+        }
         let off = ip.wrapping_sub(m.start).wrapping_add(m.pgoff);
-        match self.elf(&m.path, m.build_id.as_ref()) {
+        match self.named_elf(&m.path, m.build_id.as_ref()) {
             Some(elf) => {
                 let vaddr = self.file_vaddr(&m, &elf, ip).unwrap_or(off);
                 let sym = elf.symbol(vaddr).map(|raw| {
@@ -1737,36 +1920,6 @@ mod tests {
             "long sum_squares<long>(std::vector<long, std::allocator<long> > const&, double&)"
         );
         assert_eq!(demangle("int_divider_stalls"), "int_divider_stalls");
-    }
-
-    #[test]
-    fn later_mappings_replace_what_they_cover() {
-        let mut t = Intervals::default();
-        t.insert(0x1000, 0x5000, 0);
-        t.insert(0x2000, 0x3000, 1);
-        t.insert(0x4800, 0x6000, 2);
-        let got: Vec<Option<u32>> = [
-            0xfff, 0x1000, 0x2000, 0x2fff, 0x3000, 0x47ff, 0x4800, 0x5fff, 0x6000,
-        ]
-        .iter()
-        .map(|&ip| t.find(ip))
-        .collect();
-        assert_eq!(
-            got,
-            [
-                None,
-                Some(0),
-                Some(1),
-                Some(1),
-                Some(0),
-                Some(0),
-                Some(2),
-                Some(2),
-                None
-            ]
-        );
-        t.insert(0, u64::MAX, 3);
-        assert_eq!(t.tree.len(), 1);
     }
 
     #[test]

@@ -98,6 +98,8 @@ enum State {
     NotFound,
     Misplaced,
     NoUnwindInfo,
+    /// Anonymous executable memory: JIT-compiled code, no file.
+    Jit,
 }
 
 /// One mapping of a process, as the unwinder took it.
@@ -201,7 +203,11 @@ impl Unwind {
         let mut out = Mapped {
             range: range.clone(),
             path: m.path.as_str().into(),
-            state: State::NotFound,
+            state: if crate::symbolize::perfmap::anonymous(&m.path) {
+                State::Jit
+            } else {
+                State::NotFound
+            },
             elf: None,
         };
         // The vDSO's from the image the agent recorded (the symbolizer has it too).
@@ -398,6 +404,7 @@ impl Unwind {
                     State::NotFound => Some((i, Stop::NotFound, m.path.clone())),
                     State::Misplaced => Some((i, Stop::Misplaced, m.path.clone())),
                     State::NoUnwindInfo => Some((i, Stop::NoUnwindInfo, m.path.clone())),
+                    State::Jit => Some((i, Stop::Jit, m.path.clone())),
                 },
             });
         match (fin, bad) {

@@ -29,30 +29,30 @@ static const char USAGE[] =
     "  labperf-agent plan [OPTIONS]              print the attrs record would open\n"
     "  labperf-agent --version\n\n"
     "OPTIONS:\n"
-    "  -e, --event NAME     perf's generic names (cycles, instructions, cpu-clock, page-faults, ...)\n"
+    "  -e, --event NAME     perf's generic names (cycles, cpu-clock, ...)\n"
     "                       or rHEX; repeatable (default: record cycles, stat perf's set)\n"
     "  -c, --period N       sample every N events (Alpha caps it at 2^20-1)\n"
     "  -F, --freq HZ        sample at about HZ per second\n"
     "  -o, --output FILE    record file (default labperf.lpr; stat: none)\n"
     "  -I, --interval MS    stat: print and record the counts every MS ms\n"
-    "      --no-summary     stat: no totals printed (labperf prints perf's layout from the file)\n"
+    "      --no-summary     stat: no totals printed (labperf prints them)\n"
     "      --mmap-pages N   ring data pages per CPU, a power of two (default 16)\n"
     "  -g, --call-graph fp  call stacks by frame pointers (not Linux on Alpha)\n"
     "      --off-cpu        time off the CPU too (no stack)\n"
     "      --no-inherit     do not follow children\n"
     "      --progress       print progress every second on stderr\n"
-    "  -a, --all-cpus       every task on every CPU; needs root, CAP_PERFMON or paranoid <= 0\n"
+    "  -a, --all-cpus       every task on every CPU (root, CAP_PERFMON or paranoid <= 0)\n"
     "  -C, --cpu LIST       as -a on these CPUs only (0,2-3)\n"
     "      --duration SECS  with -a/-C: record SECS seconds (or until CMD ends)\n"
     "      --flush-ms MS    close a frame at least every MS ms (default 1000)\n"
     "      --dump-ring FILE also save the raw ring-buffer records (for replay)\n"
-    "      --profileme      Alpha EV67+: ProfileMe instruction samples (the profileme format bit)\n"
+    "      --profileme      Alpha EV67+: ProfileMe instruction samples\n"
     "      --mem            Alpha EV67+: ProfileMe with DATA_SRC and ADDR (DTB hits/misses)\n"
     "      --replay-ring FILE  the samples from saved ring bytes (tests)\n"
     "      --status-file F  write how the run ended (`ok CODE` or the error)\n"
     "      --sample-type HEX, --read-format HEX  replay: the ring's layout\n\n"
-    "ENVIRONMENT: LABPERF_SYSFS  the sysfs root PMU formats are read from (default /sys)\n\n"
-    "EXAMPLE: labperf-agent record -e cpu-clock -c 250000 -o run.lpr -- ./labperf-bench --duration 2\n";
+    "ENVIRONMENT: LABPERF_SYSFS  where PMU formats are read (default /sys)\n\n"
+    "EXAMPLE: labperf-agent record -e cpu-clock -c 250000 -o run.lpr -- ./prog\n";
 
 struct ev {
     const char *name;
@@ -251,7 +251,11 @@ static int cpu_list(const char *s, int *cpus) {
     return n;
 }
 
-/* --duration SECS ("2", "0.5", at most ms) in ms; 0 when malformed. */
+/* The most ms of -I, --duration and --flush-ms, as the Rust agent's MAX_MS: perf's -I is an
+ * unsigned int of ms (49.7 days); in ns, and in poll's int ms when clamped, it never wraps. */
+#define MAX_MS 4294967295ull
+
+/* --duration SECS ("2", "0.5", at most ms) in ms; 0 when malformed or over MAX_MS. */
 static u64 millis(const char *s) {
     u64 ms = 0;
     int frac = -1, digits = 0;
@@ -266,7 +270,7 @@ static u64 millis(const char *s) {
         }
     }
     for (frac = frac < 0 ? 0 : frac; frac < 3; frac++) ms *= 10;
-    return digits ? ms : 0;
+    return digits && ms <= MAX_MS ? ms : 0;
 }
 
 /* The agent's own peak RSS (KiB): /proc/self/status's VmHWM, the high-water mark of its own
@@ -313,8 +317,8 @@ static void may_record_cpus(void) {
     if (caps & (1ull << 38 | 1ull << 21) || paranoid <= 0) return;
     /* "... it is N here. Run as ...": the value read, without its newline. */
     static char msg[400];
-    const char *parts[3] = {"-a/-C record every task on the CPUs: that needs CAP_PERFMON (or root), or "
-                            "kernel.perf_event_paranoid at 0 or below, and it is ",
+    const char *parts[3] = {"-a/-C record every task: that needs CAP_PERFMON (or root), or "
+                            "kernel.perf_event_paranoid <= 0, and it is ",
                             par,
                             " here. Run as root, give the agent the capability (setcap cap_perfmon+ep "
                             "labperf-agent), or run `sysctl -w kernel.perf_event_paranoid=0`; nothing was recorded"};
@@ -378,10 +382,11 @@ static void parse_opts(int argc, char **argv, int i, struct opts *o) {
                 die("--mmap-pages must be a power of two from 1 to 65536, got ", v, 2);
         } else if (lp_streq(a, "--flush-ms")) {
             NEED();
-            if (!lp_parse_u64(v, &o->flush_ms)) die("--flush-ms expects a number, got ", v, 2);
+            if (!lp_parse_u64(v, &o->flush_ms) || o->flush_ms > MAX_MS) die("--flush-ms takes 0 to 4294967295, not ", v, 2);
         } else if (o->stat && (lp_streq(a, "-I") || lp_streq(a, "--interval"))) {
             NEED();
-            if (!lp_parse_u64(v, &o->interval_ms) || !o->interval_ms) die("--interval must be at least 1 ms, got ", v, 2);
+            if (!lp_parse_u64(v, &o->interval_ms) || !o->interval_ms || o->interval_ms > MAX_MS)
+                die("--interval takes 1 to 4294967295 ms, not ", v, 2);
         } else if (o->stat && lp_streq(a, "--no-summary")) {
             o->no_summary = 1;
         } else if (o->stat && (lp_streq(a, "--topdown") || lp_streq(a, "--per-thread") || lp_streq(a, "--level"))) {
@@ -399,8 +404,8 @@ static void parse_opts(int argc, char **argv, int i, struct opts *o) {
                 if (!lp_streq(v, "fp")) die("--call-graph: the C agent records frame pointers only (fp), not ", v, 2);
             }
 #ifdef __alpha__
-            die("-g: Linux on Alpha records no call stacks (arch/alpha implements neither perf_callchain_user "
-                "nor perf_callchain_kernel: every callchain would be empty); record without -g",
+            die("-g: Linux on Alpha records no call stacks (arch/alpha has no perf_callchain_*); "
+                "record without -g",
                 0, 2);
 #endif
             o->callgraph = 1;
@@ -420,13 +425,13 @@ static void parse_opts(int argc, char **argv, int i, struct opts *o) {
         } else if (lp_streq(a, "--duration")) {
             NEED();
             o->duration_ms = millis(v);
-            if (!o->duration_ms) die("--duration takes seconds greater than 0 (2, 0.5), not ", v, 2);
+            if (!o->duration_ms) die("--duration takes 0.001 to 4294967.295 seconds, not ", v, 2);
         } else if (lp_streq(a, "-h") || lp_streq(a, "--help")) {
             /* Before the workload (which keeps its own --help): the usage. */
             lp_puts(1, USAGE);
             lp_exit(0);
         } else if (lp_streq(a, "-p") || lp_streq(a, "--pid") || lp_streq(a, "-t") || lp_streq(a, "--tid")) {
-            die("--pid and --tid are not supported by the C agent yet: start the workload with -- CMD", 0, 125);
+            die("the C agent has no --pid/--tid: start the workload with -- CMD", 0, 125);
         } else if (a[0] == '-') {
             die("unknown option ", a, 2);
         } else {
@@ -1026,7 +1031,7 @@ static const char *explain(long err) {
     case LP_EOPNOTSUPP:
         return "the PMU cannot sample this event with these settings";
     case LP_ENOSYS:
-        return "perf_event_open is not implemented here (no CONFIG_PERF_EVENTS, or an emulator such as qemu-user)";
+        return "perf_event_open is not implemented here (no CONFIG_PERF_EVENTS, or qemu-user)";
     case LP_EINVAL:
         return "the kernel rejected the attr (period, sample type or flags)";
     default:
@@ -1555,7 +1560,7 @@ static void open_events(struct rec *r, struct opts *o) {
     if (o->replay_ring) {
         r->ncpus = 0; /* no perf events: the samples come from the saved ring bytes */
         for (int i = 0; i < o->nevents; i++) make_attr(o, &o->events[i], i == 0, 1, o->nevents > 1, &r->attrs[i]);
-        lp_puts(2, "labperf-agent: notice: --replay-ring: no perf events are opened; the samples come from ");
+        lp_puts(2, "labperf-agent: notice: --replay-ring: no events opened; samples from ");
         lp_puts(2, o->replay_ring);
         lp_puts(2, "\n");
     }
@@ -1591,7 +1596,7 @@ static void open_events(struct rec *r, struct opts *o) {
                 if (r->rings[k] < 0) {
                     long m = SYS6(__NR_mmap, 0, (o->mmap_pages + 1) * PAGE, LP_PROT_READ | LP_PROT_WRITE, LP_MAP_SHARED, fd, 0);
                     if (m < 0 && m > -4096)
-                        die("cannot map the perf ring buffer: the locked-memory limit (kernel.perf_event_mlock_kb, ulimit -l) is too small; use fewer --mmap-pages", 0, 125);
+                        die("cannot map the perf ring buffer: the locked-memory limit (perf_event_mlock_kb, ulimit -l) is too low: use fewer --mmap-pages", 0, 125);
                     r->rings[k] = (int)fd;
                     r->maps[k] = (u8 *)m;
                 } else {
@@ -1609,7 +1614,7 @@ static void create_file(struct rec *r, struct opts *o) {
     struct writer *w = r->w = lp_alloc(sizeof *w);
     if (w_open(w, o->output, o->flush_ms) < 0) die_open(w, o->output);
     if (o->dump) {
-        long d = SYS4(__NR_openat, LP_AT_FDCWD, o->dump, LP_O_WRONLY_CREAT_TRUNC, 0644);
+        long d = SYS4(__NR_openat, LP_AT_FDCWD, o->dump, LP_O_WRONLY_CREAT_TRUNC | LP_O_NOFOLLOW, 0600);
         if (d < 0) die("cannot create the ring dump ", o->dump, 125);
         r->c->dump_fd = (int)d;
     }
@@ -1996,8 +2001,11 @@ static void stat_watch(struct stat_run *s, const struct opts *o) {
         long wait_ms = -1;
         if (deadline) {
             u64 left = deadline > at ? deadline - at : 0, ms = 0;
-            while (left >= 1000000u) left -= 1000000u, ms++; /* no divide on Alpha */
-            wait_ms = (long)(ms + (left ? 1 : 0));
+            /* ms, rounded up, at most poll's int (it wakes and looks again): a long division
+             * by shifts (no divide on Alpha; subtracting 1 ms at a time spun for seconds) */
+            for (int k = 31; k >= 0; k--)
+                if (left >= 1000000ull << k) left -= 1000000ull << k, ms |= 1ull << k;
+            wait_ms = ms >= 0x7fffffff ? 0x7fffffff : (long)(ms + (left ? 1 : 0));
         }
         if (pidfd < 0 && o->ncommand && (wait_ms < 0 || wait_ms > 1)) wait_ms = 1;
         struct lp_pollfd pfd = {(int)pidfd, LP_POLLIN, 0};
@@ -2155,7 +2163,7 @@ int lp_main(long argc, char **argv, char **envp) {
         return replay(o);
     }
     if (lp_streq(cmd, "list"))
-        die(cmd, ": not in the C agent core yet (it records and counts; use the Rust agent's list elsewhere)", 2);
+        die(cmd, ": not in the C agent (it records and counts; the Rust agent lists)", 2);
     die("unknown command ", cmd, 2);
     return 2;
 }

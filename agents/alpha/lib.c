@@ -60,7 +60,8 @@ int lp_parse_u64(const char *s, u64 *out) {
         else if (base == 16 && *s >= 'a' && *s <= 'f') d = *s - 'a' + 10;
         else if (base == 16 && *s >= 'A' && *s <= 'F') d = *s - 'A' + 10;
         else return 0;
-        v = v * base + d;
+        /* past 2^64 - 1: refused, never wrapped (no division: Alpha has no divide insn) */
+        if (__builtin_mul_overflow(v, (u64)base, &v) || __builtin_add_overflow(v, (u64)d, &v)) return 0;
     }
     *out = v;
     return 1;
@@ -129,7 +130,7 @@ long lp_read_file(const char *path, char *buf, size_t cap) {
 #define LP_AT_EMPTY_PATH 0x1000
 
 static long lp_statx(int dirfd, const char *path, int flags, struct statx *st) {
-    return SYS5(__NR_statx, dirfd, path, flags, STATX_TYPE | STATX_INO, st);
+    return SYS5(__NR_statx, dirfd, path, flags, STATX_TYPE | STATX_INO | STATX_UID, st);
 }
 
 /* Why the file type MODE cannot be written; 0 when it can. */
@@ -148,7 +149,7 @@ int lp_dest(const char *path, char *real, size_t cap, int *fd, const char **why)
     struct statx t, s;
     *why = 0;
     if (lp_streq(path, "-")) {
-        *why = "the agent does not write to standard output (the workload's output goes there)";
+        *why = "standard output is the workload's: name a file, a device or a FIFO";
         return -LP_EINVAL;
     }
     long r = lp_statx(LP_AT_FDCWD, path, 0, &t);
@@ -176,6 +177,16 @@ int lp_dest(const char *path, char *real, size_t cap, int *fd, const char **why)
     for (int hops = 0; hops < 40; hops++) {
         r = lp_statx(LP_AT_FDCWD, cur, LP_AT_SYMLINK_NOFOLLOW, &s);
         if (r == 0 && (s.stx_mode & LP_S_IFMT) == LP_S_IFLNK) {
+            /* A descriptor (/dev/stdout, /dev/fd/N) of a regular file: written through, at
+             * its end (a `>>` log keeps its lines), never replaced. */
+            if (lp_startswith(cur, "/proc/self/fd/")) {
+                *fd = (int)SYS4(__NR_openat, LP_AT_FDCWD, cur, LP_O_WRONLY | LP_O_APPEND | LP_O_CLOEXEC, 0);
+                return *fd < 0 ? *fd : 1;
+            }
+            if (s.stx_uid && s.stx_uid != (u32)SYS0(LP_NR_GETEUID)) {
+                *why = "it is a link another user owns: name the file itself";
+                return -LP_EINVAL;
+            }
             long k = SYS4(__NR_readlinkat, LP_AT_FDCWD, cur, link, sizeof link - 1);
             if (k < 0) return (int)k;
             link[k] = 0;
@@ -211,16 +222,12 @@ int lp_dest(const char *path, char *real, size_t cap, int *fd, const char **why)
     return -LP_ELOOP;
 }
 
+/* A new regular file, 0600 (O_CREAT|O_EXCL makes one or fails): whatever TMP holds (a
+ * killed run's file, a link or FIFO another user planted) is removed first, never opened;
+ * one planted again in between is refused (EEXIST). */
 long lp_open_temporary(const char *tmp) {
-    struct statx s;
-    long f = SYS4(__NR_openat, LP_AT_FDCWD, tmp,
-                  LP_O_WRONLY_CREAT_TRUNC | LP_O_NOFOLLOW | LP_O_NONBLOCK | LP_O_CLOEXEC, 0644);
-    if (f < 0) return f;
-    if (lp_statx((int)f, "", LP_AT_EMPTY_PATH, &s) < 0 || (s.stx_mode & LP_S_IFMT) != LP_S_IFREG) {
-        SYS1(__NR_close, f);
-        return -LP_EINVAL;
-    }
-    return f;
+    SYS3(__NR_unlinkat, LP_AT_FDCWD, tmp, 0);
+    return SYS4(__NR_openat, LP_AT_FDCWD, tmp, LP_O_WRONLY_CREAT_EXCL | LP_O_NOFOLLOW | LP_O_CLOEXEC, 0600);
 }
 
 static u8 *heap, *heap_end;

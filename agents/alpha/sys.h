@@ -32,6 +32,9 @@ long lp_syscall6(long n, long a, long b, long c, long d, long e, long f);
 #define LP_O_WRONLY 01
 #ifdef __alpha__
 #define LP_O_WRONLY_CREAT_TRUNC (01 | 01000 | 02000) /* O_WRONLY|O_CREAT|O_TRUNC on Alpha */
+#define LP_O_WRONLY_CREAT_EXCL (01 | 01000 | 04000)
+#define LP_O_APPEND 010
+#define LP_NR_GETEUID __NR_getxuid /* Alpha has none: getxuid's v0 is the real uid */
 #define LP_O_CLOEXEC 010000000
 #define LP_O_NONBLOCK 04
 #define LP_O_NOCTTY 010000
@@ -43,6 +46,9 @@ long lp_syscall6(long n, long a, long b, long c, long d, long e, long f);
 #define LP_SIGKILL 9
 #else
 #define LP_O_WRONLY_CREAT_TRUNC (01 | 0100 | 01000)
+#define LP_O_WRONLY_CREAT_EXCL (01 | 0100 | 0200)
+#define LP_O_APPEND 02000
+#define LP_NR_GETEUID __NR_geteuid
 #define LP_O_CLOEXEC 02000000
 #define LP_O_NONBLOCK 04000
 #define LP_O_NOCTTY 0400

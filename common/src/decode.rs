@@ -739,7 +739,35 @@ impl Shape for Heads {
         if p.get(*pos) == Some(&tag::USTACK) {
             *pos += 1;
             let body = long_body(p, pos)?;
-            ustack::decode(&mut st.stacks, h.tid, body, stack_budget(p.len()))?;
+            ustack::decode_kept(&mut st.stacks, h.tid, body, stack_budget(p.len()))?;
+        }
+        Ok(Light::Sample(h))
+    }
+    #[inline(always)]
+    fn record(r: Record) -> Light {
+        Light::Record(Box::new(r))
+    }
+}
+
+/// Samples cut to their head and their user stacks skipped, not rebuilt: for a pass that
+/// reads the side band only. A later stack of the frame is coded against the ones skipped,
+/// so no stack is decoded in such a pass; nor is a skipped stack checked (the pass of
+/// samples that follows says its damage).
+struct SideBand;
+
+impl Shape for SideBand {
+    type Item = Light;
+    #[inline(always)]
+    fn sample(
+        p: &[u8],
+        pos: &mut usize,
+        st: &mut DeltaState,
+        threads: &[(u32, u32)],
+    ) -> Result<Light, DecodeError> {
+        let h = decode_sample_into(p, pos, st, threads, None)?;
+        if p.get(*pos) == Some(&tag::USTACK) {
+            *pos += 1;
+            long_body(p, pos)?;
         }
         Ok(Light::Sample(h))
     }
@@ -901,7 +929,21 @@ impl RecordReader {
 
     /// Calls `f` with every remaining record, samples cut to their head (the
     /// fastest way through a frame); returns the error that ended the frame early.
-    pub fn for_each_light(&mut self, mut f: impl FnMut(Light)) -> Option<DecodeError> {
+    pub fn for_each_light(&mut self, f: impl FnMut(Light)) -> Option<DecodeError> {
+        self.for_each_shaped::<Heads>(f)
+    }
+
+    /// Like [`RecordReader::for_each_light`], but user stacks are skipped, not rebuilt (nor
+    /// checked): for a pass that reads the side band only, whose reader then decodes no
+    /// other stack of this frame.
+    pub fn for_each_side_band(&mut self, f: impl FnMut(Light)) -> Option<DecodeError> {
+        self.for_each_shaped::<SideBand>(f)
+    }
+
+    fn for_each_shaped<S: Shape<Item = Light>>(
+        &mut self,
+        mut f: impl FnMut(Light),
+    ) -> Option<DecodeError> {
         let RecordReader {
             payload,
             pos,
@@ -913,7 +955,7 @@ impl RecordReader {
         } = self;
         let p = payload.bytes();
         loop {
-            match read_one::<Heads>(p, pos, st, threads, unknown) {
+            match read_one::<S>(p, pos, st, threads, unknown) {
                 None => return None,
                 Some(Ok(r)) => {
                     *decoded += 1;

@@ -22,11 +22,38 @@ pub(crate) struct Stacks {
     prev: Vec<Prev>,
     /// Stack bytes rebuilt in this frame.
     pub rebuilt: u64,
+    /// The stack being decoded, swapped with its thread's previous one once whole (so
+    /// neither is copied, nor a buffer allocated, per sample).
+    scratch_regs: Vec<u64>,
+    scratch_data: Vec<u8>,
 }
 
 impl Stacks {
     fn find(&self, tid: u32) -> Option<&Prev> {
         self.prev.iter().find(|p| p.tid == tid)
+    }
+
+    /// Keeps the stack in the scratch buffers at `sp` as `tid`'s newest, swapping buffers
+    /// with its previous one (which become the next stack's scratch); the thread held
+    /// longest goes when the table is full. `tid`'s stack is then the table's last.
+    fn keep_scratch(&mut self, tid: u32, sp: u64) {
+        let mut p = if let Some(i) = self.prev.iter().position(|q| q.tid == tid) {
+            self.prev.remove(i)
+        } else {
+            if self.prev.len() >= MAX_STACK_THREADS {
+                self.prev.remove(0);
+            }
+            Prev {
+                tid,
+                regs: Vec::new(),
+                sp,
+                data: Vec::new(),
+            }
+        };
+        core::mem::swap(&mut p.regs, &mut self.scratch_regs);
+        core::mem::swap(&mut p.data, &mut self.scratch_data);
+        p.sp = sp;
+        self.prev.push(p);
     }
 
     /// Keeps `tid`'s newest stack, in the buffers its previous one had (no allocation per
@@ -120,11 +147,35 @@ pub(crate) fn decode(
     b: &[u8],
     budget: u64,
 ) -> Result<UserStack, DecodeError> {
+    decode_kept(st, tid, b, budget)?;
+    let p = st.prev.last().expect("the stack just kept");
+    Ok(UserStack {
+        regs: p.regs.clone(),
+        sp: p.sp,
+        data: p.data.clone(),
+    })
+}
+
+/// Decodes a USTACK body of thread `tid` as [`decode`] does, keeping it as the thread's
+/// previous stack only (a reader that wants the sample's head, not its stack: the next
+/// stacks are coded against it).
+pub(crate) fn decode_kept(
+    st: &mut Stacks,
+    tid: u32,
+    b: &[u8],
+    budget: u64,
+) -> Result<(), DecodeError> {
     let bad = DecodeError::Malformed;
     let mut pos = 0usize;
-    let prev = st.find(tid);
+    let Stacks {
+        prev,
+        rebuilt,
+        scratch_regs: regs,
+        scratch_data: data,
+    } = st;
+    let prev = prev.iter().find(|p| p.tid == tid);
     let n = get_len(b, &mut pos, MAX_USER_REGS)?;
-    let mut regs = Vec::with_capacity(n);
+    regs.clear();
     for i in 0..n {
         let p = prev.and_then(|p| p.regs.get(i).copied()).unwrap_or(0);
         regs.push(p.wrapping_add(get_i64(b, &mut pos)? as u64));
@@ -133,11 +184,12 @@ pub(crate) fn decode(
         .map_or(0, |p| p.sp)
         .wrapping_add(get_i64(b, &mut pos)? as u64);
     let len = get_len(b, &mut pos, MAX_USER_STACK)?;
-    if st.rebuilt.saturating_add(len as u64) > budget {
+    if rebuilt.saturating_add(len as u64) > budget {
         return Err(bad("more user stack than a frame may rebuild"));
     }
     let words = len / 8;
-    let mut data = Vec::with_capacity(len);
+    data.clear();
+    data.reserve(len);
     while data.len() < 8 * words {
         let left = words - data.len() / 8;
         let same = get_len(b, &mut pos, left)?;
@@ -171,9 +223,9 @@ pub(crate) fn decode(
     if pos != b.len() {
         return Err(bad("bytes after a user stack"));
     }
-    st.rebuilt += len as u64;
-    st.remember(tid, &regs, sp, &data);
-    Ok(UserStack { regs, sp, data })
+    *rebuilt += len as u64;
+    st.keep_scratch(tid, sp);
+    Ok(())
 }
 
 #[cfg(test)]

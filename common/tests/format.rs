@@ -466,3 +466,38 @@ fn light_reading_gives_the_same_sample_heads() {
         .collect();
     assert_eq!(others, want_others);
 }
+
+#[test]
+fn side_band_reading_skips_user_stacks_and_gives_the_same_heads_and_records() {
+    let recs = records(1000, 22);
+    assert!(recs
+        .iter()
+        .any(|r| matches!(r, Record::Sample(s) if s.user_stack.is_some())));
+    let (file, _) = encode(&recs, 64);
+    let read = |side_band: bool| {
+        let mut d = Decoder::new();
+        d.push(&file);
+        d.finish();
+        let mut got = Vec::new();
+        while let Some(e) = d.poll_frame() {
+            if let FrameEvent::Records(mut rr) = e {
+                let f = |l: Light| {
+                    got.push(match l {
+                        Light::Sample(h) => format!("{h:?}"),
+                        Light::Record(r) => format!("{r:?}"),
+                    })
+                };
+                let err = if side_band {
+                    rr.for_each_side_band(f)
+                } else {
+                    rr.for_each_light(f)
+                };
+                assert!(err.is_none(), "{err:?}");
+            }
+        }
+        got
+    };
+    let light = read(false);
+    assert_eq!(light.len(), recs.len());
+    assert_eq!(read(true), light);
+}

@@ -1,7 +1,8 @@
 //! Ctrl-C and SIGTERM while labperf runs workloads: counted, not fatal, so the first one
 //! can stop the workload and still save its recording; a second one aborts (every loop of
 //! the remote flow looks at [`aborting`], so it ends within a fraction of a second, and
-//! removes what it was writing); with [`install_remote`], a third exits at once.
+//! removes what it was writing); with [`install_remote`], a third exits at once. A signal that
+//! ends labperf removes the temporary files it was writing first ([`register_temporary`]).
 
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
 
@@ -18,6 +19,7 @@ extern "C" fn on_signal(_: libc::c_int) {
     if at != 0 && n >= at {
         // ProxyCommands run in process groups of their own: no Ctrl-C reaches them.
         kill_all_groups();
+        remove_temporaries();
         // SAFETY: _exit is async-signal-safe.
         unsafe { libc::_exit(130) };
     }
@@ -58,7 +60,8 @@ pub fn install_remote() {
 pub fn restore_default() {
     EXIT_AT.store(0, Ordering::SeqCst);
     INSTALLED.store(false, Ordering::SeqCst);
-    set_handler(libc::SIG_DFL);
+    // The default action, after the temporaries being written are removed.
+    set_handler(on_fatal as *const () as usize);
 }
 
 /// How many interrupts have arrived.
@@ -118,5 +121,86 @@ fn kill_all_groups() {
             // SAFETY: as in kill_group; kill(2) is async-signal-safe.
             unsafe { libc::kill(-p, libc::SIGKILL) };
         }
+    }
+}
+
+/// Temporary files being written (`files/output.rs`'s `.NAME.PID-….part`), as NUL-terminated
+/// paths (leaked: a signal handler may read one while it is forgotten), removed when a signal
+/// ends labperf: SIGTERM or Ctrl-C during `report -o` or `export -o` leaves none behind.
+static TEMPORARIES: [std::sync::atomic::AtomicPtr<libc::c_char>; 64] =
+    [const { std::sync::atomic::AtomicPtr::new(std::ptr::null_mut()) }; 64];
+
+/// The signals whose default action ends the process (SIGKILL aside, and those the kernel
+/// sends for a fault): a temporary is removed first when one of them ends labperf.
+const FATAL: [libc::c_int; 11] = [
+    libc::SIGINT,
+    libc::SIGTERM,
+    libc::SIGHUP,
+    libc::SIGQUIT,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+    libc::SIGALRM,
+    libc::SIGVTALRM,
+    libc::SIGPROF,
+    libc::SIGXCPU,
+    libc::SIGXFSZ,
+];
+
+/// Notes a temporary file to remove if a signal ends labperf; returns its slot (none when
+/// all are taken). Installs, once, a handler of the [`FATAL`] signals that removes them and
+/// then dies of the signal, where those signals still have their default action.
+pub fn register_temporary(path: &std::path::Path) -> Option<usize> {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        for sig in FATAL {
+            // SAFETY: reading the current action, and replacing only the default one with
+            // an async-signal-safe handler (unlink, signal, raise).
+            unsafe {
+                let mut old: libc::sigaction = std::mem::zeroed();
+                libc::sigaction(sig, std::ptr::null(), &mut old);
+                if old.sa_sigaction == libc::SIG_DFL {
+                    let mut sa: libc::sigaction = std::mem::zeroed();
+                    sa.sa_sigaction = on_fatal as *const () as usize;
+                    libc::sigemptyset(&mut sa.sa_mask);
+                    libc::sigaction(sig, &sa, std::ptr::null_mut());
+                }
+            }
+        }
+    });
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).ok()?;
+    let p = c.into_raw();
+    for (i, s) in TEMPORARIES.iter().enumerate() {
+        if s.compare_exchange(std::ptr::null_mut(), p, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+        {
+            return Some(i);
+        }
+    }
+    None
+}
+
+/// Forgets the temporary of `slot` (renamed into place, or removed).
+pub fn unregister_temporary(slot: usize) {
+    TEMPORARIES[slot].store(std::ptr::null_mut(), Ordering::SeqCst);
+}
+
+/// Removes every registered temporary (async-signal-safe: unlink(2) only).
+fn remove_temporaries() {
+    for s in &TEMPORARIES {
+        let p = s.load(Ordering::SeqCst);
+        if !p.is_null() {
+            // SAFETY: a NUL-terminated path never freed; unlink is async-signal-safe.
+            unsafe { libc::unlink(p) };
+        }
+    }
+}
+
+extern "C" fn on_fatal(sig: libc::c_int) {
+    remove_temporaries();
+    // SAFETY: back to the default action, then the signal again: it ends the process once
+    // this handler returns, as it would have without the handler.
+    unsafe {
+        libc::signal(sig, libc::SIG_DFL);
+        libc::raise(sig);
     }
 }

@@ -79,9 +79,12 @@ fn end_by_sigpipe() -> ! {
 
 /// Whether `e` (or what caused it) is a write to a closed pipe.
 fn broken_pipe(e: &anyhow::Error) -> bool {
+    use labperf::files::output::OutputError;
+    let pipe = |io: &std::io::Error| io.kind() == std::io::ErrorKind::BrokenPipe;
     e.chain().any(|c| {
-        c.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+        c.downcast_ref::<std::io::Error>().is_some_and(pipe)
+            // A writer's OS error is in its message, not its source (said once).
+            || matches!(c.downcast_ref::<OutputError>(), Some(OutputError::Io { err, .. }) if pipe(err))
     })
 }
 

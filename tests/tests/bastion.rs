@@ -556,3 +556,216 @@ fn interrupted_twice_while_a_proxycommand_hangs_leaves_no_process() {
         "the ProxyCommand outlived labperf: {left:?}"
     );
 }
+
+/// Issue 47 F1: a host or user name that holds a shell command (an inventory's
+/// `ansible_host` or `ansible_user`, a hosts file's address, `--host`) never runs, with
+/// the usual bastion config: OpenSSH's own client as the ProxyCommand, `ssh -W %h:%p`
+/// (which `sh -c` runs). Each is refused before any use, naming the character and where the
+/// name came from; the same way reaches the target by a good name. And a name that is a
+/// known_hosts pattern (`*,evil...`) is never written there by `--accept-new-host-key`.
+#[test]
+fn names_holding_shell_commands_never_run_through_an_openssh_proxycommand() {
+    let lab = Lab::new("bastion-names");
+    let ssh_w = |dest: &str| {
+        format!(
+            "ProxyCommand ssh -F /dev/null -i {} -o UserKnownHostsFile={} -o BatchMode=yes -p {} -W {dest} root@{}",
+            lab.key.display(),
+            lab.kh.display(),
+            lab.bastion.port,
+            lab.ns.ns_addr
+        )
+    };
+    let block = |how: &str| {
+        format!(
+            "Host *\n  User root\n  IdentityFile {}\n  {how}\n",
+            lab.key.display()
+        )
+    };
+    let cfg = lab.config(&[block(&ssh_w("%h:%p"))]);
+    let write = |name: &str, text: String| {
+        let p = lab.dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    };
+    // The way works: the target by a good name, through OpenSSH's `ssh -W %h:%p`.
+    let port = lab.target.port;
+    let good = write(
+        "good.ini",
+        format!("[lab]\ntarget ansible_host=127.0.0.1 ansible_port={port}\n"),
+    );
+    let o = lab
+        .labperf("hosts check", &cfg)
+        .arg("--hosts-file")
+        .arg(&good)
+        .arg("@lab")
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("target ") && l.contains("  ready")),
+        "{out}{}",
+        stderr(&o)
+    );
+    let pwned = lab.dir.join("pwned");
+    let run = format!("$(touch {})", pwned.display());
+    let host_rule = ": a host name holds ASCII letters, digits, '-', '.', '_', and ':' and '%' of an IPv6 address";
+    let ini = write(
+        "host.ini",
+        format!("[lab]\nok1 ansible_host=127.0.0.1\nnode1 ansible_host='node{run}.lab.example'\n"),
+    );
+    let user = write(
+        "user.ini",
+        format!(
+            "[lab]\nnode1 ansible_host=127.0.0.1 ansible_port={port} ansible_user='root{run}'\n"
+        ),
+    );
+    let toml = write(
+        "hosts.toml",
+        format!("[hosts.node1]\naddress = \"root@n{run}.lab.example:{port}\"\n"),
+    );
+    let cases: [(&str, Vec<String>, String); 4] = [
+        (
+            "an inventory's ansible_host",
+            vec!["--hosts-file".into(), ini.display().to_string(), "@lab".into()],
+            format!(
+                "the hosts file {} is not valid: line 3: host 'node1', its ansible_host: the host name 'node{run}.lab.example' has '$' at character 5{host_rule}",
+                ini.display()
+            ),
+        ),
+        (
+            "an inventory's ansible_user",
+            vec!["--hosts-file".into(), user.display().to_string(), "@lab".into()],
+            format!(
+                "the hosts file {} is not valid: line 2: host 'node1', its ansible_user: the user name 'root{run}' has '$' at character 5",
+                user.display()
+            ),
+        ),
+        (
+            "a hosts file's address",
+            vec!["--hosts-file".into(), toml.display().to_string(), "node1".into()],
+            format!(
+                "the hosts file {} is not valid: line 2: host 'node1', its address: the host name 'n{run}.lab.example' has '$' at character 2{host_rule}",
+                toml.display()
+            ),
+        ),
+        (
+            "--host",
+            vec![format!("a{run}.lab.example")],
+            format!("--host: the host name 'a{run}.lab.example' has '$' at character 2{host_rule}"),
+        ),
+    ];
+    for (what, args, want) in cases {
+        let o = lab
+            .labperf("hosts check", &cfg)
+            .args(&args)
+            .output()
+            .unwrap();
+        // A file refused whole is said on standard error; one host's fault in its row.
+        let err = format!("{}{}", String::from_utf8_lossy(&o.stdout), stderr(&o));
+        assert!(!o.status.success(), "{what}: {err}");
+        assert!(
+            !pwned.exists(),
+            "{what}: the name ran as a shell command: {err}"
+        );
+        assert!(err.contains(&want), "{what}: want {want}\n got {err}");
+    }
+    // A ProxyCommand that goes to the target whatever the name: `*,evil.lab.example` would
+    // have been written to known_hosts as a pattern that matches every host.
+    let cfg = lab.config(&[block(&ssh_w(&format!("127.0.0.1:{port}")))]);
+    let kh = lab.dir.join("known_hosts.new");
+    for name in ["*,evil.lab.example", "evil.lab.example,*"] {
+        let inv = write(
+            "evil.ini",
+            format!("[lab]\nnode1 ansible_host='{name}' ansible_user=root\n"),
+        );
+        let o = labperf_in(&lab.dir)
+            .args(["hosts", "check", "--accept-new-host-key", "--known-hosts"])
+            .arg(&kh)
+            .arg("--ssh-config")
+            .arg(&cfg)
+            .arg("--hosts-file")
+            .arg(&inv)
+            .arg("@lab")
+            .output()
+            .unwrap();
+        let err = stderr(&o);
+        let bad = name.find(['*', ',']).unwrap();
+        let want = format!(
+            "host 'node1', its ansible_host: the host name '{name}' has '{}' at character {}",
+            &name[bad..bad + 1],
+            bad + 1
+        );
+        assert!(err.contains(&want), "{name}: want {want}\n got {err}");
+        let written = std::fs::read_to_string(&kh).unwrap_or_default();
+        assert!(written.is_empty(), "{name}: {written}");
+    }
+    // A good name through the same ProxyCommand is written as itself.
+    let o = labperf_in(&lab.dir)
+        .args(["hosts", "check", "--accept-new-host-key", "--known-hosts"])
+        .arg(&kh)
+        .arg("--ssh-config")
+        .arg(&cfg)
+        .args(["--remote-dir"])
+        .arg(lab.dir.join("remote"))
+        .arg("root@good.lab.example")
+        .output()
+        .unwrap();
+    let written = std::fs::read_to_string(&kh).unwrap_or_default();
+    assert!(
+        written.starts_with("good.lab.example ssh-"),
+        "{written}{}",
+        stderr(&o)
+    );
+}
+
+/// Issue 47: a ProxyCommand whose children ignore SIGHUP is killed whole when the
+/// connection is given up at `--connect-timeout`: labperf's standard error (which they
+/// inherit) closes when labperf ends, so a `2>&1 | tail` is not kept waiting by them.
+#[test]
+fn proxycommand_children_that_ignore_sighup_end_with_the_connect_timeout() {
+    use std::io::Read;
+    let dir = scratch("proxy-sighup");
+    let sleep = format!("sleep 20.{}", std::process::id());
+    let cfg = dir.join("ssh_config");
+    std::fs::write(
+        &cfg,
+        format!("Host stuck\n  HostName 127.0.0.1\n  User root\n  ProxyCommand (trap '' HUP; exec {sleep}) & exec sleep 300\n"),
+    )
+    .unwrap();
+    let mut child = labperf_in(&dir)
+        .args(["deploy", "stuck", "--connect-timeout", "2", "--known-hosts"])
+        .arg(dir.join("known_hosts"))
+        .arg("--ssh-config")
+        .arg(&cfg)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Read to the end, as `2>&1 | tail` does.
+    let t = Instant::now();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let took = t.elapsed();
+    let status = child.wait().unwrap();
+    let left = processes(&sleep);
+    for pid in &left {
+        // SAFETY: the test's own leftover process.
+        unsafe { libc::kill(*pid, libc::SIGKILL) };
+    }
+    assert!(!status.success(), "{err}");
+    assert!(
+        err.contains("did not answer for 2 s while connecting"),
+        "{err}"
+    );
+    assert!(left.is_empty(), "outlived labperf: {left:?}");
+    assert!(
+        took >= Duration::from_millis(1900) && took < Duration::from_secs(5),
+        "standard error closed after {took:?}: {err}"
+    );
+}

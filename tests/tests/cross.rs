@@ -545,6 +545,146 @@ fn labperf_finds_its_agent_in_an_installed_tree() {
     );
 }
 
+/// Issue 47 F4: labperf takes agents only from where the installation put them, and only
+/// when no other user could have put them there: a labperf copied to a directory another
+/// user planted `agents/` in (here beside it, as `/tmp/agents` beside `/tmp/labperf`) does
+/// not run that agent; an agent in a world-writable directory, or in one another user
+/// owns, is refused with the directory, the reason and the fix; the upload to a lab
+/// machine takes the agent through the same check (`agents::shipped_for`).
+#[test]
+fn agents_another_user_could_have_put_there_are_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::path::Path;
+    let d = scratch("planted-agents");
+    let triple = format!("{}-unknown-linux-musl", std::env::consts::ARCH);
+    std::fs::copy(bin("labperf"), d.join("labperf")).unwrap();
+    let pwned = d.join("pwned");
+    let planted = d.join("agents").join(&triple);
+    std::fs::create_dir_all(&planted).unwrap();
+    let fake = planted.join("labperf-agent");
+    std::fs::write(&fake, format!("#!/bin/sh\n: > {}\n", pwned.display())).unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let chmod = |p: &Path, mode: u32| {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap()
+    };
+    let nobody = |p: &Path| {
+        // SAFETY: chown of the test's own file to nobody (the test runs as root).
+        let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+        assert_eq!(unsafe { libc::chown(c.as_ptr(), 65534, 65534) }, 0);
+    };
+    // Another user's directory, and one every user may write: each refused, said so.
+    let agents = d.join("agents");
+    let record = |env: Option<&Path>| {
+        let mut c = Command::new(d.join("labperf"));
+        c.env_remove("LABPERF_AGENT")
+            .env_remove("LABPERF_AGENTS_DIR");
+        if let Some(e) = env {
+            c.env("LABPERF_AGENTS_DIR", e);
+        }
+        c.args(["record", "--local", "--no-report", "-o"])
+            .arg(d.join("x.lpr"))
+            .args(["--", "/bin/true"])
+            .output()
+            .unwrap()
+    };
+    for what in ["owned by nobody", "world-writable", "group-writable"] {
+        match what {
+            "owned by nobody" => nobody(&agents),
+            "world-writable" => chmod(&agents, 0o777),
+            _ => chmod(&agents, 0o775),
+        }
+        for env in [None, Some(agents.as_path())] {
+            let o = record(env);
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(1), "{what}: {err}");
+            assert!(!pwned.exists(), "{what}: the planted agent ran: {err}");
+            let why = match what {
+                "owned by nobody" => format!(
+                    "the directory {} belongs to user 65534 (neither you nor root)",
+                    agents.display()
+                ),
+                "world-writable" => format!(
+                    "the directory {} is writable by its group and every user (mode 0777)",
+                    agents.display()
+                ),
+                _ => format!(
+                    "the directory {} is writable by its group (mode 0775)",
+                    agents.display()
+                ),
+            };
+            assert!(
+                err.contains(&format!("refusing the agent {}", fake.display()))
+                    && err.contains(&why)
+                    && err.contains("LABPERF_AGENTS_DIR"),
+                "{what}: {err}"
+            );
+        }
+        // Put back: root's, 0755.
+        let c = std::ffi::CString::new(agents.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: chown of the test's own directory back to root.
+        assert_eq!(unsafe { libc::chown(c.as_ptr(), 0, 0) }, 0);
+        chmod(&agents, 0o755);
+    }
+    // The file itself writable by others, or another user's.
+    chmod(&fake, 0o757);
+    let err = String::from_utf8_lossy(&record(None).stderr).into_owned();
+    assert!(
+        err.contains(&format!(
+            "the file {} is writable by every user (mode 0757)",
+            fake.display()
+        )),
+        "{err}"
+    );
+    chmod(&fake, 0o755);
+    nobody(&fake);
+    let err = String::from_utf8_lossy(&record(None).stderr).into_owned();
+    assert!(
+        err.contains(&format!(
+            "the file {} belongs to user 65534",
+            fake.display()
+        )),
+        "{err}"
+    );
+    assert!(!pwned.exists());
+    // A world-writable directory with the sticky bit (as /tmp) protects what it holds: a
+    // real agent of ours in one is taken, from the agents directory beside labperf.
+    std::fs::remove_file(&fake).unwrap();
+    std::fs::copy(bin("labperf-agent"), &fake).unwrap();
+    chmod(&d, 0o1777);
+    let o = record(None);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // But a name another user adds there: in a sticky agents directory nobody makes the
+    // agent's name a link to a program of root's (the new-user trial ran /usr/bin/id as the
+    // agent so): the link is theirs, refused, named.
+    chmod(&planted, 0o1777);
+    std::fs::remove_file(&fake).unwrap();
+    let ln = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "ln",
+            "-s",
+        ])
+        .arg(format!("{}", std::path::Path::new("/bin/sh").display()))
+        .arg(&fake)
+        .status()
+        .unwrap();
+    assert!(ln.success());
+    let o = record(None);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    chmod(&planted, 0o755);
+    chmod(&d, 0o755);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "the symbolic link {} belongs to user 65534",
+            fake.display()
+        )),
+        "{err}"
+    );
+}
+
 /// Rings of every record kind both agents convert, each in one sample layout:
 /// (name, ring, sample_type, read_format, kernel records that are samples).
 fn differential_rings() -> Vec<(&'static str, Ring, u64, u64)> {

@@ -260,9 +260,16 @@ fn two_events_are_two_tables_each_in_shares_of_its_own_period() {
             "{text}"
         );
     }
-    // The page faults are touch_pages' (the period of freq-mode samples spans a few faults
-    // of the functions sampled before; 40000 of the 40100 or so the program makes).
-    assert!(t["page-faults"]["touch_pages"].pct > 95.0, "{t:?}");
+    // The page faults are touch_pages' (40000 of the 40100 or so the program makes), by
+    // period, over 90 %: in frequency mode the kernel sets each period from the rate it saw
+    // (a few samples of period 1 to 100 in the dynamic loader first, then hundreds), and a
+    // sample after a stall (a loaded machine) carried a period of 3045 faults in the loader,
+    // 7.6 % of the total, once; by samples the early ones weighed 9.6 % once.
+    assert!(
+        t["page-faults"]["touch_pages"].pct > 90.0,
+        "touch_pages {:.1}%: {t:?}",
+        t["page-faults"]["touch_pages"].pct
+    );
     // cpu-clock: each table against the program's own clock. The program times user CPU
     // (burn_a, burn_b) and the clock counts the sampling interrupts' kernel time inside
     // each (the samples, user mode only, do not), in the same proportion; a function's
@@ -447,7 +454,8 @@ fn an_imported_two_event_perf_recording_reports_perf_s_tables() {
             );
         }
     }
-    assert!(ours["page-faults:u"]["touch_pages"].pct > 95.0);
+    // perf's frequency-mode periods, as above: over 90 %.
+    assert!(ours["page-faults:u"]["touch_pages"].pct > 90.0, "{ours:?}");
     assert!(ours["cpu-clock:u"]["burn_a"].pct > 50.0);
 }
 

@@ -767,6 +767,168 @@ fn zstd_records_that_decompress_past_the_budget_are_refused_never_held() {
     );
 }
 
+/// `labperf import DATA -o OUT` in an address space of `limit` bytes.
+fn import_within(data: &Path, out: &Path, limit: u64) -> std::process::Output {
+    use std::os::unix::process::CommandExt;
+    let mut c = Command::new(bin("labperf"));
+    c.arg("import").arg(data).arg("-o").arg(out);
+    // SAFETY: setrlimit is async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        c.pre_exec(move || {
+            let l = libc::rlimit {
+                rlim_cur: limit,
+                rlim_max: limit,
+            };
+            if libc::setrlimit(libc::RLIMIT_AS, &l) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    c.output().unwrap()
+}
+
+/// zstd data, cut into COMPRESSED records (little-endian, at most 65,520 bytes of data
+/// each): `pad` bytes of skippable frames (zstd decompresses them to nothing: they raise
+/// the ratio budget of 256 times the compressed bytes) and then `frames` frames of `each`
+/// 8-byte FINISHED_INIT records (a type the parser holds and labperf counts, never keeps).
+fn tiny_record_bomb(pad: usize, frames: usize, each: usize) -> Vec<u8> {
+    let mut z = Vec::new();
+    let mut left = pad;
+    while left > 8 {
+        let n = (left - 8).min(1 << 20);
+        z.extend(0x184D_2A50u32.to_le_bytes());
+        z.extend((n as u32).to_le_bytes());
+        z.resize(z.len() + n, 0);
+        left -= n + 8;
+    }
+    let mut one = 82u32.to_le_bytes().to_vec();
+    one.extend(0u16.to_le_bytes());
+    one.extend(8u16.to_le_bytes());
+    let plain: Vec<u8> = one.iter().copied().cycle().take(8 * each).collect();
+    let mut frame = vec![0u8; zstd_safe::compress_bound(plain.len())];
+    let n = zstd_safe::compress(&mut frame[..], &plain, 1).unwrap();
+    frame.truncate(n);
+    let mut records = Vec::new();
+    let cut = |data: &[u8], records: &mut Vec<u8>| {
+        for c in data.chunks(65520) {
+            records.extend(81u32.to_le_bytes());
+            records.extend(0u16.to_le_bytes());
+            records.extend(((c.len() + 8) as u16).to_le_bytes());
+            records.extend(c);
+            // perf's records are whole 8-byte words: the parser pads nothing.
+            assert_eq!(c.len() % 8, 0, "{}", c.len());
+        }
+    };
+    let z_len = z.len() - z.len() % 8;
+    z.truncate(z_len);
+    cut(&z, &mut records);
+    for _ in 0..frames {
+        // Each frame in a record of its own, padded with a skippable frame to whole words.
+        let mut f = frame.clone();
+        let rest = (8 - (f.len() + 8) % 8) % 8;
+        f.extend(0x184D_2A50u32.to_le_bytes());
+        f.extend((rest as u32).to_le_bytes());
+        f.resize(f.len() + rest, 0);
+        cut(&f, &mut records);
+    }
+    records
+}
+
+#[test]
+fn zstd_bombs_of_tiny_records_stay_within_256_mib_in_file_and_pipe_mode() {
+    // Before: a 466 KB perf.data of 8-byte records compressed 256:1 (within the ratio
+    // budget) took 2.6 GB to import, 2.1 GB as a stream: the parser held all of them in one
+    // round, at some 200 bytes each. Now a round holds at most 32 MiB counted at 256 bytes
+    // per record: the bomb is refused, or (a stream's records cut into records under that)
+    // imported with round boundaries added, under an address space of 256 MiB.
+    let d = scratch("import-tiny-bomb");
+    let data = d.join("perf.data");
+    perf_record_with(
+        &data,
+        &["-e", "cpu-clock:u", "-c", "500000", "-z"],
+        "0.1",
+        "nops",
+    );
+    let v = std::fs::read(&data).unwrap();
+    let l = layout(&v);
+    let &(at, _, _, size) = l
+        .records(&v)
+        .iter()
+        .find(|r| r.1 == 81)
+        .expect("perf record -z wrote a COMPRESSED record");
+    // 460 KB of padding and 12.5 M records (100 MB) in one frame.
+    let bomb = tiny_record_bomb(460_000, 1, 12_500_000);
+    assert!(bomb.len() < 480_000, "{}", bomb.len());
+    let mut file = v[..at].to_vec();
+    file.extend(&bomb);
+    file.extend(&v[at + size..]);
+    let grown = bomb.len() - size;
+    file[48..56].copy_from_slice(&((l.data.1 + grown) as u64).to_le_bytes());
+    for &(_, entry, off, _) in &l.features {
+        let entry = entry + grown;
+        file[entry..entry + 8].copy_from_slice(&((off + grown) as u64).to_le_bytes());
+    }
+    let bad = d.join("bomb.data");
+    std::fs::write(&bad, &file).unwrap();
+    // A stream: `perf record -o -`, the bomb after its first record of the kernel's.
+    let o = Command::new("perf")
+        .args([
+            "record",
+            "-q",
+            "-e",
+            "cpu-clock:u",
+            "-c",
+            "500000",
+            "-o",
+            "-",
+            "--",
+        ])
+        .arg(bin("labperf-bench"))
+        .args(["--duration", "0.1", "--classes", "nops"])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let s = o.stdout;
+    let mut at = 16;
+    while u32_at(&s, at) >= 64 {
+        at += u16::from_le_bytes([s[at + 6], s[at + 7]]) as usize;
+    }
+    let stream_with = |bomb: &[u8], name: &str| {
+        let mut v = s[..at].to_vec();
+        v.extend(bomb);
+        v.extend(&s[at..]);
+        let p = d.join(name);
+        std::fs::write(&p, v).unwrap();
+        p
+    };
+    let stream = stream_with(&bomb, "bomb-stream.data");
+    for input in [&bad, &stream] {
+        let o = import_within(input, &d.join("bomb.lpr"), 256 << 20);
+        let e = String::from_utf8_lossy(&o.stderr);
+        // Before: killed (SIGABRT: memory allocation failed) under 256 MiB.
+        assert_eq!(
+            o.status.code(),
+            Some(1),
+            "{}: {:?}: {e}",
+            input.display(),
+            o.status
+        );
+        assert!(
+            e.contains("take more than 32 MiB as the parser holds them")
+                && e.contains("refused as a zstd bomb"),
+            "{e}"
+        );
+    }
+    // A stream of 16 frames of 60,000 records each (15.5 MiB as the parser holds them):
+    // imported, a round boundary before every other one.
+    let many = stream_with(&tiny_record_bomb(0, 16, 60_000), "many-stream.data");
+    let o = import_within(&many, &d.join("many.lpr"), 256 << 20);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{:?}: {e}", o.status);
+    assert!(e.contains("round boundaries"), "{e}");
+}
+
 #[test]
 fn an_import_with_q_writes_its_file_and_says_nothing() {
     // Before: `labperf import -q` printed its "N records (M samples) written to" line.

@@ -633,7 +633,7 @@ fn the_agent_s_help_exits_0_before_the_workload_only() {
     // without it, stat's -p/-t): a refusal, not a misspelt command line.
     assert_eq!(o.status.code(), Some(125));
     assert!(
-        text(&o.stderr).contains("--tid are not supported by the C agent"),
+        text(&o.stderr).contains("the C agent has no --pid/--tid"),
         "{}",
         text(&o.stderr)
     );

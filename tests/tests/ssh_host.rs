@@ -1801,6 +1801,95 @@ fn a_lab_machine_cannot_rename_functions_of_other_machines_recordings() {
     assert!(rows.contains(",libx.so+0x"), "{rows}");
 }
 
+/// Issue 47 F7: a lab machine that sends back the exact bytes of a recording made here
+/// (and serves its own copy, a function renamed, of the file without build-id it samples)
+/// does not become that recording's origin in the binary cache: the local recording keeps
+/// its names and says no machine; the file the fetch wrote, and a copy of it, are that
+/// machine's.
+#[test]
+fn a_lab_machine_that_sends_back_a_local_recording_does_not_become_its_origin() {
+    let dir = Sshd::keys("ssh-replayed");
+    let noid = gcc(&dir, "replayed-noid", &["-Wl,--build-id=none"]);
+    let (_, spin) = elf_facts(&noid, "spin_here");
+    let fake = gcc(
+        &dir,
+        "replayed-fake",
+        &["-Dspin_here=evil_fake", "-Wl,--build-id=none"],
+    );
+    assert_eq!(elf_facts(&fake, "evil_fake"), (None, spin));
+    let local = dir.join("local.lpr");
+    let o = Command::new(bin("labperf-agent"))
+        .args(["record", "-e", "cpu-clock", "-c", "200000", "-o"])
+        .arg(&local)
+        .arg("--")
+        .arg(&noid)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let top = |dir: &Path, file: &Path| {
+        let rows = report_rows(dir, file);
+        let f = rows
+            .lines()
+            .nth(1)
+            .unwrap_or("")
+            .split(',')
+            .nth(3)
+            .unwrap_or("")
+            .to_string();
+        (f, rows)
+    };
+    assert_eq!(top(&dir, &local).0, "spin_here");
+    let noid_s = noid.display().to_string();
+    let script = POISONER
+        .replace("@CRAFTED@", &local.display().to_string())
+        .replace("@NOID@", &noid_s)
+        .replace("@WITHID@", "/nothing/served")
+        .replace("@FAKE_NOID@", &fake.display().to_string())
+        .replace("@FAKE_WITHID@", "/nothing/served");
+    let a = Sshd::start_forcing(dir, "replayer.sh", &script);
+    let kh = a.dir.join("known_hosts");
+    let from_a = a.dir.join("from-a.lpr");
+    let o = record(
+        &a,
+        &kh,
+        &[
+            "--accept-new-host-key",
+            "-e",
+            "cpu-clock",
+            "--no-report",
+            "-o",
+            from_a.to_str().unwrap(),
+        ],
+        &["/bin/true"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read(&from_a).unwrap(),
+        std::fs::read(&local).unwrap()
+    );
+    let info = |f: &Path| {
+        let o = labperf_in(&a.dir).arg("info").arg(f).output().unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    // The machine's claim stands for the file it sent, and for a copy of it made later.
+    let copy = a.dir.join("copy-of-from-a.lpr");
+    std::fs::copy(&from_a, &copy).unwrap();
+    for f in [&from_a, &copy] {
+        assert!(
+            info(f).contains(&format!("fetched from:    {}", a.spec())),
+            "{}: {}",
+            f.display(),
+            info(f)
+        );
+        let (name, rows) = top(&a.dir, f);
+        assert_eq!(name, "evil_fake", "{rows}\n{}", stderr(&o));
+    }
+    // The recording made here keeps its names and says no machine.
+    assert!(!info(&local).contains("fetched from"), "{}", info(&local));
+    let (name, rows) = top(&a.dir, &local);
+    assert_eq!(name, "spin_here", "{rows}");
+}
+
 /// A lab machine whose record file has 100,000 mappings (300 of them sampled), served at
 /// the end of the run (then the run's files are removed, and `@DIR@/served` is made); its
 /// binaries stall (`@DIR@/fetching`

@@ -552,11 +552,13 @@ fn said(f: &Path, dir: &Path) -> (String, serde_json::Value) {
         .nth(1)
         .and_then(|s| s.split("</td>").next())
         .unwrap_or_else(|| panic!("the HTML page has no call-stacks fact"));
-    lines.push(
+    // The page's row is headed "call stacks": its cell holds the rest of the line.
+    lines.push(format!(
+        "call stacks {}",
         fact.replace("&lt;", "<")
             .replace("&gt;", ">")
-            .replace("&amp;", "&"),
-    );
+            .replace("&amp;", "&")
+    ));
     for l in &lines {
         assert_eq!(l, &lines[0], "every place says the same: {lines:#?}");
     }

@@ -356,7 +356,7 @@ fn report_and_export_write_through_devices_fifos_and_standard_output() {
         });
         assert_eq!(got, via_stdout, "export --format {format}");
     }
-    let got = n.each("export --format parquet -o", "", |p| {
+    let parquet = |p: &Path| {
         Command::new(bin("labperf"))
             .arg("export")
             .arg(&rec)
@@ -364,11 +364,24 @@ fn report_and_export_write_through_devices_fifos_and_standard_output() {
             .arg(p)
             .output()
             .unwrap()
-    });
-    assert_eq!(&got[..4], b"PAR1", "a Parquet file through the FIFO");
-    for side in ["null", "lnull", "fifo"] {
-        std::fs::remove_file(n.dir.join(format!("{side}.stacks.parquet"))).unwrap();
+    };
+    // A device (`/dev/null`) is refused: its stacks table would be a new file in /dev
+    // (issue 47). A FIFO gets the samples, the stacks table beside it.
+    for p in [&n.dev, &n.link] {
+        let o = parquet(p);
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("Parquet is two files"),
+            "{}",
+            stderr(&o)
+        );
     }
+    let r = FifoReader::open(&n.fifo);
+    let o = parquet(&n.fifo);
+    let got = r.finish();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(&got[..4], b"PAR1", "a Parquet file through the FIFO");
+    std::fs::remove_file(n.dir.join("fifo.stacks.parquet")).unwrap();
     n.check("export --format parquet");
 }
 

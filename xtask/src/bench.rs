@@ -1,5 +1,6 @@
-//! `cargo xtask bench`: bytes per sample and report time against perf in the same run, then a fuzz run.
+//! `cargo xtask bench`: bytes per sample and report time against perf in the same run, then a fuzz run; `--quick`, the table's ratios alone against their baseline (CI).
 
+mod ratios;
 mod remote;
 
 use crate::util::{agents_dir, host_musl, target_dir, Summary};
@@ -37,6 +38,80 @@ pub struct Args {
     /// Only the lab figures (after building the release agents and labperf).
     #[arg(long)]
     pub only_remote: bool,
+    /// Only the ratios against perf of README's table, at small sizes (about 2 minutes
+    /// after the builds): each beside its baseline in `xtask/bench-baseline.toml`, failing
+    /// when one is worse than 0.6 of it (a 2x slowdown). CI runs this.
+    #[arg(long)]
+    pub quick: bool,
+    /// Write the ratios just measured as the baseline (`--quick`'s section, or the full
+    /// run's) instead of checking them: the baseline file is never edited by hand.
+    #[arg(long)]
+    pub record_baseline: bool,
+    /// Write the full run's ratios into README.md's table (between `<!-- bench-ratios -->`
+    /// and `<!-- /bench-ratios -->`).
+    #[arg(long)]
+    pub readme: bool,
+}
+
+/// The table's ratios with `plan`'s sizes: measured, printed beside the baseline and
+/// checked against it (or recorded as it); with `readme`, written into README.md.
+fn ratios_step(a: &Args, plan: &ratios::Plan, s: &mut Summary) {
+    s.step(
+        &format!(
+            "ratios against perf ({} sizes), each beside its baseline in {} (fails below 0.6 of it: a 2x slowdown)",
+            plan.section,
+            ratios::BASELINE
+        ),
+        || {
+            let before = ratios::load();
+            let t = Instant::now();
+            let r = ratios::measure(plan)?;
+            let load = format!("{before} before, {} after", ratios::load());
+            println!("BENCH ratios: measured in {:.0} s, load average {load}", t.elapsed().as_secs_f64());
+            if a.record_baseline {
+                ratios::record_baseline(plan.section, &r, &load)?;
+            }
+            let base = ratios::baseline(plan.section)?;
+            let (lines, failed) = ratios::check(&r, &base);
+            if a.readme {
+                let when = std::process::Command::new("date")
+                    .args(["-u", "+%Y-%m-%d"])
+                    .output()
+                    .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+                    .unwrap_or_default();
+                crate::util::write_readme_block(
+                    "<!-- bench-ratios -->",
+                    "<!-- /bench-ratios -->",
+                    &ratios::readme_table(&r, &when, &load),
+                )?;
+            }
+            if !failed.is_empty() {
+                bail!(
+                    "{} ratio(s) worse than {} of the baseline (a slowdown, or a much busier machine: rerun, and see the load):\n{}",
+                    failed.len(),
+                    ratios::MARGIN,
+                    failed.join("\n")
+                );
+            }
+            Ok(lines)
+        },
+    );
+}
+
+/// `--quick`: the agent and bench of this machine and the release labperf, then the ratios.
+fn quick(a: &Args, s: &mut Summary) {
+    let triple = host_musl();
+    let built = s.step(&format!("build agent and benches {triple}"), || {
+        crate::build_agents::build_with(&triple, true)
+    }) && s.step("build labperf (release)", || {
+        let sh = Shell::new()?;
+        sh.change_dir(crate::util::root());
+        cmd!(sh, "cargo build --release -p labperf").run()?;
+        Ok(String::new())
+    });
+    if built {
+        ratios_step(a, &ratios::QUICK, s);
+    }
 }
 
 fn median_secs(reps: usize, mut f: impl FnMut() -> anyhow::Result<()>) -> anyhow::Result<f64> {
@@ -51,6 +126,9 @@ fn median_secs(reps: usize, mut f: impl FnMut() -> anyhow::Result<()>) -> anyhow
 }
 
 pub fn run(a: &Args, s: &mut Summary) {
+    if a.quick {
+        return quick(a, s);
+    }
     let triple = host_musl();
     if !crate::build_agents::build_all_release(&triple, s) {
         return;
@@ -71,6 +149,7 @@ pub fn run(a: &Args, s: &mut Summary) {
         return;
     }
     agent_sizes(s);
+    ratios_step(a, &ratios::FULL, s);
     let dir = target_dir().join("bench");
     let _ = std::fs::create_dir_all(&dir);
     let tools = Tools {

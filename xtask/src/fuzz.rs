@@ -1,7 +1,8 @@
 //! `cargo xtask fuzz`: the fuzz targets (fuzz/) with cargo-fuzz on nightly, at the release
-//! profile: `decode` (the decoder and every report) and `import` (`labperf import` of
-//! perf.data, seeded with files perf records here), each for a number of executions (10
-//! million by default) or seconds, on every core.
+//! profile: `decode` (the decoder and every report), `import` (`labperf import` of
+//! perf.data, seeded with files perf records here) and `config` (the ssh config, hosts
+//! files and Ansible inventories, seeded with small ones of each), each for a number of
+//! executions (10 million by default) or seconds, on every core.
 
 use crate::util::{root, Summary};
 use anyhow::{bail, Context};
@@ -18,13 +19,13 @@ pub struct Args {
     /// Fuzzing processes at once [default: one per CPU].
     #[arg(long)]
     pub jobs: Option<u64>,
-    /// Which target: decode, import, or all (the default).
+    /// Which target: decode, import, config, or all (the default).
     #[arg(long, default_value = "all")]
     pub target: String,
 }
 
 /// The fuzz targets, in the order `all` runs them.
-pub const TARGETS: [&str; 2] = ["decode", "import"];
+pub const TARGETS: [&str; 3] = ["decode", "import", "config"];
 
 /// What a fuzz run did: executions, seconds, and libFuzzer's closing line.
 pub struct Outcome {
@@ -91,6 +92,32 @@ pub fn import_seeds(sh: &Shell) -> anyhow::Result<usize> {
     Ok(SEEDS.len())
 }
 
+/// The config target's seeds: its first byte picks the parser (0 ssh config, 1 TOML hosts
+/// file, 2 INI inventory, 3 YAML inventory), the rest is the text.
+const CONFIG_SEEDS: &[(u8, &str)] = &[
+    (0, "# lab\nHost lab1 *.lab.example !bad\n  HostName %h.example\n  User bench\n  Port 2200\n  IdentityFile ~/.ssh/id_%r\n  ProxyCommand ssh -W \"%h:%p\" bastion\nMatch host *.example !originalhost x\n  ProxyJump a,me@b:2222\nHost *\n  User fallback\n  Include config.d/*\n"),
+    (0, "Host=x\n  ProxyJump none\n  ProxyCommand 'nc' \"%h\" %p # c\nHost y\n  HostName [::1]\n  Ciphers aes128-ctr\n"),
+    (1, "[hosts.arm1]\naddress = \"root@127.0.0.1:10022\"\nidentity = \"keys/id\"\nremote_dir = \".cache/lp\"\n\n[hosts.v6]\naddress = \"me@[fe80::1%eth0]:22\"\n\n[groups]\narm = [\"arm1\", \"v6\"]\n"),
+    (2, "lone ansible_host=10.0.0.9\n\n[arm]\narm[01:02] ansible_port=2222\n\n[x86]\nx1 ansible_host=10.0.0.5 ansible_user=bob labperf_remote_dir='/scratch/lp'\n\n[arm:vars]\nansible_user=root\n\n[lab:children]\narm\nx86\n"),
+    (3, "all:\n  hosts:\n    lone:\n      ansible_host: 10.0.0.9\n  vars: &v\n    ansible_user: lab\n  children:\n    lab:\n      vars: *v\n      children:\n        arm:\n          hosts:\n            arm[01:02]:\n              ansible_port: 2222\n        x86:\n          hosts:\n            x1: {ansible_host: 10.0.0.5, labperf_remote_dir: /scratch/lp}\n"),
+];
+
+/// The largest input the config target takes (hosts files and configs of a few KiB, some
+/// room for ranges and aliases).
+const CONFIG_MAX_LEN: u64 = 16 << 10;
+
+/// Writes the config target's seeds into `fuzz/corpus/config/seed-N`.
+fn config_seeds() -> anyhow::Result<()> {
+    let dir = root().join("fuzz/corpus/config");
+    std::fs::create_dir_all(&dir)?;
+    for (n, (pick, text)) in CONFIG_SEEDS.iter().enumerate() {
+        let mut b = vec![*pick];
+        b.extend_from_slice(text.as_bytes());
+        std::fs::write(dir.join(format!("seed-{n}")), b)?;
+    }
+    Ok(())
+}
+
 /// Fuzzes `target` for `runs` executions (or `seconds`) in `jobs` processes; fails on any
 /// crash.
 pub fn fuzz(target: &str, runs: u64, seconds: Option<u64>, jobs: u64) -> anyhow::Result<Outcome> {
@@ -104,6 +131,10 @@ pub fn fuzz(target: &str, runs: u64, seconds: Option<u64>, jobs: u64) -> anyhow:
     if target == "import" {
         import_seeds(&sh)?;
         extra.push(format!("-max_len={IMPORT_MAX_LEN}"));
+    }
+    if target == "config" {
+        config_seeds()?;
+        extra.push(format!("-max_len={CONFIG_MAX_LEN}"));
     }
     let limit = match seconds {
         Some(s) => format!("-max_total_time={s}"),
@@ -169,7 +200,7 @@ pub fn run(a: &Args, s: &mut Summary) {
         t if TARGETS.contains(&t) => vec![t],
         t => {
             s.step("fuzz", || {
-                bail!("unknown target '{t}': use decode, import or all")
+                bail!("unknown target '{t}': use decode, import, config or all")
             });
             return;
         }
@@ -177,6 +208,7 @@ pub fn run(a: &Args, s: &mut Summary) {
     for t in targets {
         let what = match t {
             "decode" => "fuzz decode: the decoder and every report",
+            "config" => "fuzz config: the ssh config, hosts files and inventories",
             _ => "fuzz import: labperf import of mutated perf.data",
         };
         s.step(what, || {

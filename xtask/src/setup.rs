@@ -9,6 +9,7 @@ use std::path::Path;
 use xshell::{cmd, Shell};
 
 mod apt;
+mod lock;
 
 #[derive(clap::Args, Default)]
 pub struct Args {
@@ -340,6 +341,7 @@ pub const PROGRAMS: &[(&str, &str, Why)] = &[
     ("df", "coreutils", BASE),
     ("tail", "coreutils", BASE),
     ("date", "coreutils", BASE),
+    ("nice", "coreutils", BASE),
     ("env", "coreutils", BASE),
     ("cat", "coreutils", BASE),
     ("head", "coreutils", BASE),
@@ -356,6 +358,8 @@ pub const PROGRAMS: &[(&str, &str, Why)] = &[
     ("true", "coreutils", BASE),
     ("printf", "coreutils", BASE),
     ("ls", "coreutils", BASE),
+    ("ln", "coreutils", BASE),
+    ("mkfifo", "coreutils", BASE),
     ("tr", "coreutils", BASE),
     ("test", "coreutils", BASE),
     ("grep", "grep", BASE),

@@ -145,6 +145,19 @@ fn num<T: core::str::FromStr>(flag: &str, v: Option<String>) -> Result<T, String
         .map_err(|_| format!("{flag} expects a number, got '{v}'"))
 }
 
+/// The most ms of `-I`, `--duration` and `--flush-ms`, as the C agent's `MAX_MS`: perf's
+/// `-I` is an unsigned int of ms (49.7 days); the C agent's ns and poll's int timeout hold it.
+pub const MAX_MS: u64 = u32::MAX as u64;
+
+/// A number of ms from `least` to [`MAX_MS`].
+fn ms_arg(flag: &str, v: Option<String>, least: u64) -> Result<u64, String> {
+    let v = v.ok_or_else(|| format!("{flag} needs a value"))?;
+    match v.parse() {
+        Ok(ms) if (least..=MAX_MS).contains(&ms) => Ok(ms),
+        _ => Err(format!("{flag} takes {least} to {MAX_MS} ms, not '{v}'")),
+    }
+}
+
 fn hex(flag: &str, v: Option<String>) -> Result<u64, String> {
     let v = v.ok_or_else(|| format!("{flag} needs a value"))?;
     u64::from_str_radix(v.trim_start_matches("0x"), 16)
@@ -229,9 +242,9 @@ fn parse_opts(args: Vec<crate::rt::OsString>) -> Result<Opts, String> {
             "-a" | "--all-cpus" => o.cpus = Some(o.cpus.take().unwrap_or_default()),
             "-C" | "--cpu" => o.cpus = Some(cpu_list(&val().unwrap_or_default())?),
             "--duration" => o.duration_ms = Some(millis(&val().unwrap_or_default())?),
-            "-I" | "--interval" => o.interval_ms = Some(num(&flag, val())?),
+            "-I" | "--interval" => o.interval_ms = Some(ms_arg(&flag, val(), 1)?),
             "--mmap-pages" => o.mmap_pages = num(&flag, val())?,
-            "--flush-ms" => o.flush_ms = num(&flag, val())?,
+            "--flush-ms" => o.flush_ms = ms_arg(&flag, val(), 0)?,
             "--no-inherit" => o.no_inherit = true,
             "--metrics" => o.metrics = true,
             "--window" => o.window = num(&flag, val())?,
@@ -327,9 +340,6 @@ fn check(o: Opts) -> Result<Opts, String> {
             return Err(format!("--pid/--tid take an id greater than 0, got {p}"));
         }
     }
-    if o.interval_ms == Some(0) {
-        return Err("--interval must be at least 1 ms".into());
-    }
     if o.cpus.is_some() {
         if attached.is_some() {
             return Err("-a/-C record every task on the CPUs: --pid does not go with them".into());
@@ -356,7 +366,7 @@ fn check(o: Opts) -> Result<Opts, String> {
 fn millis(v: &str) -> Result<u64, String> {
     let (int, frac) = v.split_once('.').unwrap_or((v, ""));
     let mut ms = match int.parse::<u64>() {
-        Ok(s) if s < 1 << 40 && frac.len() <= 3 => Some(s * 1000),
+        Ok(s) if s <= MAX_MS / 1000 && frac.len() <= 3 => Some(s * 1000),
         _ => None,
     };
     for (b, unit) in frac.bytes().zip([100, 10, 1]) {
@@ -365,9 +375,9 @@ fn millis(v: &str) -> Result<u64, String> {
             .map(|m| m + u64::from(b - b'0') * unit);
     }
     match ms {
-        Some(ms) if ms > 0 => Ok(ms),
+        Some(ms) if ms > 0 && ms <= MAX_MS => Ok(ms),
         _ => Err(format!(
-            "--duration takes seconds greater than 0 (2, 0.5), not '{v}'"
+            "--duration takes 0.001 to 4294967.295 seconds (2, 0.5), not '{v}'"
         )),
     }
 }
@@ -676,6 +686,7 @@ mod tests {
         let o = parse_opts(s(&["-a", "--duration", "1.5"])).unwrap();
         assert_eq!(millis("0.025"), Ok(25));
         assert_eq!(millis("3"), Ok(3000));
+        assert_eq!(millis("4294967.295"), Ok(MAX_MS));
         for bad in ["0", "0.0001", "-1", "x", "1.x", "1.x5", ""] {
             assert!(millis(bad).is_err(), "{bad}");
         }
@@ -695,7 +706,15 @@ mod tests {
             (&["-t", "0"], "greater than 0"),
             (&["-t", "3", "--", "p"], "not both"),
             (&["--duration", "1", "--", "p"], "goes with -a"),
-            (&["-a", "--duration", "0"], "greater than 0"),
+            (&["-a", "--duration", "0"], "0.001 to 4294967.295 seconds"),
+            (
+                &["-a", "--duration", "4294967.296"],
+                "0.001 to 4294967.295 seconds",
+            ),
+            (
+                &["-a", "-I", "4294967296", "--duration", "1"],
+                "1 to 4294967295 ms",
+            ),
             (&["-C", "2-1", "--duration", "1"], "ranges"),
             (&["-C", "x", "--duration", "1"], "ranges"),
         ] {

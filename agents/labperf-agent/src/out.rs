@@ -1,8 +1,9 @@
 //! The record file writer: header, frames flushed at least every interval, trailer; written
 //! under `FILE.part` and renamed to `FILE` only once complete, so an existing `FILE` is
 //! never touched by a run that fails (a killed agent's frames stay in `FILE.part`). `FILE`
-//! goes by `dest.rs`'s rule: a device or FIFO is written straight through, a symbolic
-//! link's file is the one replaced (its `.part` beside it).
+//! goes by `dest.rs`'s rule: a device, FIFO or descriptor is written straight through, a
+//! symbolic link's file is the one replaced (its `.part` beside it); `FILE.part` is a new
+//! file, 0600 (the mode of the file it replaces when that is this user's).
 
 use crate::prelude::*;
 
@@ -39,15 +40,8 @@ impl Out {
         ext: &HeaderExt,
         flush_ms: u64,
     ) -> Result<Out, Fail> {
-        let (part, path) = crate::dest::resolve(path, ".part", "the record file")?;
-        let file = File::create(&part).map_err(|e| {
-            Fail::io(
-                &e,
-                format!(
-                    "cannot create the record file '{part}': {e}. Choose a writable place with -o."
-                ),
-            )
-        })?;
+        let (file, part, path) = crate::dest::open(path, ".part", "the record file")
+            .map_err(|(e, m)| Fail::io(&e, format!("{m}. Choose a writable place with -o.")))?;
         let mut o = Out {
             file,
             path,
@@ -146,6 +140,7 @@ impl Out {
                 format!("cannot sync the record file '{}': {e}", self.part),
             )
         })?;
+        self.file.keep_mode_of(path);
         crate::rt::rename(&self.part, path).map_err(|e| {
             Fail::io(
                 &e,

@@ -3,7 +3,7 @@
 //! standard library's panic and backtrace machinery was 45 % of its bytes, issue 28).
 //!
 //! Every call is the libc call `std` makes on Linux, with `std`'s flags (files opened
-//! `O_CLOEXEC`, created mode 0666 less the umask) and `std`'s messages (an OS error reads
+//! `O_CLOEXEC`; files created only new, 0600, never through a link: `File::create_new`) and `std`'s messages (an OS error reads
 //! `"No such file or directory (os error 2)"`), so the agent behaves and speaks as before.
 
 use alloc::borrow::Cow;
@@ -89,17 +89,91 @@ impl File {
         let c = c_path(path)?;
         // SAFETY: a NUL-terminated path; the mode is read only with O_CREAT.
         let fd =
-            retry(|| unsafe { libc::open(c.as_ptr(), flags | libc::O_CLOEXEC, 0o666) } as isize)?;
+            retry(|| unsafe { libc::open(c.as_ptr(), flags | libc::O_CLOEXEC, 0o600) } as isize)?;
         Ok(File { fd: fd as i32 })
     }
 
-    /// `std::fs::File::create`: write-only, created or truncated.
-    pub fn create(path: &str) -> Result<File> {
-        File::open_with(path, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC)
+    /// A new file at `path` (a temporary: `FILE.part`, `STATUS.tmp`), write-only, created
+    /// 0600 with `O_EXCL|O_NOFOLLOW`: whatever the name holds already (a killed run's file,
+    /// or a link or FIFO another user planted) is removed first, never opened, so nothing
+    /// is written through a link or into a file someone else made (a name planted again
+    /// in between is refused: EEXIST).
+    pub fn create_new(path: &str) -> Result<File> {
+        match remove_file(path) {
+            Err(e) if e.0 != libc::ENOENT => return Err(e),
+            _ => {}
+        }
+        File::open_with(
+            path,
+            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW,
+        )
+    }
+
+    /// The descriptor `fd` (standard output, `/dev/fd/N`) written through a copy of it:
+    /// its open file's offset and append mode are the ones used, nothing reopened.
+    pub fn dup(fd: i32) -> Result<File> {
+        // SAFETY: F_DUPFD_CLOEXEC makes a new descriptor or fails.
+        let fd = retry(|| unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3) } as isize)?;
+        Ok(File { fd: fd as i32 })
+    }
+
+    /// Before this new file replaces `target`: the mode of `target` when it is a regular
+    /// file this user owns (else the file stays 0600, perf's mode for a recording).
+    pub fn keep_mode_of(&self, target: &str) {
+        let Ok(c) = c_path(target) else { return };
+        // SAFETY: lstat fills a plain-data struct; fchmod of our own descriptor.
+        unsafe {
+            let mut st: libc::stat = core::mem::zeroed();
+            if libc::lstat(c.as_ptr(), &mut st) == 0
+                && st.st_mode & libc::S_IFMT == libc::S_IFREG
+                && st.st_uid == libc::geteuid()
+            {
+                libc::fchmod(self.fd, st.st_mode & 0o777);
+            }
+        }
     }
 
     pub fn open(path: &str) -> Result<File> {
         File::open_with(path, libc::O_RDONLY)
+    }
+
+    /// An existing device or FIFO opened for writing (nothing created or truncated); a
+    /// regular file there now (it changed since it was looked at) is refused. A FIFO with
+    /// no reader blocks the open: SIGINT or SIGTERM ([`crate::workload::SIGNALLED`]) ends
+    /// the wait (EINTR) instead of the open starting again, so Ctrl-C ends such a run.
+    pub fn open_stream(path: &str) -> Result<File> {
+        use core::sync::atomic::Ordering;
+        let c = c_path(path)?;
+        let fd = loop {
+            if crate::workload::SIGNALLED.load(Ordering::SeqCst) != 0 {
+                return Err(Error(libc::EINTR));
+            }
+            // SAFETY: a NUL-terminated path; no O_CREAT.
+            let fd = unsafe {
+                libc::open(
+                    c.as_ptr(),
+                    libc::O_WRONLY | libc::O_NOCTTY | libc::O_CLOEXEC,
+                )
+            };
+            if fd >= 0 {
+                break fd;
+            }
+            let e = Error::last_os_error();
+            if e.0 != libc::EINTR {
+                return Err(e);
+            }
+        };
+        let f = File { fd };
+        // SAFETY: fstat of our own descriptor into a plain-data struct.
+        let t = unsafe {
+            let mut st: libc::stat = core::mem::zeroed();
+            libc::fstat(f.fd, &mut st);
+            st.st_mode & libc::S_IFMT
+        };
+        match t {
+            libc::S_IFCHR | libc::S_IFBLK | libc::S_IFIFO => Ok(f),
+            _ => Err(Error(libc::EINVAL)),
+        }
     }
 
     pub fn write_all(&mut self, mut b: &[u8]) -> Result<()> {
@@ -189,11 +263,6 @@ pub fn open_standard_fds() {
             }
         }
     }
-}
-
-/// `std::fs::write`.
-pub fn write(path: impl AsRef<str>, b: impl AsRef<[u8]>) -> Result<()> {
-    File::create(path.as_ref())?.write_all(b.as_ref())
 }
 
 pub fn rename(from: impl AsRef<str>, to: impl AsRef<str>) -> Result<()> {
@@ -542,8 +611,22 @@ mod tests {
         let p = |s: &str| d.join(s).to_str().unwrap().to_string();
         // Larger than one read, so read_to_end loops.
         let big: Vec<u8> = (0..100_000u32).map(|i| i as u8).collect();
-        write(p("a"), &big).unwrap();
+        File::create_new(&p("a")).unwrap().write_all(&big).unwrap();
         assert_eq!(read(p("a")).unwrap(), big);
+        // Created 0600, and only new: a link there is removed, never written through.
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(p("a")).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        std::fs::write(d.join("target"), "kept").unwrap();
+        std::os::unix::fs::symlink(d.join("target"), d.join("l")).unwrap();
+        File::create_new(&p("l"))
+            .unwrap()
+            .write_all(b"new")
+            .unwrap();
+        assert_eq!(std::fs::read(d.join("target")).unwrap(), b"kept");
+        assert_eq!(std::fs::read(d.join("l")).unwrap(), b"new");
+        std::fs::remove_file(d.join("target")).unwrap();
+        std::fs::remove_file(d.join("l")).unwrap();
         rename(p("a"), p("b")).unwrap();
         assert_eq!(read_dir(d.to_str().unwrap()).unwrap(), ["b"]);
         std::fs::write(d.join("t"), b"x\xffy").unwrap();

@@ -97,15 +97,17 @@ pub fn line(r: &Result<i32, Fail>, times: bool) -> String {
     }
 }
 
-/// Writes the status file by `dest.rs`'s rule (a regular file through a temporary name,
-/// then a rename; a device or FIFO straight through); a failure to write it is only
+/// Writes the status file by `dest.rs`'s rule (a regular file through a new 0600 temporary,
+/// then a rename; a device, FIFO or descriptor straight through); a failure to write it is only
 /// reported, as the run's own result matters more.
 pub fn write(path: &str, r: &Result<i32, Fail>, times: bool) {
-    let res = crate::dest::resolve(path, ".tmp", "the status file").and_then(|(at, then)| {
-        crate::rt::write(&at, line(r, times))
-            .and_then(|_| then.map_or(Ok(()), |p| crate::rt::rename(&at, p)))
-            .map_err(|e| format!("cannot write the status file '{path}': {e}"))
-    });
+    let res = crate::dest::open(path, ".tmp", "the status file")
+        .map_err(|(_, m)| m)
+        .and_then(|(mut f, at, then)| {
+            f.write_all(line(r, times).as_bytes())
+                .and_then(|_| then.map_or(Ok(()), |p| crate::rt::rename(&at, p)))
+                .map_err(|e| format!("cannot write the status file '{path}': {e}"))
+        });
     if let Err(e) = res {
         eprintln!("labperf-agent: warning: {e}");
     }

@@ -14,11 +14,14 @@ pub fn triple_for(arch: &str) -> Option<&'static str> {
     }
 }
 
-/// Where labperf looks for the agents, in order: `$LABPERF_AGENTS_DIR`; the
-/// `<prefix>/lib/labperf/agents` of an installed `cargo xtask dist` tree; an `agents`
-/// directory beside the binary or up to three levels above it (`target/agents` of a build
-/// run from `target/debug/`); and the `target/agents` of the source tree this `labperf` was
-/// built from (so `cargo install --path host` finds what `cargo xtask build-agents` built).
+/// Where labperf looks for the agents, in order: `$LABPERF_AGENTS_DIR` (that one only);
+/// the `<prefix>/lib/labperf/agents` of an installed `cargo xtask dist` tree (labperf in
+/// `<prefix>/bin`); the `agents` directory beside the binary; the agents of the build tree
+/// it runs from (`<target>/agents` for a labperf in `<target>/debug` or `release`); and the
+/// `target/agents` of the source tree this `labperf` was built from (so `cargo install
+/// --path host` finds what `cargo xtask build-agents` built). No other directory above the
+/// binary: a labperf copied to `/tmp` does not take `/tmp/agents`. Whatever is found there
+/// is used only when [`check_trusted`] takes it.
 pub fn agents_candidates() -> Vec<PathBuf> {
     if let Some(d) = std::env::var_os("LABPERF_AGENTS_DIR").filter(|d| !d.is_empty()) {
         // Named by the user: that one only, so a wrong path is said, not passed over.
@@ -33,11 +36,77 @@ pub fn agents_candidates() -> Vec<PathBuf> {
         if let Some(prefix) = bin.parent() {
             candidates.push(prefix.join("lib/labperf/agents"));
         }
-        candidates.extend(bin.ancestors().take(4).map(|d| d.join("agents")));
+        candidates.push(bin.join("agents"));
+        if bin
+            .file_name()
+            .is_some_and(|n| n == "debug" || n == "release")
+        {
+            if let Some(target) = bin.parent() {
+                candidates.push(target.join("agents"));
+            }
+        }
     }
     let host = Path::new(env!("CARGO_MANIFEST_DIR"));
     candidates.push(host.parent().unwrap_or(host).join("target/agents"));
     candidates
+}
+
+/// Refuses `path` (an agent or bench labperf runs here or uploads to lab machines) when
+/// another user could have put it there or could replace it: the file or any directory
+/// above it owned by a user other than root and you, or writable by group or others (a
+/// world-writable directory with the sticky bit, as `/tmp`, protects what it holds: the
+/// entry below it is checked instead). Returns the file's real path (links resolved),
+/// which is what labperf then reads.
+pub fn check_trusted(path: &Path) -> Result<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let real = std::fs::canonicalize(path)
+        .with_context(|| format!("{}: cannot read the agent", path.display()))?;
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    let shown = if real == path {
+        path.display().to_string()
+    } else {
+        format!("{} ({})", path.display(), real.display())
+    };
+    let fix = "labperf runs and uploads agents only from where you or root put them: move \
+               them to a directory only you or root can write (and name it with \
+               LABPERF_AGENTS_DIR), or rebuild them with `cargo xtask build-agents`";
+    // A link another user owns on the way (made in a sticky directory such as /tmp, where
+    // anyone may add a name): it could point at any program of root's.
+    if let Some(l) = labperf::files::output::planted_link(path) {
+        use std::os::unix::fs::MetadataExt;
+        let uid = std::fs::symlink_metadata(&l).map_or(0, |m| m.uid());
+        bail!(
+            "refusing the agent {shown}: the symbolic link {} belongs to user {uid} (neither you nor root), who could point it at any program. {fix}",
+            l.display()
+        );
+    }
+    for (i, p) in real.ancestors().enumerate() {
+        let m = std::fs::metadata(p).with_context(|| format!("cannot read {}", p.display()))?;
+        let what = if i == 0 { "the file" } else { "the directory" };
+        if m.uid() != 0 && m.uid() != me {
+            bail!(
+                "refusing the agent {shown}: {what} {} belongs to user {} (neither you nor root), who could have put anything there. {fix}",
+                p.display(),
+                m.uid()
+            );
+        }
+        let mode = m.mode() & 0o7777;
+        let sticky_dir = i > 0 && m.is_dir() && mode & 0o1000 != 0;
+        if mode & 0o022 != 0 && !sticky_dir {
+            let who = match (mode & 0o020 != 0, mode & 0o002 != 0) {
+                (true, true) => "its group and every user",
+                (true, false) => "its group",
+                _ => "every user",
+            };
+            bail!(
+                "refusing the agent {shown}: {what} {} is writable by {who} (mode {mode:04o}), who could replace the agent that labperf runs as you and uploads to lab machines. `chmod go-w {}`, or: {fix}",
+                p.display(),
+                p.display()
+            );
+        }
+    }
+    Ok(real)
 }
 
 /// The first of [`agents_candidates`] that is a directory.
@@ -67,10 +136,11 @@ pub fn bench_for(arch: &str) -> Result<PathBuf> {
 
 /// The program `name` built for architecture `arch`: $`env` (for this machine's), or
 /// `<triple>/<name>` under [`agents_dir`].
+/// Whichever way it is found, it is used only when [`check_trusted`] takes it.
 fn shipped_for(arch: &str, name: &str, env: &str) -> Result<PathBuf> {
     if arch == std::env::consts::ARCH {
         if let Some(p) = std::env::var_os(env) {
-            return Ok(p.into());
+            return check_trusted(Path::new(&p));
         }
     }
     let triple = triple_for(arch).with_context(|| {
@@ -82,14 +152,15 @@ fn shipped_for(arch: &str, name: &str, env: &str) -> Result<PathBuf> {
     let p = agents_dir()
         .map(|d| d.join(triple).join(name))
         .filter(|p| p.is_file());
-    p.with_context(|| {
+    let p = p.with_context(|| {
         format!(
             "cannot find the {triple} {name} (looked under {}): build it with `cargo xtask \
              build-agents --target {arch}`, set LABPERF_AGENTS_DIR to the directory holding \
              {triple}/{name}, or set {env}=/path/to/{name}",
             looked_in()
         )
-    })
+    })?;
+    check_trusted(&p)
 }
 
 /// The agent for this machine.
@@ -102,8 +173,9 @@ pub fn find_agent() -> Result<PathBuf> {
 #[command(after_help = "EXAMPLES:\n  labperf agents\n  labperf agents --dir target/agents --check")]
 pub struct Args {
     /// Directory holding <triple>/labperf-agent (default: the first of $LABPERF_AGENTS_DIR,
-    /// <prefix>/lib/labperf/agents, an `agents` directory beside labperf or up to three
-    /// levels above it, the target/agents of the source tree labperf was built from).
+    /// <prefix>/lib/labperf/agents, the `agents` directory beside labperf, the agents of
+    /// the build tree it runs from, the target/agents of the source tree labperf was built
+    /// from).
     #[arg(long)]
     pub dir: Option<PathBuf>,
     /// Exit 1 unless every binary is static and of its directory's architecture.
@@ -199,6 +271,10 @@ pub fn run(a: &Args) -> Result<()> {
             let p = d.join(bin);
             if !p.is_file() {
                 continue;
+            }
+            if let Err(e) = check_trusted(&p) {
+                eprintln!("labperf: {e:#}");
+                bad.push(format!("{e:#}"));
             }
             let i = inspect(&p)?;
             let is_static = i.interpreter.is_none() && !i.dynamic;

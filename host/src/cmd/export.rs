@@ -232,6 +232,20 @@ fn output_path(a: &Args, format: Format) -> Result<Option<PathBuf>> {
 
 /// Parquet's two tables: the samples to `out`, the stacks beside it.
 fn write_parquet(stacks: &StackTable, out: &Path) -> Result<()> {
+    // The stacks' table is a file beside OUT: beside a device or a descriptor (`/dev/null`,
+    // `/dev/stdout`) it would be a new file in /dev. A FIFO (a reader of the samples
+    // beside the user's other files) keeps it.
+    let fifo = std::fs::metadata(out).is_ok_and(|m| {
+        use std::os::unix::fs::FileTypeExt;
+        m.file_type().is_fifo()
+    });
+    let dest = labperf::files::output::resolve(out)?;
+    if dest.file().is_none() && !(fifo && matches!(dest, Dest::Stream(_))) {
+        bail!(
+            "Parquet is two files, OUT and OUT's .stacks.parquet beside it: name a regular file (or a FIFO) with -o OUT.parquet, not a device or descriptor like {}",
+            labperf::text::show(&out.display().to_string())
+        );
+    }
     let side = stacks_path(out);
     let (mut samples, mut stack_rows) = (Output::create(out)?, Output::create(&side)?);
     stacks

@@ -71,7 +71,17 @@ pub fn connect(spec: &str, o: &RemoteOpts) -> Result<Connected> {
     } else {
         entry.address.as_str()
     };
-    let mut t = target_via(address, o.ssh_config.as_deref(), o.jump.as_deref())?;
+    let origin = if entry.address.is_empty() {
+        "--host".to_string()
+    } else {
+        let file = o
+            .hosts
+            .hosts_file
+            .clone()
+            .unwrap_or_else(labperf::lab::hosts::default_path);
+        format!("host '{}' of the hosts file {}", show(spec), file.display())
+    };
+    let mut t = target_via(address, &origin, o.ssh_config.as_deref(), o.jump.as_deref())?;
     say_unapplied(&t.unapplied);
     if !entry.address.is_empty() {
         t.name = spec.to_string();
@@ -549,7 +559,7 @@ impl HostRun<'_> {
                 arch: arch.to_string(),
             };
             if let Err(e) =
-                labperf::files::cache::note_recording(&cache, got.size, &got.sha256, &machine)
+                labperf::files::cache::note_recording(&cache, got.size, &got.sha256, &machine, file)
             {
                 io.say(&format!("warning: the binary cache's index of recordings: {e}: the report may miss this machine's own binaries"));
             }

@@ -1,10 +1,10 @@
 //! The agent on this machine, for `record` and `stat`: its result read from its status
-//! file (never guessed from its exit code), Ctrl-C forwarded as the agent expects, a second
-//! Ctrl-C kills it.
+//! file (never guessed from its exit code; in a private 0700 directory of the run), Ctrl-C
+//! forwarded as the agent expects, a second Ctrl-C kills it, a third exits.
 
 use anyhow::{bail, Context, Result};
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -28,18 +28,6 @@ pub fn ok_fields(rest: &str) -> (Option<i32>, Option<(u64, u64)>) {
     (code, times)
 }
 
-/// A fresh status file name in the temporary directory.
-fn status_path() -> PathBuf {
-    std::env::temp_dir().join(format!(
-        "labperf-status-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0)
-    ))
-}
-
 /// Runs `agent <verb> [-o output] --status-file F <agent_args> -- <command>` here.
 pub fn run(
     agent: &Path,
@@ -49,8 +37,14 @@ pub fn run(
     progress: bool,
     command: &[OsString],
 ) -> Result<Finished> {
-    labperf::interrupt::install();
-    let status = status_path();
+    // A third interrupt exits, whatever labperf is waiting for.
+    labperf::interrupt::install_remote();
+    // The status file in a directory of this run's own (0700): no other user can read it,
+    // nor plant a link or a FIFO at its name.
+    let dir = labperf::files::private::PrivateDir::new().context(
+        "cannot make a private directory for the agent's status file in the temporary directory: check TMPDIR",
+    )?;
+    let status = dir.join("status");
     let mut cmd = Command::new(agent);
     cmd.arg(verb);
     if let Some(o) = output {
@@ -68,6 +62,7 @@ pub fn run(
             .collect();
         eprintln!("labperf: running {}", labperf::text::show(&words.join(" ")));
     }
+    let me = die_with_labperf(&mut cmd);
     let mut child = cmd.spawn().with_context(|| {
         format!(
             "cannot start the agent {}: check that it is executable",
@@ -95,9 +90,12 @@ pub fn run(
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+    if killed {
+        kill_orphans(me);
+    }
     let interrupted = labperf::interrupt::count() != base;
-    let line = std::fs::read_to_string(&status).unwrap_or_default();
-    let _ = std::fs::remove_file(&status);
+    let line = labperf::files::private::read_regular(&status, 64 << 10);
+    drop(dir);
     let line = line.trim();
     let (kind, rest) = line.split_once(' ').unwrap_or((line, ""));
     match kind {
@@ -133,4 +131,72 @@ pub fn run(
             }
         }
     }
+}
+
+/// The agent never outlives labperf (killed, or a test's panic): it dies with it, and its
+/// workload with the agent (the agents set the same on their workload). Orphans of the
+/// workload (a shell's children) come to labperf, which kills them at a second interrupt
+/// ([`kill_orphans`]). Returns labperf's pid.
+fn die_with_labperf(cmd: &mut Command) -> i32 {
+    // SAFETY: prctl reads or sets flags of this process only.
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+    let me = std::process::id() as i32;
+    // SAFETY: between fork and exec the closure calls only prctl and getppid, both
+    // async-signal-safe; labperf spawns the agent from its main thread, which lives as
+    // long as labperf (PR_SET_PDEATHSIG fires when the forking thread ends).
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(cmd, move || {
+            libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            );
+            if libc::getppid() != me {
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH)); // labperf died
+            }
+            Ok(())
+        });
+    }
+    me
+}
+
+/// After a second interrupt killed the agent: kills what is left of its workload, the
+/// processes that came to labperf (a subreaper) as their parents died (the workload dies
+/// with the agent, but a shell's children, `sh -c "trap '' INT; sleep 6"`'s sleep, would
+/// run on). Until none has come for 100 ms, at most 2 s.
+fn kill_orphans(me: i32) {
+    let t = std::time::Instant::now();
+    let mut quiet = 0;
+    while quiet < 4 && t.elapsed() < Duration::from_secs(2) {
+        let kids = children(me);
+        quiet = if kids.is_empty() { quiet + 1 } else { 0 };
+        for k in kids {
+            // SAFETY: signalling and reaping a child of ours.
+            unsafe {
+                libc::kill(k, libc::SIGKILL);
+                libc::waitpid(k, std::ptr::null_mut(), libc::WNOHANG);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+}
+
+/// The processes whose parent is `me` (from /proc/PID/stat; zombies too, to reap).
+fn children(me: i32) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            // "PID (COMM) STATE PPID ...": COMM may hold spaces and parentheses.
+            stat.rsplit_once(") ")
+                .and_then(|(_, r)| r.split(' ').nth(1))
+                .and_then(|p| p.parse::<i32>().ok())
+                == Some(me)
+        })
+        .collect()
 }

@@ -138,37 +138,30 @@ fn print_topdown(a: &Args, file: &Path) -> Result<()> {
 /// --host, which fetches it) a temporary file removed afterwards.
 struct Out {
     path: PathBuf,
-    temporary: bool,
+    /// The private directory a temporary file is in, removed with it.
+    temporary: Option<labperf::files::private::PrivateDir>,
 }
 
 impl Out {
-    fn new(a: &Args, needed: bool) -> Option<Out> {
-        match (&a.output.output, needed) {
+    fn new(a: &Args, needed: bool) -> Result<Option<Out>> {
+        Ok(match (&a.output.output, needed) {
             (Some(p), _) => Some(Out {
                 path: p.clone(),
-                temporary: false,
+                temporary: None,
             }),
-            (None, true) => Some(Out {
-                path: std::env::temp_dir().join(format!(
-                    "labperf-stat-{}-{}.lpr",
-                    std::process::id(),
-                    std::time::SystemTime::now()
-                        .duration_since(std::time::UNIX_EPOCH)
-                        .map(|d| d.as_nanos())
-                        .unwrap_or(0)
-                )),
-                temporary: true,
-            }),
+            (None, true) => {
+                // In a directory of this run's own (0700): no other user reads the counts
+                // or plants a link or FIFO at their name.
+                let dir = labperf::files::private::PrivateDir::new().context(
+                    "cannot make a private directory for the counts in the temporary directory: check TMPDIR",
+                )?;
+                Some(Out {
+                    path: dir.join("stat.lpr"),
+                    temporary: Some(dir),
+                })
+            }
             (None, false) => None,
-        }
-    }
-}
-
-impl Drop for Out {
-    fn drop(&mut self) {
-        if self.temporary {
-            let _ = std::fs::remove_file(&self.path);
-        }
+        })
     }
 }
 
@@ -255,7 +248,7 @@ pub fn run(a: &Args) -> Result<()> {
         let mut runs = Vec::new();
         let mut status = 0;
         for _ in 0..a.repeat {
-            let out = Out::new(a, a.td.topdown || summary);
+            let out = Out::new(a, a.td.topdown || summary)?;
             let f = super::local::run(
                 &agent,
                 "stat",
@@ -293,7 +286,7 @@ fn remote(a: &Args, args: &[String], summary: bool, style: stat::Style) -> Resul
     let mut per_host: Vec<(String, Vec<stat::Run>)> = Vec::new();
     let (mut failed, mut worst) = (0, 0);
     for _ in 0..a.repeat {
-        let out = Out::new(a, true).expect("a file is needed to fetch the counts");
+        let out = Out::new(a, true)?.expect("a file is needed to fetch the counts");
         let job = lab::Job {
             verb: "stat",
             agent_args: args.to_vec(),
@@ -311,7 +304,7 @@ fn remote(a: &Args, args: &[String], summary: bool, style: stat::Style) -> Resul
         let mut interrupted = false;
         for (_, r) in &results {
             let Ok(d) = r else { continue };
-            if !out.temporary {
+            if out.temporary.is_none() {
                 eprintln!(
                     "[{}] counts recorded in {}",
                     show(&d.name),
@@ -336,7 +329,7 @@ fn remote(a: &Args, args: &[String], summary: bool, style: stat::Style) -> Resul
                 );
                 failed += 1;
             }
-            if out.temporary {
+            if out.temporary.is_some() {
                 let _ = std::fs::remove_file(&d.file);
             }
             if d.interrupted {

@@ -139,17 +139,55 @@ fn recording_entry(root: &Path, size: u64, sha256: &str) -> PathBuf {
     root.join("recordings").join(recording_key(size, sha256))
 }
 
-/// The entry's text: a version line, then `host-key`, `name` and `arch` lines.
-fn entry_text(m: Option<&Machine>) -> String {
+/// The entry's text: a version line, then `host-key`, `name`, `arch` and `since` lines.
+fn entry_text(m: Option<(&Machine, u64)>) -> String {
     match m {
-        Some(m) => format!(
-            "labperf-recording 1\nhost-key {}\nname {}\narch {}\n",
+        Some((m, since)) => format!(
+            "labperf-recording 2\nhost-key {}\nname {}\narch {}\nsince {since}\n",
             hex(&m.host_key),
             one_line(&m.name),
             one_line(&m.arch)
         ),
-        None => "labperf-recording 1\nhost-key conflict\n".into(),
+        None => "labperf-recording 2\nhost-key conflict\n".into(),
     }
+}
+
+/// When the file at `path` came to be on this machine, in ns since the epoch by this
+/// machine's clock: its birth time where the file system keeps one (statx), else its
+/// status change time (which only the kernel sets: to now). A copy is born when it is
+/// made; a file's birth time never goes back.
+pub fn made_at(path: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statx of a NUL-terminated path into a zeroed struct of its own type.
+    let mut st: libc::statx = unsafe { std::mem::zeroed() };
+    let r = unsafe {
+        libc::statx(
+            libc::AT_FDCWD,
+            c.as_ptr(),
+            0,
+            libc::STATX_BTIME | libc::STATX_CTIME,
+            &mut st,
+        )
+    };
+    if r != 0 {
+        return None;
+    }
+    let t = if st.stx_mask & libc::STATX_BTIME != 0 {
+        st.stx_btime
+    } else {
+        st.stx_ctime
+    };
+    u64::try_from(t.tv_sec)
+        .ok()?
+        .checked_mul(1_000_000_000)?
+        .checked_add(u64::from(t.tv_nsec))
+}
+
+fn now_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
 }
 
 /// `s` on one line: control characters become `?`.
@@ -159,15 +197,19 @@ fn one_line(s: &str) -> String {
         .collect()
 }
 
-fn parse_entry(text: &str) -> Origin {
+/// An entry: where the recording came from, and (fetched) since when a file of its bytes
+/// may be that recording. Entries of version 1 (before `since`) give no machine.
+fn parse_entry(text: &str) -> (Origin, u64) {
     let mut lines = text.lines();
-    if lines.next() != Some("labperf-recording 1") {
-        return Origin::Unknown;
+    let version = lines.next();
+    if version != Some("labperf-recording 2") && version != Some("labperf-recording 1") {
+        return (Origin::Unknown, 0);
     }
-    let (mut key, mut name, mut arch) = (None, String::new(), String::new());
+    let (mut key, mut name, mut arch, mut since) = (None, String::new(), String::new(), None);
     for l in lines {
         match l.split_once(' ') {
-            Some(("host-key", "conflict")) => return Origin::Conflict,
+            Some(("host-key", "conflict")) => return (Origin::Conflict, 0),
+            Some(("since", t)) => since = t.parse::<u64>().ok(),
             Some(("host-key", k)) if k.len() == 64 => {
                 key = (0..32)
                     .map(|i| u8::from_str_radix(&k[2 * i..2 * i + 2], 16).ok())
@@ -178,27 +220,40 @@ fn parse_entry(text: &str) -> Origin {
             _ => {}
         }
     }
-    match key {
-        Some(host_key) => Origin::Fetched(Machine {
-            host_key,
-            name,
-            arch,
-        }),
-        None => Origin::Unknown,
+    match (key, since) {
+        (Some(host_key), Some(since)) => (
+            Origin::Fetched(Machine {
+                host_key,
+                name,
+                arch,
+            }),
+            since,
+        ),
+        _ => (Origin::Unknown, 0),
     }
 }
 
 /// Notes in the index that the record file of `size` bytes and SHA-256 `sha256` (hex, as
-/// the fetch computed it over the bytes received) came from `m`. The same bytes from
-/// another machine make the entry a conflict. Past [`MAX_RECORDINGS`] entries the oldest
-/// are removed.
-pub fn note_recording(root: &Path, size: u64, sha256: &str, m: &Machine) -> Result<(), CacheError> {
+/// the fetch computed it over the bytes received), written to `fetched`, came from `m`:
+/// for files of those bytes made since `fetched` was ([`made_at`]), that file and its later
+/// copies. A file of the same bytes that was on this machine before (a local recording
+/// whose bytes a lab machine sent back) never takes `m` for its origin. The same bytes
+/// from another machine make the entry a conflict. Past [`MAX_RECORDINGS`] entries the
+/// oldest are removed.
+pub fn note_recording(
+    root: &Path,
+    size: u64,
+    sha256: &str,
+    m: &Machine,
+    fetched: &Path,
+) -> Result<(), CacheError> {
     let entry = recording_entry(root, size, sha256);
+    let since = made_at(fetched).unwrap_or_else(now_ns);
     let text = match read_entry(&entry) {
-        Some(Origin::Fetched(old)) if old.host_key == m.host_key => return Ok(()),
-        Some(Origin::Conflict) => return Ok(()),
-        Some(Origin::Fetched(_)) => entry_text(None),
-        _ => entry_text(Some(m)),
+        Some((Origin::Fetched(old), _)) if old.host_key == m.host_key => return Ok(()),
+        Some((Origin::Conflict, _)) => return Ok(()),
+        Some((Origin::Fetched(_), _)) => entry_text(None),
+        _ => entry_text(Some((m, since))),
     };
     let mut p = Pending::new(root)?;
     p.write(text.as_bytes())?;
@@ -243,7 +298,7 @@ pub fn prune_perf_maps(root: &Path) {
 }
 
 /// An index entry's content (a regular file, at most 4 KiB read).
-fn read_entry(path: &Path) -> Option<Origin> {
+fn read_entry(path: &Path) -> Option<(Origin, u64)> {
     use std::io::Read;
     let f = std::fs::OpenOptions::new()
         .read(true)
@@ -286,8 +341,12 @@ pub fn origin_and_key(root: &Path, file: &Path) -> (Origin, Option<String>) {
         hex(&Sha256::digest((*data).as_ref())),
     );
     match read_entry(&recording_entry(root, size, &sha)) {
-        Some(o @ Origin::Fetched(_)) => (o, Some(recording_key(size, &sha))),
-        Some(o) => (o, None),
+        // Only a file made since the fetch: the fetched file, or a copy of it.
+        Some((o @ Origin::Fetched(_), since)) if made_at(file).is_some_and(|t| t >= since) => {
+            (o, Some(recording_key(size, &sha)))
+        }
+        Some((Origin::Fetched(_), _)) => unknown,
+        Some((o, _)) => (o, None),
         None => unknown,
     }
 }
@@ -490,10 +549,21 @@ mod tests {
             name: format!("lab {k}"),
             arch: "x86_64".into(),
         };
+        // A file of the same bytes that was here before the fetch (a local recording a lab
+        // machine sent back): never that machine's.
+        let local = d.join("local.lpr");
+        std::fs::write(&local, b"a recording's bytes").unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::remove_file(&rec).unwrap();
+        std::fs::write(&rec, b"a recording's bytes").unwrap();
         // Never fetched: no machine.
         assert_eq!(origin(&root, &rec), Origin::Unknown);
-        note_recording(&root, 19, &sha, &m(1)).unwrap();
+        note_recording(&root, 19, &sha, &m(1), &rec).unwrap();
         assert_eq!(origin(&root, &rec), Origin::Fetched(m(1)));
+        assert_eq!(origin(&root, &local), Origin::Unknown);
+        let copy = d.join("copy.lpr");
+        std::fs::copy(&rec, &copy).unwrap();
+        assert_eq!(origin(&root, &copy), Origin::Fetched(m(1)));
         // Moved or copied: the same bytes, the same machine.
         let moved = d.join("moved.lpr");
         std::fs::rename(&rec, &moved).unwrap();
@@ -502,15 +572,22 @@ mod tests {
         std::fs::write(&rec, b"a recording's bytez").unwrap();
         assert_eq!(origin(&root, &rec), Origin::Unknown);
         // The same bytes from another machine: neither's.
-        note_recording(&root, 19, &sha, &m(1)).unwrap();
+        note_recording(&root, 19, &sha, &m(1), &moved).unwrap();
         assert_eq!(origin(&root, &moved), Origin::Fetched(m(1)));
-        note_recording(&root, 19, &sha, &m(2)).unwrap();
+        note_recording(&root, 19, &sha, &m(2), &moved).unwrap();
         assert_eq!(origin(&root, &moved), Origin::Conflict);
-        note_recording(&root, 19, &sha, &m(1)).unwrap();
+        note_recording(&root, 19, &sha, &m(1), &moved).unwrap();
         assert_eq!(origin(&root, &moved), Origin::Conflict);
         // A damaged entry, or a link in its place, says nothing.
         let entry = recording_entry(&root, 19, &sha);
-        std::fs::write(&entry, "labperf-recording 1\nhost-key 12\n").unwrap();
+        std::fs::write(&entry, "labperf-recording 2\nhost-key 12\n").unwrap();
+        assert_eq!(origin(&root, &moved), Origin::Unknown);
+        // An entry of before `since` gives no machine.
+        let v1 = format!(
+            "labperf-recording 1\nhost-key {}\nname x\narch x86_64\n",
+            hex(&[1; 32])
+        );
+        std::fs::write(&entry, v1).unwrap();
         assert_eq!(origin(&root, &moved), Origin::Unknown);
         std::fs::remove_file(&entry).unwrap();
         std::os::unix::fs::symlink("/etc/passwd", &entry).unwrap();
@@ -520,8 +597,9 @@ mod tests {
             name: format!("lab\nhost-key {}", hex(&[9; 32])),
             ..m(4)
         };
-        note_recording(&root, 7, &"7".repeat(64), &forged).unwrap();
-        let Some(Origin::Fetched(got)) = read_entry(&recording_entry(&root, 7, &"7".repeat(64)))
+        note_recording(&root, 7, &"7".repeat(64), &forged, &d.join("none")).unwrap();
+        let Some((Origin::Fetched(got), _)) =
+            read_entry(&recording_entry(&root, 7, &"7".repeat(64)))
         else {
             panic!("no entry")
         };
@@ -530,7 +608,7 @@ mod tests {
         let dir = root.join("recordings");
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 2);
         for i in 0..12u64 {
-            note_recording(&root, i, &format!("{i:064x}"), &m(3)).unwrap();
+            note_recording(&root, i, &format!("{i:064x}"), &m(3), &rec).unwrap();
         }
         prune(&dir, 10);
         let left = std::fs::read_dir(&dir).unwrap().count();

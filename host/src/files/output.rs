@@ -1,11 +1,15 @@
 //! Where a file labperf was asked to write (`-o`) goes, one rule for every writer: `-` is
-//! standard output; a character or block device or a FIFO is written straight through
-//! (never created, truncated, renamed over or removed); a regular file, or a name not there
-//! yet, is replaced whole through a new temporary file beside it, renamed when complete;
-//! a symbolic link is followed to what it names (a link to a device is a device; a link to
-//! a regular file stays a link and the file it names is replaced); anything else (a
-//! directory, a socket, a link to nothing) is refused with the reason. The agents apply the same rule
-//! (`agents/labperf-agent/src/dest.rs`, `agents/alpha/lib.c` `lp_dest`).
+//! standard output; `/dev/stdout`, `/dev/stderr`, `/dev/fd/N` and `/proc/self/fd/N` are
+//! written through that open descriptor (its offset and append mode kept: a `>>` log keeps
+//! its lines; the file behind it is never replaced); a character or block device or a FIFO
+//! is written straight through (never created, truncated, renamed over or removed); a
+//! regular file, or a name not there yet, is replaced whole through a new temporary file
+//! beside it (`O_EXCL|O_NOFOLLOW`, 0600, or the mode of the file it replaces when that is
+//! this user's; removed if a signal ends labperf), renamed when complete; a symbolic link
+//! is followed to what it names (a link to a device is a device; a link to a regular file
+//! stays a link and the file it names is replaced); anything else (a directory, a socket, a
+//! link to nothing, a link another user owns) is refused with the reason. The agents apply
+//! the same rule (`agents/labperf-agent/src/dest.rs`, `agents/alpha/lib.c` `lp_dest`).
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -20,6 +24,9 @@ pub enum Dest {
     /// A character or block device or a FIFO (perhaps through symbolic links): written
     /// straight through the path given.
     Stream(PathBuf),
+    /// `/dev/stdout`, `/dev/stderr`, `/dev/fd/N`, `/proc/self/fd/N`: that open descriptor,
+    /// written through a copy of it.
+    Descriptor(i32),
     /// A regular file or a name not there yet, symbolic links resolved: replaced whole
     /// through a temporary file beside it.
     File(PathBuf),
@@ -41,17 +48,21 @@ impl Dest {
 pub enum OutputError {
     #[error("cannot write {}: it is {what}; name a regular file, a device or a FIFO (or `-` for standard output where the format streams)", .path.display())]
     Refused { path: PathBuf, what: &'static str },
-    #[error("cannot write {}: {source}", .path.display())]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    /// `link` (the output or a directory on its way) is a symbolic link another user owns.
+    #[error("cannot write {}: {} is a symbolic link another user owns (it could point anywhere): name the file itself", .path.display(), .link.display())]
+    PlantedLink { path: PathBuf, link: PathBuf },
+    /// A FIFO another user owns in a sticky directory, as the kernel's protected_fifos refuses.
+    #[error("cannot write {}: it is a FIFO another user owns in a shared (sticky) directory, which would pass what labperf writes to them: remove it or name another file", .path.display())]
+    PlantedFifo { path: PathBuf },
+    // The OS error in the message, not as a source: said once in anyhow's chain.
+    #[error("cannot write {}: {err}", .path.display())]
+    Io { path: PathBuf, err: std::io::Error },
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> OutputError + '_ {
-    move |source| OutputError::Io {
+    move |err| OutputError::Io {
         path: path.into(),
-        source,
+        err,
     }
 }
 
@@ -74,16 +85,111 @@ fn refused(t: std::fs::FileType) -> Option<&'static str> {
     }
 }
 
-/// Resolves `path` by the rule above; refuses a directory, a socket (also through links)
-/// and a link to nothing (a planted link would make a file where it points).
+/// The descriptor `path` names: `/dev/stdout`, `/dev/stderr`, `/dev/fd/N`,
+/// `/proc/self/fd/N` (opening those would make a new open file of what is behind them,
+/// neither appending nor at the descriptor's offset, and renaming over them replaces it).
+pub fn descriptor(path: &Path) -> Option<i32> {
+    let s = path.to_str()?;
+    let n = match s {
+        "/dev/stdout" => return Some(1),
+        "/dev/stderr" => return Some(2),
+        _ => s
+            .strip_prefix("/dev/fd/")
+            .or_else(|| s.strip_prefix("/proc/self/fd/"))?,
+    };
+    n.parse()
+        .ok()
+        .filter(|_| n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Whether `uid` is neither this user nor root: another user, who could have planted it.
+fn another_users(uid: u32) -> bool {
+    // SAFETY: geteuid cannot fail.
+    uid != 0 && uid != unsafe { libc::geteuid() }
+}
+
+/// The first symbolic link another user owns on the way to what `path` names: the name
+/// itself, or a directory above it (`pub/d -> /victim/dir` in `-o pub/d/x`), links followed
+/// as the kernel follows them (a link another user owns could point anywhere; the kernel's
+/// protected_symlinks refuses only some of them, and only where it is set).
+pub fn planted_link(path: &Path) -> Option<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    use std::path::Component;
+    let mut cur = if path.is_absolute() {
+        PathBuf::from("/")
+    } else {
+        std::env::current_dir().ok()?
+    };
+    // What is left to walk, the next component last.
+    let mut todo: Vec<PathBuf> = path
+        .components()
+        .rev()
+        .map(|c| c.as_os_str().into())
+        .collect();
+    let mut links = 0;
+    while let Some(c) = todo.pop() {
+        match Path::new(&c).components().next() {
+            Some(Component::RootDir) => cur = PathBuf::from("/"),
+            Some(Component::ParentDir) => {
+                cur.pop();
+            }
+            Some(Component::Normal(n)) => {
+                let next = cur.join(n);
+                let m = std::fs::symlink_metadata(&next).ok()?;
+                if !m.file_type().is_symlink() {
+                    cur = next;
+                    continue;
+                }
+                if another_users(m.uid()) {
+                    // Named as the user named it where it is the path's own component.
+                    return Some(next);
+                }
+                links += 1;
+                let to = std::fs::read_link(&next).ok().filter(|_| links <= 40)?;
+                todo.extend(to.components().rev().map(|c| c.as_os_str().into()));
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Whether `path` (a FIFO) is another user's in a sticky directory (/tmp): the kernel's
+/// protected_fifos=1 refuses to open such a FIFO for writing with O_CREAT, and where it is
+/// 0 (or without O_CREAT) the owner reads what is written, or blocks the writer for ever.
+fn planted_fifo(path: &Path, m: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    if !m.file_type().is_fifo() || !another_users(m.uid()) {
+        return false;
+    }
+    let dir = std::fs::canonicalize(path)
+        .ok()
+        .and_then(|p| p.parent().map(Path::to_path_buf));
+    dir.and_then(|d| std::fs::metadata(d).ok())
+        .is_some_and(|d| d.mode() & libc::S_ISVTX != 0)
+}
+
+/// Resolves `path` by the rule above; refuses a directory, a socket (also through links),
+/// a link to nothing (a planted link would make a file where it points) and a link another
+/// user owns.
 pub fn resolve(path: &Path) -> Result<Dest, OutputError> {
     if is_stdout(path) {
         return Ok(Dest::Stdout);
+    }
+    if let Some(fd) = descriptor(path) {
+        return Ok(Dest::Descriptor(fd));
+    }
+    if let Some(link) = planted_link(path) {
+        return Err(OutputError::PlantedLink {
+            path: path.into(),
+            link,
+        });
     }
     // What the path names, links followed by the kernel's own walk (so its rules on links
     // in sticky directories apply, and /dev/stdout's /proc/self/fd/1 counts as what that
     // descriptor is).
     match std::fs::metadata(path) {
+        Ok(m) if planted_fifo(path, &m) => Err(OutputError::PlantedFifo { path: path.into() }),
         Ok(m) => match refused(m.file_type()) {
             Some(what) => Err(OutputError::Refused {
                 path: path.into(),
@@ -139,10 +245,40 @@ pub fn keep_previous(path: &Path) -> Result<Option<PathBuf>, OutputError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(io_err(&old)(e)),
     }
-    if std::fs::hard_link(&file, &old).is_err() {
-        std::fs::copy(&file, &old).map_err(io_err(&old))?;
+    // link(2) makes a new name or fails (EEXIST: something was put there since it was
+    // removed): never written through. Where the file system has no hard links, the copy
+    // goes into a new file made with O_EXCL|O_NOFOLLOW, as racing for the name fails too.
+    match std::fs::hard_link(&file, &old) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            return Err(io_err(&old)(e));
+        }
+        Err(_) => {
+            let mut to = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&old)
+                .map_err(io_err(&old))?;
+            let mut from = std::fs::File::open(&file).map_err(io_err(&file))?;
+            if let Ok(m) = from.metadata() {
+                keep_mode(&to, &m);
+            }
+            std::io::copy(&mut from, &mut to).map_err(io_err(&old))?;
+        }
     }
     Ok(Some(old))
+}
+
+/// Gives `f` (a new file of this user) the mode of `target`, when `target` is this user's
+/// (a file another user owns, or none, leaves it 0600).
+fn keep_mode(f: &File, target: &std::fs::Metadata) {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid cannot fail.
+    if target.is_file() && target.uid() == unsafe { libc::geteuid() } {
+        let _ = f.set_permissions(std::fs::Permissions::from_mode(target.mode() & 0o777));
+    }
 }
 
 /// Where the bytes go.
@@ -174,6 +310,8 @@ pub struct Output {
     w: Option<BufWriter<Sink>>,
     /// The temporary file of a [`Dest::File`], until renamed.
     tmp: Option<PathBuf>,
+    /// Its slot among the temporaries a signal removes (`interrupt.rs`).
+    slot: Option<usize>,
     bytes: u64,
 }
 
@@ -194,21 +332,35 @@ impl Output {
                 if t.is_file() || refused(t).is_some() {
                     return Err(OutputError::Io {
                         path: path.into(),
-                        source: std::io::Error::other("it changed while being opened"),
+                        err: std::io::Error::other("it changed while being opened"),
                     });
                 }
                 (Sink::File(f), None)
             }
+            Dest::Descriptor(fd) => {
+                use std::os::fd::FromRawFd;
+                // What labperf printed there before comes first.
+                let _ = std::io::stdout().flush();
+                // SAFETY: F_DUPFD_CLOEXEC makes a new descriptor this File then owns.
+                let d = unsafe { libc::fcntl(*fd, libc::F_DUPFD_CLOEXEC, 3) };
+                if d < 0 {
+                    return Err(io_err(path)(std::io::Error::last_os_error()));
+                }
+                // SAFETY: `d` is a descriptor of ours, owned by this File alone.
+                (Sink::File(unsafe { File::from_raw_fd(d) }), None)
+            }
             Dest::File(p) => {
-                let (f, tmp) = temporary_beside(p)?;
-                (Sink::File(f), Some(tmp))
+                let (f, tmp, slot) = temporary_beside(p).map_err(io_err(path))?;
+                (Sink::File(f), Some((tmp, slot)))
             }
         };
+        let (tmp, slot) = tmp.map_or((None, None), |(t, s)| (Some(t), s));
         Ok(Output {
             dest,
             given: path.into(),
             w: Some(BufWriter::with_capacity(1 << 20, sink)),
             tmp,
+            slot,
             bytes: 0,
         })
     }
@@ -228,13 +380,15 @@ impl Output {
         match (sink, &self.dest, &self.tmp) {
             (Sink::File(f), Dest::File(p), Some(tmp)) => {
                 f.sync_all().map_err(io_err(&self.given))?;
-                if let Ok(old) = std::fs::metadata(p) {
-                    let mode = old.permissions().mode() & 0o777;
-                    let _ = f.set_permissions(std::fs::Permissions::from_mode(mode));
+                if let Ok(old) = std::fs::symlink_metadata(p) {
+                    keep_mode(&f, &old);
                 }
                 drop(f);
                 std::fs::rename(tmp, p).map_err(io_err(&self.given))?;
                 self.tmp = None;
+                if let Some(s) = self.slot.take() {
+                    crate::interrupt::unregister_temporary(s);
+                }
             }
             (Sink::Stdout(mut o), ..) => o.flush().map_err(io_err(&self.given))?,
             _ => {}
@@ -260,11 +414,16 @@ impl Drop for Output {
             drop(self.w.take());
             let _ = std::fs::remove_file(tmp);
         }
+        if let Some(s) = self.slot.take() {
+            crate::interrupt::unregister_temporary(s);
+        }
     }
 }
 
-/// A new file beside `file`, `.NAME.<unique>.part`, never through a symbolic link.
-fn temporary_beside(file: &Path) -> Result<(File, PathBuf), OutputError> {
+/// A new file beside `file`, `.NAME.<unique>.part`, 0600, never through a symbolic link.
+/// A new temporary file beside `file`, and its slot among the temporaries a signal removes:
+/// registered before it is created, so a signal at any moment leaves none behind.
+fn temporary_beside(file: &Path) -> std::io::Result<(File, PathBuf, Option<usize>)> {
     static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let name = file
         .file_name()
@@ -277,13 +436,19 @@ fn temporary_beside(file: &Path) -> Result<(File, PathBuf), OutputError> {
         std::process::id(),
         N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     ));
+    let slot = crate::interrupt::register_temporary(&tmp);
     let f = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
+        .mode(0o600)
         .custom_flags(libc::O_NOFOLLOW)
         .open(&tmp)
-        .map_err(io_err(&tmp))?;
-    Ok((f, tmp))
+        .inspect_err(|_| {
+            if let Some(s) = slot {
+                crate::interrupt::unregister_temporary(s);
+            }
+        })?;
+    Ok((f, tmp, slot))
 }
 
 /// Where an unfinished recording for `path` is kept (an agent's `FILE.part`): beside the
@@ -346,6 +511,38 @@ mod tests {
         assert!(e.contains("r.lpr.old: it is a directory"), "{e}");
         assert!(old.is_dir());
         let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_link_raced_in_at_the_old_name_is_never_written_through() {
+        // Before: `.old` was removed, then hard-linked, and copied where the link failed;
+        // a link put at `.old` in between (EEXIST) made the copy write where it pointed.
+        let d = std::env::temp_dir().join(format!("labperf-old-race-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        let (f, old, target) = (d.join("r.lpr"), d.join("r.lpr.old"), d.join("target"));
+        std::fs::write(&f, "recording").unwrap();
+        std::fs::write(&target, "kept").unwrap();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let racer = {
+            let (stop, old, target) = (stop.clone(), old.clone(), target.clone());
+            std::thread::spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let _ = std::os::unix::fs::symlink(&target, &old);
+                }
+            })
+        };
+        let t = std::time::Instant::now();
+        let mut refused = 0;
+        while t.elapsed() < std::time::Duration::from_secs(2) && refused < 50 {
+            if keep_previous(&f).is_err() {
+                refused += 1;
+            }
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        racer.join().unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"kept");
+        std::fs::remove_dir_all(&d).unwrap();
     }
 
     #[test]

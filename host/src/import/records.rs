@@ -22,8 +22,15 @@ const HEADER_FEATURE: u32 = 80;
 const COMPRESSED: u32 = 81;
 const COMPRESSED2: u32 = 83;
 
-/// In a pipe, the most record bytes between two round boundaries before one is added.
+/// In a pipe, the most record bytes between two round boundaries before one is added; in
+/// both modes, the most that zstd-compressed records may decompress to between two round
+/// boundaries (and in one record), each record counted at [`RECORD_COST`] more than its size.
 pub const ROUND_BYTES: u64 = 32 << 20;
+
+/// What the parser holds per record beyond its bytes (its sort key, the pending record and
+/// the queues' slack: about 200 bytes measured on 8-byte records, rounded up), so that a
+/// round of tiny decompressed records is bounded by memory, not by bytes alone.
+pub const RECORD_COST: u64 = 256;
 
 /// The most bytes zstd-compressed records may decompress to: this many times their own
 /// size, plus [`ZSTD_SLACK`]. perf's records compress about 5 to 30 times (measured here:
@@ -69,7 +76,51 @@ pub struct Guard {
     round: u64,
     zstd: Option<zstd_safe::DCtx<'static>>,
     scratch: Vec<u8>,
+    /// The decompressed records' headers as they come, across compressed records.
+    walk: Walk,
+    /// What decompressed records cost (bytes plus [`RECORD_COST`] each) since the last
+    /// round boundary: what the parser holds of them.
+    held: u64,
     pub seen: Seen,
+}
+
+/// The record headers of a decompressed stream, found as its bytes come in chunks.
+#[derive(Default)]
+struct Walk {
+    header: [u8; 8],
+    have: usize,
+    /// Bytes of the current record's body still to come.
+    skip: u64,
+}
+
+impl Walk {
+    /// Takes `b`, the next decompressed bytes; returns how many records begin in them.
+    fn feed(&mut self, e: Endian, mut b: &[u8]) -> u64 {
+        let mut records = 0;
+        while !b.is_empty() {
+            if self.skip > 0 {
+                let n = b
+                    .len()
+                    .min(usize::try_from(self.skip).unwrap_or(usize::MAX));
+                self.skip -= n as u64;
+                b = &b[n..];
+                continue;
+            }
+            let n = b.len().min(8 - self.have);
+            self.header[self.have..self.have + n].copy_from_slice(&b[..n]);
+            self.have += n;
+            b = &b[n..];
+            if self.have == 8 {
+                self.have = 0;
+                records += 1;
+                let h = &self.header;
+                let size = u16::from_le_bytes(if e.le { [h[6], h[7]] } else { [h[7], h[6]] });
+                // A size under 8 stops the parser (it says why): counted as a header.
+                self.skip = u64::from(size).saturating_sub(8);
+            }
+        }
+        records
+    }
 }
 
 fn refused(why: String) -> std::io::Error {
@@ -90,6 +141,8 @@ impl Guard {
             round: 0,
             zstd: None,
             scratch: Vec::new(),
+            walk: Walk::default(),
+            held: 0,
             seen: Seen::default(),
         }
     }
@@ -197,6 +250,7 @@ impl Guard {
         match kind {
             FINISHED_ROUND => {
                 self.round = 0;
+                self.held = 0;
                 self.out.extend_from_slice(&h);
                 self.out.extend_from_slice(&b);
             }
@@ -213,7 +267,16 @@ impl Guard {
             }
             HEADER_FEATURE if self.pipe => self.feature(&h, b)?,
             COMPRESSED | COMPRESSED2 => {
-                self.decompress(kind, &b)?;
+                let before = self.held;
+                let cost = self.decompress(kind, &b)?;
+                if self.pipe && before > 0 && before + cost > ROUND_BYTES {
+                    // The parser ends the round before this record: it never holds more
+                    // than ROUND_BYTES of decompressed records at once.
+                    self.seen.rounds_added += 1;
+                    self.out.extend_from_slice(&self.finished_round());
+                    self.held = cost;
+                    self.round = size + cost;
+                }
                 self.out.extend_from_slice(&h);
                 self.out.extend_from_slice(&b);
             }
@@ -230,19 +293,26 @@ impl Guard {
     fn boundary(&mut self) -> bool {
         if self.pipe && self.round >= ROUND_BYTES {
             self.round = 0;
+            self.held = 0;
             self.seen.rounds_added += 1;
-            let mut r = [0u8; 8];
-            let (kind, size) = if self.e.le {
-                (FINISHED_ROUND.to_le_bytes(), 8u16.to_le_bytes())
-            } else {
-                (FINISHED_ROUND.to_be_bytes(), 8u16.to_be_bytes())
-            };
-            r[..4].copy_from_slice(&kind);
-            r[6..].copy_from_slice(&size);
+            let r = self.finished_round();
             self.out.extend_from_slice(&r);
             return true;
         }
         false
+    }
+
+    /// A FINISHED_ROUND record in the input's byte order.
+    fn finished_round(&self) -> [u8; 8] {
+        let mut r = [0u8; 8];
+        let (kind, size) = if self.e.le {
+            (FINISHED_ROUND.to_le_bytes(), 8u16.to_le_bytes())
+        } else {
+            (FINISHED_ROUND.to_be_bytes(), 8u16.to_be_bytes())
+        };
+        r[..4].copy_from_slice(&kind);
+        r[6..].copy_from_slice(&size);
+        r
     }
 
     /// An AUXTRACE record (`size, offset, reference, u32 idx, tid, cpu, reserved`) and the
@@ -319,18 +389,21 @@ impl Guard {
         Ok(got == n)
     }
 
-    /// A compressed record's zstd data decompressed and counted against the budget (the
-    /// parser decompresses it again; the stream is one zstd stream across records).
-    fn decompress(&mut self, kind: u32, b: &[u8]) -> std::io::Result<()> {
+    /// A compressed record's zstd data decompressed and counted against the budgets (the
+    /// parser decompresses it again; the stream is one zstd stream across records): the
+    /// whole file's (a ratio), one record's and, in a file, one round's ([`ROUND_BYTES`],
+    /// counting [`RECORD_COST`] per record). Returns what its records cost the parser.
+    fn decompress(&mut self, kind: u32, b: &[u8]) -> std::io::Result<u64> {
         let data = if kind == COMPRESSED {
             b
         } else {
             // COMPRESSED2: `u64 data_size`, the data, padding to 8 bytes.
             match self.e.u64(b, 0) {
                 Some(n) if n <= b.len() as u64 - 8 => &b[8..8 + n as usize],
-                _ => return Ok(()),
+                _ => return Ok(0),
             }
         };
+        let mut cost = 0;
         self.seen.compressed.0 += data.len() as u64;
         let dctx = self.zstd.get_or_insert_with(zstd_safe::DCtx::create);
         if self.scratch.is_empty() {
@@ -341,12 +414,16 @@ impl Guard {
             let mut output = zstd_safe::OutBuffer::around(&mut self.scratch[..]);
             if dctx.decompress_stream(&mut output, &mut input).is_err() {
                 // The parser says why.
-                return Ok(());
+                return Ok(cost);
             }
             let n = output.pos();
             self.seen.compressed.1 += n as u64;
+            let records = self.walk.feed(self.e, &self.scratch[..n]);
+            let c = n as u64 + RECORD_COST * records;
+            cost += c;
+            self.held += c;
             if self.pipe {
-                self.round += n as u64;
+                self.round += c;
             }
             let budget = ZSTD_SLACK + ZSTD_RATIO * self.seen.compressed.0;
             if self.seen.compressed.1 > budget {
@@ -358,8 +435,30 @@ impl Guard {
                 self.seen.refused = Some(why.clone());
                 return Err(refused(why));
             }
+            // One record: a pipe's round boundary can only come between records. A file's
+            // round ends where perf wrote FINISHED_ROUND (after each pass over its ring
+            // buffers, which one compressed record never exceeds).
+            let (what, over) = if cost > ROUND_BYTES {
+                ("one zstd-compressed record's records", cost)
+            } else if !self.pipe && self.held > ROUND_BYTES {
+                (
+                    "its zstd-compressed records between two round boundaries",
+                    self.held,
+                )
+            } else {
+                ("", 0)
+            };
+            if over > 0 {
+                let why = format!(
+                    "{what} take more than {} MiB as the parser holds them ({over} bytes or \
+                     more, counting {RECORD_COST} bytes per record): refused as a zstd bomb",
+                    ROUND_BYTES >> 20
+                );
+                self.seen.refused = Some(why.clone());
+                return Err(refused(why));
+            }
             if n < self.scratch.len() && input.pos() == data.len() {
-                return Ok(());
+                return Ok(cost);
             }
         }
     }

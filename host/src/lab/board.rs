@@ -151,7 +151,12 @@ impl Board {
             if changed || phase != Phase::Running || due {
                 l.plain_said = Some(now);
                 let text = l.text(0, now);
-                eprintln!("[{}] {}", l.host, text[l.host.len()..].trim_start());
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "[{}] {}",
+                    l.host,
+                    text[l.host.len()..].trim_start()
+                );
             }
         }
     }
@@ -174,7 +179,7 @@ impl Board {
         l.phase = Phase::Failed;
         l.detail = error.clone();
         l.plain_said = Some(Instant::now());
-        eprintln!("[{}] failed: {error}", l.host);
+        let _ = writeln!(std::io::stderr(), "[{}] failed: {error}", l.host);
     }
 
     /// The agent's progress line while host `i` runs.
@@ -203,7 +208,7 @@ impl Board {
             let _ = writeln!(o, "{text}");
             let _ = o.flush();
         } else {
-            eprintln!("{text}");
+            let _ = writeln!(std::io::stderr(), "{text}");
         }
         if self.live && !st.finished {
             self.redraw(&mut st);
@@ -212,7 +217,7 @@ impl Board {
 
     fn erase(st: &mut State) {
         if st.drawn > 0 {
-            eprint!("\x1b[{}A\x1b[J", st.drawn);
+            let _ = write!(std::io::stderr(), "\x1b[{}A\x1b[J", st.drawn);
             st.drawn = 0;
         }
     }
@@ -234,7 +239,7 @@ impl Board {
             }
             out.push_str("\x1b[K\n");
         }
-        eprint!("{out}");
+        let _ = write!(std::io::stderr(), "{out}");
         let _ = std::io::stderr().flush();
         st.drawn = st.lines.len();
     }

@@ -38,17 +38,26 @@ impl Drop for Keep {
                 let pid = child.id() as libc::pid_t;
                 // SAFETY: signalling the process group of our own child (its own group).
                 unsafe { libc::kill(-pid, libc::SIGHUP) };
+                // Done when the whole group is gone: the command (reaped) and whatever it
+                // started, which may ignore SIGHUP (and hold labperf's standard error
+                // open: a `2>&1 | tail` would wait for it). The group's id stays the
+                // leader's while any member lives, so it names no other process.
                 let t = Instant::now();
+                let mut reaped = false;
                 while t.elapsed() < Duration::from_secs(1) {
-                    if !matches!(child.try_wait(), Ok(None)) {
+                    reaped = reaped || !matches!(child.try_wait(), Ok(None));
+                    // SAFETY: signal 0 only asks whether a member of the group is left.
+                    if reaped && unsafe { libc::kill(-pid, 0) } == -1 {
                         unregister(pid);
                         return;
                     }
                     std::thread::sleep(Duration::from_millis(10));
                 }
-                // SAFETY: as above.
+                // SAFETY: as above; members that outlived SIGHUP.
                 unsafe { libc::kill(-pid, libc::SIGKILL) };
-                let _ = child.wait();
+                if !reaped {
+                    let _ = child.wait();
+                }
                 unregister(pid);
             }
         }
@@ -267,5 +276,60 @@ mod tests {
         let mut rest = Vec::new();
         s.read_to_end(&mut rest).unwrap();
         assert!(rest.is_empty());
+    }
+
+    /// The live (not zombie) processes of process group `pgid`, by /proc.
+    fn live_members(pgid: i32) -> Vec<i32> {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| {
+                let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+                let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+                let after = stat.rsplit_once(')')?.1.to_string();
+                let f: Vec<&str> = after.split_whitespace().collect();
+                let pgrp: i32 = f.get(2)?.parse().ok()?;
+                (pgrp == pgid && f[0] != "Z").then_some(pid)
+            })
+            .collect()
+    }
+
+    /// A ProxyCommand whose children ignore SIGHUP (the command itself ends on it): they
+    /// are killed with it, within the second the group is given.
+    #[test]
+    fn children_that_ignore_sighup_are_killed_with_the_proxy_command() {
+        let (_s, keep) = command("(trap '' HUP; exec sleep 30) & wait").unwrap();
+        let Keep::Command(c) = &keep else {
+            panic!("not a command")
+        };
+        let pid = c.id() as libc::pid_t;
+        // The child has set its trap once it runs sleep.
+        let t = Instant::now();
+        while !std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+            std::fs::read_to_string(e.path().join("stat")).is_ok_and(|s| {
+                s.contains("(sleep)")
+                    && s.rsplit_once(')').and_then(|(_, a)| {
+                        a.split_whitespace().nth(2).map(|g| g == pid.to_string())
+                    }) == Some(true)
+            })
+        }) {
+            assert!(t.elapsed() < Duration::from_secs(5), "no sleep started");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let t = Instant::now();
+        drop(keep);
+        let took = t.elapsed();
+        // A killed orphan is a zombie until init reaps it: only live members count.
+        std::thread::sleep(Duration::from_millis(50));
+        let left = live_members(pid);
+        for p in &left {
+            // SAFETY: the test's own leftover process.
+            unsafe { libc::kill(*p, libc::SIGKILL) };
+        }
+        assert!(
+            left.is_empty(),
+            "a child outlived its ProxyCommand: {left:?}"
+        );
+        assert!(took < Duration::from_millis(1500), "{took:?}");
     }
 }

@@ -205,11 +205,15 @@ pub fn check(entries: &[Entry], name: &str, key: &PublicKey) -> Verdict {
     }
 }
 
-/// The line `accept-new` appends for a new host.
-pub fn line_for(name: &str, key: &PublicKey) -> Result<String, ssh_key::Error> {
+/// The line `accept-new` appends for a new host, under [`lookup_name`]: only for a host
+/// name [`crate::lab::names::check_host`] takes, so that no line written is a pattern
+/// (`*`, `?`, `!`, a `,` list) or holds a blank, a newline or a marker.
+pub fn line_for(host: &str, port: u16, key: &PublicKey) -> Result<String, String> {
+    crate::lab::names::check_host(host).map_err(|e| format!("not written: {e}"))?;
     let mut k = key.clone();
     k.set_comment("");
-    Ok(format!("{name} {}\n", k.to_openssh()?.trim_end()))
+    let text = k.to_openssh().map_err(|e| e.to_string())?;
+    Ok(format!("{} {}\n", lookup_name(host, port), text.trim_end()))
 }
 
 /// Appends `line` to the file, creating it (and its directory) when missing, after a
@@ -312,9 +316,12 @@ mod tests {
         let d = std::env::temp_dir().join(format!("lp-kh-{}", std::process::id()));
         let f = d.join("sub/known_hosts");
         let _ = std::fs::remove_dir_all(&d);
-        append(&f, &line_for("lab1", &key(ED)).unwrap()).unwrap();
+        append(&f, &line_for("lab1", 22, &key(ED)).unwrap()).unwrap();
         std::fs::write(&f, format!("lab0 {ED2}")).unwrap(); // no final newline
-        append(&f, &line_for("[lab1]:2222", &key(ED)).unwrap()).unwrap();
+        append(&f, &line_for("lab1", 2222, &key(ED)).unwrap()).unwrap();
+        for bad in ["*,evil.lab.example", "a b", "a\nb", "!x", "|1|x"] {
+            assert!(line_for(bad, 22, &key(ED)).is_err(), "{bad:?}");
+        }
         let (e, skipped) = parse(&std::fs::read_to_string(&f).unwrap());
         assert_eq!((e.len(), skipped), (2, 0));
         assert_eq!(check(&e, "[lab1]:2222", &key(ED)), Verdict::Known);

@@ -65,6 +65,11 @@ pub struct Lookup {
     /// Options of blocks applying to this host that labperf does not apply, each as
     /// (`FILE line N: Keyword` or the `Match` line, why or nothing), to be said once.
     pub unapplied: Vec<(String, &'static str)>,
+    /// The lines HostName, User and the ProxyJump or ProxyCommand came from (0: none), for
+    /// a message about their value.
+    pub host_name_line: usize,
+    pub user_line: usize,
+    pub proxy_line: usize,
 }
 
 struct Line {
@@ -75,6 +80,8 @@ struct Line {
     args: Vec<String>,
     /// The text after the keyword and its separator, as written (ProxyCommand's value).
     rest: String,
+    /// The line is not UTF-8: read with U+FFFD for its bad bytes, refused if applied.
+    lossy: bool,
 }
 
 /// A parsed config file.
@@ -124,17 +131,29 @@ fn split_args(s: &str) -> Result<Vec<String>, String> {
 /// lines match the name given (`Host lab1` does not match `LAB1`), ASCII case-insensitive
 /// when `fold`, as `Match host` and `Match originalhost` match (OpenSSH's `match_hostname`).
 pub fn glob(pattern: &str, name: &str, fold: bool) -> bool {
-    fn go(p: &[u8], n: &[u8], fold: bool) -> bool {
-        match p.split_first() {
-            None => n.is_empty(),
-            Some((b'*', rest)) => (0..=n.len()).any(|i| go(rest, &n[i..], fold)),
-            Some((b'?', rest)) => !n.is_empty() && go(rest, &n[1..], fold),
-            Some((c, rest)) => n.split_first().is_some_and(|(d, nr)| {
-                (c == d || fold && c.eq_ignore_ascii_case(d)) && go(rest, nr, fold)
-            }),
+    // Iterative, back to the last `*` only: at most pattern × name steps and no recursion
+    // (a pattern of many stars, or a long one, costs no more and overflows no stack).
+    let (pattern, name) = (pattern.as_bytes(), name.as_bytes());
+    let eq = |c: u8, d: u8| c == d || fold && c.eq_ignore_ascii_case(&d);
+    let (mut p, mut n) = (0, 0);
+    let (mut star, mut mark) = (None, 0);
+    while n < name.len() {
+        if p < pattern.len() && pattern[p] == b'*' {
+            star = Some(p);
+            mark = n;
+            p += 1;
+        } else if p < pattern.len() && (pattern[p] == b'?' || eq(pattern[p], name[n])) {
+            p += 1;
+            n += 1;
+        } else if let Some(s) = star {
+            p = s + 1;
+            mark += 1;
+            n = mark;
+        } else {
+            return false;
         }
     }
-    go(pattern.as_bytes(), name.as_bytes(), fold)
+    pattern[p..].iter().all(|&c| c == b'*')
 }
 
 /// A pattern list as `Host` takes it (and `Match host`, comma-separated, with `fold`):
@@ -164,17 +183,26 @@ impl Config {
             return Ok(None);
         }
         use std::io::Read;
-        let mut text = String::new();
+        let mut bytes = Vec::new();
         std::fs::File::open(path)
-            .and_then(|f| f.take(1 << 20).read_to_string(&mut text))
+            .and_then(|f| f.take(1 << 20).read_to_end(&mut bytes))
             .map_err(|e| e.to_string())?;
-        Config::parse(&text, path).map(Some)
+        Config::parse_bytes(&bytes, path).map(Some)
     }
 
     pub fn parse(text: &str, path: &Path) -> Result<Config, String> {
+        Config::parse_bytes(text.as_bytes(), path)
+    }
+
+    /// The config's bytes, as OpenSSH reads them: a line that is not UTF-8 (a comment in
+    /// Latin-1, another host's block) is no error unless labperf applies it to the host.
+    pub fn parse_bytes(bytes: &[u8], path: &Path) -> Result<Config, String> {
         let mut lines = Vec::new();
-        for (i, raw) in text.lines().enumerate() {
-            let s = raw.trim();
+        for (i, raw) in bytes.split(|b| *b == b'\n').enumerate() {
+            let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+            let text = String::from_utf8_lossy(raw);
+            let lossy = matches!(text, std::borrow::Cow::Owned(_));
+            let s = text.trim();
             if s.is_empty() || s.starts_with('#') {
                 continue;
             }
@@ -191,6 +219,7 @@ impl Config {
                 spelled: spelled.to_string(),
                 args,
                 rest: after.to_string(),
+                lossy,
             });
         }
         Ok(Config {
@@ -270,15 +299,29 @@ impl Config {
             let Some(value) = first else {
                 return Err(bad(line, "has no value"));
             };
+            let applied = matches!(
+                line.keyword.as_str(),
+                "hostname" | "user" | "port" | "identityfile" | "proxyjump" | "proxycommand"
+            );
+            if line.lossy && applied {
+                return Err(bad(
+                    line,
+                    "is not UTF-8 text (labperf takes this option's value as UTF-8): write it in UTF-8",
+                ));
+            }
             match line.keyword.as_str() {
                 "hostname" => {
                     if l.host_name.is_none() {
                         let v = value.replace("%%", "\u{0}").replace("%h", name);
                         l.host_name = Some(v.replace('\u{0}', "%"));
+                        l.host_name_line = line.number;
                     }
                 }
                 "user" => {
-                    l.user.get_or_insert_with(|| value.to_string());
+                    if l.user.is_none() {
+                        l.user = Some(value.to_string());
+                        l.user_line = line.number;
+                    }
                 }
                 "port" => {
                     if l.port.is_none() {
@@ -298,11 +341,13 @@ impl Config {
                         } else {
                             l.proxy =
                                 Some(Proxy::Jump(value.split(',').map(str::to_string).collect()));
+                            l.proxy_line = line.number;
                         }
                     }
                 }
                 "proxycommand" => {
                     if l.proxy.is_none() {
+                        l.proxy_line = line.number;
                         l.proxy = Some(if value.eq_ignore_ascii_case("none") {
                             Proxy::None
                         } else {
@@ -360,6 +405,21 @@ mod tests {
         assert_eq!(c.lookup("bad").unwrap().user, None);
         assert!(glob("LAB*", "lab1", true) && !glob("LAB*", "lab1", false));
         assert!(!glob("a?c", "ac", false));
+        assert!(glob("*a*b", "xaxxb", false) && !glob("*a*b", "xaxxbc", false));
+        assert!(glob("**", "", false) && glob("a*", "a", false) && !glob("?", "", false));
+        // Many stars and a long name: a few million steps, not an exponential search.
+        let t = std::time::Instant::now();
+        assert!(!glob(
+            &format!("{}b", "*a".repeat(40)),
+            &"a".repeat(30_000),
+            false
+        ));
+        assert!(glob(&"a".repeat(200_000), &"a".repeat(200_000), false));
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(5),
+            "{:?}",
+            t.elapsed()
+        );
     }
 
     #[test]
@@ -497,5 +557,32 @@ mod tests {
         }
         let _ = std::fs::remove_dir_all(&dir);
         assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    }
+
+    /// One byte that is not UTF-8 (a Latin-1 comment, another host's value) fails no
+    /// host it does not apply to, as OpenSSH reads the file; applied to a host, the line
+    /// is named.
+    #[test]
+    fn a_byte_that_is_not_utf8_fails_only_the_host_it_applies_to() {
+        let d = std::env::temp_dir().join(format!("lp-latin1-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let p = d.join("config");
+        let mut text = b"# caf\xe9 lab\r\nHost lab1\n  HostName 10.0.0.1\n  User bench\n".to_vec();
+        text.extend_from_slice(b"Host other\n  HostName m\xfcnchen.example\n");
+        std::fs::write(&p, &text).unwrap();
+        let c = Config::read(&p).unwrap().unwrap();
+        let l = c.lookup("lab1").unwrap();
+        assert_eq!(
+            (l.host_name.as_deref(), l.user.as_deref()),
+            (Some("10.0.0.1"), Some("bench"))
+        );
+        assert_eq!(
+            c.lookup("other").unwrap_err(),
+            format!(
+                "{} line 6: HostName is not UTF-8 text (labperf takes this option's value as UTF-8): write it in UTF-8",
+                p.display()
+            )
+        );
+        std::fs::remove_dir_all(d).unwrap();
     }
 }

@@ -3,7 +3,8 @@
 use crate::files::mapped::{map_file, open_regular, FileError};
 use crate::progress::Progress;
 use labperf_common::{
-    Damage, Decoder, Event, Header, HeaderExt, Losses, Record, Shared, Trailer, TrailerExt,
+    Damage, Decoder, Event, FrameEvent, Header, HeaderExt, Light, Losses, Record, Shared, Trailer,
+    TrailerExt,
 };
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -137,6 +138,29 @@ pub fn stream(src: &Source, mut f: impl FnMut(&Record)) -> Result<FileInfo, Load
     })?;
     check_labperf(path, &info)?;
     Ok(info)
+}
+
+/// Every record of `src` but its samples, in file order, for a pass that needs only the
+/// side band (the mappings an unwinder needs before the first sample): samples are decoded
+/// to their head, as [`crate::record::sideband`] reads them, their user stacks skipped
+/// (not rebuilt). Damage is not said here: such a pass is
+/// followed by a full one ([`stream`]), which says it.
+pub fn stream_side_band(src: &Source, mut f: impl FnMut(&Record)) -> Result<(), LoadError> {
+    let mut dec = Decoder::whole(src.data()?);
+    while let Some(e) = dec.poll_frame() {
+        match e {
+            FrameEvent::Records(mut rr) => {
+                let _ = rr.for_each_side_band(|l| {
+                    if let Light::Record(r) = l {
+                        f(&r)
+                    }
+                });
+            }
+            FrameEvent::Event(Event::Record(r)) => f(&r),
+            FrameEvent::Event(_) => {}
+        }
+    }
+    Ok(())
 }
 
 /// Like [`stream`], but gives up ([`LoadError::Stopped`]) as soon as `stop` says so: it

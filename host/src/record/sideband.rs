@@ -73,8 +73,8 @@ pub(crate) fn side_band(
         let Some(mut rr) = frames.get(i).and_then(|&f| RecordReader::of_frame(data, f)) else {
             continue;
         };
-        // Samples cut to their head: their callchains are not needed here.
-        let _ = rr.for_each_light(|r| {
+        // Samples cut to their head, their user stacks skipped: not needed here.
+        let _ = rr.for_each_side_band(|r| {
             let Light::Record(r) = r else { return };
             match *r {
                 Record::Mmap2(m) if hit(&m) => out.push(Side::Map(m)),

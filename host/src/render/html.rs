@@ -178,9 +178,15 @@ fn facts(runs: &[Run]) -> String {
                 || "no account (a counting run, or a recording of no clock without one)".into(),
                 |a| a.line,
             ),
-            run.stacks
-                .as_ref()
-                .map_or_else(|| "none recorded".into(), |q| q.line()),
+            // The row says "call stacks": the line without its first words.
+            run.stacks.as_ref().map_or_else(
+                || "none recorded".into(),
+                |q| {
+                    let l = q.line();
+                    l.strip_prefix("call stacks ")
+                        .map_or(l.clone(), str::to_string)
+                },
+            ),
             run.host.clone(),
             run.arch.clone(),
             h.map_or("unknown".into(), |h| crate::record::cpu::cpu_name(&h.cpu)),

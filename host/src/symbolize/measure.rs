@@ -6,7 +6,8 @@ use crate::symbolize::symbols::{Search, Symbolizer};
 use labperf_common::Record;
 
 /// The call stacks of `src`, tallied; `None` when its events take none. Reads the file
-/// twice: every record (the mappings, before the first unwind), then the samples.
+/// twice: its side band (the mappings, before the first unwind; samples cut to their
+/// head), then the samples.
 pub fn measure(src: &Source, search: &Search) -> Result<Option<Quality>, LoadError> {
     let peek = load::peek(src)?;
     let Some(mut q) = Quality::of_header(peek.header.as_ref()) else {
@@ -16,7 +17,7 @@ pub fn measure(src: &Source, search: &Search) -> Result<Option<Quality>, LoadErr
     sym.recorded_on(src, peek.header.as_ref(), peek.header_ext.as_ref());
     let mut unwind =
         crate::symbolize::unwind::Unwind::of(peek.header.as_ref(), peek.header_ext.as_ref());
-    load::stream(src, |r| {
+    load::stream_side_band(src, |r| {
         sym.observe(r);
         if let Some(u) = unwind.as_mut() {
             u.observe(r);

@@ -101,7 +101,7 @@ pub struct StackTable {
 type Fx = std::hash::BuildHasherDefault<crate::fxhash::FxHasher>;
 
 /// The user stacks of a `--call-graph dwarf` recording: the unwinder, which knows every
-/// mapping before the first sample (read in a pass of its own), and the symbolizer it reads
+/// mapping before the first sample (read in a pass of its own, samples cut to their head), and the symbolizer it reads
 /// binaries with.
 pub struct UserStacks {
     pub unwind: Unwind,
@@ -117,7 +117,7 @@ impl UserStacks {
         };
         let mut sym = Symbolizer::new(search.clone());
         sym.recorded_on(src, peek.header.as_ref(), peek.header_ext.as_ref());
-        load::stream(src, |r| unwind.observe(r))?;
+        load::stream_side_band(src, |r| unwind.observe(r))?;
         Ok(Some(UserStacks { unwind, sym }))
     }
 }

@@ -130,7 +130,17 @@ pub struct Unwind {
     warned: std::collections::HashSet<Arc<str>>,
     /// The files' CFI, for telling a frame whose code no entry covers.
     cfi: crate::symbolize::fpchain::Files,
+    /// Each (process, address)'s CFI judgment ([`Unwind::covered`]), made once: judging
+    /// one parses the file's `.eh_frame_hdr` and evaluates its CIE and FDE, which cost
+    /// more than the rest of a sample's unwinding when done for every frame of every stack.
+    judged: HashMap<(u32, u64), Option<bool>, Fx>,
 }
+
+type Fx = std::hash::BuildHasherDefault<crate::fxhash::FxHasher>;
+
+/// Most (process, address) judgments kept ([`Unwind::judged`]): a hostile file's distinct
+/// addresses cannot grow it past this (it starts again empty, 32 MiB at most).
+const MAX_JUDGED: usize = 1 << 20;
 
 /// Where register `bit` of `mask` sits among the sampled registers (ascending bits).
 fn reg_index(mask: u64, bit: u32) -> Option<usize> {
@@ -181,6 +191,7 @@ impl Unwind {
             warnings: Vec::new(),
             warned: Default::default(),
             cfi: Default::default(),
+            judged: HashMap::default(),
         })
     }
 
@@ -319,18 +330,31 @@ impl Unwind {
             } else {
                 frames[i].saturating_sub(1)
             };
-            let Some((elf, bias)) = self
-                .mapping(pid, at)
-                .filter(|m| m.state == State::Used)
-                .and_then(|m| m.elf.clone())
-            else {
-                return false;
-            };
-            self.cfi
-                .code(&elf)
-                .and_then(|c| c.covers(at.wrapping_sub(bias)))
-                == Some(false)
+            self.covered(pid, at) == Some(false)
         })
+    }
+
+    /// Whether an entry of the CFI of the file process `pid` maps at `at` covers it:
+    /// `None` outside a used mapping of a file, or when the file has no CFI. Each (process,
+    /// address) is judged once: its mappings are all read before the first sample.
+    fn covered(&mut self, pid: u32, at: u64) -> Option<bool> {
+        if let Some(&c) = self.judged.get(&(pid, at)) {
+            return c;
+        }
+        let c = self
+            .mapping(pid, at)
+            .filter(|m| m.state == State::Used)
+            .and_then(|m| m.elf.clone())
+            .and_then(|(elf, bias)| {
+                self.cfi
+                    .code(&elf)
+                    .and_then(|c| c.covers(at.wrapping_sub(bias)))
+            });
+        if self.judged.len() >= MAX_JUDGED {
+            self.judged.clear();
+        }
+        self.judged.insert((pid, at), c);
+        c
     }
 
     /// Whether `ret` may be the return address of a sampled function at `ip` whose code no
@@ -350,9 +374,11 @@ impl Unwind {
         else {
             return false;
         };
-        self.cfi.code(&elf).is_some_and(|c| {
-            c.covers(at.wrapping_sub(bias)) == Some(true) && c.after_call(ret.wrapping_sub(bias))
-        })
+        self.covered(pid, at) == Some(true)
+            && self
+                .cfi
+                .code(&elf)
+                .is_some_and(|c| c.after_call(ret.wrapping_sub(bias)))
     }
 
     /// Where a stack unwound to `frames` (the sampled address, then return addresses)

@@ -633,7 +633,8 @@ impl Tally {
 }
 
 /// A frame's name: marked `(inlined)` in the text table when the function was only ever
-/// seen inlined (as perf marks it); the name alone in CSV and JSON.
+/// seen inlined (as perf marks it); the name alone in CSV and JSON, beside their `inlined`
+/// column.
 fn name_cell(st: &StackTable, f: u32) -> Cell {
     let name = &st.frames[f as usize].name;
     if st.only_inlined(f) {
@@ -643,6 +644,16 @@ fn name_cell(st: &StackTable, f: u32) -> Cell {
         }
     } else {
         Cell::text(name.clone())
+    }
+}
+
+/// Whether frame `f` was only ever seen inlined, for CSV and JSON (`true`/`false`): the
+/// text table says it in the name.
+fn inlined_cell(st: &StackTable, f: u32) -> Cell {
+    let i = st.only_inlined(f);
+    Cell::Shown {
+        text: i.to_string(),
+        value: serde_json::Value::Bool(i),
     }
 }
 
@@ -657,9 +668,10 @@ fn functions_table(st: &StackTable, rows: Vec<ChildRow>, weigh: Weigh) -> Table 
             Column::right("self", "Self samples", 9),
             Column::left("name", "Symbol", 40),
             Column::left("dso", "DSO", 0),
+            Column::left("inlined", "Inlined", 0),
         ],
     );
-    t.hidden = vec!["self"];
+    t.hidden = vec!["self", "inlined"];
     t.rows = rows
         .into_iter()
         .map(|(i, c, s, cw, sw)| {
@@ -671,6 +683,7 @@ fn functions_table(st: &StackTable, rows: Vec<ChildRow>, weigh: Weigh) -> Table 
                 Cell::Int(s),
                 name_cell(st, i as u32),
                 Cell::file(&f.dso),
+                inlined_cell(st, i as u32),
             ]
         })
         .collect();
@@ -853,10 +866,11 @@ fn graph_table(g: Graph) -> Table {
             Column::left("tree", "Call graph", 40),
             Column::left("name", "Symbol", 0),
             Column::left("dso", "DSO", 0),
+            Column::left("inlined", "Inlined", 0),
         ],
     );
     t.ranked = false;
-    t.hidden = vec!["function", "depth", "name"];
+    t.hidden = vec!["function", "depth", "name", "inlined"];
     t.title = Some(match g.order {
         Order::Caller => "Call graph (caller): the functions each one calls".into(),
         Order::Callee => "Call graph (callee): the functions that call each one".into(),
@@ -1044,6 +1058,7 @@ impl Grow<'_> {
                 Cell::text(tree),
                 Cell::text(f.name.clone()),
                 Cell::file(&f.dso),
+                inlined_cell(st, node.frame),
             ]);
             let mut kids = node.kids.clone();
             kids.sort_by(|&a, &b| {

@@ -105,31 +105,32 @@ pub fn simulate(sh: &Shell, pkgs: &[&str], release: Option<&str>) -> anyhow::Res
 
 /// The packages of `missing` whose install alone would remove a package, with what. One
 /// simulation takes seconds, so halves are simulated and only a half that removes something
-/// is split again (`removes`: whether `missing` as a whole does).
+/// is split again (`removes`: whether `missing` as a whole does). A simulation that fails is
+/// an error, never read as "removes nothing": a diagnosis from it would blame the wrong half.
 fn culprits<'a>(
     sh: &Shell,
     missing: &'a [Missing],
     removes: bool,
-) -> Vec<(&'a Missing, Vec<String>)> {
+) -> anyhow::Result<Vec<(&'a Missing, Vec<String>)>> {
     if !removes || missing.is_empty() {
-        return Vec::new();
+        return Ok(Vec::new());
     }
     if let [m] = missing {
-        let r = simulate(sh, &[m.package.as_str()], None).unwrap_or_default();
-        return if r.is_empty() {
+        let r = simulate(sh, &[m.package.as_str()], None)?;
+        return Ok(if r.is_empty() {
             Vec::new()
         } else {
             vec![(m, r)]
-        };
+        });
     }
     let (a, b) = missing.split_at(missing.len() / 2);
     let mut found = Vec::new();
     for half in [a, b] {
         let pkgs: Vec<&str> = half.iter().map(|m| m.package.as_str()).collect();
-        let r = simulate(sh, &pkgs, None).unwrap_or_default();
-        found.extend(culprits(sh, half, !r.is_empty()));
+        let r = simulate(sh, &pkgs, None)?;
+        found.extend(culprits(sh, half, !r.is_empty())?);
     }
-    found
+    Ok(found)
 }
 
 /// What apt would remove for which package (`removed`: what the simulation of them all
@@ -237,7 +238,10 @@ pub fn plan(sh: &Shell, missing: &[Missing], add_source: bool) -> anyhow::Result
             pkgs: pkgs.iter().map(|p| p.to_string()).collect(),
         }]);
     }
-    let culprits = culprits(sh, missing, true);
+    let culprits = culprits(sh, missing, true).context(
+        "apt would remove packages, and simulating the packages apart to find which one \
+         does failed; nothing installed",
+    )?;
     let refuse = |why: String| {
         anyhow::anyhow!(
             "nothing installed: apt would remove packages, which setup never does: {}{why}. \
@@ -350,6 +354,9 @@ fn follow_backports(sh: &Shell, pkgs: &[&str], why: anyhow::Error) -> anyhow::Re
     }
 }
 
+/// How often setup looks at apt's locks while it waits.
+const POLL: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Installs the `missing` packages with apt-get, after saying what and why; first simulates
 /// the same command lines, and stops, installing nothing, when apt would remove a package.
 pub fn install(sh: &Shell, missing: &[Missing]) -> anyhow::Result<()> {
@@ -364,10 +371,17 @@ pub fn install(sh: &Shell, missing: &[Missing]) -> anyhow::Result<()> {
             pkgs.join(" ")
         );
     }
+    // Another apt-get, dpkg or unattended-upgrades at work leaves a half-installed system
+    // that every simulation would misread: wait for it first, bounded and said.
+    let say = |l: &str| eprintln!("{l}");
+    super::lock::wait_for(&super::lock::APT_LOCKS, super::lock::WAIT, POLL, say)?;
     let _ = cmd!(sh, "apt-get update -qq").run();
+    super::lock::wait_for(&super::lock::APT_LOCKS, super::lock::WAIT, POLL, say)?;
     for call in plan(sh, missing, true)? {
         let pkgs: Vec<&str> = call.pkgs.iter().map(String::as_str).collect();
-        let args = apt_install_args(&pkgs, call.release.as_deref(), false);
+        // apt's own wait too, for a dpkg that starts between setup's look and this call.
+        let mut args = vec!["-o".to_string(), "DPkg::Lock::Timeout=600".to_string()];
+        args.extend(apt_install_args(&pkgs, call.release.as_deref(), false));
         let line = args.join(" ");
         cmd!(sh, "apt-get {args...}")
             .env("DEBIAN_FRONTEND", "noninteractive")

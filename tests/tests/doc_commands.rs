@@ -266,7 +266,10 @@ fn every_documented_labperf_command_runs_on_the_bench() {
         for (is_lab_block, cmds) in &console {
             for c in cmds {
                 if *is_lab_block && lab.is_none() {
-                    println!("not run (no LABPERF_LAB_DIR, no lab machine): {}: {}", c.at, c.text);
+                    println!(
+                        "not run (no LABPERF_LAB_DIR, no lab machine): {}: {}",
+                        c.at, c.text
+                    );
                     not_run.push(c.at.clone());
                     continue;
                 }

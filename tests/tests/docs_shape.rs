@@ -15,7 +15,8 @@ fn hash_like(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_ascii_alphanumeric())
         .filter(|w| {
             (7..=40).contains(&w.len())
-                && w.chars().all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c))
+                && w.chars()
+                    .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c))
                 && w.chars().any(|c| c.is_ascii_digit())
                 && w.chars().any(|c| c.is_ascii_alphabetic())
         })
@@ -35,14 +36,30 @@ fn ci_runs(text: &str) -> Vec<String> {
 fn the_readme_is_a_front_door() {
     let readme = read("README.md");
     let lines: Vec<&str> = readme.lines().collect();
-    assert!(lines.len() <= 300, "README.md has {} lines (300 at most)", lines.len());
+    assert!(
+        lines.len() <= 300,
+        "README.md has {} lines (300 at most)",
+        lines.len()
+    );
     let first = lines
         .iter()
         .position(|l| l.starts_with("$ labperf record"))
         .expect("README.md has no `$ labperf record` example");
-    assert!(first < 60, "the first own-program example is at line {}", first + 1);
-    assert_eq!(hash_like(&readme), Vec::<String>::new(), "commit hashes in README.md");
-    assert_eq!(ci_runs(&readme), Vec::<String>::new(), "CI runs in README.md");
+    assert!(
+        first < 60,
+        "the first own-program example is at line {}",
+        first + 1
+    );
+    assert_eq!(
+        hash_like(&readme),
+        Vec::<String>::new(),
+        "commit hashes in README.md"
+    );
+    assert_eq!(
+        ci_runs(&readme),
+        Vec::<String>::new(),
+        "CI runs in README.md"
+    );
     // CI (`.ci/run`) runs the README's test command: the first `cargo xtask` command of the
     // README that names test or ci, as the before-stop hook finds it.
     let cmd = readme
@@ -52,12 +69,18 @@ fn the_readme_is_a_front_door() {
         .find(|c| c.contains("test") || c.contains("ci"))
         .expect("README.md names no test command");
     assert_eq!(cmd, "cargo xtask test");
-    assert!(read(".ci/run").lines().any(|l| l.trim() == cmd), ".ci/run does not run `{cmd}`");
+    assert!(
+        read(".ci/run").lines().any(|l| l.trim() == cmd),
+        ".ci/run does not run `{cmd}`"
+    );
 }
 
 #[test]
 fn the_checks_see_hashes_and_ci_runs() {
-    assert_eq!(hash_like("at 4272f93, not 2796000000 or deadbeef"), ["4272f93"]);
+    assert_eq!(
+        hash_like("at 4272f93, not 2796000000 or deadbeef"),
+        ["4272f93"]
+    );
     assert_eq!(ci_runs("CI7 and CI110, not CI alone"), ["CI7 an", "CI110,"]);
 }
 
@@ -82,7 +105,9 @@ fn tree(dir: &Path, out: &mut BTreeSet<String>) {
 /// placeholder (`<`, `*`, `…`), no Rust path (`::`), not an option or an absolute or home
 /// path; with a `/`, or a file name with one of the tree's extensions.
 fn named_paths(text: &str) -> Vec<String> {
-    const EXT: &[&str] = &[".rs", ".c", ".h", ".md", ".toml", ".patch", ".config", ".svg", ".ld"];
+    const EXT: &[&str] = &[
+        ".rs", ".c", ".h", ".md", ".toml", ".patch", ".config", ".svg", ".ld",
+    ];
     text.split('`')
         .skip(1)
         .step_by(2)
@@ -107,7 +132,8 @@ fn exists(name: &str, tree: &BTreeSet<String>) -> bool {
             tree.contains(&p) || tree.contains(&format!("{p}/"))
         })
     } else {
-        tree.iter().any(|p| p == name || p.ends_with(&format!("/{name}")))
+        tree.iter()
+            .any(|p| p == name || p.ends_with(&format!("/{name}")))
     }
 }
 
@@ -119,12 +145,21 @@ fn architecture_is_short_and_names_only_paths_that_exist() {
     let mut files = BTreeSet::new();
     tree(&root(), &mut files);
     let named = named_paths(&text);
-    assert!(named.len() > 50, "only {} paths found: {named:?}", named.len());
+    assert!(
+        named.len() > 50,
+        "only {} paths found: {named:?}",
+        named.len()
+    );
     let missing: Vec<&String> = named.iter().filter(|p| !exists(p, &files)).collect();
-    assert!(missing.is_empty(), "ARCHITECTURE.md names paths that do not exist: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md names paths that do not exist: {missing:?}"
+    );
     // The scan reads what it must, and a missing file is missed.
     assert_eq!(
-        named_paths("`host/src/cmd/` `lab/push.rs` `sys.rs` `--by` `a::b.rs` `<x>/y.rs` `Cargo.toml`"),
+        named_paths(
+            "`host/src/cmd/` `lab/push.rs` `sys.rs` `--by` `a::b.rs` `<x>/y.rs` `Cargo.toml`"
+        ),
         ["host/src/cmd/", "lab/push.rs", "sys.rs", "Cargo.toml"]
     );
     assert!(!exists("host/src/cmd/nothing.rs", &files) && !exists("nothing.rs", &files));

@@ -295,7 +295,10 @@ pub fn write_readme() -> anyhow::Result<String> {
     let md = std::fs::read_to_string(target_dir().join("agents/sizes.md"))
         .context("no size table: the agents were not verified")?;
     crate::util::write_block(crate::util::MEASUREMENTS, SIZES_BEGIN, SIZES_END, &md)?;
-    Ok(format!("{}'s agent size table written", crate::util::MEASUREMENTS))
+    Ok(format!(
+        "{}'s agent size table written",
+        crate::util::MEASUREMENTS
+    ))
 }
 
 const SIZES_BEGIN: &str = "<!-- agent-sizes -->";
@@ -341,7 +344,10 @@ pub fn run(a: &Args, s: &mut Summary) {
     build_steps(a, s);
     s.step("verify agents (object, file) and sizes", verify);
     if a.readme {
-        s.step("write the size table into docs/measurements.md", write_readme);
+        s.step(
+            "write the size table into docs/measurements.md",
+            write_readme,
+        );
     }
 }
 

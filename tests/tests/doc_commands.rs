@@ -4,7 +4,8 @@
 //! The convention (stated in README.md and docs/testing.md): in a ```console block each line
 //! starting with `$ ` is a command (a line ending in `\` continues on the next), every other
 //! line is sample output and is not compared; a ```synopsis block shows a command's syntax
-//! with placeholders and is not run; a `labperf` command in any other block is refused.
+//! with placeholders and is not run, but every long option it names must be in its verb's
+//! `--help`; a `labperf` command in any other block is refused.
 //! Each markdown file runs in a scratch directory of its own, where `my-prog` is this
 //! machine's `labperf-bench` and `my-prog-aarch64` the aarch64 bench, so a file's later
 //! commands read what its earlier ones wrote. A console block with a lab command (`--host`,
@@ -301,4 +302,72 @@ fn every_documented_labperf_command_runs_on_the_bench() {
     );
     // README's own-program example and views are local: they always run.
     assert!(ran >= 8, "only {ran} documented commands ran");
+}
+
+/// A synopsis line's verb (`report`, `hosts check`, …) and the long options it names before
+/// its workload (` -- `) and its comment (` #`); `None` for a line that is no labperf command.
+fn synopsis_options(line: &str) -> Option<(String, Vec<String>)> {
+    let l = line.trim_start();
+    let l = l.strip_prefix("$ ").unwrap_or(l).strip_prefix("labperf ")?;
+    let l = l.split(" #").next().unwrap().split(" -- ").next().unwrap();
+    let words: Vec<&str> = l.split_whitespace().collect();
+    let verb = match words.as_slice() {
+        ["hosts", sub, ..] => format!("hosts {sub}"),
+        [verb, ..] => verb.to_string(),
+        [] => return None,
+    };
+    let options = l
+        .split(|c: char| c.is_whitespace() || "[]|=,".contains(c))
+        .filter(|w| w.starts_with("--") && w.len() > 2)
+        .map(str::to_string)
+        .collect();
+    Some((verb, options))
+}
+
+#[test]
+fn every_long_option_of_a_synopsis_is_in_its_verb_s_help() {
+    let mut help = std::collections::BTreeMap::new();
+    let (mut checked, mut unknown) = (0, Vec::new());
+    for f in doc_files() {
+        let name = f.strip_prefix(root()).unwrap().display().to_string();
+        let text = std::fs::read_to_string(&f).unwrap();
+        for b in blocks(&text).iter().filter(|b| b.info == "synopsis") {
+            for (n, l) in &b.lines {
+                let Some((verb, options)) = synopsis_options(l) else {
+                    continue;
+                };
+                let text: &String = help.entry(verb.clone()).or_insert_with(|| {
+                    let o = Command::new(bin("labperf"))
+                        .args(verb.split(' '))
+                        .arg("--help")
+                        .output()
+                        .unwrap();
+                    assert!(o.status.success(), "labperf {verb} --help: {o:?}");
+                    String::from_utf8_lossy(&o.stdout).into_owned()
+                });
+                for opt in options {
+                    checked += 1;
+                    if !text.contains(&format!("{opt} ")) && !text.contains(&format!("{opt}\n")) {
+                        unknown.push(format!("{name}:{n}: labperf {verb} has no {opt}"));
+                    }
+                }
+            }
+        }
+    }
+    println!("{checked} long options of synopsis lines checked against --help");
+    assert!(
+        unknown.is_empty(),
+        "synopsis options labperf does not take:\n{}",
+        unknown.join("\n")
+    );
+    assert!(checked > 20, "only {checked} options checked");
+    // The scan reads what it must.
+    assert_eq!(
+        synopsis_options("labperf report r.lpr [--pc] [--format table|csv] -- prog --flag # x"),
+        Some(("report".into(), vec!["--pc".into(), "--format".into()]))
+    );
+    assert_eq!(
+        synopsis_options("labperf hosts check -J b --hosts-file=h.toml @arm").map(|(v, _)| v),
+        Some("hosts check".into())
+    );
 }

@@ -6,7 +6,7 @@
 //! function's Children within 1 point of an `addr2line -i` count over perf's callchains.
 //! labperf's own recording of the same command: shares by shared object within 3 points of
 //! perf's recording (two runs of a deterministic workload), and its account of the CPU
-//! time within 2%. Each program prints one `debian-table:` line: the README's table
+//! time within 2%. Each program prints one `debian-table:` line: docs/measurements.md's table
 //! (`cargo xtask corpus-table`).
 
 use labperf_tests::distro::*;

@@ -1,7 +1,7 @@
 //! `labperf export FILE… --format folded|svg|firefox|pprof|parquet`: recordings' stacks for
 //! flame-graph tools, the Firefox Profiler, pprof's viewers and query engines.
 
-use super::opts::{help, EventOpt, OutputOpt, SymbolOpts};
+use super::opts::{help, EventOpt, FilterOpts, OutputOpt, SymbolOpts};
 use anyhow::{bail, Context, Result};
 use labperf::export::Format;
 use labperf::files::output::{Dest, Output};
@@ -56,6 +56,8 @@ pub struct Args {
     pub event: EventOpt,
     #[command(flatten)]
     pub symbols: SymbolOpts,
+    #[command(flatten)]
+    pub filter: FilterOpts,
 }
 
 /// The format a file name's extension says (`x.svg`, `x.pb.gz`), if it is one of ours.
@@ -115,15 +117,27 @@ pub fn run(a: &Args) -> Result<()> {
         check_event(&srcs, sel, &what)?;
         super::opts::warn_wall(&srcs, Some(sel));
     }
-    let stacks = labperf::symbolize::stacks::collect_events(
+    let filter = a.filter.get(false);
+    let stacks = labperf::symbolize::stacks::collect_filtered(
         &srcs,
         a.symbols.search(),
         format.per_sample(),
         sel.as_ref(),
+        &filter,
+        a.filter.max_stack.map(|n| n as usize),
     )
     .with_context(|| format!("cannot export {what}"))?;
+    if let (Some(f), false) = (&stacks.filtered, super::quiet()) {
+        eprintln!(
+            "{}",
+            labperf::text::show_text(&filter.account(f.all, f.in_time, stacks.total_samples).0)
+        );
+    }
     say_warnings(&stacks);
     if stacks.total_samples == 0 {
+        if stacks.filtered.is_some() {
+            bail!("the filters keep no sample of {what}: nothing to export");
+        }
         bail!("{what} holds no samples: nothing to export (record some with `labperf record`)");
     }
     // A flame graph adds up periods: of one event only.

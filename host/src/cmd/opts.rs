@@ -416,6 +416,84 @@ pub struct ReportOpts {
     /// Metrics view: one row per symbol and thread, or per symbol and CPU [default: none].
     #[arg(long, value_enum)]
     pub split: Option<labperf::views::metrics::Split>,
+    #[command(flatten)]
+    pub filter: FilterOpts,
+    /// Plain view, with --comm, --pid, --tid, --dsos or --symbols: absolute (perf's
+    /// default) gives each row its share of every sample in the --time window, kept or
+    /// not; relative its share of the kept samples (the rows add up to 100%).
+    #[arg(long, value_enum, value_name = "HOW", default_value = "absolute")]
+    pub percentage: Percentage,
+    /// Plain view: rows under this percent (Overhead; Children with --children) are not
+    /// shown, as perf's.
+    #[arg(long, value_name = "PCT", value_parser = percent_limit)]
+    pub percent_limit: Option<f64>,
+    /// As perf report -n: the Samples column, which labperf's tables always show.
+    #[arg(short = 'n', long)]
+    pub show_nr_samples: bool,
+}
+
+/// `--percentage` (perf's spelling).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Percentage {
+    Absolute,
+    Relative,
+}
+
+/// `--percent-limit`: a percentage from 0 to 100.
+fn percent_limit(s: &str) -> Result<f64, String> {
+    match s.trim_end_matches('%').parse::<f64>() {
+        Ok(v) if (0.0..=100.0).contains(&v) => Ok(v),
+        _ => Err(format!("takes a percentage from 0 to 100, not '{s}'")),
+    }
+}
+
+/// The samples a report or an export keeps, as perf report spells it (`report`, `diff`,
+/// `export`); plain view only.
+#[derive(Debug, Clone, clap::Args)]
+pub struct FilterOpts {
+    /// Only the samples of these processes, by name (comma-separated; perf's -c/--comms):
+    /// the name `--by comm` shows (in stacks and exports, the sampled thread's name).
+    #[arg(short = 'c', long = "comms", visible_alias = "comm", value_name = "NAMES", value_delimiter = ',')]
+    pub comms: Vec<String>,
+    /// Only the samples of these process ids (comma-separated).
+    #[arg(long = "pid", value_name = "PIDS", value_delimiter = ',')]
+    pub pids: Vec<u32>,
+    /// Only the samples of these thread ids (comma-separated).
+    #[arg(long = "tid", value_name = "TIDS", value_delimiter = ',')]
+    pub tids: Vec<u32>,
+    /// Only the samples in these mapped files, by path or file name (comma-separated;
+    /// `[kernel.kallsyms]` for the kernel).
+    #[arg(short = 'd', long = "dsos", visible_alias = "dso", value_name = "DSOS", value_delimiter = ',')]
+    pub dsos: Vec<String>,
+    /// Only the samples in these functions, named as the report names them
+    /// (comma-separated; Self is theirs, Children what they and their callees took).
+    #[arg(short = 'S', long = "symbols", value_name = "NAMES", value_delimiter = ',')]
+    pub symbols: Vec<String>,
+    /// Only the samples in this window, as perf's --time: START,END in seconds of the
+    /// recording's clock (as `perf script` prints times; either may be left out), or
+    /// percent slices of the first to the last sample: 10%/4 (the fourth tenth), 0%-10%,
+    /// 10%/1,10%/2.
+    #[arg(long, value_name = "WINDOW", allow_hyphen_values = true)]
+    pub time: Option<labperf::record::filter::Times>,
+    /// Call stacks cut to their N innermost addresses, the sampled one included (perf's
+    /// --max-stack; default: whole).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_stack: Option<u32>,
+}
+
+impl FilterOpts {
+    /// The library's filter (`relative`: `--percentage relative`).
+    pub fn get(&self, relative: bool) -> labperf::record::filter::Filter {
+        labperf::record::filter::Filter {
+            comms: self.comms.clone(),
+            pids: self.pids.clone(),
+            tids: self.tids.clone(),
+            dsos: self.dsos.clone(),
+            symbols: self.symbols.clone(),
+            time: self.time.clone(),
+            relative,
+        }
+    }
 }
 
 impl ReportOpts {
@@ -432,6 +510,9 @@ impl ReportOpts {
             children: self.children,
             graph: None,
             event: None,
+            filter: self.filter.get(self.percentage == Percentage::Relative),
+            max_stack: self.filter.max_stack.map(|n| n as usize),
+            percent_limit: self.percent_limit,
         }
     }
 }

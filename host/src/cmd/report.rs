@@ -58,8 +58,15 @@ pub struct Args {
     pub call_graph: Option<labperf::views::report::Order>,
     /// Levels of the call graph under each function (0: all, at most 127 as perf's
     /// --max-stack); metrics and TopDown: frames of each caller path (0: 1).
-    #[arg(long, value_name = "N", default_value_t = 0, requires = "call_graph")]
+    #[arg(long, value_name = "N", default_value_t = 0)]
     pub depth: usize,
+    /// As perf report -G (--inverted, perf's caller-based call graph): --call-graph
+    /// caller, the --children table with, under each function, the functions it calls.
+    #[arg(short = 'G', long = "inverted", conflicts_with_all = ["call_graph", "by"])]
+    pub inverted: bool,
+    /// As perf report --header-only: what `labperf info` prints of each file, no report.
+    #[arg(long)]
+    pub header_only: bool,
     #[command(flatten)]
     pub output: OutputOpt,
 }
@@ -76,7 +83,25 @@ impl Args {
 }
 
 pub fn run(a: &Args) -> Result<()> {
-    let graph = a.call_graph.map(|order| labperf::views::report::Graph {
+    if a.header_only {
+        for file in a.files() {
+            super::info::run(&super::info::Args {
+                file: super::opts::FileArg { file },
+                strict: a.opts.strict,
+                symbols: a.opts.symbols.clone(),
+            })?;
+        }
+        return Ok(());
+    }
+    // -G: perf's caller-based graph (its `--call-graph caller`).
+    let order = match (a.call_graph, a.inverted) {
+        (_, true) => Some(labperf::views::report::Order::Caller),
+        (o, false) => o,
+    };
+    if a.depth > 0 && order.is_none() {
+        anyhow::bail!("--depth N is the depth of a call graph: pass --call-graph caller|callee (or -G) with it");
+    }
+    let graph = order.map(|order| labperf::views::report::Graph {
         order,
         depth: a.depth,
     });
@@ -182,8 +207,15 @@ fn html_page(
     Vec<labperf::render::html::Flame>,
 )> {
     let sel = vo.event.as_ref();
-    let st = labperf::symbolize::stacks::collect_events(srcs, o.symbols.search(), false, sel)
-        .context("cannot read the recordings' stacks for the flame graph")?;
+    let st = labperf::symbolize::stacks::collect_filtered(
+        srcs,
+        o.symbols.search(),
+        false,
+        sel,
+        &vo.filter,
+        vo.max_stack,
+    )
+    .context("cannot read the recordings' stacks for the flame graph")?;
     let svg = |event: Option<u32>| -> Result<String> {
         let mut flame = Vec::new();
         if let Some(n) = st

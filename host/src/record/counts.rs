@@ -46,8 +46,14 @@ impl Counts {
 
 /// Reads `path` and counts its samples per (pid, ip, event), and per thread with
 /// `per_thread`, decoding records frames on up to `threads` threads (frames decode
-/// independently). The fast path of `report`.
-pub fn sample_counts(src: &Source, threads: usize, per_thread: bool) -> Result<Counts, LoadError> {
+/// independently). The fast path of `report`. With `window` (`--time`), only the samples
+/// in it are counted; the file's account ([`FileInfo::per_event`]) still has them all.
+pub fn sample_counts(
+    src: &Source,
+    threads: usize,
+    per_thread: bool,
+    window: Option<&crate::record::filter::Window>,
+) -> Result<Counts, LoadError> {
     let path = &src.name;
     let data = src.data()?;
     let (frames, mut info) = list_frames(&data);
@@ -58,6 +64,7 @@ pub fn sample_counts(src: &Source, threads: usize, per_thread: bool) -> Result<C
         frames: &frames,
         cap,
         per_thread,
+        window,
         total: info.bytes,
         next: AtomicUsize::new(0),
         done: AtomicU64::new(0),
@@ -65,6 +72,9 @@ pub fn sample_counts(src: &Source, threads: usize, per_thread: bool) -> Result<C
     let parts = counter.run(threads);
     let mut m = Merged::of(parts, &mut info);
     for (&(pid, _, ip, ev), &(n, period)) in &m.by_ip {
+        info.tally(ev, pid, ip, n, period);
+    }
+    for (&(pid, ip, ev), &(n, period)) in &m.outside {
         info.tally(ev, pid, ip, n, period);
     }
     info.damage.sort_by_key(|d| d.offset);
@@ -116,6 +126,9 @@ fn list_frames(data: &Shared) -> (Vec<FrameRef>, FileInfo) {
 /// What one thread counted of the frames it took.
 struct Part {
     by_ip: IpCounter,
+    /// The samples outside `--time`'s window, for the file's account only: per (idle
+    /// (pid 0 or 1), kernel half (ip 0 or 1 << 63), event).
+    outside: HashMap<(u32, u64, u32), (u64, u64)>,
     /// The frames holding mappings or forks, read again once the samples are known.
     side_frames: Vec<usize>,
     /// (pid, ppid) of each fork.
@@ -134,6 +147,7 @@ impl Part {
     fn new() -> Part {
         Part {
             by_ip: IpCounter::new(),
+            outside: HashMap::new(),
             side_frames: Vec::new(),
             forks: Vec::new(),
             comms: Vec::new(),
@@ -148,13 +162,26 @@ impl Part {
 
     /// Counts the records of frame `i` (samples cut to their head); returns the frame's
     /// length in bytes.
-    fn count(&mut self, mut rr: RecordReader, i: usize, cap: u32, per_thread: bool) -> u64 {
+    fn count(
+        &mut self,
+        mut rr: RecordReader,
+        i: usize,
+        (cap, per_thread, window): (u32, bool, Option<&crate::record::filter::Window>),
+    ) -> u64 {
         let mut side = false;
         let (by_ip, forks, comms) = (&mut self.by_ip, &mut self.forks, &mut self.comms);
         let (samples, lost, exits) = (&mut self.samples, &mut self.lost, &mut self.exits);
+        let outside = &mut self.outside;
         let err = rr.for_each_light(|r| match r {
             Light::Sample(s) => {
                 *samples += 1;
+                if window.is_some_and(|w| !w.keeps(s.time)) {
+                    let k = (u32::from(s.pid != 0), s.ip & (1 << 63), s.event.min(cap));
+                    let e = outside.entry(k).or_default();
+                    e.0 += 1;
+                    e.1 = e.1.saturating_add(s.period);
+                    return;
+                }
                 let tid = if per_thread { s.tid } else { 0 };
                 by_ip.add(s.pid, tid, s.ip, s.event.min(cap), s.period)
             }
@@ -189,6 +216,8 @@ struct Counter<'a> {
     cap: u32,
     /// Counts per thread (`--by tid`).
     per_thread: bool,
+    /// `--time`: only the samples in it.
+    window: Option<&'a crate::record::filter::Window>,
     total: u64,
     /// The next frame to take: threads take frames one at a time from this shared index,
     /// so a thread that starts late (an idle CPU waking up) never holds the others back.
@@ -225,7 +254,7 @@ impl Counter<'_> {
             let Some(rr) = RecordReader::of_frame(self.data, frame) else {
                 continue;
             };
-            let len = p.count(rr, i, self.cap, self.per_thread);
+            let len = p.count(rr, i, (self.cap, self.per_thread, self.window));
             let n = self.done.fetch_add(len, Ordering::Relaxed);
             if let Some(pr) = progress.as_mut() {
                 pr.update(n, self.total);
@@ -239,6 +268,7 @@ impl Counter<'_> {
 /// order yet), the rest added to the file's [`FileInfo`].
 struct Merged {
     by_ip: IpCounts,
+    outside: HashMap<(u32, u64, u32), (u64, u64)>,
     side_frames: Vec<usize>,
     forks: Vec<(u32, u32)>,
     comms: Vec<(usize, u32, String)>,
@@ -248,12 +278,18 @@ impl Merged {
     fn of(parts: Vec<Part>, info: &mut FileInfo) -> Merged {
         let mut m = Merged {
             by_ip: IpCounts::default(),
+            outside: HashMap::new(),
             side_frames: Vec::new(),
             forks: Vec::new(),
             comms: Vec::new(),
         };
         for p in parts {
             m.comms.extend(p.comms);
+            for (k, v) in p.outside {
+                let e = m.outside.entry(k).or_default();
+                e.0 += v.0;
+                e.1 = e.1.saturating_add(v.1);
+            }
             let part = p.by_ip.finish();
             if m.by_ip.is_empty() {
                 m.by_ip = part;

@@ -7,6 +7,7 @@
 //! metrics and TopDown rows, every export and the HTML flame graphs read stacks here.
 
 use crate::record::events::{Joined, Names, RunEvents, Select};
+use crate::record::filter::{Filter, Window};
 use crate::record::load::{self, LoadError, Peek, Source};
 use crate::symbolize::executable::Executable;
 use crate::symbolize::facts::Run;
@@ -96,6 +97,19 @@ pub struct StackTable {
     pub events: Joined,
     pub total_samples: u64,
     pub warnings: Vec<String>,
+    /// What the report filters left (`None` unfiltered).
+    pub filtered: Option<Filtered>,
+}
+
+/// What the filters of a [`StackTable`] kept of its recordings' samples.
+#[derive(Debug, Default, Clone)]
+pub struct Filtered {
+    /// Samples of the events read, all of them, and those in `--time`'s window.
+    pub all: u64,
+    pub in_time: u64,
+    /// Per event ([`StackTable::events`]' index), the samples and period in the window
+    /// before the other filters: perf's `--percentage absolute` weighs rows against them.
+    pub base: Vec<(u64, u64)>,
 }
 
 type Fx = std::hash::BuildHasherDefault<crate::fxhash::FxHasher>;
@@ -254,21 +268,82 @@ pub fn collect_events(
     samples: bool,
     event: Option<&Select>,
 ) -> Result<StackTable, LoadError> {
+    collect_filtered(srcs, search, samples, event, &Filter::default(), None)
+}
+
+/// [`collect_events`] of the samples `filter` keeps (`--time` and the threads as they are
+/// read, the thread's name, the sampled function and its file once named), each stack
+/// cut to its `max_stack` innermost addresses (perf's `--max-stack`).
+pub fn collect_filtered(
+    srcs: &[Source],
+    search: Search,
+    samples: bool,
+    event: Option<&Select>,
+    filter: &Filter,
+    max_stack: Option<usize>,
+) -> Result<StackTable, LoadError> {
     let mut st = StackTable::default();
+    if filter.is_active() {
+        st.filtered = Some(Filtered::default());
+    }
     let mut index: HashMap<Frame, u32> = HashMap::new();
     for (n, src) in srcs.iter().enumerate() {
-        st.collect_one(n as u32, src, search.clone(), samples, &mut index, event)?;
+        let narrow = Narrow {
+            filter,
+            window: match &filter.time {
+                Some(t) => Some(t.window(src)?),
+                None => None,
+            },
+            max_stack,
+        };
+        st.collect_one(n as u32, src, search.clone(), samples, &mut index, event, &narrow)?;
     }
     let mut frames: Vec<(u32, Frame)> = index.into_iter().map(|(f, i)| (i, f)).collect();
     frames.sort_unstable_by_key(|f| f.0);
     st.frames = frames.into_iter().map(|f| f.1).collect();
+    // The filters of names: the thread's (each stack's root), the sampled function's and
+    // its file's.
+    let keep: Vec<bool> = st
+        .stacks
+        .iter()
+        .map(|s| {
+            if !filter.by_name() {
+                return true;
+            }
+            let root = st.path(s).first().map(|&f| st.frames[f as usize].name.as_str());
+            let leaf = st.self_frame(s).map(|f| &st.frames[f as usize]);
+            filter.keeps_comm(root.unwrap_or_default())
+                && filter.keeps_dso(leaf.map_or("", |f| f.dso.as_str()))
+                && filter.keeps_symbol(leaf.map_or("", |f| f.name.as_str()))
+        })
+        .collect();
+    if let Some(f) = st.filtered.as_mut() {
+        for s in &st.stacks {
+            if f.base.len() <= s.event as usize {
+                f.base.resize(s.event as usize + 1, (0, 0));
+            }
+            let b = &mut f.base[s.event as usize];
+            b.0 += s.samples;
+            b.1 = b.1.saturating_add(s.period);
+        }
+    }
+    let dropped: u64 = st
+        .stacks
+        .iter()
+        .zip(&keep)
+        .filter(|(_, &k)| !k)
+        .map(|(s, _)| s.samples)
+        .sum();
+    st.total_samples -= dropped;
     // Most samples first, then by names: the same order on every run.
     let names = |s: &Stack| {
         st.path(s)
             .iter()
             .map(|&i| st.frames[i as usize].name.as_str())
     };
-    let mut order: Vec<u32> = (0..st.stacks.len() as u32).collect();
+    let mut order: Vec<u32> = (0..st.stacks.len() as u32)
+        .filter(|&k| keep[k as usize])
+        .collect();
     order.sort_by(|&a, &b| {
         let (a, b) = (&st.stacks[a as usize], &st.stacks[b as usize]);
         b.samples
@@ -277,7 +352,7 @@ pub fn collect_events(
             .then(a.run.cmp(&b.run))
             .then(a.event.cmp(&b.event))
     });
-    let mut new_of = vec![0u32; order.len()];
+    let mut new_of = vec![u32::MAX; st.stacks.len()];
     for (new, &old) in order.iter().enumerate() {
         new_of[old as usize] = new as u32;
     }
@@ -285,6 +360,7 @@ pub fn collect_events(
     for s in &mut st.samples {
         s.stack = new_of[s.stack as usize];
     }
+    st.samples.retain(|s| s.stack != u32::MAX);
     // Each warning once (the unwinder's symbolizer and the namer's find the same files).
     let mut seen = std::collections::HashSet::new();
     st.warnings.retain(|w| seen.insert(w.clone()));
@@ -332,7 +408,9 @@ impl StackTable {
     /// the mappings of `--call-graph dwarf` recordings, [`UserStacks::of`]), a pass of the
     /// samples into distinct raw stacks of addresses and one of the side band those
     /// addresses need; then each stack is named and merged with the stacks that name the
-    /// same frames. `keep`: every sample is kept too.
+    /// same frames. `keep`: every sample is kept too; `narrow`: the filters read with the
+    /// samples.
+    #[allow(clippy::too_many_arguments)]
     fn collect_one(
         &mut self,
         run: u32,
@@ -341,6 +419,7 @@ impl StackTable {
         keep: bool,
         index: &mut HashMap<Frame, u32>,
         event: Option<&Select>,
+        narrow: &Narrow,
     ) -> Result<(), LoadError> {
         let peek = load::peek(src)?;
         // Each sample's event by name, joined with the other recordings'; those `event`
@@ -355,8 +434,19 @@ impl StackTable {
         let mut raws = RawStacks::new(run, keep, events);
         let (arena, threads) = (&mut self.arena, &mut self.threads);
         let info = load::stream(src, |r| {
-            raws.record(r, user.as_mut(), &mut quality, arena, threads)
+            raws.record(r, (user.as_mut(), narrow), &mut quality, arena, threads)
         })?;
+        if let Some(f) = self.filtered.as_mut() {
+            f.all += raws.read.0;
+            f.in_time += raws.read.1;
+            for (ev, &(n, p)) in raws.dropped.iter().enumerate() {
+                if f.base.len() <= ev {
+                    f.base.resize(ev + 1, (0, 0));
+                }
+                f.base[ev].0 += n;
+                f.base[ev].1 = f.base[ev].1.saturating_add(p);
+            }
+        }
         raws.forget_lookups();
         let mut sym = Symbolizer::new(search);
         sym.recorded_on(src, info.header.as_ref(), info.header_ext.as_ref());
@@ -516,6 +606,14 @@ impl StackTable {
     }
 }
 
+/// The filters read with the samples: `--time`'s window of this recording, the threads,
+/// `--max-stack`.
+struct Narrow<'a> {
+    filter: &'a Filter,
+    window: Option<Window>,
+    max_stack: Option<usize>,
+}
+
 /// One recording's distinct stacks as its samples are read: (pid, thread's name, event,
 /// addresses) numbered, the side-band records a name needs may come after the samples that
 /// need it. Each (pid, address) is numbered too (4 bytes an entry), and a stack already
@@ -551,6 +649,11 @@ struct RawStacks {
     fp_samples: Vec<u64>,
     /// The workload's executable ([`Run::executable`]).
     executable: Executable,
+    /// Samples of the events read: all, and those in `--time`'s window.
+    read: (u64, u64),
+    /// Per event, the samples (and period) in the window of the threads the filter leaves
+    /// out.
+    dropped: Vec<(u64, u64)>,
 }
 
 impl RawStacks {
@@ -574,6 +677,8 @@ impl RawStacks {
             comm_of: HashMap::default(),
             fp_samples: Vec::new(),
             executable: Executable::default(),
+            read: (0, 0),
+            dropped: Vec::new(),
         }
     }
 
@@ -582,7 +687,7 @@ impl RawStacks {
     fn record(
         &mut self,
         r: &Record,
-        user: Option<&mut UserStacks>,
+        (user, narrow): (Option<&mut UserStacks>, &Narrow),
         quality: &mut Option<Quality>,
         arena: &mut Vec<u32>,
         threads: &mut Vec<Thread>,
@@ -609,7 +714,7 @@ impl RawStacks {
                     self.forks.push((t.pid, t.ppid));
                 }
             }
-            Record::Sample(s) => self.sample(s, user, quality, arena, threads),
+            Record::Sample(s) => self.sample(s, (user, narrow), quality, arena, threads),
             _ => {}
         }
     }
@@ -618,7 +723,7 @@ impl RawStacks {
     fn sample(
         &mut self,
         s: &Sample,
-        user: Option<&mut UserStacks>,
+        (user, narrow): (Option<&mut UserStacks>, &Narrow),
         quality: &mut Option<Quality>,
         arena: &mut Vec<u32>,
         threads: &mut Vec<Thread>,
@@ -626,6 +731,20 @@ impl RawStacks {
         let Some(ev) = self.events.id(s.event) else {
             return;
         };
+        self.read.0 += 1;
+        if narrow.window.as_ref().is_some_and(|w| !w.keeps(s.time)) {
+            return;
+        }
+        self.read.1 += 1;
+        if !narrow.filter.keeps_thread(s.pid, s.tid) {
+            if self.dropped.len() <= ev as usize {
+                self.dropped.resize(ev as usize + 1, (0, 0));
+            }
+            let d = &mut self.dropped[ev as usize];
+            d.0 += 1;
+            d.1 = d.1.saturating_add(s.period);
+            return;
+        }
         let comm = self
             .comm_of
             .get(&s.tid)
@@ -642,6 +761,10 @@ impl RawStacks {
         let fp = !unwinds && !s.callchain.is_empty();
         let mut rets = std::mem::take(&mut self.rets);
         return_addresses(user, s, &mut rets);
+        // `--max-stack N`: the sampled address and N - 1 return addresses.
+        if let Some(n) = narrow.max_stack {
+            rets.truncate(n.saturating_sub(1));
+        }
         let id = if (s.callchain.is_empty() || s.callchain == [s.ip]) && rets.is_empty() {
             self.flat_stack(s.pid, comm, ev, s.ip, arena)
         } else {

@@ -3,6 +3,7 @@
 //! (`--by host|run` keeps them apart).
 
 use crate::record::events::{Joined, Names, Select};
+use crate::record::filter::Filter;
 use crate::record::load::{self, FileInfo, LoadError};
 pub use crate::render::table::Format;
 use crate::render::table::{Cell, Column, LeftOut, Table};
@@ -97,6 +98,8 @@ pub struct Report {
     pub others: Vec<(String, FileInfo)>,
     /// Per event, the rows [`Report::keep`] left out and their samples.
     pub left_out: Vec<(u64, u64)>,
+    /// A filtered report's heading line and JSON ([`Filter::account`]).
+    pub filtered: Option<(String, serde_json::Value)>,
 }
 
 /// Reads `src` and aggregates its samples (of the event `event` picks, or each event apart).
@@ -105,8 +108,9 @@ pub fn build(
     by: &[By],
     search: Search,
     event: Option<&Select>,
+    filter: &Filter,
 ) -> Result<Report, LoadError> {
-    build_many(std::slice::from_ref(src), by, search, event)
+    build_many(std::slice::from_ref(src), by, search, event, filter)
 }
 
 /// The run name of a recording: its file name without the extension.
@@ -125,6 +129,7 @@ pub fn build_many(
     by: &[By],
     search: Search,
     event: Option<&Select>,
+    filter: &Filter,
 ) -> Result<Report, LoadError> {
     let by = By::keys(by);
     // LABPERF_THREADS caps the decoding threads (default: one per CPU).
@@ -132,7 +137,10 @@ pub fn build_many(
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let mut merged = Merged::default();
+    let mut merged = Merged {
+        filter: filter.clone(),
+        ..Merged::default()
+    };
     let mut infos: Vec<(String, FileInfo)> = Vec::new();
     let mut warnings = Vec::new();
     for src in srcs {
@@ -141,8 +149,12 @@ pub fn build_many(
         infos.push((src.name.display().to_string(), info));
     }
     let (total, total_period) = (merged.total, merged.total_period);
+    let filtered = filter
+        .is_active()
+        .then(|| filter.account(merged.all_samples, merged.in_time, merged.total));
     let (events, rows) = merged.rows();
-    if event.is_none() {
+    // (Filtered, an event may have samples the filters left out.)
+    if event.is_none() && !filter.is_active() {
         warnings.extend(silent_events(
             infos.iter().filter_map(|(_, i)| i.header.as_ref()),
             &events,
@@ -161,6 +173,7 @@ pub fn build_many(
         by,
         others: infos,
         left_out: Vec::new(),
+        filtered,
     })
 }
 
@@ -201,6 +214,13 @@ struct Merged {
     joined: Joined,
     /// Per joined event: (samples, period).
     per_event: Vec<(u64, u64)>,
+    filter: Filter,
+    /// Per joined event, the samples in `--time`'s window before the other filters
+    /// (perf's `--percentage absolute` weighs rows against them).
+    base_per_event: Vec<(u64, u64)>,
+    /// Samples of the events shown, all of them, and those in `--time`'s window.
+    all_samples: u64,
+    in_time: u64,
 }
 
 impl Merged {
@@ -214,7 +234,13 @@ impl Merged {
         event: Option<&Select>,
         threads: usize,
     ) -> Result<(FileInfo, Vec<String>), LoadError> {
-        let counts = crate::record::counts::sample_counts(src, threads, by.contains(&By::Tid))?;
+        let window = match &self.filter.time {
+            Some(t) => Some(t.window(src)?),
+            None => None,
+        };
+        let per_thread = by.contains(&By::Tid) || !self.filter.tids.is_empty();
+        let counts =
+            crate::record::counts::sample_counts(src, threads, per_thread, window.as_ref())?;
         // Addresses are resolved once every side-band record (mmap2, fork) is known.
         let mut sym = Symbolizer::new(search.clone());
         let info = &counts.info;
@@ -237,10 +263,29 @@ impl Merged {
             parents: &parents,
         };
         let events = self.joined.of_run(&Names::of(info.header.as_ref()), event);
+        // Every sample of the events shown, in the window or not.
+        let all: u64 = info
+            .per_event
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| events.id(i as u32).is_some())
+            .map(|(_, t)| t.samples)
+            .sum();
+        let in_time_before = self.in_time;
         for (&(pid, tid, ip, ev), &(n, period)) in &counts.by_ip {
             let Some(ev) = events.id(ev) else {
                 continue;
             };
+            self.in_time += n;
+            if self.base_per_event.len() <= ev as usize {
+                self.base_per_event.resize(ev as usize + 1, (0, 0));
+            }
+            let b = &mut self.base_per_event[ev as usize];
+            b.0 += n;
+            b.1 = b.1.saturating_add(period);
+            if self.filter.by_name() && !file.keeps(&self.filter, &mut sym, (pid, tid, ip)) {
+                continue;
+            }
             let (keys, dso) = file.keys(&mut sym, pid, tid, ip);
             // The file is a column only beside code within it.
             let dso: &str = if by.iter().any(|k| k.in_file()) {
@@ -250,6 +295,7 @@ impl Merged {
             };
             self.add(ev, keys, dso, n, period);
         }
+        self.all_samples += all.max(self.in_time - in_time_before);
         Ok((counts.info, std::mem::take(&mut sym.warnings)))
     }
 
@@ -284,8 +330,13 @@ impl Merged {
             dsos,
             joined,
             per_event,
+            filter,
+            base_per_event,
             ..
         } = self;
+        // perf's `--percentage absolute` (its default): a row's share of every sample in the
+        // window, kept or not.
+        let absolute = filter.by_name() && !filter.relative;
         drop(dsos);
         let mut events = Vec::new();
         let mut number = vec![usize::MAX; per_event.len()];
@@ -304,13 +355,17 @@ impl Merged {
             .map(|((ev, keys, dso), (samples, period))| {
                 let event = number[ev as usize];
                 let t = &events[event];
+                let (ts, tp) = match base_per_event.get(ev as usize) {
+                    Some(&b) if absolute => b,
+                    _ => (t.samples, t.period),
+                };
                 Row {
                     event,
                     keys,
                     dso: dso.to_string(),
                     samples,
                     period,
-                    percent: share(samples, period, t.samples, t.period),
+                    percent: share(samples, period, ts, tp),
                 }
             })
             .collect();
@@ -336,6 +391,22 @@ struct FileKeys<'a> {
 }
 
 impl FileKeys<'_> {
+    /// Whether `filter` keeps the samples at `ip` of thread `tid` of process `pid` (`tid`
+    /// is counted when the filter names threads).
+    fn keeps(&self, filter: &Filter, sym: &mut Symbolizer, (pid, tid, ip): (u32, u32, u64)) -> bool {
+        if !filter.keeps_thread(pid, tid) {
+            return false;
+        }
+        if !filter.comms.is_empty() && !filter.keeps_comm(&self.counts.comm(pid, self.parents)) {
+            return false;
+        }
+        if filter.dsos.is_empty() && filter.symbols.is_empty() {
+            return true;
+        }
+        let Location { dso, sym: s, vaddr } = sym.resolve(pid, ip);
+        filter.keeps_dso(&dso) && filter.keeps_symbol(&label(&dso, s.as_deref(), vaddr))
+    }
+
     /// The values of the keys for the samples at `ip` of thread `tid` of process `pid`, and
     /// its file.
     fn keys(
@@ -434,8 +505,13 @@ pub fn children(
     top: usize,
     graph: Option<Graph>,
     event: Option<&Select>,
+    (filter, max_stack): (&Filter, Option<usize>),
 ) -> Result<crate::render::table::Report, LoadError> {
-    let st = crate::symbolize::stacks::collect_events(srcs, search, false, event)?;
+    let st = crate::symbolize::stacks::collect_filtered(
+        srcs, search, false, event, filter, max_stack,
+    )?;
+    // perf's `--percentage absolute` (its default): shares of every sample in the window.
+    let absolute = filter.by_name() && !filter.relative;
     let sampled = st.sampled_events();
     let several = sampled.len() > 1;
     let mut tables = Vec::new();
@@ -453,9 +529,15 @@ pub fn children(
     let mut tally = Tally::of(&st);
     for part in parts {
         let (ev, total_samples, total_period) = part.unwrap_or((u32::MAX, 0, 0));
-        let weigh = Weigh {
-            total_samples,
-            total_period,
+        let weigh = match st.filtered.as_ref().and_then(|f| f.base.get(ev as usize)) {
+            Some(&(total_samples, total_period)) if absolute => Weigh {
+                total_samples,
+                total_period,
+            },
+            _ => Weigh {
+                total_samples,
+                total_period,
+            },
         };
         let range = tally.of_event(&st, ev);
         let (rows, stacked) = tally.rows(&st, range.clone(), weigh, top);
@@ -511,8 +593,14 @@ pub fn children(
     summary.insert("stacked_samples".into(), serde_json::json!(stacked_all));
     summary.insert("files".into(), serde_json::json!(srcs.len()));
     let heading = children_heading(&mut summary, &events_json, total, stacked_all);
+    let mut heading = vec![heading];
+    if let Some(f) = &st.filtered {
+        let (line, j) = filter.account(f.all, f.in_time, total);
+        heading.push(line);
+        summary.insert("filter".into(), j);
+    }
     let mut r = crate::render::table::Report {
-        heading: vec![heading],
+        heading,
         summary,
         tables,
         ..crate::render::table::Report::of_file("plain", &info, warnings)
@@ -1172,6 +1260,11 @@ impl Report {
             self.total_period,
             &merged,
         );
+        let mut headings = vec![heading];
+        if let Some((line, j)) = &self.filtered {
+            headings.push(line.clone());
+            summary.insert("filter".into(), j.clone());
+        }
         if !self.others.is_empty() {
             summary.insert("files".into(), json!(1 + self.others.len()));
         }
@@ -1186,7 +1279,9 @@ impl Report {
             }
         }
         warnings.extend(self.warnings);
-        if self.total_samples == 0 {
+        if self.total_samples == 0 && self.filtered.is_some() {
+            warnings.push("note: the filters keep no sample (the heading says what they were given)".into());
+        } else if self.total_samples == 0 {
             // An attached process may have slept throughout: cpu-clock counts time on a CPU.
             let attached = self.info.header.as_ref().and_then(|h| {
                 match h.command.first().map(String::as_str) {
@@ -1201,7 +1296,7 @@ impl Report {
             });
         }
         let mut report = crate::render::table::Report {
-            heading: vec![heading],
+            heading: headings,
             summary,
             tables,
             damaged: self.info.damaged() || damaged,

@@ -74,6 +74,13 @@ pub struct Options {
     /// `--event NAME|INDEX`: the plain view of one event's samples (without it, each
     /// event has its own table).
     pub event: Option<crate::record::events::Select>,
+    /// `--comm`, `--pid`, `--tid`, `--dsos`, `--symbols`, `--time`, `--percentage`: the
+    /// samples the plain view keeps.
+    pub filter: crate::record::filter::Filter,
+    /// `--max-stack N`: call stacks cut to their N innermost addresses.
+    pub max_stack: Option<usize>,
+    /// `--percent-limit P`: rows under P% of their event are not shown (perf's).
+    pub percent_limit: Option<f64>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -119,7 +126,16 @@ pub fn choose(src: &Source, o: &Options) -> Result<(View, &'static str), LoadErr
 }
 
 fn check(src: &Source, o: &Options, view: View, why: &'static str) -> Result<(), ViewError> {
-    let given: [(&'static str, bool, View); 7] = [
+    let f = &o.filter;
+    let given: [(&'static str, bool, View); 15] = [
+        ("--comm", !f.comms.is_empty(), View::Plain),
+        ("--pid", !f.pids.is_empty(), View::Plain),
+        ("--tid", !f.tids.is_empty(), View::Plain),
+        ("--dsos", !f.dsos.is_empty(), View::Plain),
+        ("--symbols", !f.symbols.is_empty(), View::Plain),
+        ("--time", f.time.is_some(), View::Plain),
+        ("--max-stack", o.max_stack.is_some(), View::Plain),
+        ("--percent-limit", o.percent_limit.is_some(), View::Plain),
         ("--by", !o.by.is_empty(), View::Plain),
         ("--event", o.event.is_some(), View::Plain),
         ("--children", o.children, View::Plain),
@@ -208,12 +224,24 @@ pub fn build_many(srcs: &[Source], o: &Options) -> Result<Report, ViewError> {
         check(src, o, view, why)?;
     }
     let mut r = if o.children || o.graph.is_some() {
-        crate::views::report::children(srcs, o.search.clone(), o.top, o.graph, o.event.as_ref())?
+        crate::views::report::children(
+            srcs,
+            o.search.clone(),
+            o.top,
+            o.graph,
+            o.event.as_ref(),
+            (&o.filter, o.max_stack),
+        )?
     } else {
-        let mut r =
-            crate::views::report::build_many(srcs, &o.by, o.search.clone(), o.event.as_ref())?
-                .keep(o.top)
-                .table();
+        let mut r = crate::views::report::build_many(
+            srcs,
+            &o.by,
+            o.search.clone(),
+            o.event.as_ref(),
+            &o.filter,
+        )?
+        .keep(o.top)
+        .table();
         let mut stacks = Vec::new();
         for src in srcs {
             let q = crate::symbolize::measure::measure(src, &o.search)?;
@@ -223,7 +251,31 @@ pub fn build_many(srcs: &[Source], o: &Options) -> Result<Report, ViewError> {
         r
     };
     r.view = View::Plain.name();
+    limit(&mut r, o.percent_limit);
     Ok(r)
+}
+
+/// `--percent-limit P`: the rows of each ranked table under P% (of the first percent
+/// column: Overhead, or Children beside Self) left out, as perf leaves them out.
+fn limit(r: &mut Report, p: Option<f64>) {
+    let Some(p) = p else {
+        return;
+    };
+    for t in r.tables.iter_mut().filter(|t| t.ranked) {
+        let Some(col) = t
+            .columns
+            .iter()
+            .position(|c| c.key == "children_pct" || c.key == "percent")
+        else {
+            continue;
+        };
+        t.rows.retain(|row| match row.get(col) {
+            Some(crate::render::table::Cell::Percent { value, .. }) => *value >= p,
+            _ => true,
+        });
+    }
+    r.summary
+        .insert("percent_limit".into(), serde_json::json!(p));
 }
 
 /// Reads `src` and builds its report in the chosen (or named) view.
@@ -238,10 +290,13 @@ pub fn build(src: &Source, o: &Options) -> Result<Report, ViewError> {
             o.top,
             o.graph,
             o.event.as_ref(),
+            (&o.filter, o.max_stack),
         )?,
-        View::Plain => crate::views::report::build(src, &o.by, search, o.event.as_ref())?
-            .keep(o.top)
-            .table(),
+        View::Plain => {
+            crate::views::report::build(src, &o.by, search, o.event.as_ref(), &o.filter)?
+                .keep(o.top)
+                .table()
+        }
         View::Metrics => {
             let (m, info) = crate::views::metrics::build(
                 src,
@@ -282,5 +337,8 @@ pub fn build(src: &Source, o: &Options) -> Result<Report, ViewError> {
         crate::render::table::annotate(&mut r, &[(src.name.display().to_string(), q)]);
     }
     r.view = view.name();
+    if view == View::Plain {
+        limit(&mut r, o.percent_limit);
+    }
     Ok(r)
 }

@@ -453,7 +453,13 @@ fn percent_limit(s: &str) -> Result<f64, String> {
 pub struct FilterOpts {
     /// Only the samples of these processes, by name (comma-separated; perf's -c/--comms):
     /// the name `--by comm` shows (in stacks and exports, the sampled thread's name).
-    #[arg(short = 'c', long = "comms", visible_alias = "comm", value_name = "NAMES", value_delimiter = ',')]
+    #[arg(
+        short = 'c',
+        long = "comms",
+        visible_alias = "comm",
+        value_name = "NAMES",
+        value_delimiter = ','
+    )]
     pub comms: Vec<String>,
     /// Only the samples of these process ids (comma-separated).
     #[arg(long = "pid", value_name = "PIDS", value_delimiter = ',')]
@@ -463,11 +469,18 @@ pub struct FilterOpts {
     pub tids: Vec<u32>,
     /// Only the samples in these mapped files, by path or file name (comma-separated;
     /// `[kernel.kallsyms]` for the kernel).
-    #[arg(short = 'd', long = "dsos", visible_alias = "dso", value_name = "DSOS", value_delimiter = ',')]
+    #[arg(
+        short = 'd',
+        long = "dsos",
+        visible_alias = "dso",
+        value_name = "DSOS",
+        value_delimiter = ','
+    )]
     pub dsos: Vec<String>,
     /// Only the samples in these functions, named as the report names them
-    /// (comma-separated; Self is theirs, Children what they and their callees took).
-    #[arg(short = 'S', long = "symbols", value_name = "NAMES", value_delimiter = ',')]
+    /// (comma-separated, but for the commas within <>, () or [] of a C++ name; Self is
+    /// theirs, Children what they and their callees took).
+    #[arg(short = 'S', long = "symbols", value_name = "NAMES")]
     pub symbols: Vec<String>,
     /// Only the samples in this window, as perf's --time: START,END in seconds of the
     /// recording's clock (as `perf script` prints times; either may be left out), or
@@ -489,7 +502,11 @@ impl FilterOpts {
             pids: self.pids.clone(),
             tids: self.tids.clone(),
             dsos: self.dsos.clone(),
-            symbols: self.symbols.clone(),
+            symbols: self
+                .symbols
+                .iter()
+                .flat_map(|s| labperf::record::filter::split_names(s))
+                .collect(),
             time: self.time.clone(),
             relative,
         }

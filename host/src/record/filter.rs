@@ -54,7 +54,9 @@ impl Window {
 
 /// Seconds as perf writes them (`1234.567891`) in nanoseconds, exactly.
 fn secs_ns(s: &str) -> Result<u64, String> {
-    let bad = || format!("'{s}' is not a time in seconds (perf's seconds.nanoseconds, as `perf script` prints them)");
+    let bad = || {
+        format!("'{s}' is not a time in seconds (perf's seconds.nanoseconds, as `perf script` prints them)")
+    };
     let (int, frac) = s.split_once('.').unwrap_or((s, ""));
     if (int.is_empty() && frac.is_empty())
         || !int.bytes().all(|b| b.is_ascii_digit())
@@ -100,12 +102,9 @@ impl std::str::FromStr for Times {
             for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
                 if let Some((size, n)) = part.split_once('/') {
                     let size = pct(size)?;
-                    let n: u32 = n
-                        .trim()
-                        .parse()
-                        .ok()
-                        .filter(|&n| n > 0)
-                        .ok_or_else(|| format!("'{part}': the slice's number after / counts from 1"))?;
+                    let n: u32 = n.trim().parse().ok().filter(|&n| n > 0).ok_or_else(|| {
+                        format!("'{part}': the slice's number after / counts from 1")
+                    })?;
                     let (a, b) = (size * f64::from(n - 1), size * f64::from(n));
                     if size <= 0.0 || b > 1.0 + 1e-9 {
                         return Err(format!(
@@ -144,7 +143,9 @@ impl std::str::FromStr for Times {
             }
         }
         if spans.is_empty() {
-            return Err("--time takes START,END in seconds, or percent slices as 10%/4 or 0%-10%".into());
+            return Err(
+                "--time takes START,END in seconds, or percent slices as 10%/4 or 0%-10%".into(),
+            );
         }
         Ok(Times {
             text: s.to_string(),
@@ -205,6 +206,27 @@ pub fn sample_times(src: &Source) -> Result<Option<(u64, u64)>, LoadError> {
     Ok(range)
 }
 
+/// A comma-separated list of names, the commas within `<>`, `()` or `[]` kept (C++ names:
+/// `std::map<int, int>::find,main` is two).
+pub fn split_names(s: &str) -> Vec<String> {
+    let (mut out, mut cur, mut depth) = (Vec::new(), String::new(), 0i32);
+    for c in s.chars() {
+        match c {
+            '<' | '(' | '[' => depth += 1,
+            '>' | ')' | ']' => depth -= 1,
+            ',' if depth <= 0 => {
+                out.push(std::mem::take(&mut cur));
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(c);
+    }
+    out.push(cur);
+    out.retain(|n| !n.is_empty());
+    out
+}
+
 impl Filter {
     /// Whether anything is filtered.
     pub fn is_active(&self) -> bool {
@@ -252,8 +274,16 @@ impl Filter {
             }
         };
         list("--comm", self.comms.clone(), &mut v);
-        list("--pid", self.pids.iter().map(u32::to_string).collect(), &mut v);
-        list("--tid", self.tids.iter().map(u32::to_string).collect(), &mut v);
+        list(
+            "--pid",
+            self.pids.iter().map(u32::to_string).collect(),
+            &mut v,
+        );
+        list(
+            "--tid",
+            self.tids.iter().map(u32::to_string).collect(),
+            &mut v,
+        );
         list("--dsos", self.dsos.clone(), &mut v);
         list("--symbols", self.symbols.clone(), &mut v);
         if let Some(t) = &self.time {
@@ -331,10 +361,17 @@ mod tests {
         let t: Times = ",2.000000001 3,".parse().unwrap();
         assert_eq!(
             t.spans,
-            vec![Span::Abs(None, Some(2_000_000_001)), Span::Abs(Some(3_000_000_000), None)]
+            vec![
+                Span::Abs(None, Some(2_000_000_001)),
+                Span::Abs(Some(3_000_000_000), None)
+            ]
         );
         assert!("10%/11".parse::<Times>().is_err());
         assert!("2,1".parse::<Times>().is_err());
         assert!("abc".parse::<Times>().is_err());
+        assert_eq!(
+            split_names("std::map<int, int>::find(int const&) const,main"),
+            vec!["std::map<int, int>::find(int const&) const", "main"]
+        );
     }
 }

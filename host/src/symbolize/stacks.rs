@@ -296,7 +296,15 @@ pub fn collect_filtered(
             },
             max_stack,
         };
-        st.collect_one(n as u32, src, search.clone(), samples, &mut index, event, &narrow)?;
+        st.collect_one(
+            n as u32,
+            src,
+            search.clone(),
+            samples,
+            &mut index,
+            event,
+            &narrow,
+        )?;
     }
     let mut frames: Vec<(u32, Frame)> = index.into_iter().map(|(f, i)| (i, f)).collect();
     frames.sort_unstable_by_key(|f| f.0);
@@ -310,7 +318,10 @@ pub fn collect_filtered(
             if !filter.by_name() {
                 return true;
             }
-            let root = st.path(s).first().map(|&f| st.frames[f as usize].name.as_str());
+            let root = st
+                .path(s)
+                .first()
+                .map(|&f| st.frames[f as usize].name.as_str());
             let leaf = st.self_frame(s).map(|f| &st.frames[f as usize]);
             filter.keeps_comm(root.unwrap_or_default())
                 && filter.keeps_dso(leaf.map_or("", |f| f.dso.as_str()))

@@ -393,7 +393,12 @@ struct FileKeys<'a> {
 impl FileKeys<'_> {
     /// Whether `filter` keeps the samples at `ip` of thread `tid` of process `pid` (`tid`
     /// is counted when the filter names threads).
-    fn keeps(&self, filter: &Filter, sym: &mut Symbolizer, (pid, tid, ip): (u32, u32, u64)) -> bool {
+    fn keeps(
+        &self,
+        filter: &Filter,
+        sym: &mut Symbolizer,
+        (pid, tid, ip): (u32, u32, u64),
+    ) -> bool {
         if !filter.keeps_thread(pid, tid) {
             return false;
         }
@@ -507,9 +512,8 @@ pub fn children(
     event: Option<&Select>,
     (filter, max_stack): (&Filter, Option<usize>),
 ) -> Result<crate::render::table::Report, LoadError> {
-    let st = crate::symbolize::stacks::collect_filtered(
-        srcs, search, false, event, filter, max_stack,
-    )?;
+    let st =
+        crate::symbolize::stacks::collect_filtered(srcs, search, false, event, filter, max_stack)?;
     // perf's `--percentage absolute` (its default): shares of every sample in the window.
     let absolute = filter.by_name() && !filter.relative;
     let sampled = st.sampled_events();
@@ -1280,7 +1284,9 @@ impl Report {
         }
         warnings.extend(self.warnings);
         if self.total_samples == 0 && self.filtered.is_some() {
-            warnings.push("note: the filters keep no sample (the heading says what they were given)".into());
+            warnings.push(
+                "note: the filters keep no sample (the heading says what they were given)".into(),
+            );
         } else if self.total_samples == 0 {
             // An attached process may have slept throughout: cpu-clock counts time on a CPU.
             let attached = self.info.header.as_ref().and_then(|h| {

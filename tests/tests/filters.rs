@@ -184,6 +184,8 @@ fn symbols_and_dsos_filters_give_the_functions_and_files_rows() {
     let rs = rows(&j);
     let names: Vec<&str> = rs.iter().map(|r| r["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["plain_c", CXX_FIND]);
+    // A name is matched whole, as perf's: a prefix is not the function.
+    assert_eq!(kept(&json(&["--symbols", "plain"], &f)), 0);
     // Dsos, by file name or path: every sample is in cxx.elf.
     assert_eq!(kept(&json(&["--dsos", "cxx.elf"], &f)), total_samples());
     assert_eq!(kept(&json(&["-d", "/cxx.elf"], &f)), total_samples());
@@ -457,4 +459,60 @@ fn pid_filter_agrees_with_perf_on_a_perf_data() {
             "--pid {pid}: perf's absolute percentage"
         );
     }
+}
+
+#[test]
+fn children_combine_with_by_keys() {
+    let d = scratch("filters-children-by");
+    let f = recording(&d);
+    // Self of each (comm, function) is that row of the flat table, exactly.
+    let flat: std::collections::BTreeMap<(String, String), u64> =
+        rows(&json(&["--by", "comm,symbol"], &f))
+            .iter()
+            .map(|r| {
+                (
+                    (
+                        r["comm"].as_str().unwrap().into(),
+                        r["name"].as_str().unwrap().into(),
+                    ),
+                    r["samples"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+    let ch = json(&["--children", "--by", "comm,symbol"], &f);
+    let mut selfs = std::collections::BTreeMap::new();
+    let mut children = std::collections::BTreeMap::new();
+    for r in rows(&ch) {
+        let k: (String, String) = (
+            r["comm"].as_str().unwrap().into(),
+            r["name"].as_str().unwrap().into(),
+        );
+        if r["self"].as_u64().unwrap() > 0 {
+            selfs.insert(k.clone(), r["self"].as_u64().unwrap());
+        }
+        children.insert(k, r["children"].as_u64().unwrap());
+    }
+    assert_eq!(selfs, flat, "{ch}");
+    // alpha's plain_c: its own 8 and the 5 map_find samples it called; beta's its own 4.
+    assert_eq!(children[&("alpha".into(), "plain_c".into())], 13);
+    assert_eq!(children[&("beta".into(), "plain_c".into())], 4);
+    // Per process name, Children is Self: every frame of a stack is its thread's.
+    for r in rows(&json(&["--children", "--by", "comm"], &f)) {
+        assert_eq!(r["children"], r["self"], "{r}");
+    }
+    // Per file: every stack is in cxx.elf.
+    let dso = rows(&json(&["--children", "--sort", "dso"], &f));
+    assert_eq!(dso.len(), 1);
+    assert_eq!(dso[0]["children"], total_samples());
+    // With a filter too.
+    let j = json(&["--children", "--by", "comm", "--tid", "2"], &f);
+    assert_eq!(rows(&j)[0]["children"], 9);
+    // A key the stacks do not keep is refused with the reason.
+    let o = labperf(&["report", "--children", "--by", "pid"], &f);
+    assert!(!o.status.success());
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.contains("--children counts call stacks") && e.contains("not the pid of a sample"),
+        "{e}"
+    );
 }

@@ -387,8 +387,10 @@ pub struct ReportOpts {
     )]
     pub by: Vec<By>,
     /// Plain view: each function's samples with its callees' (Children) beside its own
-    /// (Self), from the call stacks of `record -g`, as `perf report --children`.
-    #[arg(long, conflicts_with = "by", overrides_with = "no_children")]
+    /// (Self), from the call stacks of `record -g`, as `perf report --children`; with
+    /// --by symbol, dso, comm, host or run, per row of those keys (a file's Children: the
+    /// samples whose stack passes through it).
+    #[arg(long, overrides_with = "no_children")]
     pub children: bool,
     /// As perf report --no-children: Self only, which is the default here (the last of
     /// --children and --no-children counts).

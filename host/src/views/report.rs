@@ -510,8 +510,12 @@ pub fn children(
     top: usize,
     graph: Option<Graph>,
     event: Option<&Select>,
-    (filter, max_stack): (&Filter, Option<usize>),
+    (filter, max_stack, by): (&Filter, Option<usize>, &[By]),
 ) -> Result<crate::render::table::Report, LoadError> {
+    // `--by KEYS` other than the function alone: rows of those keys.
+    let keyed = !by.is_empty() && by != [By::Symbol];
+    let by = By::keys(by);
+    let runs: Vec<String> = srcs.iter().map(run_name).collect();
     let st =
         crate::symbolize::stacks::collect_filtered(srcs, search, false, event, filter, max_stack)?;
     // perf's `--percentage absolute` (its default): shares of every sample in the window.
@@ -544,6 +548,27 @@ pub fn children(
             },
         };
         let range = tally.of_event(&st, ev);
+        if keyed {
+            let stacks = &tally.by_event[range];
+            let (mut t, stacked) = keyed_table(&st, stacks, (&by, &runs), weigh, top);
+            stacked_all += stacked;
+            let name = part.map(|_| st.events.names[ev as usize].clone());
+            if let Some(n) = &name {
+                events_json.push(serde_json::json!({
+                    "name": n, "samples": total_samples, "period": total_period, "stacked_samples": stacked
+                }));
+            }
+            if several {
+                let n = name.clone().unwrap_or_default();
+                t.title = Some(format!(
+                    "# {} of event '{n}', total period {total_period}, {stacked} with a call stack",
+                    crate::text::plural(total_samples, "sample", "samples")
+                ));
+                of_event(&mut t, None, &n, weigh);
+            }
+            tables.push(t);
+            continue;
+        }
         let (rows, stacked) = tally.rows(&st, range.clone(), weigh, top);
         let stacks = &tally.by_event[range];
         stacked_all += stacked;
@@ -722,6 +747,127 @@ impl Tally {
         }
         (rows, stacked)
     }
+}
+
+/// `--children --by KEYS`: one event's rows keyed by `by` (function, file, thread's name,
+/// recording machine, file name): each sample counted once under every row its stack
+/// passes through (Children) and under its sampled function's row (Self), as perf's
+/// `--children --sort KEYS`; heaviest first, the busiest `top` (0: all). Returns the table
+/// and how many of the samples have a call stack.
+fn keyed_table(
+    st: &StackTable,
+    stacks: &[u32],
+    (by, runs): (&[By], &[String]),
+    weigh: Weigh,
+    top: usize,
+) -> (Table, u64) {
+    // A function is named with its file unless the file is a key of its own.
+    let with_dso = by.contains(&By::Symbol) && !by.contains(&By::Dso);
+    let key = |s: &crate::symbolize::stacks::Stack, f: u32| -> Vec<String> {
+        let frame = &st.frames[f as usize];
+        let mut k: Vec<String> = by
+            .iter()
+            .map(|b| match b {
+                By::Symbol => frame.name.clone(),
+                By::Dso => frame.dso.clone(),
+                By::Comm => st
+                    .path(s)
+                    .first()
+                    .map(|&r| st.frames[r as usize].name.clone())
+                    .unwrap_or_default(),
+                By::Host => st
+                    .runs
+                    .get(s.run as usize)
+                    .and_then(|r| r.info.header.as_ref())
+                    .map_or_else(|| "unknown".to_string(), |h| h.hostname.clone()),
+                By::Run => runs.get(s.run as usize).cloned().unwrap_or_default(),
+                // Refused before (`views::view`): stacks do not keep them.
+                By::Pid | By::Tid | By::Pc | By::Srcline => String::new(),
+            })
+            .collect();
+        if with_dso {
+            k.push(frame.dso.clone());
+        }
+        k
+    };
+    // Per key: (children samples, self samples, children weight, self weight).
+    let mut acc: HashMap<Vec<String>, (u64, u64, u64, u64)> = HashMap::new();
+    let mut stacked = 0u64;
+    let mut seen: std::collections::HashSet<Vec<String>> = std::collections::HashSet::new();
+    for &k in stacks {
+        let s = &st.stacks[k as usize];
+        let fr = st.path(s).get(1..).unwrap_or_default();
+        let Some(leaf) = st.self_frame(s).filter(|_| !fr.is_empty()) else {
+            continue;
+        };
+        let w = weigh.of(s.samples, s.period);
+        if fr.len() > 1 + usize::from(s.inlined) {
+            stacked += s.samples;
+        }
+        let l = acc.entry(key(s, leaf)).or_default();
+        l.1 += s.samples;
+        l.3 = l.3.saturating_add(w);
+        seen.clear();
+        for &f in fr {
+            let kf = key(s, f);
+            if seen.insert(kf.clone()) {
+                let a = acc.entry(kf).or_default();
+                a.0 += s.samples;
+                a.2 = a.2.saturating_add(w);
+            }
+        }
+    }
+    let mut rows: Vec<(Vec<String>, (u64, u64, u64, u64))> = acc.into_iter().collect();
+    rows.sort_by(|a, b| {
+        b.1 .2
+            .cmp(&a.1 .2)
+            .then(b.1 .3.cmp(&a.1 .3))
+            .then(b.1 .0.cmp(&a.1 .0))
+            .then_with(|| a.0.cmp(&b.0))
+    });
+    let mut columns = vec![
+        Column::right("children_pct", "Children", 8),
+        Column::right("self_pct", "Self", 8),
+        Column::right("children", "Samples", 9),
+        Column::right("self", "Self samples", 9),
+    ];
+    for b in by {
+        columns.push(match b {
+            By::Symbol => Column::left("name", "Symbol", 40),
+            By::Dso => Column::left("dso", "DSO", 24),
+            By::Comm => Column::left("comm", "Command", 16),
+            By::Host => Column::left("host", "Host", 12),
+            By::Run => Column::left("run", "Run", 12),
+            By::Pid | By::Tid | By::Pc | By::Srcline => Column::left("key", "Key", 0),
+        });
+    }
+    if with_dso {
+        columns.push(Column::left("dso", "DSO", 0));
+    }
+    let mut t = Table::new("functions", columns);
+    t.hidden = vec!["self"];
+    if top > 0 && rows.len() > top {
+        t.left_out = LeftOut {
+            rows: (rows.len() - top) as u64,
+            samples: rows[top..].iter().map(|r| r.1 .1).sum(),
+            total_samples: weigh.total_samples,
+            self_samples: true,
+        };
+        rows.truncate(top);
+    }
+    t.rows = rows
+        .into_iter()
+        .map(|(keys, (c, s, cw, sw))| {
+            let mut row = vec![weigh.pct(cw), weigh.pct(sw), Cell::Int(c), Cell::Int(s)];
+            let n = keys.len();
+            for (i, v) in keys.into_iter().enumerate() {
+                let file = (with_dso && i + 1 == n) || by.get(i) == Some(&By::Dso);
+                row.push(if file { Cell::file(&v) } else { Cell::text(v) });
+            }
+            row
+        })
+        .collect();
+    (t, stacked)
 }
 
 /// A frame's name: marked `(inlined)` in the text table when the function was only ever

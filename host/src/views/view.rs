@@ -99,6 +99,8 @@ pub enum ViewError {
         view: &'static str,
         why: &'static str,
     },
+    #[error("--children counts call stacks, which keep each frame's function and file and each stack's thread name, recording and machine, not the {key} of a sample: with --children, --by takes symbol, dso, comm, host and run")]
+    ChildrenBy { key: &'static str },
     #[error("{option} applies to the {applies} view only, and {file} is shown in the {view} view{why}: drop {option}, or pass --view {applies}")]
     NotApplicable {
         option: &'static str,
@@ -172,6 +174,18 @@ fn check(src: &Source, o: &Options, view: View, why: &'static str) -> Result<(),
             });
         }
     }
+    if o.children || o.graph.is_some() {
+        for b in &o.by {
+            let key = match b {
+                By::Pid => "pid",
+                By::Tid => "tid",
+                By::Pc => "address (pc)",
+                By::Srcline => "source line",
+                _ => continue,
+            };
+            return Err(ViewError::ChildrenBy { key });
+        }
+    }
     if let Some(sel) = &o.event {
         let p = load::peek(src)?;
         let names = crate::record::events::Names::of(p.header.as_ref());
@@ -230,7 +244,7 @@ pub fn build_many(srcs: &[Source], o: &Options) -> Result<Report, ViewError> {
             o.top,
             o.graph,
             o.event.as_ref(),
-            (&o.filter, o.max_stack),
+            (&o.filter, o.max_stack, &o.by),
         )?
     } else {
         let mut r = crate::views::report::build_many(
@@ -290,7 +304,7 @@ pub fn build(src: &Source, o: &Options) -> Result<Report, ViewError> {
             o.top,
             o.graph,
             o.event.as_ref(),
-            (&o.filter, o.max_stack),
+            (&o.filter, o.max_stack, &o.by),
         )?,
         View::Plain => {
             crate::views::report::build(src, &o.by, search, o.event.as_ref(), &o.filter)?

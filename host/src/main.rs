@@ -117,6 +117,14 @@ fn main() {
     cmd::set_verbosity(cli.quiet, cli.verbose);
     let r = match &cli.cmd {
         Cmd::Record(a) => cmd::record::run(a),
+        // perf's --header-only: what `labperf info` prints of each file.
+        Cmd::Report(a) if a.header_only => a.files().into_iter().try_for_each(|file| {
+            cmd::info::run(&cmd::info::Args {
+                file: cmd::opts::FileArg { file },
+                strict: a.opts.strict,
+                symbols: a.opts.symbols.clone(),
+            })
+        }),
         Cmd::Report(a) => cmd::report::run(a),
         Cmd::Dump(a) => cmd::dump::run(a),
         Cmd::Export(a) => cmd::export::run(a),

@@ -161,7 +161,7 @@ fn comm_pid_and_tid_filters_give_the_by_comm_pid_and_tid_rows() {
     each_row_is_its_filter(&f, "tid", "--tid");
     // The counts known from the plan: alpha 16, beta 5; thread 2 of alpha 9.
     assert_eq!(kept(&json(&["--comm", "alpha"], &f)), 16);
-    assert_eq!(kept(&json(&["-c", "beta"], &f)), 5);
+    assert_eq!(kept(&json(&["--comms", "beta"], &f)), 5);
     assert_eq!(kept(&json(&["--tid", "2"], &f)), 9);
     assert_eq!(kept(&json(&["--pid", "1,7"], &f)), 21);
     // The heading says the report is filtered and of how much.

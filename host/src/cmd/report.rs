@@ -83,16 +83,7 @@ impl Args {
 }
 
 pub fn run(a: &Args) -> Result<()> {
-    if a.header_only {
-        for file in a.files() {
-            super::info::run(&super::info::Args {
-                file: super::opts::FileArg { file },
-                strict: a.opts.strict,
-                symbols: a.opts.symbols.clone(),
-            })?;
-        }
-        return Ok(());
-    }
+    // (--header-only is `labperf info`'s: main.rs sends it there.)
     // -G: perf's caller-based graph (its `--call-graph caller`).
     let order = match (a.call_graph, a.inverted) {
         (_, true) => Some(labperf::views::report::Order::Caller),

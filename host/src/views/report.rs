@@ -537,54 +537,38 @@ pub fn children(
     let mut tally = Tally::of(&st);
     for part in parts {
         let (ev, total_samples, total_period) = part.unwrap_or((u32::MAX, 0, 0));
-        let weigh = match st.filtered.as_ref().and_then(|f| f.base.get(ev as usize)) {
-            Some(&(total_samples, total_period)) if absolute => Weigh {
-                total_samples,
-                total_period,
-            },
-            _ => Weigh {
-                total_samples,
-                total_period,
-            },
+        let (ts, tp) = match st.filtered.as_ref().and_then(|f| f.base.get(ev as usize)) {
+            Some(&b) if absolute => b,
+            _ => (total_samples, total_period),
+        };
+        let weigh = Weigh {
+            total_samples: ts,
+            total_period: tp,
         };
         let range = tally.of_event(&st, ev);
-        if keyed {
+        let (mut t, mut tree, stacked) = if keyed {
             let stacks = &tally.by_event[range];
-            let (mut t, stacked) = keyed_table(&st, stacks, (&by, &runs), weigh, top);
-            stacked_all += stacked;
-            let name = part.map(|_| st.events.names[ev as usize].clone());
-            if let Some(n) = &name {
-                events_json.push(serde_json::json!({
-                    "name": n, "samples": total_samples, "period": total_period, "stacked_samples": stacked
-                }));
-            }
-            if several {
-                let n = name.clone().unwrap_or_default();
-                t.title = Some(format!(
-                    "# {} of event '{n}', total period {total_period}, {stacked} with a call stack",
-                    crate::text::plural(total_samples, "sample", "samples")
-                ));
-                of_event(&mut t, None, &n, weigh);
-            }
-            tables.push(t);
-            continue;
-        }
-        let (rows, stacked) = tally.rows(&st, range.clone(), weigh, top);
-        let stacks = &tally.by_event[range];
-        stacked_all += stacked;
-        // The call graphs of every event share one budget.
-        let budget = GRAPH_BUDGET / parts_len as u64;
-        let mut tree = graph.map(|g| {
-            let (t, cut) = call_graph(&st, stacks, &rows, g, weigh, budget);
-            if let Some(c) = cut {
-                if cuts.as_ref().is_none_or(|k| k.1 > c.1) {
-                    cuts = Some(c);
+            let (t, stacked) = keyed_table(&st, stacks, (&by, &runs), weigh, top);
+            (t, None, stacked)
+        } else {
+            let (rows, stacked) = tally.rows(&st, range.clone(), weigh, top);
+            let stacks = &tally.by_event[range];
+            // The call graphs of every event share one budget.
+            let budget = GRAPH_BUDGET / parts_len as u64;
+            let tree = graph.map(|g| {
+                let (t, cut) = call_graph(&st, stacks, &rows, g, weigh, budget);
+                if let Some(c) = cut {
+                    if cuts.as_ref().is_none_or(|k| k.1 > c.1) {
+                        cuts = Some(c);
+                    }
                 }
-            }
-            t
-        });
-        let mut t = functions_table(&st, rows, weigh);
-        t.left_out = tally.left_out;
+                t
+            });
+            let mut t = functions_table(&st, rows, weigh);
+            t.left_out = tally.left_out;
+            (t, tree, stacked)
+        };
+        stacked_all += stacked;
         let name = part.map(|_| st.events.names[ev as usize].clone());
         if let Some(n) = &name {
             events_json.push(serde_json::json!({
@@ -617,17 +601,11 @@ pub fn children(
         .map(|s| s.name.display().to_string())
         .zip(runs)
         .collect();
-    let mut summary = serde_json::Map::new();
-    summary.insert("total_samples".into(), serde_json::json!(total));
-    summary.insert("stacked_samples".into(), serde_json::json!(stacked_all));
-    summary.insert("files".into(), serde_json::json!(srcs.len()));
-    let heading = children_heading(&mut summary, &events_json, total, stacked_all);
-    let mut heading = vec![heading];
-    if let Some(f) = &st.filtered {
-        let (line, j) = filter.account(f.all, f.in_time, total);
-        heading.push(line);
-        summary.insert("filter".into(), j);
-    }
+    let (heading, summary) = children_summary(
+        (&events_json, total, stacked_all, srcs.len()),
+        st.filtered.as_ref(),
+        filter,
+    );
     let mut r = crate::render::table::Report {
         heading,
         summary,
@@ -749,6 +727,9 @@ impl Tally {
     }
 }
 
+/// A row's (children samples, self samples, children weight, self weight).
+type Tallied = (u64, u64, u64, u64);
+
 /// `--children --by KEYS`: one event's rows keyed by `by` (function, file, thread's name,
 /// recording machine, file name): each sample counted once under every row its stack
 /// passes through (Children) and under its sampled function's row (Self), as perf's
@@ -791,7 +772,7 @@ fn keyed_table(
         k
     };
     // Per key: (children samples, self samples, children weight, self weight).
-    let mut acc: HashMap<Vec<String>, (u64, u64, u64, u64)> = HashMap::new();
+    let mut acc: HashMap<Vec<String>, Tallied> = HashMap::new();
     let mut stacked = 0u64;
     let mut seen: std::collections::HashSet<Vec<String>> = std::collections::HashSet::new();
     for &k in stacks {
@@ -817,7 +798,7 @@ fn keyed_table(
             }
         }
     }
-    let mut rows: Vec<(Vec<String>, (u64, u64, u64, u64))> = acc.into_iter().collect();
+    let mut rows: Vec<(Vec<String>, Tallied)> = acc.into_iter().collect();
     rows.sort_by(|a, b| {
         b.1 .2
             .cmp(&a.1 .2)
@@ -965,6 +946,31 @@ fn children_warnings(st: &StackTable, cuts: Option<Cut>, stacked_all: u64) -> Ve
         warnings.push("note: no sample has a call stack (record with -g, or --call-graph fp): Children equals Self".into());
     }
     warnings
+}
+
+/// The heading lines and summary of a `--children` report: its events' totals
+/// (`events_json`), samples, samples with a stack and files; what the filters kept.
+fn children_summary(
+    (events_json, total, stacked_all, files): (&[serde_json::Value], u64, u64, usize),
+    filtered: Option<&crate::symbolize::stacks::Filtered>,
+    filter: &Filter,
+) -> (Vec<String>, serde_json::Map<String, serde_json::Value>) {
+    let mut summary = serde_json::Map::new();
+    summary.insert("total_samples".into(), serde_json::json!(total));
+    summary.insert("stacked_samples".into(), serde_json::json!(stacked_all));
+    summary.insert("files".into(), serde_json::json!(files));
+    let mut heading = vec![children_heading(
+        &mut summary,
+        events_json,
+        total,
+        stacked_all,
+    )];
+    if let Some(f) = filtered {
+        let (line, j) = filter.account(f.all, f.in_time, total);
+        heading.push(line);
+        summary.insert("filter".into(), j);
+    }
+    (heading, summary)
 }
 
 /// The heading of a `--children` report (`events_json`: each sampled event's totals),

@@ -1,7 +1,7 @@
 //! `labperf diff BASE NEW`: two recordings' reports in the same view, row by row, each
 //! number as its baseline and its change (perf diff's Baseline and Delta).
 
-use super::opts::{EventOpt, ReportOpts};
+use super::opts::{EventOpt, NarrowOpts, ReportOpts};
 use anyhow::{Context, Result};
 use std::path::PathBuf;
 
@@ -29,11 +29,14 @@ pub struct Args {
     #[command(flatten)]
     pub opts: ReportOpts,
     #[command(flatten)]
+    pub narrow: NarrowOpts,
+    #[command(flatten)]
     pub event: EventOpt,
 }
 
 pub fn run(a: &Args) -> Result<()> {
     let mut o = a.opts.view_options();
+    a.narrow.apply(&mut o);
     o.event = a.event.select();
     // Every row of both reports is joined; `--top` cuts the joined table, ranked by change
     // (a row in one file's top rows but not the other's still has both sides).

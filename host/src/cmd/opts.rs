@@ -418,6 +418,12 @@ pub struct ReportOpts {
     /// Metrics view: one row per symbol and thread, or per symbol and CPU [default: none].
     #[arg(long, value_enum)]
     pub split: Option<labperf::views::metrics::Split>,
+}
+
+/// The samples a report keeps and the rows it shows, as perf report spells them
+/// (`report`, `diff`; `record` prints its report whole).
+#[derive(Debug, Clone, clap::Args)]
+pub struct NarrowOpts {
     #[command(flatten)]
     pub filter: FilterOpts,
     /// Plain view, with --comm, --pid, --tid, --dsos or --symbols: absolute (perf's
@@ -432,6 +438,15 @@ pub struct ReportOpts {
     /// As perf report -n: the Samples column, which labperf's tables always show.
     #[arg(short = 'n', long)]
     pub show_nr_samples: bool,
+}
+
+impl NarrowOpts {
+    /// Puts the filters, `--max-stack` and `--percent-limit` into the pipeline's options.
+    pub fn apply(&self, o: &mut labperf::views::view::Options) {
+        o.filter = self.filter.get(self.percentage == Percentage::Relative);
+        o.max_stack = self.filter.max_stack.map(|n| n as usize);
+        o.percent_limit = self.percent_limit;
+    }
 }
 
 /// `--percentage` (perf's spelling).
@@ -529,9 +544,9 @@ impl ReportOpts {
             children: self.children,
             graph: None,
             event: None,
-            filter: self.filter.get(self.percentage == Percentage::Relative),
-            max_stack: self.filter.max_stack.map(|n| n as usize),
-            percent_limit: self.percent_limit,
+            filter: Default::default(),
+            max_stack: None,
+            percent_limit: None,
         }
     }
 }

@@ -1,7 +1,7 @@
 //! `labperf report FILE…`: the file's view (from its header, or --view) as a table, CSV, JSON
 //! or a self-contained HTML page.
 
-use super::opts::{EventOpt, OutputOpt, ReportOpts};
+use super::opts::{EventOpt, NarrowOpts, OutputOpt, ReportOpts};
 use anyhow::{Context, Result};
 use labperf::files::output::Dest;
 use std::io::Write;
@@ -46,6 +46,8 @@ pub struct Args {
     pub input: Vec<PathBuf>,
     #[command(flatten)]
     pub opts: ReportOpts,
+    #[command(flatten)]
+    pub narrow: NarrowOpts,
     #[command(flatten)]
     pub event: EventOpt,
     /// Plain view: the --children table and, under each of its rows, the tree of the
@@ -103,7 +105,12 @@ pub fn run(a: &Args) -> Result<()> {
         .as_deref()
         .map(labperf::files::output::Output::create)
         .transpose()?;
-    let (text, damaged) = render(&a.files(), &a.opts, graph, a.event.select())?;
+    let (text, damaged) = render(
+        &a.files(),
+        (&a.opts, Some(&a.narrow)),
+        graph,
+        a.event.select(),
+    )?;
     match out {
         Some(mut o) => {
             o.write_all(text.as_bytes())
@@ -135,14 +142,19 @@ pub fn strict_exit() -> ! {
 
 /// Builds and prints a report; warnings go to stderr. Returns whether the file was damaged.
 pub fn print(file: &std::path::Path, o: &ReportOpts) -> Result<bool> {
-    let (text, damaged) = render(std::slice::from_ref(&file.to_path_buf()), o, None, None)?;
+    let (text, damaged) = render(
+        std::slice::from_ref(&file.to_path_buf()),
+        (o, None),
+        None,
+        None,
+    )?;
     print!("{text}");
     Ok(damaged)
 }
 
 /// Builds and prints one report of several files; returns whether any was damaged.
 pub fn print_many(files: &[PathBuf], o: &ReportOpts) -> Result<bool> {
-    let (text, damaged) = render(files, o, None, None)?;
+    let (text, damaged) = render(files, (o, None), None, None)?;
     print!("{text}");
     Ok(damaged)
 }
@@ -151,7 +163,7 @@ pub fn print_many(files: &[PathBuf], o: &ReportOpts) -> Result<bool> {
 /// the recordings' facts and, when they hold samples, their flame graph.
 fn render(
     files: &[PathBuf],
-    o: &ReportOpts,
+    (o, narrow): (&ReportOpts, Option<&NarrowOpts>),
     graph: Option<labperf::views::report::Graph>,
     event: Option<labperf::record::events::Select>,
 ) -> Result<(String, bool)> {
@@ -161,11 +173,14 @@ fn render(
         .map(|f| super::import::source(f))
         .collect::<Result<_>>()?;
     super::opts::warn_wall(&srcs, event.as_ref());
-    let vo = labperf::views::view::Options {
+    let mut vo = labperf::views::view::Options {
         graph,
         event,
         ..o.view_options()
     };
+    if let Some(n) = narrow {
+        n.apply(&mut vo);
+    }
     // The HTML page of a recording with call stacks has Children beside Self.
     let vo = match o.format.get() {
         // (A file that cannot be read is the build's to explain.)

@@ -442,6 +442,11 @@ impl StackTable {
         // How far the stacks reach: user stacks as they are unwound, callchains (`-g`)
         // once every mapping is known, from the samples of each distinct stack.
         let mut quality = Quality::of_header(peek.header.as_ref());
+        // `--max-stack N` cuts callchains as the kernel's limit does (which counts its
+        // context markers too): a chain it cut is said to be cut, not to stop short.
+        if let (Some(q), Some(n)) = (quality.as_mut(), narrow.max_stack) {
+            q.max_frames = q.max_frames.min(n as u64 + 2);
+        }
         let mut raws = RawStacks::new(run, keep, events);
         let (arena, threads) = (&mut self.arena, &mut self.threads);
         let info = load::stream(src, |r| {

@@ -179,6 +179,7 @@ pub mod crc;
 pub mod decode;
 mod delta;
 pub mod encode;
+pub mod evlist;
 mod error;
 pub mod frame;
 pub mod kallsyms;

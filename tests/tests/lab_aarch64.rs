@@ -172,7 +172,8 @@ fn record_host_on_the_arm_machine_ranks_functions_by_instructions() {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(String::from_utf8_lossy(&o.stderr).contains("aarch64: agent"));
-    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // The report is on standard error: standard output, a pipe here, is the workload's.
+    let j = labperf_tests::recorded_json(&o.stderr);
     let rows = j["tables"][0]["rows"].as_array().unwrap();
     let n = |f: &str| {
         rows.iter()
@@ -421,7 +422,8 @@ fn record_host_pushes_the_aarch64_bench_and_names_its_functions() {
         err.contains("aarch64: agent") && err.contains("labperf-bench (uploaded)"),
         "{err}"
     );
-    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // The report is on standard error: standard output, a pipe here, is the workload's.
+    let j = labperf_tests::recorded_json(&o.stderr);
     for f in ["int_divider_stalls", "nops"] {
         let n = j["tables"][0]["rows"]
             .as_array()

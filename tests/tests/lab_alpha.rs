@@ -67,7 +67,8 @@ fn record_host_split(name: &str, event: &str, classes: &str, names: &[&str]) {
     assert_eq!(h.arch, Arch::Alpha);
     assert!(matches!(h.cpu, CpuId::Alpha { .. }), "{:?}", h.cpu);
     assert_eq!(h.events[0].name, event);
-    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // The report is on standard error: standard output, a pipe here, is the workload's.
+    let j = labperf_tests::recorded_json(&o.stderr);
     let rows = j["tables"][0]["rows"].as_array().unwrap();
     let n = |f: &str| {
         rows.iter()

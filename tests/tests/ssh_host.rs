@@ -68,7 +68,8 @@ fn record_host_full_flow_reports_the_bench() {
             && err.contains("fetched"),
         "{err}"
     );
-    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // The report is on standard error: standard output, a pipe here, is the workload's.
+    let j = labperf_tests::recorded_json(&o.stderr);
     for f in [
         "int_divider_stalls",
         "fp_divider_stalls",
@@ -342,7 +343,10 @@ fn fan_out_to_three_hosts_with_one_down() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(1));
-    let (stdout, err) = (String::from_utf8_lossy(&o.stdout), stderr(&o));
+    // The reports are on standard error (standard output, a pipe here, is the workloads'),
+    // from the first host's heading on.
+    let err = stderr(&o);
+    let stdout = &err[err.find("== root@127.0.0.1:").unwrap_or(0)..];
     assert_eq!(stdout.matches("== root@127.0.0.1:").count(), 2, "{stdout}");
     // Each host's report, then the two merged: its nops samples are their sum.
     let nops: Vec<u64> = stdout
@@ -1429,7 +1433,8 @@ fn a_pushed_program_runs_from_the_cache_by_hash_and_a_wrong_architecture_is_refu
     let mode = std::fs::metadata(&pushed[0]).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o755);
     // The report names its function, from the local copy (stored by its build-id).
-    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // The report is on standard error: standard output, a pipe here, is the workload's.
+    let j = labperf_tests::recorded_json(&o.stderr);
     let spin = j["tables"][0]["rows"]
         .as_array()
         .unwrap()

@@ -212,10 +212,8 @@ fn report_each(
                 d.file.display()
             );
         } else if !a.no_report {
-            if hosts > 1 {
-                super::report::recorded_out(&format!("== {} ==\n", show(&d.name)));
-            }
-            if let Err(e) = super::report::print(&d.file, &a.report) {
+            let heading = (hosts > 1).then(|| format!("== {} ==", show(&d.name)));
+            if let Err(e) = super::report::print(&d.file, &a.report, heading.as_deref()) {
                 eprintln!(
                     "[{}] error: {}",
                     show(&d.name),
@@ -255,8 +253,8 @@ fn report_merged(a: &Args, results: &[(String, Result<lab::Done>)], hosts: usize
         )
     });
     if !a.no_report && hosts > 1 && files.len() > 1 && plain {
-        super::report::recorded_out(&format!("== {} hosts merged ==\n", files.len()));
-        if let Err(e) = super::report::print_many(&files, &a.report) {
+        let heading = format!("== {} hosts merged ==", files.len());
+        if let Err(e) = super::report::print_many(&files, &a.report, Some(&heading)) {
             eprintln!("error: the merged report: {e:#}");
             failed += 1;
         }
@@ -294,7 +292,7 @@ fn on_this_machine(a: &Args, agent_args: &[String]) -> Result<()> {
             a.rec.file.output.display()
         );
     } else if !a.no_report {
-        super::report::print(&a.rec.file.output, &a.report)?;
+        super::report::print(&a.rec.file.output, &a.report, None)?;
     }
     pass_on(f.status);
     Ok(())

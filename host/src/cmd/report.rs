@@ -165,16 +165,18 @@ fn recorded_graph(files: &[PathBuf], o: &ReportOpts) -> Option<labperf::views::r
 }
 
 /// Builds and prints `record`'s report of its file (where [`recorded_out`] writes; after
-/// `-g` with Children and the caller tree); warnings go to stderr. Returns whether the
-/// file was damaged.
-pub fn print(file: &std::path::Path, o: &ReportOpts) -> Result<bool> {
-    print_many(std::slice::from_ref(&file.to_path_buf()), o)
+/// `-g` with Children and the caller tree), under `heading` when given (a host's name);
+/// warnings go to stderr first. Returns whether the file was damaged.
+pub fn print(file: &std::path::Path, o: &ReportOpts, heading: Option<&str>) -> Result<bool> {
+    print_many(std::slice::from_ref(&file.to_path_buf()), o, heading)
 }
 
 /// [`print`] of one report of several files; returns whether any was damaged.
-pub fn print_many(files: &[PathBuf], o: &ReportOpts) -> Result<bool> {
+pub fn print_many(files: &[PathBuf], o: &ReportOpts, heading: Option<&str>) -> Result<bool> {
     let (text, damaged) = render(files, o, recorded_graph(files, o), None)?;
-    recorded_out(&text);
+    // The heading right above its report, after the warnings (one stream when redirected).
+    let heading = heading.map(|h| format!("{h}\n")).unwrap_or_default();
+    recorded_out(&format!("{heading}{text}"));
     Ok(damaged)
 }
 

@@ -39,7 +39,9 @@ pub fn items(value: &str) -> Result<Vec<&str>, String> {
             '/' => pmu = !pmu,
             '{' if !pmu => {
                 if group || closed.is_some() || !value[start..i].trim().is_empty() {
-                    return Err(bad("a '{' starts a group only at the start of an item, and groups do not nest"));
+                    return Err(bad(
+                        "a '{' starts a group only at the start of an item, and groups do not nest",
+                    ));
                 }
                 group = true;
             }
@@ -62,7 +64,9 @@ pub fn items(value: &str) -> Result<Vec<&str>, String> {
         return Err(bad("a group's '{' has no closing '}'"));
     }
     if pmu {
-        return Err(bad("a PMU event is written pmu/terms/ and needs the closing '/'"));
+        return Err(bad(
+            "a PMU event is written pmu/terms/ and needs the closing '/'",
+        ));
     }
     out.push(item(value, &value[start..], closed.map(|c| c - start))?);
     Ok(out)
@@ -73,7 +77,9 @@ fn item<'a>(value: &str, s: &'a str, closed: Option<usize>) -> Result<&'a str, S
     if let Some(c) = closed {
         let after = &s[c + 1..];
         let mods = after.trim_end().strip_prefix(':');
-        if !after.trim().is_empty() && !mods.is_some_and(|m| m.chars().all(|c| MODIFIERS.contains(c))) {
+        if !after.trim().is_empty()
+            && !mods.is_some_and(|m| m.chars().all(|c| MODIFIERS.contains(c)))
+        {
             return Err(format!(
                 "event list '{value}': after a group's '}}' only ':' and modifiers ({MODIFIERS}) may follow, not '{}'",
                 after.trim()
@@ -102,7 +108,9 @@ pub fn members(item: &str) -> Result<(Vec<String>, bool), String> {
     let mods = mods.trim().trim_start_matches(':');
     let mut v = Vec::new();
     // The members are a comma list without groups: `items` splits it.
-    for m in items(inner).map_err(|_| format!("event group '{item}' is malformed: {{a,b}}, each member an event"))? {
+    for m in items(inner)
+        .map_err(|_| format!("event group '{item}' is malformed: {{a,b}}, each member an event"))?
+    {
         if m.starts_with('{') {
             return Err(format!("event group '{item}': groups do not nest"));
         }
@@ -158,7 +166,10 @@ mod tests {
 
     #[test]
     fn a_group_s_modifiers_go_to_each_member() {
-        assert_eq!(members("cycles:u").unwrap(), (alloc::vec!["cycles:u".into()], false));
+        assert_eq!(
+            members("cycles:u").unwrap(),
+            (alloc::vec!["cycles:u".into()], false)
+        );
         assert_eq!(
             members("{a,b:u}:k").unwrap(),
             (alloc::vec!["a:k".into(), "b:uk".into()], true)

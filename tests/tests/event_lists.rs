@@ -68,7 +68,12 @@ fn prog(dir: &Path) -> PathBuf {
     std::fs::write(&src, PROG).unwrap();
     let exe = dir.join("prog");
     let o = Command::new("gcc")
-        .args(["-O2", "-fno-omit-frame-pointer", "-mno-omit-leaf-frame-pointer", "-o"])
+        .args([
+            "-O2",
+            "-fno-omit-frame-pointer",
+            "-mno-omit-leaf-frame-pointer",
+            "-o",
+        ])
         .arg(&exe)
         .arg(&src)
         .output()
@@ -89,11 +94,7 @@ fn labperf(args: &[&str], agent: Option<&Path>) -> Output {
         c.env("LABPERF_AGENT", a);
     }
     let o = c.output().unwrap();
-    assert!(
-        o.status.success(),
-        "labperf {args:?}: {}",
-        text(&o.stderr)
-    );
+    assert!(o.status.success(), "labperf {args:?}: {}", text(&o.stderr));
     o
 }
 
@@ -123,7 +124,10 @@ fn count(summary: &str, event: &str) -> f64 {
 fn header_events(file: &Path) -> Vec<(String, Option<u32>)> {
     let h = decode_all(&std::fs::read(file).unwrap()).header;
     let h = h.unwrap_or_else(|| panic!("{} has no header", file.display()));
-    h.events.iter().map(|e| (e.name.clone(), e.leader)).collect()
+    h.events
+        .iter()
+        .map(|e| (e.name.clone(), e.leader))
+        .collect()
 }
 
 /// task-clock against the program's own CPU clock (which also holds the forked child's time
@@ -150,7 +154,15 @@ fn stat_takes_comma_lists_and_groups_each_member_counted() {
     // perf's most common spelling; cycles has no PMU on a machine without one: said, and
     // the other events counted.
     let o = labperf(
-        &["stat", "-e", "task-clock,page-faults,cycles", "--", p, "2000", "40"],
+        &[
+            "stat",
+            "-e",
+            "task-clock,page-faults,cycles",
+            "--",
+            p,
+            "2000",
+            "40",
+        ],
         None,
     );
     let e = text(&o.stderr);
@@ -159,7 +171,8 @@ fn stat_takes_comma_lists_and_groups_each_member_counted() {
         assert!(e.contains("'cycles' is not supported here"), "{e}");
         // perf's line for it in the summary (`perf stat` prints the same here).
         assert!(
-            e.lines().any(|l| l.trim_end() == "   <not supported>      cycles"),
+            e.lines()
+                .any(|l| l.trim_end() == "   <not supported>      cycles"),
             "{e}"
         );
     } else {
@@ -197,7 +210,15 @@ fn stat_takes_comma_lists_and_groups_each_member_counted() {
     );
     // Modifiers of a group go to each member: user mode only.
     let o = labperf(
-        &["stat", "-e", "{task-clock,page-faults}:u", "--", p, "1000", "20"],
+        &[
+            "stat",
+            "-e",
+            "{task-clock,page-faults}:u",
+            "--",
+            p,
+            "1000",
+            "20",
+        ],
         None,
     );
     let e = text(&o.stderr);
@@ -210,7 +231,12 @@ fn the_rust_agent_splits_its_own_event_lists() {
     let d = scratch("evlist-agent");
     let p = prog(&d);
     let o = Command::new(bin("labperf-agent"))
-        .args(["stat", "-e", "task-clock,{page-faults,context-switches}", "--"])
+        .args([
+            "stat",
+            "-e",
+            "task-clock,{page-faults,context-switches}",
+            "--",
+        ])
         .arg(&p)
         .args(["1500", "20"])
         .output()
@@ -238,7 +264,15 @@ fn comma_lists_reach_the_c_agent_one_event_each() {
     let p = p.to_str().unwrap();
     let agent = c_agent();
     let o = labperf(
-        &["stat", "-e", "task-clock,page-faults", "--", p, "2000", "40"],
+        &[
+            "stat",
+            "-e",
+            "task-clock,page-faults",
+            "--",
+            p,
+            "2000",
+            "40",
+        ],
         Some(&agent),
     );
     check_counts(&text(&o.stderr), 2000.0);
@@ -267,7 +301,17 @@ fn comma_lists_reach_the_c_agent_one_event_each() {
 
 /// `labperf report --format json --top 0 FILE`: each table's event and its total period.
 fn tables(f: &Path) -> BTreeMap<String, u64> {
-    let o = labperf(&["report", "--format", "json", "--top", "0", f.to_str().unwrap()], None);
+    let o = labperf(
+        &[
+            "report",
+            "--format",
+            "json",
+            "--top",
+            "0",
+            f.to_str().unwrap(),
+        ],
+        None,
+    );
     let j: Value = serde_json::from_slice(&o.stdout).unwrap();
     let mut t = BTreeMap::new();
     for table in j["tables"].as_array().unwrap() {
@@ -315,7 +359,11 @@ fn record_takes_comma_lists_and_groups() {
         None,
     );
     let t = tables(&f);
-    assert_eq!(t.keys().collect::<Vec<_>>(), ["cpu-clock", "page-faults"], "{t:?}");
+    assert_eq!(
+        t.keys().collect::<Vec<_>>(),
+        ["cpu-clock", "page-faults"],
+        "{t:?}"
+    );
     assert!(
         (16_000..=24_500).contains(&t["page-faults"]),
         "{t:?} for 20000 pages"
@@ -347,12 +395,20 @@ fn record_takes_comma_lists_and_groups() {
         ]
     );
     let t = tables(&f);
-    assert_eq!(t.keys().collect::<Vec<_>>(), ["cpu-clock", "task-clock"], "{t:?}");
+    assert_eq!(
+        t.keys().collect::<Vec<_>>(),
+        ["cpu-clock", "task-clock"],
+        "{t:?}"
+    );
     // A malformed list is refused before anything runs, naming the value.
     let o = Command::new(bin("labperf"))
         .args(["record", "-e", "cpu-clock,,page-faults", "--", p, "0", "0"])
         .output()
         .unwrap();
     assert!(!o.status.success());
-    assert!(text(&o.stderr).contains("'cpu-clock,,page-faults' has an empty item"), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("'cpu-clock,,page-faults' has an empty item"),
+        "{}",
+        text(&o.stderr)
+    );
 }

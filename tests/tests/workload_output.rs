@@ -54,7 +54,13 @@ fn prog(dir: &Path) -> PathBuf {
     std::fs::write(&src, PROG).unwrap();
     let exe = dir.join("prog");
     let o = Command::new("gcc")
-        .args(["-O1", "-fno-omit-frame-pointer", "-mno-omit-leaf-frame-pointer", "-fno-inline", "-o"])
+        .args([
+            "-O1",
+            "-fno-omit-frame-pointer",
+            "-mno-omit-leaf-frame-pointer",
+            "-fno-inline",
+            "-o",
+        ])
         .arg(&exe)
         .arg(&src)
         .output()
@@ -103,7 +109,10 @@ fn a_redirected_stdout_holds_only_the_workload_s_bytes() {
     let report = e.find("# ").unwrap_or_else(|| panic!("no report in:\n{e}"));
     assert!(before < after && after < report, "{e}");
     assert!(e[report..].contains("samples of event 'cpu-clock'"), "{e}");
-    assert!(e[report..].contains("outer") || e[report..].contains("inner"), "{e}");
+    assert!(
+        e[report..].contains("outer") || e[report..].contains("inner"),
+        "{e}"
+    );
     // --no-report: nothing of labperf's on standard output either.
     let o = record(&["-e", "cpu-clock", "--no-report"], &f, &p);
     assert_eq!(o.stdout, alone.stdout);
@@ -127,7 +136,10 @@ fn after_g_the_report_shows_children_and_the_caller_tree() {
     assert!(want.status.success(), "{}", text(&want.stderr));
     let want = text(&want.stdout);
     assert!(want.contains("Children"), "{want}");
-    assert!(report.starts_with(&want), "record's report:\n{report}\nreport --call-graph caller:\n{want}");
+    assert!(
+        report.starts_with(&want),
+        "record's report:\n{report}\nreport --call-graph caller:\n{want}"
+    );
     // The tree: main calls outer, which calls inner.
     let tree: Vec<&str> = want
         .lines()

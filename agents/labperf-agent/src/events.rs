@@ -69,7 +69,10 @@ pub fn sysfs_devices() -> String {
 /// (its members, each with the group's modifiers; true) or a single event (false).
 pub fn parse_list(s: &str) -> Result<(Vec<EventSpec>, bool), String> {
     let (names, grouped) = labperf_common::evlist::members(s)?;
-    let v = names.iter().map(|n| parse(n)).collect::<Result<Vec<_>, _>>()?;
+    let v = names
+        .iter()
+        .map(|n| parse(n))
+        .collect::<Result<Vec<_>, _>>()?;
     Ok((v, grouped))
 }
 

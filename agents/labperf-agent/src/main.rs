@@ -604,7 +604,7 @@ mod tests {
         .unwrap();
         assert_eq!(o.events, ["cpu-clock"]);
         // perf's comma lists: one event or group per item, -e repeated or not.
-        let o = parse_opts(s(&[
+        let listed = parse_opts(s(&[
             "-e",
             "task-clock,{cs,page-faults}:u",
             "--event=cycles",
@@ -612,7 +612,10 @@ mod tests {
             "p",
         ]))
         .unwrap();
-        assert_eq!(o.events, ["task-clock", "{cs,page-faults}:u", "cycles"]);
+        assert_eq!(
+            listed.events,
+            ["task-clock", "{cs,page-faults}:u", "cycles"]
+        );
         assert!(parse_opts(s(&["-e", "a,,b", "--", "p"]))
             .unwrap_err()
             .contains("empty item"));

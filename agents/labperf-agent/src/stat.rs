@@ -271,7 +271,10 @@ fn open_counters(o: &Opts, target: &Target) -> Result<Counters, Fail> {
                     continue;
                 }
             }
-            let group = leader.as_ref().filter(|_| member).map(|(_, f)| f.as_slice());
+            let group = leader
+                .as_ref()
+                .filter(|_| member)
+                .map(|(_, f)| f.as_slice());
             match open_each(&plan, &tids, &cpus, group) {
                 Ok(fds) => {
                     if grouped && i == 0 {

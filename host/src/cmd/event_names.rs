@@ -181,10 +181,19 @@ mod tests {
         assert!(event_spec("task-clock,page-fault")
             .unwrap_err()
             .contains("did you mean page-faults?"));
-        assert!(event_spec("task-clock,,cs").unwrap_err().contains("empty item"));
+        assert!(event_spec("task-clock,,cs")
+            .unwrap_err()
+            .contains("empty item"));
         assert_eq!(
             agent_args(&["task-clock,{cs,page-faults}:u".into(), "cycles".into()]),
-            ["-e", "task-clock", "-e", "{cs,page-faults}:u", "-e", "cycles"]
+            [
+                "-e",
+                "task-clock",
+                "-e",
+                "{cs,page-faults}:u",
+                "-e",
+                "cycles"
+            ]
         );
         assert_eq!(
             nearest("instrctions", &none).as_deref(),

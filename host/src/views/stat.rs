@@ -278,7 +278,13 @@ pub fn summary(runs: &[Run], target: &Target, style: Style) -> String {
     }
     // perf's line of an event the machine cannot count: no count, no metric.
     for name in &first.unsupported {
-        let _ = writeln!(s, "{:>18} {:<4} {name:<32}{}", "<not supported>", "", " ".repeat(28));
+        let _ = writeln!(
+            s,
+            "{:>18} {:<4} {name:<32}{}",
+            "<not supported>",
+            "",
+            " ".repeat(28)
+        );
     }
     s.push('\n');
     if repeated {
@@ -376,17 +382,23 @@ mod tests {
         // task-clock,cycles` without a hardware PMU), 84 characters.
         let mut r = run(1_233_000, 2, 102_537_860);
         r.unsupported = vec!["cycles".into()];
-        let s = summary(&[r], &Target::Command(vec!["true".into()]), Style {
-            big_num: false,
-            intervals: false,
-        });
+        let s = summary(
+            &[r],
+            &Target::Command(vec!["true".into()]),
+            Style {
+                big_num: false,
+                intervals: false,
+            },
+        );
         let l = s.lines().find(|l| l.contains("<not supported>")).unwrap();
         assert_eq!(
             l,
             format!("   <not supported>      cycles{}", " ".repeat(54))
         );
         assert_eq!(
-            unsupported("'cycles' is not supported here (no such event on this machine's PMU): left out"),
+            unsupported(
+                "'cycles' is not supported here (no such event on this machine's PMU): left out"
+            ),
             Some("cycles")
         );
         assert_eq!(unsupported("kernel mode not counted"), None);

@@ -276,8 +276,15 @@ pub fn summary(runs: &[Run], target: &Target, style: Style) -> String {
         }
         s.push('\n');
     }
-    // perf's line of an event the machine cannot count: no count, no metric.
-    for name in &first.unsupported {
+    not_supported(&mut s, &first.unsupported);
+    s.push('\n');
+    times(&mut s, first, repeated, (wall, wall_error));
+    s
+}
+
+/// perf's line of each event the machine cannot count: no count, no metric.
+fn not_supported(s: &mut String, names: &[String]) {
+    for name in names {
         let _ = writeln!(
             s,
             "{:>18} {:<4} {name:<32}{}",
@@ -286,7 +293,11 @@ pub fn summary(runs: &[Run], target: &Target, style: Style) -> String {
             " ".repeat(28)
         );
     }
-    s.push('\n');
+}
+
+/// The elapsed time (`-r`'s mean and noise) and, for one run, the workload's user and
+/// system times.
+fn times(s: &mut String, first: &Run, repeated: bool, (wall, wall_error): (f64, f64)) {
     if repeated {
         let sd = wall_error / 1e9;
         // perf: two digits more than the deviation's first significant one.
@@ -314,7 +325,6 @@ pub fn summary(runs: &[Run], target: &Target, style: Style) -> String {
         }
         s.push('\n');
     }
-    s
 }
 
 #[cfg(test)]

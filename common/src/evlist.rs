@@ -11,8 +11,9 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 /// The modifier letters the agents take after an event's `:` (perf's subset): `u` user mode,
-/// `k` kernel mode, `h` hypervisor (ignored), `p`/`P` precise (asked of the PMU where it has
-/// it), `S` a group's leader samples the others (what a labperf group always does).
+/// `k` kernel mode; `S` (a group's leader samples, the others are read in each sample) is
+/// what a labperf group always does; `h` (hypervisor) and `p`/`P` (precise) are taken and
+/// change nothing: the agents open every event with exclude_hv and precise_ip 0.
 pub const MODIFIERS: &str = "ukhpPS";
 
 /// An event's name and its modifiers (`cycles:u` → (`cycles`, `u`)); a `:` followed by

@@ -744,8 +744,9 @@ fn alpha_agent_deploys_runs_under_binfmt_qemu_alpha_and_reports_profileme() {
     assert_eq!(h.arch, labperf_common::Arch::Alpha);
     assert_eq!(h.mode, "replay");
     assert_eq!(d.trailer.unwrap().exit.code, Some(0));
-    // The report printed after the run is the ProfileMe one, by PC: the branch row first.
-    let stdout = String::from_utf8_lossy(&o.stdout);
+    // The report printed after the run is the ProfileMe one, by PC: the branch row first
+    // (on standard error: standard output, a pipe here, is the workload's).
+    let stdout = err;
     let branch = first_conditional_branch("branch_mispredicts");
     let line = stdout
         .lines()

@@ -536,7 +536,7 @@ fn probe_deploy_and_stat_through_a_hosts_file() {
         "--host",
         "lab-a",
         "-e",
-        "task-clock",
+        "task-clock,{page-faults,context-switches}",
         "-I",
         "100",
         "-o",
@@ -551,7 +551,23 @@ fn probe_deploy_and_stat_through_a_hosts_file() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).contains("task-clock") && stderr(&o).contains("seconds time elapsed"));
     let d = decode_all(&std::fs::read(&out).unwrap());
-    assert_eq!(d.header.unwrap().mode, "stat");
+    let h = d.header.unwrap();
+    assert_eq!(h.mode, "stat");
+    // perf's event list on the lab machine: an event and a group counted together.
+    let events: Vec<(&str, Option<u32>)> = h
+        .events
+        .iter()
+        .map(|e| (e.name.as_str(), e.leader))
+        .collect();
+    assert_eq!(
+        events,
+        [
+            ("task-clock", None),
+            ("page-faults", None),
+            ("context-switches", Some(1))
+        ]
+    );
+    assert!(stderr(&o).contains(" page-faults ") && stderr(&o).contains(" context-switches "));
     assert!(d.records.len() >= 4);
     // A name that is neither in the hosts file nor resolvable fails clearly.
     let o = labperf(&["probe", "no-such-lab-host.invalid"]);

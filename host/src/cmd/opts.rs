@@ -48,7 +48,9 @@ pub struct HostsFileOpt {
 /// `-e/--event`: the events the agent samples or counts (`record`, `stat`).
 #[derive(Debug, Clone, clap::Args)]
 pub struct EventsOpt {
-    /// Event to sample (repeatable): cycles, cpu-clock, rHEX, pmu/event/, or a group {a,b}.
+    /// Events to sample, as perf spells them: a comma list (-e cpu-clock,page-faults) or -e
+    /// repeated; each cycles, cpu-clock, rHEX, pmu/event/ or a group {a,b} (its leader
+    /// samples, the others are read in each sample: perf's :S); :u, :k modifiers.
     /// Without a hardware PMU, hardware events fall back to cpu-clock. User and kernel mode
     /// are both sampled where the kernel allows it (root, CAP_PERFMON, or
     /// perf_event_paranoid <= 1), as perf does: `:u` samples user mode only, `:k` kernel

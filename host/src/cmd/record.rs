@@ -11,7 +11,7 @@ use std::path::PathBuf;
 /// Record a workload with the agent, then print its profile.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "EXAMPLES:\n  labperf record --local -- ./target/release/labperf-bench --duration 2\n  labperf record -F 999 ./my-prog --its-flag   # no `--` needed: what follows the program is its own\n  labperf record -p 1234 --duration 5 -o p.lpr   # a process already running (-t TID: one thread)\n  labperf record --local -e cpu-clock -c 100000 -o run.lpr -- make -j2\n  labperf record --local --no-report -- ./my-prog --flag 'an argument'\n  labperf record --local -g -- ./labperf-bench --calls   # call stacks; then: labperf report --children\n  labperf record -a --duration 5 -o box.lpr   # the whole machine (root); then: labperf report box.lpr --by comm\n  labperf record --host arm1 -C 0-1 -e cycles --duration 10\n  labperf record --host arm1 --metrics --no-report -o m.lpr -- ./my-prog   # then: labperf report m.lpr\n  labperf record --host alpha1 --profileme -o pm.lpr -- ./my-prog\n  labperf record --host arm1,arm2,x86a -o run.lpr -- ./my-prog   # one file per host, then all merged\n  labperf record --host arm1 --push target/aarch64-unknown-linux-musl/release/my-prog -- my-prog --flag\n\nThe report printed after recording (and `labperf report FILE` later) is the view the\nrecording's kind names: per function, metrics, TopDown, ProfileMe or mem."
+    after_help = "EXAMPLES:\n  labperf record --local -- ./target/release/labperf-bench --duration 2\n  labperf record -F 999 ./my-prog --its-flag   # no `--` needed: what follows the program is its own\n  labperf record -p 1234 --duration 5 -o p.lpr   # a process already running (-t TID: one thread)\n  labperf record --local -e cpu-clock -c 100000 -o run.lpr -- make -j2\n  labperf record --local --no-report -- ./my-prog --flag 'an argument'\n  labperf record --local -g -- ./labperf-bench --calls   # call stacks; then: labperf report --children\n  labperf record -a --duration 5 -o box.lpr   # the whole machine (root); then: labperf report box.lpr --by comm\n  labperf record --host arm1 -C 0-1 -e cycles --duration 10\n  labperf record --host arm1 --metrics --no-report -o m.lpr -- ./my-prog   # then: labperf report m.lpr\n  labperf record --host alpha1 --profileme -o pm.lpr -- ./my-prog\n  labperf record --host arm1,arm2,x86a -o run.lpr -- ./my-prog   # one file per host, then all merged\n  labperf record --host arm1 --push target/aarch64-unknown-linux-musl/release/my-prog -- my-prog --flag\n\nThe report printed after recording (and `labperf report FILE` later) is the view the\nrecording's kind names: per function, metrics, TopDown, ProfileMe or mem; after -g, the\nChildren table with the caller tree under each row, as perf report's. It is printed on\nstandard output when that is a terminal, else on standard error: a redirected standard\noutput holds only the workload's own bytes (`labperf record -- ./prog > out`)."
 )]
 pub struct Args {
     /// The workload and its arguments, passed on exactly as given (byte for byte): after
@@ -85,9 +85,7 @@ fn agent_args(r: &RecordOpts, s: &SpecialOpts) -> Vec<String> {
     if let Some(f) = &s.replay_ring {
         v.extend(["--replay-ring".to_string(), f.clone()]);
     }
-    for e in &r.event.events {
-        v.extend(["-e".to_string(), e.clone()]);
-    }
+    v.extend(super::event_names::agent_args(&r.event.events));
     match (r.g, r.call_graph) {
         (_, Some(c)) => v.extend(["--call-graph".to_string(), c.arg()]),
         (true, None) => v.extend(["--call-graph".to_string(), "fp".into()]),
@@ -214,10 +212,8 @@ fn report_each(
                 d.file.display()
             );
         } else if !a.no_report {
-            if hosts > 1 {
-                println!("== {} ==", show(&d.name));
-            }
-            if let Err(e) = super::report::print(&d.file, &a.report) {
+            let heading = (hosts > 1).then(|| format!("== {} ==", show(&d.name)));
+            if let Err(e) = super::report::print(&d.file, &a.report, heading.as_deref()) {
                 eprintln!(
                     "[{}] error: {}",
                     show(&d.name),
@@ -257,8 +253,8 @@ fn report_merged(a: &Args, results: &[(String, Result<lab::Done>)], hosts: usize
         )
     });
     if !a.no_report && hosts > 1 && files.len() > 1 && plain {
-        println!("== {} hosts merged ==", files.len());
-        if let Err(e) = super::report::print_many(&files, &a.report) {
+        let heading = format!("== {} hosts merged ==", files.len());
+        if let Err(e) = super::report::print_many(&files, &a.report, Some(&heading)) {
             eprintln!("error: the merged report: {e:#}");
             failed += 1;
         }
@@ -296,7 +292,7 @@ fn on_this_machine(a: &Args, agent_args: &[String]) -> Result<()> {
             a.rec.file.output.display()
         );
     } else if !a.no_report {
-        super::report::print(&a.rec.file.output, &a.report)?;
+        super::report::print(&a.rec.file.output, &a.report, None)?;
     }
     pass_on(f.status);
     Ok(())

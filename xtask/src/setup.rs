@@ -216,6 +216,10 @@ const PACK: Why = why(
     &[Dist, Lab],
     "packing releases (dist), unpacking the lab kernel's source",
 );
+const MANUAL: Why = why(
+    &[Dist],
+    "dist reads the archive's manual pages with man (man-db) and loads its bash completion, as a user would (xtask/src/dist/docs.rs)",
+);
 const PERF_LIBS: Why = why(
     &[Bench],
     "bench sizes the distribution's perf and its libraries",
@@ -322,6 +326,8 @@ pub const PROGRAMS: &[(&str, &str, Why)] = &[
     ("file", "file", AGENT_CHECK),
     ("ldd", "libc-bin", PERF_LIBS),
     ("tar", "tar", PACK),
+    ("man", "man-db", MANUAL),
+    ("bash", "bash", MANUAL),
     ("chroot", "coreutils", PACK),
     // Process and mount tools the tests use.
     ("setpriv", "util-linux", PROCESS),

@@ -235,6 +235,44 @@ impl CallGraph {
     }
 }
 
+/// `-F`: a frequency in Hz, or `max`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Freq {
+    Hz(u64),
+    /// The kernel's limit, kernel.perf_event_max_sample_rate, of the machine recorded.
+    Max,
+}
+
+impl std::str::FromStr for Freq {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Freq, String> {
+        match s {
+            "max" => Ok(Freq::Max),
+            _ => s.parse().map(Freq::Hz).map_err(|_| {
+                format!("takes samples per second (a whole number) or `max`, not '{s}'")
+            }),
+        }
+    }
+}
+
+/// Where the kernel keeps its limit of `-F`.
+pub const MAX_SAMPLE_RATE: &str = "/proc/sys/kernel/perf_event_max_sample_rate";
+
+impl Freq {
+    /// The frequency in Hz on this machine: `max` is its kernel's limit.
+    pub fn here(self) -> anyhow::Result<u64> {
+        match self {
+            Freq::Hz(n) => Ok(n),
+            Freq::Max => std::fs::read_to_string(MAX_SAMPLE_RATE)
+                .ok()
+                .and_then(|s| s.trim().parse().ok())
+                .ok_or_else(|| {
+                    anyhow::anyhow!("-F max: cannot read {MAX_SAMPLE_RATE}: give -F HZ")
+                }),
+        }
+    }
+}
+
 /// `-m/--mmap-pages`: a power of two from 1 to 65536 (the agent's range).
 fn mmap_pages(s: &str) -> Result<u32, String> {
     match s.parse::<u32>() {
@@ -255,9 +293,10 @@ pub struct RecordOpts {
     /// Sample every N events (ns for cpu-clock).
     #[arg(short = 'c', long, conflicts_with = "freq", help_heading = "Sampling")]
     pub period: Option<u64>,
-    /// Sample about HZ times per second.
-    #[arg(short = 'F', long, help_heading = "Sampling")]
-    pub freq: Option<u64>,
+    /// Sample about HZ times per second; `max`: as often as the kernel allows
+    /// (kernel.perf_event_max_sample_rate, as perf's -F max).
+    #[arg(short = 'F', long, value_name = "HZ", help_heading = "Sampling")]
+    pub freq: Option<Freq>,
     /// Record a process already running (as perf record -p) instead of a command: all its
     /// threads, until it exits, --duration SECS or Ctrl-C (on a lab machine with --host,
     /// a process there).

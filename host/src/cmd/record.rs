@@ -54,7 +54,8 @@ pub struct Args {
 }
 
 /// The agent options of a recording, as the agent's command line takes them.
-fn agent_args(r: &RecordOpts, s: &SpecialOpts) -> Vec<String> {
+/// `-F max` is this machine's limit (a lab machine's is refused before: see `run`).
+fn agent_args(r: &RecordOpts, s: &SpecialOpts) -> Result<Vec<String>> {
     let metrics = s.metrics;
     let mut v = Vec::new();
     if metrics {
@@ -109,7 +110,7 @@ fn agent_args(r: &RecordOpts, s: &SpecialOpts) -> Vec<String> {
         v.extend(["--duration".to_string(), d.to_string()]);
     }
     if let Some(f) = r.freq {
-        v.extend(["-F".to_string(), f.to_string()]);
+        v.extend(["-F".to_string(), f.here()?.to_string()]);
     }
     if let Some(p) = r.pid {
         v.extend(["--pid".to_string(), p.to_string()]);
@@ -120,7 +121,7 @@ fn agent_args(r: &RecordOpts, s: &SpecialOpts) -> Vec<String> {
     if let Some(m) = r.mmap_pages {
         v.extend(["--mmap-pages".to_string(), m.to_string()]);
     }
-    v
+    Ok(v)
 }
 
 /// Exits with the workload's status when it failed (what `record` passes on), saying how
@@ -153,7 +154,13 @@ pub fn run(a: &Args) -> Result<()> {
             a.command[0].to_string_lossy()
         );
     }
-    let agent_args = agent_args(&a.rec, &a.special);
+    if a.rec.freq == Some(super::opts::Freq::Max) && !a.hosts.host.is_empty() {
+        bail!(
+            "-F max with --host is not there yet: give -F HZ (a lab machine's limit is its {})",
+            super::opts::MAX_SAMPLE_RATE
+        );
+    }
+    let agent_args = agent_args(&a.rec, &a.special)?;
     if labperf::files::output::is_stdout(&a.rec.file.output) {
         lab::record_output(&a.rec.file.output)?;
     }

@@ -29,11 +29,17 @@ struct Cli {
     /// Print no warnings or notes of report, export or diff, no "written to" lines and no
     /// progress of a local recording (errors still print; the agent's and the workload's
     /// own lines are theirs).
-    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    #[arg(
+        short,
+        long,
+        global = true,
+        conflicts_with = "verbose",
+        help_heading = "Global options"
+    )]
     quiet: bool,
     /// Say more: the agent command each run starts, and C++ functions with their whole
     /// signature (as perf's -v; `--full-names`).
-    #[arg(short, long, global = true)]
+    #[arg(short, long, global = true, help_heading = "Global options")]
     verbose: bool,
 }
 

@@ -284,19 +284,31 @@ fn mmap_pages(s: &str) -> Result<u32, String> {
 }
 
 /// Options that shape a recording, shared with remote recording; `record --help` shows
-/// them under headings, the common ones first (sampling, output, call graphs), the
-/// special PMUs' and the metrics' after the lab machines'.
+/// the ten a perf user reaches for first, without a heading (-e, -F, -c, -g, --call-graph,
+/// -o, -p, -a, --duration, and record's --no-report), then the rest of the sampling's, and
+/// the special PMUs' and the metrics' after the lab machines'.
 #[derive(Debug, Clone, clap::Args)]
 pub struct RecordOpts {
-    #[command(flatten, next_help_heading = "Sampling")]
+    #[command(flatten)]
     pub event: EventsOpt,
-    /// Sample every N events (ns for cpu-clock).
-    #[arg(short = 'c', long, conflicts_with = "freq", help_heading = "Sampling")]
-    pub period: Option<u64>,
     /// Sample about HZ times per second; `max`: as often as the kernel allows
     /// (kernel.perf_event_max_sample_rate, as perf's -F max).
-    #[arg(short = 'F', long, value_name = "HZ", help_heading = "Sampling")]
+    #[arg(short = 'F', long, value_name = "HZ")]
     pub freq: Option<Freq>,
+    /// Sample every N events (ns for cpu-clock).
+    #[arg(short = 'c', long, value_name = "N", conflicts_with = "freq")]
+    pub period: Option<u64>,
+    /// Record each sample's call stack (as --call-graph fp).
+    #[arg(short = 'g')]
+    pub g: bool,
+    /// Record each sample's call stack: fp walks the frame pointers (the workload must be
+    /// built with them; user frames, and kernel frames of :k events); dwarf[,SIZE] copies
+    /// SIZE bytes of user stack (default 8192) and unwinds them here with the binaries'
+    /// DWARF CFI (any build; each stack is sent as what changed since the thread's last).
+    #[arg(long, value_name = "MODE")]
+    pub call_graph: Option<CallGraph>,
+    #[command(flatten)]
+    pub file: RecordFileOpt,
     /// Record a process already running (as perf record -p) instead of a command: all its
     /// threads, until it exits, --duration SECS or Ctrl-C (on a lab machine with --host,
     /// a process there).
@@ -304,10 +316,18 @@ pub struct RecordOpts {
         short = 'p',
         long,
         value_name = "PID",
-        conflicts_with_all = ["tid", "all_cpus", "cpus"],
-        help_heading = "Sampling"
+        conflicts_with_all = ["tid", "all_cpus", "cpus"]
     )]
     pub pid: Option<u32>,
+    /// Record the whole machine: every task on every CPU (one ring buffer per CPU), for
+    /// --duration SECS or while CMD runs; events without :u/:k sample kernel mode too,
+    /// named from the machine's kallsyms. Needs root, CAP_PERFMON or
+    /// kernel.perf_event_paranoid at 0 or below there.
+    #[arg(short = 'a', long)]
+    pub all_cpus: bool,
+    /// With -a/-C/-p/-t: record SECS seconds (a CMD still running then is stopped).
+    #[arg(long, value_name = "SECS")]
+    pub duration: Option<f64>,
     /// Record one thread already running (as perf record -t), until it exits, --duration
     /// SECS or Ctrl-C.
     #[arg(
@@ -318,12 +338,6 @@ pub struct RecordOpts {
         help_heading = "Sampling"
     )]
     pub tid: Option<u32>,
-    /// Record the whole machine: every task on every CPU (one ring buffer per CPU), for
-    /// --duration SECS or while CMD runs; events without :u/:k sample kernel mode too,
-    /// named from the machine's kallsyms. Needs root, CAP_PERFMON or
-    /// kernel.perf_event_paranoid at 0 or below there.
-    #[arg(short = 'a', long, help_heading = "Sampling")]
-    pub all_cpus: bool,
     /// As -a, on these CPUs only: 0,2-3.
     #[arg(
         short = 'C',
@@ -333,31 +347,17 @@ pub struct RecordOpts {
         help_heading = "Sampling"
     )]
     pub cpus: Option<String>,
-    /// With -a/-C/-p/-t: record SECS seconds (a CMD still running then is stopped).
-    #[arg(long, value_name = "SECS", help_heading = "Sampling")]
-    pub duration: Option<f64>,
     /// Ring-buffer data pages per CPU, a power of two up to 65536 (default 128; the Alpha
     /// C agent's 16): more when the report says the kernel lost samples.
     #[arg(short = 'm', long, value_name = "PAGES", value_parser = mmap_pages, help_heading = "Sampling")]
     pub mmap_pages: Option<u32>,
-    #[command(flatten, next_help_heading = "Output")]
-    pub file: RecordFileOpt,
-    /// Record each sample's call stack (as --call-graph fp).
-    #[arg(short = 'g', help_heading = "Call graphs")]
-    pub g: bool,
-    /// Record each sample's call stack: fp walks the frame pointers (the workload must be
-    /// built with them; user frames, and kernel frames of :k events); dwarf[,SIZE] copies
-    /// SIZE bytes of user stack (default 8192) and unwinds them here with the binaries'
-    /// DWARF CFI (any build; each stack is sent as what changed since the thread's last).
-    #[arg(long, value_name = "MODE", help_heading = "Call graphs")]
-    pub call_graph: Option<CallGraph>,
     /// Also record each thread's time off the CPU (sleeps, locks, I/O, waiting for a CPU)
     /// as perf's `offcpu-time` event, each sample the stack the thread left the CPU in and
     /// the nanoseconds until it ran again (call stacks as -g unless --call-graph dwarf; with
     /// root, CAP_PERFMON or kernel.perf_event_paranoid at 1 or below, for the stacks and for
     /// the on-CPU events' kernel time; without, the time per thread, no stack).
     /// `report --off-cpu` shows it, `report --wall` on- and off-CPU time together.
-    #[arg(long, help_heading = "Call graphs", conflicts_with_all = ["metrics", "topdown", "profileme", "mem"])]
+    #[arg(long, help_heading = "Sampling", conflicts_with_all = ["metrics", "topdown", "profileme", "mem"])]
     pub off_cpu: bool,
     // The special PMUs' and metrics' options are `SpecialOpts`, after the lab machines'.
 }

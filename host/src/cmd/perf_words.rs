@@ -67,7 +67,7 @@ const OPTIONS: &[(&[&str], &[&str], &str)] = &[
     ),
     (
         &["report"],
-        &["--comm", "--comms", "-c"],
+        &["-c", "--comm", "--comms"],
         "(one process name's samples) is not there yet: `--by comm` gives each process name its own rows",
     ),
     (

@@ -161,6 +161,25 @@ fn import_names_a_file_that_is_not_perf_data() {
         assert!(!e.contains("damaged"), "{f}: {e}");
         assert!(!d.join("out.lpr").exists());
     }
+    // On standard input too (`… | labperf import -`): what its first bytes tell.
+    for (f, what) in [
+        ("bench.lpr.gz", "gzip-compressed data"),
+        ("bench.lpr", "a labperf record file"),
+        ("bench.json", "JSON text"),
+    ] {
+        let o = Command::new(bin("labperf"))
+            .current_dir(&d)
+            .args(["import", "-", "-o", "out.lpr"])
+            .stdin(std::fs::File::open(d.join(f)).unwrap())
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(1), "{f}");
+        assert_eq!(
+            text(&o.stderr),
+            format!("labperf: error: cannot import standard input: it is {what}, not a `perf record -o -` stream\n"),
+            "{f}"
+        );
+    }
     // Each says what reads it instead.
     let e = text(&labperf_in(&d, &["import", "bench.lpr"]).stderr);
     assert!(

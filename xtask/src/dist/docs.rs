@@ -121,6 +121,25 @@ pub fn check(tree: &Path, home: &Path) -> anyhow::Result<String> {
             bail!("man labperf-record does not say {want:?}:\n{record}");
         }
     }
+    // With the tree's bin/ on PATH, as after unpacking it into a prefix, man finds the
+    // pages with no MANPATH (man-db looks in BIN/../share/man of each PATH directory).
+    let o = clean("man", home)
+        .env(
+            "PATH",
+            format!("{}:/usr/bin:/bin", tree.join("bin").display()),
+        )
+        .args(["-w", "labperf-record"])
+        .output()?;
+    let found = String::from_utf8_lossy(&o.stdout);
+    let want = tree.join(MAN_DIR).join("labperf-record.1");
+    if found.trim() != want.to_string_lossy() {
+        bail!(
+            "man -w labperf-record with {}/bin on PATH found {found:?}, not {}: {}",
+            tree.display(),
+            want.display(),
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
     let top = man(tree, home, "labperf")?;
     if !top.contains("labperf-report(1)") {
         bail!("man labperf does not name labperf-report(1):\n{top}");
@@ -141,7 +160,7 @@ pub fn check(tree: &Path, home: &Path) -> anyhow::Result<String> {
         bail!("bash's completion of labperf: {got}");
     }
     Ok(
-        "man labperf-record read through MANPATH; bash completes labperf's verbs and options"
+        "man labperf-record found through MANPATH and with bin/ on PATH; bash completes labperf's verbs and options"
             .into(),
     )
 }
@@ -149,9 +168,10 @@ pub fn check(tree: &Path, home: &Path) -> anyhow::Result<String> {
 /// What `dist` prints: where the manual and completions are, and how to use them.
 pub fn notes(top: &str) -> String {
     format!(
-        "unpack {top}.tar.gz into a prefix (say ~/.local: tar --strip-components=1 -C ~/.local -xzf …) and \
-         `man labperf-record` works there; elsewhere MANPATH=DIR/share/man man labperf-record (or man -l DIR/{MAN_DIR}/labperf-record.1); \
-         bash loads DIR/{} from ~/.local/share/bash-completion/completions or by `source`; zsh: DIR/share/zsh/site-functions in $fpath; fish: DIR/share/fish/vendor_completions.d",
+        "with {top}/bin on PATH, `man labperf-record` finds its pages (share/man/man1; else \
+         MANPATH=DIR/share/man, or man -l DIR/{MAN_DIR}/labperf-record.1); bash: `source DIR/{}` \
+         in ~/.bashrc, or copy it into ~/.local/share/bash-completion/completions/; zsh: DIR/share/zsh/site-functions in $fpath; fish: \
+         DIR/share/fish/vendor_completions.d",
         COMPLETIONS[0].1
     )
 }
@@ -193,7 +213,8 @@ mod tests {
         let dir = target_dir().join("xtask-tests/dist-docs");
         let _ = std::fs::remove_dir_all(&dir);
         let (tree, home, unpacked) = (dir.join("labperf-t"), dir.join("home"), dir.join("u"));
-        for d in [&tree, &home, &unpacked] {
+        // dist's tree has bin/labperf; man looks beside each PATH directory.
+        for d in [&tree.join("bin"), &home, &unpacked] {
             std::fs::create_dir_all(d).unwrap();
         }
         assert_eq!(write(&labperf(), &tree).unwrap(), 18);

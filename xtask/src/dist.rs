@@ -16,7 +16,7 @@ use anyhow::{bail, Context};
 use std::path::Path;
 use xshell::{cmd, Shell};
 
-mod docs;
+pub mod docs;
 
 #[derive(clap::Args)]
 pub struct Args {}

@@ -165,6 +165,33 @@ pub fn check(tree: &Path, home: &Path) -> anyhow::Result<String> {
     )
 }
 
+/// `cargo xtask man`: the pages and completions `dist` packs, written into a tree here.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The tree to write into (share/man/man1, share/bash-completion/…).
+    #[arg(long, value_name = "DIR", default_value_os_t = crate::util::target_dir().join("man-tree"))]
+    pub out: std::path::PathBuf,
+}
+
+/// Builds the debug labperf and writes its pages and completions into `a.out`, checked as
+/// `dist` checks its archive's.
+pub fn run(a: &Args) -> anyhow::Result<String> {
+    let sh = xshell::Shell::new()?;
+    sh.change_dir(crate::util::root());
+    xshell::cmd!(sh, "cargo build --quiet -p labperf").run()?;
+    let labperf = crate::util::target_dir().join("debug/labperf");
+    let n = write(&labperf, &a.out)?;
+    let home = a.out.join(".home");
+    std::fs::create_dir_all(&home)?;
+    let checked = check(&a.out, &home)?;
+    std::fs::remove_dir_all(&home)?;
+    Ok(format!(
+        "{n} manual pages in {} and completions under {}: {checked}",
+        a.out.join(MAN_DIR).display(),
+        a.out.join("share").display()
+    ))
+}
+
 /// What `dist` prints: where the manual and completions are, and how to use them.
 pub fn notes(top: &str) -> String {
     format!(

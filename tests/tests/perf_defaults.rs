@@ -194,7 +194,7 @@ fn import_names_a_file_that_is_not_perf_data() {
     let e = text(&labperf_in(&d, &["import", "bench.pb.gz"]).stderr);
     assert!(
         e.ends_with(
-            "; labperf writes pprof but does not read it: `go tool pprof -top FILE` reads it\n"
+            "; labperf writes pprof but does not read it: `go tool pprof -top bench.pb.gz` reads it\n"
         ),
         "{e}"
     );

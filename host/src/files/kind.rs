@@ -55,9 +55,9 @@ impl Kind {
             Kind::GzipLabperf => format!(
                 "decompress it first (`zcat {path} > labperf.lpr`), then `labperf report labperf.lpr`"
             ),
-            Kind::Pprof => {
-                "labperf writes pprof but does not read it: `go tool pprof -top FILE` reads it".into()
-            }
+            Kind::Pprof => format!(
+                "labperf writes pprof but does not read it: `go tool pprof -top {path}` reads it"
+            ),
             Kind::Gzip => format!(
                 "it holds neither a perf.data nor a labperf recording (`zcat {path} | head -c 64 | od -c` shows its start)"
             ),

@@ -1,4 +1,4 @@
-/* arch_alpha.c: Alpha entry point and system call stub (the only Alpha-specific code). */
+/* arch_alpha.c: Alpha entry point and system call stub (agent.c, sys.h and bench.c have `#ifdef __alpha__` blocks too). */
 #include "sys.h"
 
 int lp_main(long argc, char **argv, char **envp);

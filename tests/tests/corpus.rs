@@ -7,7 +7,7 @@
 //! interpreter's, is compared with perf reading the same samples (`perf record`, then
 //! `labperf import` of that file against `perf report` of it).
 //!
-//! Each case prints one `corpus-table:` line per mode (the README's corpus table is made
+//! Each case prints one `corpus-table:` line per mode (docs/measurements.md's corpus table is made
 //! of them: `cargo xtask corpus-table`).
 
 use labperf_tests::known::{

@@ -6,7 +6,7 @@
 //! function's Children within 1 point of an `addr2line -i` count over perf's callchains.
 //! labperf's own recording of the same command: shares by shared object within 3 points of
 //! perf's recording (two runs of a deterministic workload), and its account of the CPU
-//! time within 2%. Each program prints one `debian-table:` line: the README's table
+//! time within 2%. Each program prints one `debian-table:` line: docs/measurements.md's table
 //! (`cargo xtask corpus-table`).
 
 use labperf_tests::distro::*;
@@ -25,10 +25,10 @@ const INLINE_POINTS: f64 = 1.0;
 /// The most a shared object's share may differ between labperf's and perf's recordings of
 /// the same command: two runs, whose samples fall by chance (about 1 point at the 2,000 to
 /// 4,000 samples of these runs) and whose kernel work varies a little. Beside other work
-/// (CI runs two tests at a time) a program's split between its files moves more from run
-/// to run (the caches): perf records it before and after labperf, and labperf's share is
-/// judged by its distance from the range of perf's two, within this or the width of that
-/// range where it is more.
+/// a program's split between its files moves more from run to run (the caches): these tests
+/// keep the machine to themselves in CI (`.config/nextest.toml`), perf records each program
+/// before and after labperf, and labperf's share is judged by its distance from the range of
+/// perf's two, within this or the width of that range where it is more.
 const DSO_POINTS: f64 = 3.0;
 /// The most the samples may miss of the workload's CPU time by its rusage, in percent.
 const ACCOUNT_PCT: f64 = 2.0;

@@ -627,7 +627,7 @@ fn the_host_s_release_profile_unwinds_and_the_agents_abort() {
         Some("abort"),
         "[profile.agent]"
     );
-    // The host is built for speed, the agents for size (README, "The host's release
+    // The host is built for speed, the agents for size (docs/measurements.md, "The host's release
     // build"): the agent profile says its size settings itself, not through release.
     let get = |t: &toml::Table, k: &str| t.get(k).map(ToString::to_string);
     assert_eq!(

@@ -1,6 +1,6 @@
 //! One golden test of every report view: `labperf report FILE` (the view from the file's
 //! header) in CSV, JSON and table, against the files in `tests/data/views/`, and the JSON
-//! shape the README documents. Inputs are built by `labperf_tests::views`, byte for byte
+//! shape docs/reports.md documents. Inputs are built by `labperf_tests::views`, byte for byte
 //! the same on every run. The tests only compare: `cargo xtask bless views` rewrites the
 //! expected files (review the diff).
 
@@ -27,7 +27,7 @@ fn check(name: &str, got: &str) {
     );
 }
 
-/// The JSON every view prints, as the README documents it.
+/// The JSON every view prints, as docs/reports.md documents it.
 fn check_shape(j: &Value, view: &str) {
     assert_eq!(j["view"], view);
     assert!(j["summary"].is_object(), "{j}");

@@ -38,7 +38,7 @@ pub struct Args {
     /// Only the lab figures (after building the release agents and labperf).
     #[arg(long)]
     pub only_remote: bool,
-    /// Only the ratios against perf of README's table, at small sizes (about 2 minutes
+    /// Only the ratios against perf of docs/measurements.md's table, at small sizes (about 2 minutes
     /// after the builds): each beside its baseline in `xtask/bench-baseline.toml`, failing
     /// when one is worse than 0.6 of it (a 2x slowdown). CI runs this.
     #[arg(long)]
@@ -47,14 +47,14 @@ pub struct Args {
     /// run's) instead of checking them: the baseline file is never edited by hand.
     #[arg(long)]
     pub record_baseline: bool,
-    /// Write the full run's ratios into README.md's table (between `<!-- bench-ratios -->`
-    /// and `<!-- /bench-ratios -->`).
+    /// Write the full run's ratios into docs/measurements.md's table (between `<!--
+    /// bench-ratios -->` and `<!-- /bench-ratios -->`); the flag keeps its old name.
     #[arg(long)]
     pub readme: bool,
 }
 
 /// The table's ratios with `plan`'s sizes: measured, printed beside the baseline and
-/// checked against it (or recorded as it); with `readme`, written into README.md.
+/// checked against it (or recorded as it); with `readme`, written into docs/measurements.md.
 fn ratios_step(a: &Args, plan: &ratios::Plan, s: &mut Summary) {
     s.step(
         &format!(
@@ -79,7 +79,8 @@ fn ratios_step(a: &Args, plan: &ratios::Plan, s: &mut Summary) {
                     .output()
                     .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
                     .unwrap_or_default();
-                crate::util::write_readme_block(
+                crate::util::write_block(
+                    crate::util::MEASUREMENTS,
                     "<!-- bench-ratios -->",
                     "<!-- /bench-ratios -->",
                     &ratios::readme_table(&r, &when, &load),

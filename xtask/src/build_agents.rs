@@ -14,9 +14,9 @@ pub struct Args {
     /// with panic = "abort").
     #[arg(long)]
     pub release: bool,
-    /// Write the size table into README.md (between `<!-- agent-sizes -->` and
-    /// `<!-- /agent-sizes -->`), from the sizes just measured: the README's figures are
-    /// this command's output, never typed.
+    /// Write the size table into docs/measurements.md (between `<!-- agent-sizes -->` and
+    /// `<!-- /agent-sizes -->`), from the sizes just measured: the figures there are this
+    /// command's output, never typed (the flag keeps its old name).
     #[arg(long)]
     pub readme: bool,
 }
@@ -289,18 +289,22 @@ pub fn verify() -> anyhow::Result<String> {
     Ok(notes.join("; "))
 }
 
-/// `--readme`: the size table `verify` wrote (target/agents/sizes.md) into README.md.
+/// `--readme`: the size table `verify` wrote (target/agents/sizes.md) into
+/// docs/measurements.md.
 pub fn write_readme() -> anyhow::Result<String> {
     let md = std::fs::read_to_string(target_dir().join("agents/sizes.md"))
         .context("no size table: the agents were not verified")?;
-    crate::util::write_readme_block(README_BEGIN, README_END, &md)?;
-    Ok("README.md's agent size table written".into())
+    crate::util::write_block(crate::util::MEASUREMENTS, SIZES_BEGIN, SIZES_END, &md)?;
+    Ok(format!(
+        "{}'s agent size table written",
+        crate::util::MEASUREMENTS
+    ))
 }
 
-const README_BEGIN: &str = "<!-- agent-sizes -->";
-const README_END: &str = "<!-- /agent-sizes -->";
+const SIZES_BEGIN: &str = "<!-- agent-sizes -->";
+const SIZES_END: &str = "<!-- /agent-sizes -->";
 
-/// Thousands separated by commas, as the README writes byte counts.
+/// Thousands separated by commas, as docs/measurements.md writes byte counts.
 fn commas(n: i64) -> String {
     let d = n.unsigned_abs().to_string();
     let mut out = String::new();
@@ -316,7 +320,7 @@ fn commas(n: i64) -> String {
     out
 }
 
-/// The README's size table of `agents` (directory, bytes) against [`BUDGETS`].
+/// The size table (docs/measurements.md) of `agents` (directory, bytes) against [`BUDGETS`].
 pub fn budget_markdown(agents: &[(String, u64)]) -> String {
     let mut t = String::from(
         "| agent (`target/agents/`) | bytes | KiB | budget | left |\n|---|---:|---:|---:|---:|\n",
@@ -340,7 +344,10 @@ pub fn run(a: &Args, s: &mut Summary) {
     build_steps(a, s);
     s.step("verify agents (object, file) and sizes", verify);
     if a.readme {
-        s.step("write the size table into README.md", write_readme);
+        s.step(
+            "write the size table into docs/measurements.md",
+            write_readme,
+        );
     }
 }
 

@@ -1,9 +1,9 @@
 //! `cargo xtask corpus-table`: runs the corpus tests (`tests/tests/corpus.rs`; with `--lab`
 //! the emulated Arm machine's too) and Debian's programs against perf
-//! (`tests/tests/debian.rs`), and makes the README's two tables of the lines they print
+//! (`tests/tests/debian.rs`), and makes docs/measurements.md's two tables of the lines they print
 //! (`corpus-table: | program | built | mode | checked | worst |`, `debian-table: | program |
 //! command | six worst differences |`), with the run they came from; `--write` puts them in
-//! README.md between their markers.
+//! docs/measurements.md between their markers.
 
 use crate::lab::Kernel;
 use crate::util::{agents_dir, host_musl, root, target_dir};
@@ -17,8 +17,8 @@ pub struct Args {
     /// aarch64`).
     #[arg(long)]
     pub lab: bool,
-    /// Replace the table in README.md (between `<!-- corpus-table -->` and `<!--
-    /// /corpus-table -->`); only when every test passed.
+    /// Replace the two tables in docs/measurements.md (between `<!-- corpus-table -->` and
+    /// `<!-- /corpus-table -->`, and the `debian-table` markers); only when every test passed.
     #[arg(long)]
     pub write: bool,
 }
@@ -101,10 +101,11 @@ pub fn run(a: &Args) -> anyhow::Result<String> {
         bail!("corpus tests failed: the tables above are not written");
     }
     if a.write {
-        crate::util::write_readme_block(BEGIN, END, &table)?;
-        crate::util::write_readme_block(DEBIAN_BEGIN, DEBIAN_END, &debian_table)?;
+        let file = crate::util::MEASUREMENTS;
+        crate::util::write_block(file, BEGIN, END, &table)?;
+        crate::util::write_block(file, DEBIAN_BEGIN, DEBIAN_END, &debian_table)?;
         return Ok(format!(
-            "{} and {} rows written to README.md",
+            "{} and {} rows written to {file}",
             lines.len(),
             debian.len()
         ));

@@ -41,7 +41,7 @@ enum Cmd {
     Test(test::Args),
     /// Measure file size and report speed against perf, and fuzz the decoder.
     Bench(bench::Args),
-    /// Run the corpus tests and print (or --write into README.md) their table.
+    /// Run the corpus tests and print (or --write into docs/measurements.md) their tables.
     CorpusTable(corpus_table::Args),
     /// Fuzz the decoder with cargo-fuzz (nightly).
     Fuzz(fuzz::Args),

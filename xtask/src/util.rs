@@ -1,5 +1,6 @@
 //! Shared xtask helpers: the step summary, workspace paths, the host triple.
 
+use anyhow::Context;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -86,15 +87,19 @@ pub fn is_root() -> bool {
         .unwrap_or(false)
 }
 
-/// Replaces the text between `begin` and `end` in README.md with `text` (both markers kept):
-/// the README's generated tables.
-pub fn write_readme_block(begin: &str, end: &str, text: &str) -> anyhow::Result<()> {
-    let path = root().join("README.md");
-    let readme = std::fs::read_to_string(&path)?;
-    let (Some(b), Some(e)) = (readme.find(begin), readme.find(end)) else {
-        anyhow::bail!("README.md has no {begin} ... {end} block");
+/// The file the generated tables live in: `docs/measurements.md` (every measured figure with
+/// its date, machine and command), relative to the repository root.
+pub const MEASUREMENTS: &str = "docs/measurements.md";
+
+/// Replaces the text between `begin` and `end` in `file` (relative to the repository root)
+/// with `text`, both markers kept: the generated tables of [`MEASUREMENTS`].
+pub fn write_block(file: &str, begin: &str, end: &str, text: &str) -> anyhow::Result<()> {
+    let path = root().join(file);
+    let old = std::fs::read_to_string(&path).with_context(|| format!("reading {file}"))?;
+    let (Some(b), Some(e)) = (old.find(begin), old.find(end)) else {
+        anyhow::bail!("{file} has no {begin} ... {end} block");
     };
-    let new = format!("{}{begin}\n{text}{}", &readme[..b], &readme[e..]);
+    let new = format!("{}{begin}\n{text}{}", &old[..b], &old[e..]);
     std::fs::write(&path, new)?;
     Ok(())
 }

@@ -2,7 +2,7 @@
 //! machines, stored under names labperf makes, never under a name a record file gives, and
 //! the index of which lab machine each fetched record file came from.
 //!
-//! Entries (who writes them, and what is checked before use: README "Security"):
+//! Entries (who writes them, and what is checked before use: docs/security.md):
 //! - `<root>/<build-id hex>/elf` (a GNU build-id of 4 to 64 bytes) and beside it `debug`,
 //!   its separate debug file: shared by every recording that names that build-id;
 //! - `<root>/by-host/<SHA-256 of the machine's SSH host key>/<SHA-256 of the path>/elf`

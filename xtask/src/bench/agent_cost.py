@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Two builds of the agent side by side, interleaved in one run (README, "Agents for every lab
-machine": issue 28's std agent against the no_std one): start-up (`--version`, median of
+"""Two builds of the agent side by side, interleaved in one run (docs/measurements.md, "What the
+agent costs": issue 28's std agent against the no_std one): start-up (`--version`, median of
 20), and for `labperf-bench --duration 3` at 4 kHz, 50 kHz and 4 kHz with dwarf stacks the
 agent's CPU (its trailer), its peak RSS (VmHWM polled every 10 ms) and bytes per sample.
 

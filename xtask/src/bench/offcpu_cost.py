@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The cost of `record --off-cpu` beside perf's (README, "Time off the CPU"): a workload of
+"""The cost of `record --off-cpu` beside perf's (docs/measurements.md, "Off-CPU recording"): a workload of
 two processes on one CPU answering each other over pipes (each round trip two context
 switches), as fast as they can and paced at 100,000 switches a second (a round trip every
 20 us), run alone, under `labperf-agent record --off-cpu` (-g) and under `perf record -e

@@ -36,9 +36,9 @@ EXAMPLES:
   labperf report calls.lpr --call-graph callee --top 3   # who calls the 3 busiest functions"
 )]
 pub struct Args {
-    /// The record file (written by labperf record, labperf stat -o or labperf-agent);
-    /// several are merged into one plain report (`--by host|run` keeps them apart)
-    /// [default: labperf.lpr].
+    /// The record file (written by labperf record, labperf stat -o or labperf-agent, or
+    /// perf's perf.data); several are merged into one plain report (`--by host|run` keeps
+    /// them apart) [default: labperf.lpr, else ./perf.data as perf report reads it].
     #[arg(num_args = 1..)]
     pub files: Vec<PathBuf>,
     /// A record file, as perf report -i names it (repeatable; with FILEs, read after them).
@@ -65,13 +65,21 @@ pub struct Args {
 }
 
 impl Args {
-    /// The files to read: the FILEs, then the `-i` ones; labperf.lpr when none is given.
-    pub fn files(&self) -> Vec<PathBuf> {
-        let mut v: Vec<PathBuf> = self.files.iter().chain(&self.input).cloned().collect();
-        if v.is_empty() {
-            v.push("labperf.lpr".into());
+    /// The files to read: the FILEs, then the `-i` ones; when none is given, labperf.lpr,
+    /// else perf's perf.data (as `perf report` reads it), in the current directory.
+    pub fn files(&self) -> Result<Vec<PathBuf>> {
+        let v: Vec<PathBuf> = self.files.iter().chain(&self.input).cloned().collect();
+        if !v.is_empty() {
+            return Ok(v);
         }
-        v
+        let here = |f: &str| std::fs::symlink_metadata(f).is_ok();
+        match ["labperf.lpr", "perf.data"].into_iter().find(|f| here(f)) {
+            Some(f) => Ok(vec![f.into()]),
+            None => anyhow::bail!(
+                "no labperf.lpr or perf.data in this directory: name a file (`labperf report \
+                 FILE`), or record one (`labperf record ./my-prog`)"
+            ),
+        }
     }
 }
 
@@ -87,7 +95,7 @@ pub fn run(a: &Args) -> Result<()> {
         .as_deref()
         .map(labperf::files::output::Output::create)
         .transpose()?;
-    let (text, damaged) = render(&a.files(), &a.opts, graph, a.event.select())?;
+    let (text, damaged) = render(&a.files()?, &a.opts, graph, a.event.select())?;
     match out {
         Some(mut o) => {
             o.write_all(text.as_bytes())

@@ -413,12 +413,18 @@ fn record_host_takes_a_comma_list_through_the_c_agent() {
     assert_eq!(h.arch, Arch::Alpha);
     let names: Vec<&str> = h.events.iter().map(|e| e.name.as_str()).collect();
     assert_eq!(names, ["cpu-clock", "task-clock"]);
-    // 1 s at 250 µs a sample: about 4,000 of each.
+    // Both events sample the bench's one second of CPU time. On the emulated Alpha the
+    // samples come about once a tick of its kernel's 1,024 Hz clock, not every 250 µs asked
+    // (seen: 844 and 812 in the second): many of each, and nearly as many of one as the other.
     let mut per_event = [0u64; 2];
     for r in &dec.records {
         if let Record::Sample(s) = r {
             per_event[s.event as usize] += 1;
         }
     }
-    assert!(per_event.iter().all(|&n| n > 1000), "{per_event:?} samples");
+    let (a, b) = (per_event[0] as f64, per_event[1] as f64);
+    assert!(
+        a > 500.0 && b > 500.0 && (a - b).abs() <= 0.1 * a.max(b),
+        "{per_event:?} samples"
+    );
 }

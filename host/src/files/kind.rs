@@ -132,8 +132,10 @@ fn gzip(head: &[u8]) -> Kind {
     }
 }
 
-/// Whether `b` starts as pprof's `Profile` message: every field up to the end of `b`
-/// (at least two) has a field number of profile.proto (1 to 14) with its wire type.
+/// Whether `b` starts as pprof's `Profile` message: it opens with `sample_type` (field 1:
+/// Go's pprof and labperf write fields in number order, and a profile has one), and every
+/// field up to the end of `b` (at least two) has a field number of profile.proto (1 to 14)
+/// with its wire type. Two bytes of text (`hi`: field 13, 0x69) are not a profile.
 fn is_profile_proto(b: &[u8]) -> bool {
     fn varint(b: &[u8], at: &mut usize) -> Option<u64> {
         let mut v = 0u64;
@@ -154,6 +156,9 @@ fn is_profile_proto(b: &[u8]) -> bool {
             break; // cut at the end of what was read
         };
         let (field, wire) = (key >> 3, key & 7);
+        if fields == 0 && field != 1 {
+            return false;
+        }
         // sample_type, sample, mapping, location, function, string_table, period_type:
         // messages or strings; drop_frames, keep_frames, time_nanos, duration_nanos,
         // period, default_sample_type: integers; comment: integers, packed or not.
@@ -179,7 +184,7 @@ fn is_profile_proto(b: &[u8]) -> bool {
         }
         fields += 1;
     }
-    fields >= 2 || (fields == 1 && at >= b.len())
+    fields >= 2
 }
 
 #[cfg(test)]
@@ -207,6 +212,8 @@ mod tests {
             Some(Kind::GzipLabperf)
         );
         assert_eq!(of_bytes(&gz(b"hello, world\n")), Some(Kind::Gzip));
+        // Read as protobuf, "hi" is one valid field (13, a varint): still not a profile.
+        assert_eq!(of_bytes(&gz(b"hi")), Some(Kind::Gzip));
         // Profile { sample_type: [{type: 1, unit: 2}], string_table: ["", "samples", "count"] }
         let proto = b"\x0a\x04\x08\x01\x10\x02\x32\x00\x32\x07samples\x32\x05count";
         assert_eq!(of_bytes(&gz(proto)), Some(Kind::Pprof));

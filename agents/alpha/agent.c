@@ -1317,12 +1317,12 @@ static void ksym_sort(struct ksym *v, u64 n) { /* heap sort: no recursion, no al
     }
 }
 
-/* First index in sorted v[0..n) whose address is above a (or at least a, when `at_least`). */
-static u64 ksym_bound(const struct ksym *v, u64 n, u64 a, int at_least) {
+/* First index in sorted v[0..n) whose address is above a. */
+static u64 ksym_bound(const struct ksym *v, u64 n, u64 a) {
     u64 lo = 0, hi = n;
     while (lo < hi) {
         u64 mid = lo + (hi - lo) / 2;
-        if (at_least ? v[mid].addr < a : v[mid].addr <= a) lo = mid + 1;
+        if (v[mid].addr <= a) lo = mid + 1;
         else hi = mid;
     }
     return lo;
@@ -1387,7 +1387,7 @@ static void write_ksyms(struct writer *w) {
     u64 last = 0;
     int have_last = 0;
     for (u64 k = 0; k < nseen; k++) {
-        u64 i = ksym_bound(sy, ns, seen[k].addr, 0);
+        u64 i = ksym_bound(sy, ns, seen[k].addr);
         if (!i) continue;
         u64 start = sy[i - 1].addr;
         if (have_last && last == start) continue;
@@ -1395,8 +1395,9 @@ static void write_ksyms(struct writer *w) {
         u64 end = ~0ull;
         for (u64 j = i; j < ns; j++)
             if (sy[j].addr > start) { end = sy[j].addr; break; }
-        /* Of aliases at one address, the first kallsyms lists. */
-        const char *q = text + sy[ksym_bound(sy, ns, start, 1)].line;
+        /* Of aliases at one address, the last kallsyms lists, as perf names it (common's
+         * kallsyms.rs says why). */
+        const char *q = text + sy[i - 1].line;
         while (*q && *q != ' ') q++;
         q += 3; /* " T " */
         const char *name = q;

@@ -93,15 +93,20 @@ impl Seen {
                 hidden: Some(kptr_restrict.unwrap_or(0)),
             }];
         }
-        syms.sort_unstable_by_key(|s| s.0);
+        // By address, then by line: aliases at one address stay in kallsyms' order.
+        syms.sort_unstable();
         let mut kept: Vec<KernelSymbol> = Vec::new();
         for &a in &self.addrs {
             let i = syms.partition_point(|s| s.0 <= a);
             let Some(&(start, _)) = i.checked_sub(1).and_then(|i| syms.get(i)) else {
                 continue;
             };
-            // Of aliases at one address, the first kallsyms lists (the sort is stable).
-            let line = syms[syms.partition_point(|s| s.0 < start)].1;
+            // Of aliases at one address, the last kallsyms lists, as perf names it: perf
+            // ends each symbol where the next starts, so all but the last alias are empty,
+            // and of symbols at one address it keeps the one that is not (`symbols__fixup_end`,
+            // then `symbols__fixup_duplicate`): `__x86_indirect_thunk_rax`, not the
+            // `__pi___x86_indirect_thunk_rax` or `__x86_indirect_thunk_array` listed before it.
+            let line = syms[i - 1].1;
             if kept.last().is_some_and(|k| k.start == start) {
                 continue;
             }
@@ -178,7 +183,8 @@ ffffffffc0000000 t mod_fn\t[kvm]\n";
         assert_eq!(
             names,
             [
-                (0xffffffff81001000, 0xffffffff81003000, "do_one", None),
+                // Two names at one address: the last listed, as perf's.
+                (0xffffffff81001000, 0xffffffff81003000, "do_one_alias", None),
                 (0xffffffff81003000, 0xffffffffc0000000, "do_two", None),
                 (0xffffffffc0000000, u64::MAX, "mod_fn", Some("kvm")),
             ]

@@ -180,6 +180,7 @@ pub mod decode;
 mod delta;
 pub mod encode;
 mod error;
+pub mod evlist;
 pub mod frame;
 pub mod kallsyms;
 pub mod model;

@@ -14,14 +14,14 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod cmd;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 /// Profile programs on this machine or on lab machines, and report per function.
 #[derive(Debug, Parser)]
 #[command(
     name = "labperf",
     version,
-    after_help = "EXAMPLES:\n  labperf record --local -- ./target/release/labperf-bench --duration 2\n  labperf report labperf.lpr --by dso\n  labperf export labperf.lpr --format svg -o flame.svg\n  labperf info labperf.lpr\n  labperf dump labperf.lpr | head\n  labperf list                      # the events -e takes here\n\nExit status: 0 success, 1 error, 2 usage error, 3 a damaged file with --strict; `record`\nand `stat` pass on a failing workload's status; output into a closed pipe (`| head`) ends\nlabperf quietly by SIGPIPE, as coreutils and perf end (the shell's 141)."
+    after_help = "EXAMPLES:\n  labperf record --local -- ./target/release/labperf-bench --duration 2\n  labperf report labperf.lpr --by dso\n  labperf export labperf.lpr --format svg -o flame.svg\n  labperf info labperf.lpr\n  labperf dump labperf.lpr | head\n  labperf list                      # the events -e takes here\n  labperf completions bash > ~/.local/share/bash-completion/completions/labperf\n  labperf man ~/.local/share/man/man1   # then: man labperf-record\n\nExit status: 0 success, 1 error, 2 usage error, 3 a damaged file with --strict; `record`\nand `stat` pass on a failing workload's status; output into a closed pipe (`| head`) ends\nlabperf quietly by SIGPIPE, as coreutils and perf end (the shell's 141)."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -29,11 +29,17 @@ struct Cli {
     /// Print no warnings or notes of report, export or diff, no "written to" lines and no
     /// progress of a local recording (errors still print; the agent's and the workload's
     /// own lines are theirs).
-    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    #[arg(
+        short,
+        long,
+        global = true,
+        conflicts_with = "verbose",
+        help_heading = "Global options"
+    )]
     quiet: bool,
     /// Say more: the agent command each run starts, and C++ functions with their whole
     /// signature (as perf's -v; `--full-names`).
-    #[arg(short, long, global = true)]
+    #[arg(short, long, global = true, help_heading = "Global options")]
     verbose: bool,
 }
 
@@ -52,6 +58,8 @@ enum Cmd {
     Stat(cmd::stat::Args),
     Hosts(cmd::hosts::Args),
     List(cmd::list::Args),
+    Completions(cmd::completions::Args),
+    Man(cmd::man::Args),
 }
 
 /// With LABPERF_PEAK_MEMORY set, says at exit how much memory labperf's own process
@@ -107,22 +115,44 @@ fn quiet_on_closed_stdout() {
     }));
 }
 
+/// The command line, or exit: a perf verb or option that labperf refuses is said with what
+/// labperf has instead (`cmd::perf_words`), any other error as clap says it (status 2).
+fn parse() -> Cli {
+    match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let args: Vec<String> = std::env::args_os()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
+            match cmd::perf_words::explain(&e, &args) {
+                Some(text) => {
+                    eprintln!("labperf: error: {text}");
+                    std::process::exit(2);
+                }
+                None => e.exit(),
+            }
+        }
+    }
+}
+
 fn main() {
     quiet_on_closed_stdout();
     if std::env::var_os("LABPERF_PEAK_MEMORY").is_some() {
         // SAFETY: registering a plain extern "C" function to run at exit.
         unsafe { libc::atexit(peak_memory) };
     }
-    let cli = Cli::parse();
+    let cli = parse();
     cmd::set_verbosity(cli.quiet, cli.verbose);
     let r = match &cli.cmd {
         Cmd::Record(a) => cmd::record::run(a),
         // perf's --header-only: what `labperf info` prints of each file.
-        Cmd::Report(a) if a.header_only => a.files().into_iter().try_for_each(|file| {
-            cmd::info::run(&cmd::info::Args {
-                file: cmd::opts::FileArg { file },
-                strict: a.opts.strict,
-                symbols: a.opts.symbols.clone(),
+        Cmd::Report(a) if a.header_only => a.files().and_then(|files| {
+            files.into_iter().try_for_each(|file| {
+                cmd::info::run(&cmd::info::Args {
+                    file: cmd::opts::FileArg { file },
+                    strict: a.opts.strict,
+                    symbols: a.opts.symbols.clone(),
+                })
             })
         }),
         Cmd::Report(a) => cmd::report::run(a),
@@ -137,6 +167,8 @@ fn main() {
         Cmd::Stat(a) => cmd::stat::run(a),
         Cmd::Hosts(a) => cmd::hosts::run(a),
         Cmd::List(a) => cmd::list::run(a),
+        Cmd::Completions(a) => cmd::completions::run(a, Cli::command()),
+        Cmd::Man(a) => cmd::man::run(a, Cli::command()),
     };
     if let Err(e) = r {
         if broken_pipe(&e) {

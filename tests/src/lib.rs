@@ -104,6 +104,25 @@ pub fn report_json(file: &Path, top: u32, more: impl FnOnce(&mut Command)) -> se
     serde_json::from_slice(&o.stdout).unwrap()
 }
 
+/// The JSON report `labperf record --format json` printed: on standard error, since its
+/// standard output (the workload's) is a pipe in a test, after labperf's and the
+/// workload's lines: the one value from the first line starting with `{`.
+pub fn recorded_json(stderr: &[u8]) -> serde_json::Value {
+    let text = String::from_utf8_lossy(stderr);
+    let start = if text.starts_with('{') {
+        0
+    } else {
+        text.find("\n{")
+            .unwrap_or_else(|| panic!("no JSON report in:\n{text}"))
+            + 1
+    };
+    serde_json::Deserializer::from_str(&text[start..])
+        .into_iter::<serde_json::Value>()
+        .next()
+        .unwrap_or_else(|| panic!("no JSON report in:\n{text}"))
+        .unwrap_or_else(|e| panic!("the JSON report: {e}:\n{text}"))
+}
+
 /// Records labperf-bench on this machine with the agent (cpu-clock every `period` ns) into
 /// `out`, with the bench's `--duration` and `--classes`; returns the bench's own account.
 pub fn record_bench_local(out: &Path, period: &str, duration: &str, classes: &str) -> BenchClock {

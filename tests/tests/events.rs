@@ -444,7 +444,9 @@ fn an_imported_two_event_perf_recording_reports_perf_s_tables() {
         assert_eq!(n, mine.values().map(|r| r.samples).sum::<u64>(), "{ev}");
         assert_eq!(rows.len(), mine.len(), "{ev}: {rows:?} {mine:?}");
         for (name, &(samples, pct, n)) in rows {
-            let r = &mine[name];
+            let r = mine.get(name).unwrap_or_else(|| {
+                panic!("{ev}: perf's {name:?} is not labperf's: {rows:?} {mine:?}")
+            });
             eprintln!("{ev} {name}: perf {samples} {pct}%, labperf {r:?}");
             assert_eq!(r.samples, samples, "{ev} {name}");
             // perf prints two decimals, per row summed.

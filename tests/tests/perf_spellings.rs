@@ -548,18 +548,18 @@ fn record_help_puts_the_common_options_first_under_headings() {
         .lines()
         .filter(|l| !l.starts_with(' ') && l.ends_with(':') && !l.starts_with("EXAMPLES"))
         .collect();
+    // The common options have no heading ("Options:", first); labperf's global -q/-v last.
     assert_eq!(
         headings,
         [
             "Arguments:",
             "Options:",
             "Sampling:",
-            "Output:",
-            "Call graphs:",
             "Output: the report after recording:",
             "Lab machines:",
             "Special PMUs (Intel TopDown, Alpha ProfileMe):",
             "Metrics (--metrics):",
+            "Global options:",
         ]
     );
     let at = |opt: &str| {
@@ -720,6 +720,8 @@ fn every_verb_s_help_has_examples() {
         &["hosts"],
         &["hosts", "check"],
         &["hosts", "list"],
+        &["completions"],
+        &["man"],
     ] {
         let o = Command::new(bin("labperf"))
             .args(verb)

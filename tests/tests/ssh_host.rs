@@ -68,7 +68,8 @@ fn record_host_full_flow_reports_the_bench() {
             && err.contains("fetched"),
         "{err}"
     );
-    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // The report is on standard error: standard output, a pipe here, is the workload's.
+    let j = labperf_tests::recorded_json(&o.stderr);
     for f in [
         "int_divider_stalls",
         "fp_divider_stalls",
@@ -342,7 +343,10 @@ fn fan_out_to_three_hosts_with_one_down() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(1));
-    let (stdout, err) = (String::from_utf8_lossy(&o.stdout), stderr(&o));
+    // The reports are on standard error (standard output, a pipe here, is the workloads'),
+    // from the first host's heading on.
+    let err = stderr(&o);
+    let stdout = &err[err.find("== root@127.0.0.1:").unwrap_or(0)..];
     assert_eq!(stdout.matches("== root@127.0.0.1:").count(), 2, "{stdout}");
     // Each host's report, then the two merged: its nops samples are their sum.
     let nops: Vec<u64> = stdout
@@ -532,7 +536,7 @@ fn probe_deploy_and_stat_through_a_hosts_file() {
         "--host",
         "lab-a",
         "-e",
-        "task-clock",
+        "task-clock,{page-faults,context-switches}",
         "-I",
         "100",
         "-o",
@@ -547,7 +551,23 @@ fn probe_deploy_and_stat_through_a_hosts_file() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).contains("task-clock") && stderr(&o).contains("seconds time elapsed"));
     let d = decode_all(&std::fs::read(&out).unwrap());
-    assert_eq!(d.header.unwrap().mode, "stat");
+    let h = d.header.unwrap();
+    assert_eq!(h.mode, "stat");
+    // perf's event list on the lab machine: an event and a group counted together.
+    let events: Vec<(&str, Option<u32>)> = h
+        .events
+        .iter()
+        .map(|e| (e.name.as_str(), e.leader))
+        .collect();
+    assert_eq!(
+        events,
+        [
+            ("task-clock", None),
+            ("page-faults", None),
+            ("context-switches", Some(1))
+        ]
+    );
+    assert!(stderr(&o).contains(" page-faults ") && stderr(&o).contains(" context-switches "));
     assert!(d.records.len() >= 4);
     // A name that is neither in the hosts file nor resolvable fails clearly.
     let o = labperf(&["probe", "no-such-lab-host.invalid"]);
@@ -740,8 +760,9 @@ fn alpha_agent_deploys_runs_under_binfmt_qemu_alpha_and_reports_profileme() {
     assert_eq!(h.arch, labperf_common::Arch::Alpha);
     assert_eq!(h.mode, "replay");
     assert_eq!(d.trailer.unwrap().exit.code, Some(0));
-    // The report printed after the run is the ProfileMe one, by PC: the branch row first.
-    let stdout = String::from_utf8_lossy(&o.stdout);
+    // The report printed after the run is the ProfileMe one, by PC: the branch row first
+    // (on standard error: standard output, a pipe here, is the workload's).
+    let stdout = err;
     let branch = first_conditional_branch("branch_mispredicts");
     let line = stdout
         .lines()
@@ -1429,7 +1450,8 @@ fn a_pushed_program_runs_from_the_cache_by_hash_and_a_wrong_architecture_is_refu
     let mode = std::fs::metadata(&pushed[0]).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o755);
     // The report names its function, from the local copy (stored by its build-id).
-    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // The report is on standard error: standard output, a pipe here, is the workload's.
+    let j = labperf_tests::recorded_json(&o.stderr);
     let spin = j["tables"][0]["rows"]
         .as_array()
         .unwrap()

@@ -2,6 +2,8 @@
 //!
 //! Layout: `bin/labperf` and `lib/labperf/agents/<triple>/labperf-{agent,bench}`; labperf
 //! finds an agent for a target's architecture at run time under `../lib/labperf/agents`.
+//! `share/man/man1/labperf*.1` and the bash, zsh and fish completions under `share/` are
+//! written by that labperf itself ([`docs`]).
 //!
 //! The released `labperf` is one static executable: built for this architecture's musl
 //! target with the host's `static` feature (OpenSSL and zlib compiled from source into it,
@@ -13,6 +15,8 @@ use crate::util::{agents_dir, host_musl, root, target_dir, Summary};
 use anyhow::{bail, Context};
 use std::path::Path;
 use xshell::{cmd, Shell};
+
+pub mod docs;
 
 #[derive(clap::Args)]
 pub struct Args {}
@@ -33,8 +37,9 @@ pub fn run(_a: &Args, s: &mut Summary) {
     s.step("dist", || {
         let (tarball, name) = pack()?;
         let size = std::fs::metadata(&tarball)?.len() / 1024;
+        let notes = docs::notes(&name);
         packed = Some((tarball.clone(), name));
-        Ok(format!("{} ({size} KiB)", tarball.display()))
+        Ok(format!("{} ({size} KiB); {}", tarball.display(), notes))
     });
     if let Some((tarball, name)) = packed {
         s.step("dist: unpacked in an empty directory, it records", || {
@@ -67,6 +72,7 @@ fn pack() -> anyhow::Result<(std::path::PathBuf, String)> {
     let _ = std::fs::remove_dir_all(&tree);
     std::fs::create_dir_all(tree.join("bin"))?;
     std::fs::copy(&built, tree.join("bin/labperf"))?;
+    docs::write(&tree.join("bin/labperf"), &tree)?;
     for triple in [
         "x86_64-unknown-linux-musl",
         "aarch64-unknown-linux-musl",
@@ -117,6 +123,7 @@ fn try_unpacked(tarball: &Path, name: &str) -> anyhow::Result<String> {
         }
     }
     let checked = agents.lines().filter(|l| l.contains(" yes ")).count();
+    let manual = docs::check(&top, &home)?;
     // As root: in a root holding nothing but the unpacked tree (no C library, no shell),
     // the binary still starts (without /proc it cannot find its own path, so only this).
     let alone = if crate::util::is_root() {
@@ -127,7 +134,7 @@ fn try_unpacked(tarball: &Path, name: &str) -> anyhow::Result<String> {
         ""
     };
     Ok(format!(
-        "{checked} static agents; recorded and reported the bench{alone}"
+        "{checked} static agents; recorded and reported the bench; {manual}{alone}"
     ))
 }
 

@@ -20,7 +20,7 @@ use clap::{Parser, Subcommand};
 #[derive(Parser)]
 #[command(
     name = "cargo xtask",
-    after_help = "EXAMPLES:\n  cargo xtask demo                 # profile labperf-bench on this machine\n  cargo xtask demo --lab           # ... on the emulated Arm lab machine, by strobing\n  cargo xtask setup --check --for demo   # what demo would install, and why\n  cargo xtask test                 # everything CI runs\n  cargo xtask bench                # size and speed vs perf, plus a fuzz run\n  cargo xtask build-agents --target all\n  cargo xtask bless views          # rewrite the view goldens after a deliberate change\n  cargo xtask hwcheck              # TopDown known answers on this Intel machine (exit 3: none here)"
+    after_help = "EXAMPLES:\n  cargo xtask demo                 # profile labperf-bench on this machine\n  cargo xtask demo --lab           # ... on the emulated Arm lab machine, by strobing\n  cargo xtask setup --check --for demo   # what demo would install, and why\n  cargo xtask test                 # everything CI runs\n  cargo xtask bench                # size and speed vs perf, plus a fuzz run\n  cargo xtask build-agents --target all\n  cargo xtask man                  # manual pages and completions into target/man-tree/share\n  cargo xtask bless views          # rewrite the view goldens after a deliberate change\n  cargo xtask hwcheck              # TopDown known answers on this Intel machine (exit 3: none here)"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -50,6 +50,9 @@ enum Cmd {
     /// 12 min of CPU the first time), then records this machine's bench with the unpacked
     /// tree to check it.
     Dist(dist::Args),
+    /// Write labperf's manual pages and bash, zsh and fish completions (what dist packs)
+    /// into target/man-tree/share/ (--out DIR), and read them back with man and bash.
+    Man(dist::docs::Args),
     /// The emulated Arm lab machine: up, down, ssh.
     Lab(lab::Args),
     /// Write the goldens the tests compare against: `views` (rewrite; review the diff),
@@ -91,6 +94,10 @@ fn main() {
         Cmd::Dist(a) => {
             setup::run(Need::Dist, &mut s);
             dist::run(&a, &mut s);
+        }
+        Cmd::Man(a) => {
+            setup::run(Need::Man, &mut s);
+            s.step("man pages and completions", || dist::docs::run(&a));
         }
         Cmd::Demo(a) => {
             setup::run(if a.lab { Need::DemoLab } else { Need::Demo }, &mut s);

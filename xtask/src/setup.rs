@@ -37,8 +37,10 @@ pub enum Need {
     /// `build-agents`: every agent (Rust for x86_64 and aarch64, C for Alpha and x86_64),
     /// checked (labperf and file(1)).
     Agents,
-    /// `dist`: the agents and labperf, packed.
+    /// `dist`: the agents and labperf, packed (with the manual pages and completions).
     Dist,
+    /// `man`: labperf built, and man and bash to read its pages and completions back.
+    Man,
     /// `bless`: labperf, the C agent and the views' C program, built.
     Bless,
     /// `lab`: the emulated Arm and Alpha machines (their images, kernels, qemu, ssh).
@@ -69,6 +71,7 @@ impl Need {
             DemoLab => "`cargo xtask demo --lab`",
             Agents => "`cargo xtask build-agents`",
             Dist => "`cargo xtask dist`",
+            Man => "`cargo xtask man` (and dist)",
             Bless => "`cargo xtask bless`",
             Lab => "`cargo xtask lab`",
             Bench => "`cargo xtask bench`",
@@ -83,12 +86,13 @@ impl Need {
             Demo => &[Demo],
             DemoLab => &[DemoLab, Demo, Lab],
             Agents => &[Agents, Demo],
-            Dist => &[Dist, Agents, Demo],
+            Dist => &[Dist, Agents, Demo, Man],
+            Man => &[Man, Demo],
             Bless => &[Bless, Demo],
             Lab => &[Lab],
             Bench => &[Bench, Agents, Demo, Lab],
             Fuzz => &[Fuzz],
-            Test => &[Test, Demo, DemoLab, Agents, Dist, Bless, Lab, Bench],
+            Test => &[Test, Demo, DemoLab, Agents, Dist, Man, Bless, Lab, Bench],
         }
     }
 
@@ -110,7 +114,7 @@ const fn why(needs: &'static [Need], why: &'static str) -> Why {
     Why { needs, why }
 }
 
-use Need::{Agents, Bench, Bless, Demo, DemoLab, Dist, Fuzz, Lab, Test};
+use Need::{Agents, Bench, Bless, Demo, DemoLab, Dist, Fuzz, Lab, Man, Test};
 
 // labperf's build (every command builds it): libssh2, zlib and zstd come as C sources that
 // the `cc` crate compiles and archives; OpenSSL is the system's, found by openssl-sys with
@@ -215,6 +219,10 @@ const MAKE: Why = why(
 const PACK: Why = why(
     &[Dist, Lab],
     "packing releases (dist), unpacking the lab kernel's source",
+);
+const MANUAL: Why = why(
+    &[Man],
+    "`man` and dist read the manual pages back with man (man-db) and load the bash completion, as a user would (xtask/src/dist/docs.rs)",
 );
 const PERF_LIBS: Why = why(
     &[Bench],
@@ -322,6 +330,8 @@ pub const PROGRAMS: &[(&str, &str, Why)] = &[
     ("file", "file", AGENT_CHECK),
     ("ldd", "libc-bin", PERF_LIBS),
     ("tar", "tar", PACK),
+    ("man", "man-db", MANUAL),
+    ("bash", "bash", MANUAL),
     ("chroot", "coreutils", PACK),
     // Process and mount tools the tests use.
     ("setpriv", "util-linux", PROCESS),
@@ -1107,7 +1117,7 @@ mod tests {
         assert!(t.targets.len() >= 2 && t.components.len() == 2);
         assert!(t.venv && t.binfmt && !t.fuzz);
         // Every need's entries are test's, and each need serves a command.
-        for n in [Demo, Agents, Dist, Bless, Lab, Bench, Fuzz] {
+        for n in [Demo, Agents, Dist, Man, Bless, Lab, Bench, Fuzz] {
             assert!(packages_of(n).len() < packages_of(Test).len(), "{n:?}");
             assert!(n.covers()[0] == n && Test.covers().contains(&n) != (n == Fuzz));
         }

@@ -65,28 +65,15 @@ pub fn sysfs_devices() -> String {
     format!("{}/bus/event_source/devices", crate::sys::sysfs_root())
 }
 
-/// Parses a comma-separated group spec `{a,b,c}` or a single event.
+/// Parses one item of a `-e` value (`labperf_common::evlist::items`): a group `{a,b}:mods`
+/// (its members, each with the group's modifiers; true) or a single event (false).
 pub fn parse_list(s: &str) -> Result<(Vec<EventSpec>, bool), String> {
-    let s = s.trim();
-    if let Some(inner) = s.strip_prefix('{') {
-        let (inner, mods) = inner
-            .rsplit_once('}')
-            .ok_or_else(|| format!("event group '{s}' has no closing '}}'"))?;
-        let mut v = Vec::new();
-        for part in split_top(inner) {
-            let ev = if mods.is_empty() {
-                part.to_string()
-            } else {
-                format!("{part}{mods}")
-            };
-            v.push(parse(&ev)?);
-        }
-        if v.is_empty() {
-            return Err(format!("event group '{s}' is empty"));
-        }
-        return Ok((v, true));
-    }
-    Ok((vec![parse(s)?], false))
+    let (names, grouped) = labperf_common::evlist::members(s)?;
+    let v = names
+        .iter()
+        .map(|n| parse(n))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((v, grouped))
 }
 
 /// Splits on commas that are not inside `pmu/.../`.
@@ -114,10 +101,7 @@ pub fn parse(s: &str) -> Result<EventSpec, String> {
 }
 
 pub fn parse_in(sysfs: &str, s: &str) -> Result<EventSpec, String> {
-    let (body, mods) = match s.rfind(':') {
-        Some(i) if s[i + 1..].chars().all(|c| "ukhpPS".contains(c)) => (&s[..i], &s[i + 1..]),
-        _ => (s, ""),
-    };
+    let (body, mods) = labperf_common::evlist::split_modifiers(s);
     let kernel = mods.contains('k');
     let user = mods.contains('u') || !kernel;
     let mut e = EventSpec {

@@ -61,7 +61,7 @@ USAGE:
   labperf-agent replay RINGFILE [OPTIONS] -o FILE
 
 OPTIONS (`labperf record --help` and `labperf stat --help` say more):
-  -e SPEC        event (repeatable): name, rHEX, pmu/event/, :u/:k, {leader,member}
+  -e LIST        events (repeatable): a,b,{leader,member}:u; name, rHEX, pmu/event/
   -c N | -F HZ   sample every N events (ns for the clocks) | about HZ times a second
   -g | --call-graph fp|dwarf[,SIZE]
   --off-cpu      also each thread's time off the CPU (offcpu-time, with stacks)
@@ -222,7 +222,12 @@ fn parse_opts(args: Vec<crate::rt::OsString>) -> Result<Opts, String> {
             }
             "--sample-type" => o.sample_type = Some(hex(&flag, val())?),
             "--read-format" => o.read_format = Some(hex(&flag, val())?),
-            "-e" | "--event" => o.events.push(val().ok_or("--event needs a value")?),
+            // perf's spelling: a comma list of events and {…} groups, one item each.
+            "-e" | "--event" => {
+                let v = val().ok_or("--event needs a value")?;
+                let items = labperf_common::evlist::items(&v)?;
+                o.events.extend(items.into_iter().map(String::from));
+            }
             "-c" | "--period" => o.period = Some(num(&flag, val())?),
             "-F" | "--freq" => o.freq = Some(num(&flag, val())?),
             "-g" => o.call_graph = true,
@@ -598,6 +603,22 @@ mod tests {
         ]))
         .unwrap();
         assert_eq!(o.events, ["cpu-clock"]);
+        // perf's comma lists: one event or group per item, -e repeated or not.
+        let listed = parse_opts(s(&[
+            "-e",
+            "task-clock,{cs,page-faults}:u",
+            "--event=cycles",
+            "--",
+            "p",
+        ]))
+        .unwrap();
+        assert_eq!(
+            listed.events,
+            ["task-clock", "{cs,page-faults}:u", "cycles"]
+        );
+        assert!(parse_opts(s(&["-e", "a,,b", "--", "p"]))
+            .unwrap_err()
+            .contains("empty item"));
         assert_eq!(o.period, Some(1000));
         assert_eq!(o.output.as_deref(), Some("x.lpr"));
         assert_eq!(o.command, ["prog", "-e", "a b"]);

@@ -62,11 +62,22 @@ pub fn print(verb: &str, o: &Opts) -> Result<String, String> {
             }
         }
         "stat" => {
+            let mut index = 0;
             for n in stat::names(o) {
-                let mut spec = events::parse(&n)?;
-                spec.kernel |= sys::kernel_allowed() && !spec.modes;
-                let p = stat::plan_for(spec, spawned, inherit);
-                line(&mut s, &p, None, "pid=CMD cpu=-1");
+                // A group's members open into its leader's group, enabled with it.
+                let (members, grouped) = labperf_common::evlist::members(&n)?;
+                let leader = index;
+                for (i, m) in members.iter().enumerate() {
+                    let mut spec = events::parse(m)?;
+                    spec.kernel |= sys::kernel_allowed() && !spec.modes;
+                    let mut p = stat::plan_for(spec, spawned, inherit);
+                    let member = grouped && i > 0;
+                    if member {
+                        (p.disabled, p.enable_on_exec) = (false, false);
+                    }
+                    line(&mut s, &p, member.then_some(leader), "pid=CMD cpu=-1");
+                    index += 1;
+                }
             }
         }
         _ => return Err("plan takes record or stat, then their options".into()),

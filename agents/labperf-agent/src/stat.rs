@@ -249,38 +249,64 @@ fn open_counters(o: &Opts, target: &Target) -> Result<Counters, Fail> {
     let inherit = !o.no_inherit && o.cpus.is_none();
     let tids = target.tids();
     for n in &names {
-        let mut spec = events::parse(n)?;
-        // Kernel mode too, by perf's rule, unless the name says :u or :k.
-        spec.kernel |= kernel && !spec.modes;
-        let plan = plan_for(spec, spawned, inherit);
-        match open_each(&plan, &tids, &cpus) {
-            Ok(fds) => {
-                descs.push(EventDesc {
-                    name: n.clone(),
-                    attr: perf::portable(&plan.to_kernel()),
-                    leader: None,
-                });
-                counters.push(Counter {
-                    name: n.clone(),
-                    fds,
-                    prev: Count::default(),
-                });
-            }
-            Err(e @ (libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV))
-                if o.events.is_empty() || plan.spec.is_hardware() =>
-            {
-                let s = format!(
-                    "'{n}' is not supported here ({}): left out",
-                    crate::record::no_hardware_event(e)
-                );
-                // A default event this machine lacks is left out quietly (the file's notes
-                // keep it); one the user named is said.
-                if !o.events.is_empty() {
+        // A group `{a,b}` is counted together: its members open into the leader's group on
+        // each thread and CPU (the kernel schedules them as one, so each count covers the
+        // same time), and each member keeps its own counter, line and total.
+        let (members, grouped) = labperf_common::evlist::members(n)?;
+        let mut leader: Option<(usize, Vec<i32>)> = None;
+        for (i, m) in members.iter().enumerate() {
+            let member = grouped && i > 0;
+            let mut spec = events::parse(m)?;
+            // Kernel mode too, by perf's rule, unless the name says :u or :k.
+            spec.kernel |= kernel && !spec.modes;
+            let mut plan = plan_for(spec, spawned, inherit);
+            if member {
+                // A member counts whenever its leader does.
+                plan.disabled = false;
+                plan.enable_on_exec = false;
+                if leader.is_none() {
+                    let s = format!("'{m}' is not counted: its group's leader was left out");
                     eprintln!("labperf-agent: notice: {s}");
+                    notes.push(s);
+                    continue;
                 }
-                notes.push(s);
             }
-            Err(e) => return Err(perf::explain(n, &plan, e).into()),
+            let group = leader
+                .as_ref()
+                .filter(|_| member)
+                .map(|(_, f)| f.as_slice());
+            match open_each(&plan, &tids, &cpus, group) {
+                Ok(fds) => {
+                    if grouped && i == 0 {
+                        leader = Some((counters.len(), fds.iter().map(|f| f.0).collect()));
+                    }
+                    descs.push(EventDesc {
+                        name: m.clone(),
+                        attr: perf::portable(&plan.to_kernel()),
+                        leader: leader.as_ref().filter(|_| member).map(|(l, _)| *l as u32),
+                    });
+                    counters.push(Counter {
+                        name: m.clone(),
+                        fds,
+                        prev: Count::default(),
+                    });
+                }
+                Err(e @ (libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV))
+                    if o.events.is_empty() || plan.spec.is_hardware() =>
+                {
+                    let s = format!(
+                        "'{m}' is not supported here ({}): left out",
+                        crate::record::no_hardware_event(e)
+                    );
+                    // A default event this machine lacks is left out quietly (the file's notes
+                    // keep it); one the user named is said.
+                    if !o.events.is_empty() {
+                        eprintln!("labperf-agent: notice: {s}");
+                    }
+                    notes.push(s);
+                }
+                Err(e) => return Err(perf::explain(m, &plan, e).into()),
+            }
         }
     }
     if counters.is_empty() {
@@ -297,14 +323,21 @@ fn notice(notes: &mut Vec<String>, s: String) {
     notes.push(s);
 }
 
-/// One event's counter on each thread (-1: every task) and CPU (-1: any) given; the
-/// errno of the first that cannot be opened.
-fn open_each(plan: &AttrPlan, tids: &[i32], cpus: &[i32]) -> Result<Vec<Fd>, i32> {
+/// One event's counter on each thread (-1: every task) and CPU (-1: any) given, in the
+/// group of the leader's fd opened on the same thread and CPU (`group`, in the same order)
+/// when it is a group's member; the errno of the first that cannot be opened.
+fn open_each(
+    plan: &AttrPlan,
+    tids: &[i32],
+    cpus: &[i32],
+    group: Option<&[i32]>,
+) -> Result<Vec<Fd>, i32> {
     let mut fds = Vec::new();
     for &tid in tids {
         for &cpu in cpus {
             let mut a = plan.to_kernel();
-            fds.push(perf::open(&mut a, tid, cpu, -1).map_err(|e| e.errno)?);
+            let g = group.map_or(-1, |g| g[fds.len()]);
+            fds.push(perf::open(&mut a, tid, cpu, g).map_err(|e| e.errno)?);
         }
     }
     Ok(fds)

@@ -105,56 +105,44 @@ fn nearest(name: &str, pmus: &Pmus) -> Option<String> {
         .map(|(_, full)| full)
 }
 
-/// The events of one `-e` value: a group `{a,b}` is its members (commas inside a
-/// `pmu/…/` belong to it).
-fn members(spec: &str) -> Vec<&str> {
-    // A group's modifiers (`{a,b}:u`) apply to each member, as the agent reads them.
-    let inner = spec
-        .trim()
-        .strip_prefix('{')
-        .and_then(|s| s.rsplit_once('}'))
-        .map_or(spec, |(inner, _)| inner);
-    let (mut out, mut start, mut slashes) = (Vec::new(), 0, 0);
-    for (i, c) in inner.char_indices() {
-        match c {
-            '/' => slashes += 1,
-            ',' if slashes % 2 == 0 => {
-                out.push(&inner[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    out.push(&inner[start..]);
-    out
-}
-
-/// `-e`'s value parser: a name the agents take, `rHEX`, `pmu/…/` (the agent checks those
-/// against the machine it runs on), or a group of them; an unknown name is refused before
-/// anything runs, with the nearest known one.
+/// `-e`'s value parser: perf's spelling (`labperf_common::evlist`: a comma list of events
+/// and `{…}` groups), each event a name the agents take, `rHEX` or `pmu/…/` (the agent
+/// checks those against the machine it runs on); an unknown name is refused before
+/// anything runs, with the nearest known one. The value is kept as given: [`agent_args`]
+/// splits it.
 pub fn event_spec(spec: &str) -> Result<String, String> {
-    for m in members(spec) {
-        let m = m.trim();
-        let body = match m.rfind(':') {
-            Some(i) if m[i + 1..].chars().all(|c| "ukhpPS".contains(c)) => &m[..i],
-            _ => m,
-        };
-        let raw = body
-            .strip_prefix('r')
-            .is_some_and(|h| !h.is_empty() && h.chars().all(|c| c.is_ascii_hexdigit()));
-        if body.contains('/') || raw || generic_names().any(|n| n == body) {
-            continue;
+    use labperf_common::evlist;
+    for item in evlist::items(spec)? {
+        for m in evlist::members(item)?.0 {
+            let (body, _) = evlist::split_modifiers(&m);
+            let raw = body
+                .strip_prefix('r')
+                .is_some_and(|h| !h.is_empty() && h.chars().all(|c| c.is_ascii_hexdigit()));
+            if body.contains('/') || raw || generic_names().any(|n| n == body) {
+                continue;
+            }
+            let hint = match nearest(body, &local_pmus(Path::new(SYSFS))) {
+                Some(n) => format!("did you mean {n}? "),
+                None => String::new(),
+            };
+            return Err(format!(
+                "unknown event '{}': {hint}`labperf list` lists this machine's events (`labperf list --host HOST` a lab machine's); rHEX and pmu/event/ name others",
+                show(body)
+            ));
         }
-        let hint = match nearest(body, &local_pmus(Path::new(SYSFS))) {
-            Some(n) => format!("did you mean {n}? "),
-            None => String::new(),
-        };
-        return Err(format!(
-            "unknown event '{}': {hint}`labperf list` lists this machine's events (`labperf list --host HOST` a lab machine's); rHEX and pmu/event/ name others",
-            show(body)
-        ));
     }
     Ok(spec.to_string())
+}
+
+/// The agents' `-e` arguments of the values [`event_spec`] took: one `-e` per event or
+/// group, so that every agent (the C agent, which takes one name per `-e`, too) gets perf's
+/// comma lists (`-e task-clock,page-faults` is `-e task-clock -e page-faults`).
+pub fn agent_args(values: &[String]) -> Vec<String> {
+    values
+        .iter()
+        .flat_map(|v| labperf_common::evlist::items(v).unwrap_or_else(|_| vec![v.as_str()]))
+        .flat_map(|i| ["-e".to_string(), i.to_string()])
+        .collect()
 }
 
 #[cfg(test)]
@@ -190,6 +178,23 @@ mod tests {
         assert!(event_spec("{cpu-clock,page-fault}")
             .unwrap_err()
             .contains("did you mean page-faults?"));
+        assert!(event_spec("task-clock,page-fault")
+            .unwrap_err()
+            .contains("did you mean page-faults?"));
+        assert!(event_spec("task-clock,,cs")
+            .unwrap_err()
+            .contains("empty item"));
+        assert_eq!(
+            agent_args(&["task-clock,{cs,page-faults}:u".into(), "cycles".into()]),
+            [
+                "-e",
+                "task-clock",
+                "-e",
+                "{cs,page-faults}:u",
+                "-e",
+                "cycles"
+            ]
+        );
         assert_eq!(
             nearest("instrctions", &none).as_deref(),
             Some("instructions")

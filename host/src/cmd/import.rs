@@ -77,6 +77,23 @@ fn keep_old(out: &Path) -> Result<Option<PathBuf>> {
     Ok(Some(old))
 }
 
+/// Refuses a file whose first bytes say it is something else than perf.data (a labperf
+/// recording, gzip, pprof, JSON…), naming what it is and what reads it.
+fn not_perf_data(path: &Path) -> Result<()> {
+    use labperf::files::kind::{of_file, Kind};
+    match of_file(path) {
+        None | Some(Kind::PerfData) => Ok(()),
+        Some(k) => {
+            let shown = labperf::text::show(&path.display().to_string()).into_owned();
+            anyhow::bail!(
+                "cannot import {shown}: it is {}, not perf's perf.data; {}",
+                k.what(),
+                k.remedy(&shown)
+            )
+        }
+    }
+}
+
 pub fn run(a: &Args) -> Result<()> {
     let output = a
         .file
@@ -91,6 +108,7 @@ pub fn run(a: &Args) -> Result<()> {
     } else {
         let (f, _, _) = labperf::files::mapped::open_regular(&a.perf_data, u64::MAX)
             .with_context(|| format!("cannot open {}", a.perf_data.display()))?;
+        not_perf_data(&a.perf_data)?;
         // `-o` naming the input itself would replace the recording with its import.
         if let (Ok(i), Ok(o)) = (f.metadata(), std::fs::metadata(&output)) {
             use std::os::unix::fs::MetadataExt;
@@ -261,10 +279,13 @@ pub fn source(path: &Path) -> Result<labperf::record::load::Source> {
         ),
     };
     let (head, notes) = summary(&got);
-    eprintln!(
-        "labperf: {shown} is perf's perf.data: imported for this command ({head}{notes}); \
-         `labperf import {shown}` keeps the import"
-    );
+    // -q: the import goes unsaid (its warnings are the report's, said there).
+    if !super::quiet() {
+        eprintln!(
+            "labperf: {shown} is perf's perf.data: imported for this command ({head}{notes}); \
+             `labperf import {shown}` keeps the import"
+        );
+    }
     Ok(labperf::record::load::Source::bytes(
         &path.display().to_string(),
         std::sync::Arc::new(lpr),

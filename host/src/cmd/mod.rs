@@ -2,6 +2,7 @@
 //! ways the agent runs: on this machine (`local.rs`) and on lab machines (`lab.rs`).
 
 pub mod agents;
+pub mod completions;
 pub mod deploy;
 pub mod diff;
 pub mod dump;
@@ -13,7 +14,9 @@ pub mod info;
 pub mod lab;
 pub mod list;
 pub mod local;
+pub mod man;
 pub mod opts;
+pub mod perf_words;
 pub mod probe;
 pub mod record;
 pub mod report;

@@ -48,7 +48,9 @@ pub struct HostsFileOpt {
 /// `-e/--event`: the events the agent samples or counts (`record`, `stat`).
 #[derive(Debug, Clone, clap::Args)]
 pub struct EventsOpt {
-    /// Event to sample (repeatable): cycles, cpu-clock, rHEX, pmu/event/, or a group {a,b}.
+    /// Events to sample, as perf spells them: a comma list (-e cpu-clock,page-faults) or -e
+    /// repeated; each cycles, cpu-clock, rHEX, pmu/event/ or a group {a,b} (its leader
+    /// samples, the others are read in each sample: perf's :S); :u, :k modifiers.
     /// Without a hardware PMU, hardware events fall back to cpu-clock. User and kernel mode
     /// are both sampled where the kernel allows it (root, CAP_PERFMON, or
     /// perf_event_paranoid <= 1), as perf does: `:u` samples user mode only, `:k` kernel
@@ -235,6 +237,44 @@ impl CallGraph {
     }
 }
 
+/// `-F`: a frequency in Hz, or `max`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Freq {
+    Hz(u64),
+    /// The kernel's limit, kernel.perf_event_max_sample_rate, of the machine recorded.
+    Max,
+}
+
+impl std::str::FromStr for Freq {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Freq, String> {
+        match s {
+            "max" => Ok(Freq::Max),
+            _ => s.parse().map(Freq::Hz).map_err(|_| {
+                format!("takes samples per second (a whole number) or `max`, not '{s}'")
+            }),
+        }
+    }
+}
+
+/// Where the kernel keeps its limit of `-F`.
+pub const MAX_SAMPLE_RATE: &str = "/proc/sys/kernel/perf_event_max_sample_rate";
+
+impl Freq {
+    /// The frequency in Hz on this machine: `max` is its kernel's limit.
+    pub fn here(self) -> anyhow::Result<u64> {
+        match self {
+            Freq::Hz(n) => Ok(n),
+            Freq::Max => std::fs::read_to_string(MAX_SAMPLE_RATE)
+                .ok()
+                .and_then(|s| s.trim().parse().ok())
+                .ok_or_else(|| {
+                    anyhow::anyhow!("-F max: cannot read {MAX_SAMPLE_RATE}: give -F HZ")
+                }),
+        }
+    }
+}
+
 /// `-m/--mmap-pages`: a power of two from 1 to 65536 (the agent's range).
 fn mmap_pages(s: &str) -> Result<u32, String> {
     match s.parse::<u32>() {
@@ -246,18 +286,31 @@ fn mmap_pages(s: &str) -> Result<u32, String> {
 }
 
 /// Options that shape a recording, shared with remote recording; `record --help` shows
-/// them under headings, the common ones first (sampling, output, call graphs), the
-/// special PMUs' and the metrics' after the lab machines'.
+/// the ten a perf user reaches for first, without a heading (-e, -F, -c, -g, --call-graph,
+/// -o, -p, -a, --duration, and record's --no-report), then the rest of the sampling's, and
+/// the special PMUs' and the metrics' after the lab machines'.
 #[derive(Debug, Clone, clap::Args)]
 pub struct RecordOpts {
-    #[command(flatten, next_help_heading = "Sampling")]
+    #[command(flatten)]
     pub event: EventsOpt,
+    /// Sample about HZ times per second; `max`: as often as the kernel allows
+    /// (kernel.perf_event_max_sample_rate, as perf's -F max).
+    #[arg(short = 'F', long, value_name = "HZ")]
+    pub freq: Option<Freq>,
     /// Sample every N events (ns for cpu-clock).
-    #[arg(short = 'c', long, conflicts_with = "freq", help_heading = "Sampling")]
+    #[arg(short = 'c', long, value_name = "N", conflicts_with = "freq")]
     pub period: Option<u64>,
-    /// Sample about HZ times per second.
-    #[arg(short = 'F', long, help_heading = "Sampling")]
-    pub freq: Option<u64>,
+    /// Record each sample's call stack (as --call-graph fp).
+    #[arg(short = 'g')]
+    pub g: bool,
+    /// Record each sample's call stack: fp walks the frame pointers (the workload must be
+    /// built with them; user frames, and kernel frames of :k events); dwarf[,SIZE] copies
+    /// SIZE bytes of user stack (default 8192) and unwinds them here with the binaries'
+    /// DWARF CFI (any build; each stack is sent as what changed since the thread's last).
+    #[arg(long, value_name = "MODE")]
+    pub call_graph: Option<CallGraph>,
+    #[command(flatten)]
+    pub file: RecordFileOpt,
     /// Record a process already running (as perf record -p) instead of a command: all its
     /// threads, until it exits, --duration SECS or Ctrl-C (on a lab machine with --host,
     /// a process there).
@@ -265,10 +318,18 @@ pub struct RecordOpts {
         short = 'p',
         long,
         value_name = "PID",
-        conflicts_with_all = ["tid", "all_cpus", "cpus"],
-        help_heading = "Sampling"
+        conflicts_with_all = ["tid", "all_cpus", "cpus"]
     )]
     pub pid: Option<u32>,
+    /// Record the whole machine: every task on every CPU (one ring buffer per CPU), for
+    /// --duration SECS or while CMD runs; events without :u/:k sample kernel mode too,
+    /// named from the machine's kallsyms. Needs root, CAP_PERFMON or
+    /// kernel.perf_event_paranoid at 0 or below there.
+    #[arg(short = 'a', long)]
+    pub all_cpus: bool,
+    /// With -a/-C/-p/-t: record SECS seconds (a CMD still running then is stopped).
+    #[arg(long, value_name = "SECS")]
+    pub duration: Option<f64>,
     /// Record one thread already running (as perf record -t), until it exits, --duration
     /// SECS or Ctrl-C.
     #[arg(
@@ -279,12 +340,6 @@ pub struct RecordOpts {
         help_heading = "Sampling"
     )]
     pub tid: Option<u32>,
-    /// Record the whole machine: every task on every CPU (one ring buffer per CPU), for
-    /// --duration SECS or while CMD runs; events without :u/:k sample kernel mode too,
-    /// named from the machine's kallsyms. Needs root, CAP_PERFMON or
-    /// kernel.perf_event_paranoid at 0 or below there.
-    #[arg(short = 'a', long, help_heading = "Sampling")]
-    pub all_cpus: bool,
     /// As -a, on these CPUs only: 0,2-3.
     #[arg(
         short = 'C',
@@ -294,31 +349,17 @@ pub struct RecordOpts {
         help_heading = "Sampling"
     )]
     pub cpus: Option<String>,
-    /// With -a/-C/-p/-t: record SECS seconds (a CMD still running then is stopped).
-    #[arg(long, value_name = "SECS", help_heading = "Sampling")]
-    pub duration: Option<f64>,
     /// Ring-buffer data pages per CPU, a power of two up to 65536 (default 128; the Alpha
     /// C agent's 16): more when the report says the kernel lost samples.
     #[arg(short = 'm', long, value_name = "PAGES", value_parser = mmap_pages, help_heading = "Sampling")]
     pub mmap_pages: Option<u32>,
-    #[command(flatten, next_help_heading = "Output")]
-    pub file: RecordFileOpt,
-    /// Record each sample's call stack (as --call-graph fp).
-    #[arg(short = 'g', help_heading = "Call graphs")]
-    pub g: bool,
-    /// Record each sample's call stack: fp walks the frame pointers (the workload must be
-    /// built with them; user frames, and kernel frames of :k events); dwarf[,SIZE] copies
-    /// SIZE bytes of user stack (default 8192) and unwinds them here with the binaries'
-    /// DWARF CFI (any build; each stack is sent as what changed since the thread's last).
-    #[arg(long, value_name = "MODE", help_heading = "Call graphs")]
-    pub call_graph: Option<CallGraph>,
     /// Also record each thread's time off the CPU (sleeps, locks, I/O, waiting for a CPU)
     /// as perf's `offcpu-time` event, each sample the stack the thread left the CPU in and
     /// the nanoseconds until it ran again (call stacks as -g unless --call-graph dwarf; with
     /// root, CAP_PERFMON or kernel.perf_event_paranoid at 1 or below, for the stacks and for
     /// the on-CPU events' kernel time; without, the time per thread, no stack).
     /// `report --off-cpu` shows it, `report --wall` on- and off-CPU time together.
-    #[arg(long, help_heading = "Call graphs", conflicts_with_all = ["metrics", "topdown", "profileme", "mem"])]
+    #[arg(long, help_heading = "Sampling", conflicts_with_all = ["metrics", "topdown", "profileme", "mem"])]
     pub off_cpu: bool,
     // The special PMUs' and metrics' options are `SpecialOpts`, after the lab machines'.
 }
@@ -472,8 +513,8 @@ pub struct FilterOpts {
     /// the name `--by comm` shows (in stacks and exports, the sampled thread's name).
     #[arg(
         short = 'c',
-        long = "comms",
-        visible_alias = "comm",
+        long = "comm",
+        visible_alias = "comms",
         value_name = "NAMES",
         value_delimiter = ','
     )]

@@ -11,7 +11,8 @@ use std::path::PathBuf;
 /// Record a workload with the agent, then print its profile.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "EXAMPLES:\n  labperf record --local -- ./target/release/labperf-bench --duration 2\n  labperf record -F 999 ./my-prog --its-flag   # no `--` needed: what follows the program is its own\n  labperf record -p 1234 --duration 5 -o p.lpr   # a process already running (-t TID: one thread)\n  labperf record --local -e cpu-clock -c 100000 -o run.lpr -- make -j2\n  labperf record --local --no-report -- ./my-prog --flag 'an argument'\n  labperf record --local -g -- ./labperf-bench --calls   # call stacks; then: labperf report --children\n  labperf record -a --duration 5 -o box.lpr   # the whole machine (root); then: labperf report box.lpr --by comm\n  labperf record --host arm1 -C 0-1 -e cycles --duration 10\n  labperf record --host arm1 --metrics --no-report -o m.lpr -- ./my-prog   # then: labperf report m.lpr\n  labperf record --host alpha1 --profileme -o pm.lpr -- ./my-prog\n  labperf record --host arm1,arm2,x86a -o run.lpr -- ./my-prog   # one file per host, then all merged\n  labperf record --host arm1 --push target/aarch64-unknown-linux-musl/release/my-prog -- my-prog --flag\n\nThe report printed after recording (and `labperf report FILE` later) is the view the\nrecording's kind names: per function, metrics, TopDown, ProfileMe or mem."
+    help_template = "{about-with-newline}\n  labperf record ./my-prog              # run it here, sampled; then where its time went\n  labperf record -g ./my-prog ARGS...   # with call stacks; then: labperf report --children\n\n{usage-heading} {usage}\n\n{all-args}{after-help}",
+    after_help = "EXAMPLES:\n  labperf record ./my-prog                      # writes labperf.lpr; `labperf report` reads it again\n  labperf record -F 999 ./my-prog --its-flag   # no `--` needed: what follows the program is its own\n  labperf record -p 1234 --duration 5 -o p.lpr   # a process already running (-t TID: one thread)\n  labperf record --local -e cpu-clock -c 100000 -o run.lpr -- make -j2\n  labperf record --local --no-report -- ./my-prog --flag 'an argument'\n  labperf record -- ./target/release/labperf-bench --duration 2\n  labperf record --local -g -- ./labperf-bench --calls   # call stacks; then: labperf report --children\n  labperf record -a --duration 5 -o box.lpr   # the whole machine (root); then: labperf report box.lpr --by comm\n  labperf record --host arm1 -C 0-1 -e cycles --duration 10\n  labperf record --host arm1 --metrics --no-report -o m.lpr -- ./my-prog   # then: labperf report m.lpr\n  labperf record --host alpha1 --profileme -o pm.lpr -- ./my-prog\n  labperf record --host arm1,arm2,x86a -o run.lpr -- ./my-prog   # one file per host, then all merged\n  labperf record --host arm1 --push target/aarch64-unknown-linux-musl/release/my-prog -- my-prog --flag\n\nThe report printed after recording (and `labperf report FILE` later) is the view the\nrecording's kind names: per function, metrics, TopDown, ProfileMe or mem; after -g, the\nChildren table with the caller tree under each row, as perf report's. It is printed on\nstandard output when that is a terminal, else on standard error: a redirected standard\noutput holds only the workload's own bytes (`labperf record -- ./prog > out`)."
 )]
 pub struct Args {
     /// The workload and its arguments, passed on exactly as given (byte for byte): after
@@ -26,7 +27,7 @@ pub struct Args {
     #[command(flatten)]
     pub rec: RecordOpts,
     /// Only record; do not print the report.
-    #[arg(long, help_heading = "Output")]
+    #[arg(long)]
     pub no_report: bool,
     #[command(flatten, next_help_heading = "Output: the report after recording")]
     pub report: ReportOpts,
@@ -54,7 +55,8 @@ pub struct Args {
 }
 
 /// The agent options of a recording, as the agent's command line takes them.
-fn agent_args(r: &RecordOpts, s: &SpecialOpts) -> Vec<String> {
+/// `-F max` is this machine's limit (a lab machine's is refused before: see `run`).
+fn agent_args(r: &RecordOpts, s: &SpecialOpts) -> Result<Vec<String>> {
     let metrics = s.metrics;
     let mut v = Vec::new();
     if metrics {
@@ -85,9 +87,7 @@ fn agent_args(r: &RecordOpts, s: &SpecialOpts) -> Vec<String> {
     if let Some(f) = &s.replay_ring {
         v.extend(["--replay-ring".to_string(), f.clone()]);
     }
-    for e in &r.event.events {
-        v.extend(["-e".to_string(), e.clone()]);
-    }
+    v.extend(super::event_names::agent_args(&r.event.events));
     match (r.g, r.call_graph) {
         (_, Some(c)) => v.extend(["--call-graph".to_string(), c.arg()]),
         (true, None) => v.extend(["--call-graph".to_string(), "fp".into()]),
@@ -109,7 +109,7 @@ fn agent_args(r: &RecordOpts, s: &SpecialOpts) -> Vec<String> {
         v.extend(["--duration".to_string(), d.to_string()]);
     }
     if let Some(f) = r.freq {
-        v.extend(["-F".to_string(), f.to_string()]);
+        v.extend(["-F".to_string(), f.here()?.to_string()]);
     }
     if let Some(p) = r.pid {
         v.extend(["--pid".to_string(), p.to_string()]);
@@ -120,7 +120,7 @@ fn agent_args(r: &RecordOpts, s: &SpecialOpts) -> Vec<String> {
     if let Some(m) = r.mmap_pages {
         v.extend(["--mmap-pages".to_string(), m.to_string()]);
     }
-    v
+    Ok(v)
 }
 
 /// Exits with the workload's status when it failed (what `record` passes on), saying how
@@ -153,7 +153,13 @@ pub fn run(a: &Args) -> Result<()> {
             a.command[0].to_string_lossy()
         );
     }
-    let agent_args = agent_args(&a.rec, &a.special);
+    if a.rec.freq == Some(super::opts::Freq::Max) && !a.hosts.host.is_empty() {
+        bail!(
+            "-F max with --host is not there yet: give -F HZ (a lab machine's limit is its {})",
+            super::opts::MAX_SAMPLE_RATE
+        );
+    }
+    let agent_args = agent_args(&a.rec, &a.special)?;
     if labperf::files::output::is_stdout(&a.rec.file.output) {
         lab::record_output(&a.rec.file.output)?;
     }
@@ -214,10 +220,8 @@ fn report_each(
                 d.file.display()
             );
         } else if !a.no_report {
-            if hosts > 1 {
-                println!("== {} ==", show(&d.name));
-            }
-            if let Err(e) = super::report::print(&d.file, &a.report) {
+            let heading = (hosts > 1).then(|| format!("== {} ==", show(&d.name)));
+            if let Err(e) = super::report::print(&d.file, &a.report, heading.as_deref()) {
                 eprintln!(
                     "[{}] error: {}",
                     show(&d.name),
@@ -257,8 +261,8 @@ fn report_merged(a: &Args, results: &[(String, Result<lab::Done>)], hosts: usize
         )
     });
     if !a.no_report && hosts > 1 && files.len() > 1 && plain {
-        println!("== {} hosts merged ==", files.len());
-        if let Err(e) = super::report::print_many(&files, &a.report) {
+        let heading = format!("== {} hosts merged ==", files.len());
+        if let Err(e) = super::report::print_many(&files, &a.report, Some(&heading)) {
             eprintln!("error: the merged report: {e:#}");
             failed += 1;
         }
@@ -296,7 +300,7 @@ fn on_this_machine(a: &Args, agent_args: &[String]) -> Result<()> {
             a.rec.file.output.display()
         );
     } else if !a.no_report {
-        super::report::print(&a.rec.file.output, &a.report)?;
+        super::report::print(&a.rec.file.output, &a.report, None)?;
     }
     pass_on(f.status);
     Ok(())

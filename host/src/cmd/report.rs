@@ -36,9 +36,9 @@ EXAMPLES:
   labperf report calls.lpr --call-graph callee --top 3   # who calls the 3 busiest functions"
 )]
 pub struct Args {
-    /// The record file (written by labperf record, labperf stat -o or labperf-agent);
-    /// several are merged into one plain report (`--by host|run` keeps them apart)
-    /// [default: labperf.lpr].
+    /// The record file (written by labperf record, labperf stat -o or labperf-agent, or
+    /// perf's perf.data); several are merged into one plain report (`--by host|run` keeps
+    /// them apart) [default: labperf.lpr, else ./perf.data as perf report reads it].
     #[arg(num_args = 1..)]
     pub files: Vec<PathBuf>,
     /// A record file, as perf report -i names it (repeatable; with FILEs, read after them).
@@ -74,13 +74,21 @@ pub struct Args {
 }
 
 impl Args {
-    /// The files to read: the FILEs, then the `-i` ones; labperf.lpr when none is given.
-    pub fn files(&self) -> Vec<PathBuf> {
-        let mut v: Vec<PathBuf> = self.files.iter().chain(&self.input).cloned().collect();
-        if v.is_empty() {
-            v.push("labperf.lpr".into());
+    /// The files to read: the FILEs, then the `-i` ones; when none is given, labperf.lpr,
+    /// else perf's perf.data (as `perf report` reads it), in the current directory.
+    pub fn files(&self) -> Result<Vec<PathBuf>> {
+        let v: Vec<PathBuf> = self.files.iter().chain(&self.input).cloned().collect();
+        if !v.is_empty() {
+            return Ok(v);
         }
-        v
+        let here = |f: &str| std::fs::symlink_metadata(f).is_ok();
+        match ["labperf.lpr", "perf.data"].into_iter().find(|f| here(f)) {
+            Some(f) => Ok(vec![f.into()]),
+            None => anyhow::bail!(
+                "no labperf.lpr or perf.data in this directory: name a file (`labperf report \
+                 FILE`), or record one (`labperf record ./my-prog`)"
+            ),
+        }
     }
 }
 
@@ -106,7 +114,7 @@ pub fn run(a: &Args) -> Result<()> {
         .map(labperf::files::output::Output::create)
         .transpose()?;
     let (text, damaged) = render(
-        &a.files(),
+        &a.files()?,
         (&a.opts, Some(&a.narrow)),
         graph,
         a.event.select(),
@@ -140,22 +148,66 @@ pub fn strict_exit() -> ! {
     std::process::exit(3)
 }
 
-/// Builds and prints a report; warnings go to stderr. Returns whether the file was damaged.
-pub fn print(file: &std::path::Path, o: &ReportOpts) -> Result<bool> {
-    let (text, damaged) = render(
-        std::slice::from_ref(&file.to_path_buf()),
-        (o, None),
-        None,
-        None,
-    )?;
-    print!("{text}");
-    Ok(damaged)
+/// Whether `record` prints its report on standard error: when standard output is not a
+/// terminal. A redirected standard output (a file, a pipe) is the workload's, which writes
+/// into it as it would without labperf: `labperf record -- ./prog > out` leaves only the
+/// program's bytes in `out`, and the report still shows on the terminal, where standard
+/// error goes (`2> report.txt` keeps it; `labperf report FILE` prints it again anywhere).
+/// On a terminal both go to the screen, the report after the program's lines, as before.
+/// Not "no report with -o": the report after recording is labperf's habit with or without
+/// -o, and what it prints should not depend on where the workload's output goes.
+pub fn recorded_to_stderr() -> bool {
+    use std::io::IsTerminal;
+    !std::io::stdout().is_terminal()
 }
 
-/// Builds and prints one report of several files; returns whether any was damaged.
-pub fn print_many(files: &[PathBuf], o: &ReportOpts) -> Result<bool> {
-    let (text, damaged) = render(files, (o, None), None, None)?;
-    print!("{text}");
+/// Writes `record`'s output (its report, a host's heading) where [`recorded_to_stderr`] says.
+pub fn recorded_out(text: &str) {
+    if recorded_to_stderr() {
+        eprint!("{text}");
+    } else {
+        print!("{text}");
+    }
+}
+
+/// The call graph of the report `record` prints: after `record -g` (the recordings hold
+/// call stacks) the Children table with the caller tree under each row, as `perf report`
+/// shows a `perf record -g` recording; none when --no-children, another view, --by, --pc,
+/// --discard or --split is asked, or the recordings hold no stacks.
+fn recorded_graph(files: &[PathBuf], o: &ReportOpts) -> Option<labperf::views::report::Graph> {
+    if o.no_children {
+        return None;
+    }
+    let srcs: Vec<_> = files
+        .iter()
+        .map(|f| super::import::source(f))
+        .collect::<Result<_>>()
+        .ok()?;
+    let vo = labperf::views::view::Options {
+        children: false,
+        ..o.view_options()
+    };
+    // The HTML page's rule: Children where every recording is plain and one has stacks.
+    let page = labperf::views::view::page_options(&srcs, &vo).ok()?;
+    page.children.then_some(labperf::views::report::Graph {
+        order: labperf::views::report::Order::Caller,
+        depth: 0,
+    })
+}
+
+/// Builds and prints `record`'s report of its file (where [`recorded_out`] writes; after
+/// `-g` with Children and the caller tree), under `heading` when given (a host's name);
+/// warnings go to stderr first. Returns whether the file was damaged.
+pub fn print(file: &std::path::Path, o: &ReportOpts, heading: Option<&str>) -> Result<bool> {
+    print_many(std::slice::from_ref(&file.to_path_buf()), o, heading)
+}
+
+/// [`print`] of one report of several files; returns whether any was damaged.
+pub fn print_many(files: &[PathBuf], o: &ReportOpts, heading: Option<&str>) -> Result<bool> {
+    let (text, damaged) = render(files, (o, None), recorded_graph(files, o), None)?;
+    // The heading right above its report, after the warnings (one stream when redirected).
+    let heading = heading.map(|h| format!("{h}\n")).unwrap_or_default();
+    recorded_out(&format!("{heading}{text}"));
     Ok(damaged)
 }
 

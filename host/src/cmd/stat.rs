@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, clap::Args)]
 #[command(
     mut_arg("host", help("Lab machines to count on (comma-separated); without it, this machine")),
-    mut_arg("events", help("Event to count (repeatable); the agent's default set without it")),
+    mut_arg("events", help("Events to count: a comma list (-e task-clock,page-faults) or -e repeated, groups {a,b} counted together (each member's count kept); the agent's default set without it")),
     mut_arg("topdown", help("Intel TopDown: {slots,topdown-*} per thread (Ice Lake and later), or the older per-core events system-wide (needs root); the ratios as perf computes them")),
     mut_arg("level", |a| help("With --topdown: level 1, or 2 (Sapphire Rapids and later)")(a).requires("topdown")),
     mut_arg("format", help("With --topdown: the table printed at the end (the agent prints live lines meanwhile)")),
@@ -80,9 +80,7 @@ pub struct Args {
 
 fn agent_args(a: &Args) -> Vec<String> {
     let mut v = Vec::new();
-    for e in &a.event.events {
-        v.extend(["-e".to_string(), e.clone()]);
-    }
+    v.extend(super::event_names::agent_args(&a.event.events));
     if let Some(i) = a.interval {
         v.extend(["-I".to_string(), i.to_string()]);
     }

@@ -457,9 +457,16 @@ pub fn import_pipe_to(
         Some(b"PERFILE2") => true,
         Some(b"2ELIFREP") => false,
         _ => {
-            return Err(ImportError::Sections(
-                "its magic number is not perf.data's PERFILE2".into(),
-            ))
+            // What it is, when its first bytes tell (gzip, a labperf recording, JSON…).
+            return Err(match crate::files::kind::of_bytes(&head) {
+                Some(k) => ImportError::Unsupported(format!(
+                    "it is {}, not a `perf record -o -` stream",
+                    k.what()
+                )),
+                None => {
+                    ImportError::Sections("its magic number is not perf.data's PERFILE2".into())
+                }
+            });
         }
     };
     if !is_pipe_header(&head) {

@@ -19,7 +19,7 @@ pub enum LoadError {
         source: std::io::Error,
     },
     #[error("{path} is not a labperf record file (it does not start with the LABPERF magic and holds no labperf frames).{hint}")]
-    NotLabperf { path: PathBuf, hint: &'static str },
+    NotLabperf { path: PathBuf, hint: String },
     #[error("reading {path} was interrupted")]
     Stopped { path: PathBuf },
     #[error("{path} is not a TopDown recording (its header has no slots or topdown-total-slots event): record one with `labperf stat --topdown` or `labperf record --topdown`.")]
@@ -267,23 +267,26 @@ pub fn peek(src: &Source) -> Result<Peek, LoadError> {
     Ok(p)
 }
 
-/// The error for a file that holds no labperf frames, with the remedy when it is perf's.
+/// The error for a file that holds no labperf frames, with what it is and the remedy when
+/// its first bytes tell (perf's perf.data, gzip, pprof, JSON…).
 fn not_labperf(path: &Path) -> LoadError {
-    use std::io::Read;
-    let mut magic = [0u8; 8];
-    let perf = std::fs::metadata(path).is_ok_and(|m| m.is_file())
-        && std::fs::File::open(path)
-            .and_then(|mut f| f.read_exact(&mut magic))
-            .is_ok()
-        && (&magic == b"PERFILE2" || &magic == b"2ELIFREP");
+    use crate::files::kind::{of_file, Kind};
+    let regular = std::fs::metadata(path).is_ok_and(|m| m.is_file());
+    let hint = match of_file(path).filter(|_| regular) {
+        // A labperf file without a frame that decodes is damaged from its start: the
+        // error says what it lacks.
+        None | Some(Kind::Labperf) => String::new(),
+        Some(Kind::PerfData) => " It is perf's perf.data: `labperf import FILE -o FILE.lpr` makes              a labperf recording of it."
+            .into(),
+        Some(k) => format!(
+            " It is {}: {}.",
+            k.what(),
+            k.remedy(&crate::text::show(&path.display().to_string()))
+        ),
+    };
     LoadError::NotLabperf {
         path: path.into(),
-        hint: if perf {
-            " It is perf's perf.data: `labperf import FILE -o FILE.lpr` makes a labperf \
-             recording of it."
-        } else {
-            ""
-        },
+        hint,
     }
 }
 

@@ -21,6 +21,16 @@ pub struct Run {
     pub intervals: u64,
     /// The workload's user and system CPU time in ns, when the agent reaped it.
     pub times: Option<(u64, u64)>,
+    /// The events this machine lacks, which the agent left out (its header's notes `'NAME'
+    /// is not supported here (…): left out`, both agents' words): perf's `<not supported>`.
+    pub unsupported: Vec<String>,
+}
+
+/// The event a header note of an agent names as left out for want of a PMU or event.
+fn unsupported(note: &str) -> Option<&str> {
+    let rest = note.strip_prefix('\'')?;
+    let (name, tail) = rest.split_once("' is not supported here")?;
+    tail.ends_with("left out").then_some(name)
 }
 
 /// Reads a `stat` recording's totals. A file without them (a killed agent's) is an error
@@ -32,6 +42,12 @@ pub fn read(src: &load::Source) -> Result<Option<Run>, LoadError> {
         if run.names.is_empty() {
             if let Some(h) = h {
                 run.names = h.events.iter().map(|e| e.name.clone()).collect();
+                run.unsupported = h
+                    .notes
+                    .iter()
+                    .filter_map(|n| unsupported(n))
+                    .map(str::to_string)
+                    .collect();
             }
         }
         let Record::Interval(i) = r else { return };
@@ -260,7 +276,28 @@ pub fn summary(runs: &[Run], target: &Target, style: Style) -> String {
         }
         s.push('\n');
     }
+    not_supported(&mut s, &first.unsupported);
     s.push('\n');
+    times(&mut s, first, repeated, (wall, wall_error));
+    s
+}
+
+/// perf's line of each event the machine cannot count: no count, no metric.
+fn not_supported(s: &mut String, names: &[String]) {
+    for name in names {
+        let _ = writeln!(
+            s,
+            "{:>18} {:<4} {name:<32}{}",
+            "<not supported>",
+            "",
+            " ".repeat(28)
+        );
+    }
+}
+
+/// The elapsed time (`-r`'s mean and noise) and, for one run, the workload's user and
+/// system times.
+fn times(s: &mut String, first: &Run, repeated: bool, (wall, wall_error): (f64, f64)) {
     if repeated {
         let sd = wall_error / 1e9;
         // perf: two digits more than the deviation's first significant one.
@@ -288,7 +325,6 @@ pub fn summary(runs: &[Run], target: &Target, style: Style) -> String {
         }
         s.push('\n');
     }
-    s
 }
 
 #[cfg(test)]
@@ -311,6 +347,7 @@ mod tests {
             elapsed_ns: wall,
             intervals: 0,
             times: Some((2_464_000, 0)),
+            unsupported: Vec::new(),
         }
     }
 
@@ -351,6 +388,30 @@ mod tests {
             "\n       0.002464000 seconds user\n       0.000000000 seconds sys\n\n\n",
         );
         assert_eq!(s, want);
+        // An event the machine lacks: perf 6.1's line for it (`perf stat -e
+        // task-clock,cycles` without a hardware PMU), 84 characters.
+        let mut r = run(1_233_000, 2, 102_537_860);
+        r.unsupported = vec!["cycles".into()];
+        let s = summary(
+            &[r],
+            &Target::Command(vec!["true".into()]),
+            Style {
+                big_num: false,
+                intervals: false,
+            },
+        );
+        let l = s.lines().find(|l| l.contains("<not supported>")).unwrap();
+        assert_eq!(
+            l,
+            format!("   <not supported>      cycles{}", " ".repeat(54))
+        );
+        assert_eq!(
+            unsupported(
+                "'cycles' is not supported here (no such event on this machine's PMU): left out"
+            ),
+            Some("cycles")
+        );
+        assert_eq!(unsupported("kernel mode not counted"), None);
     }
 
     #[test]

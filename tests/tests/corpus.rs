@@ -290,14 +290,29 @@ fn check_with(recorder: Recorder<'_>, case: &Case<'_>, dir: &Path, program: &[Os
             Mode::Dwarf => case.dwarf_unknown,
         };
         let mut w = Worst::default();
+        // Frame-pointer stacks that stopped short of the outermost frame (in a library built
+        // without frame pointers: glibc's, the loader's) cannot carry their samples to the
+        // callers above the stop; the report's call-stacks line says how many stopped (the
+        // summary's `stopped`), and a function's Children may fall short of its clock by
+        // that share, no more.
+        let (n, outermost, at_leaf, st) = stacks(&j);
+        let stopped = match mode {
+            Mode::Fp => 100.0 * n.saturating_sub(outermost) as f64 / n.max(1) as f64,
+            Mode::Dwarf => 0.0,
+        };
         for Timed(name, clock, minus) in case.timed {
             // A function without a row has no samples (without frame pointers, main has
             // none of its own and no callees').
             let (c, o) = rows.get(*name).copied().unwrap_or((0.0, 0.0));
             if children && !unknown.contains(name) {
                 let want = pct(clock);
-                w.see(c - want, || format!("{} Children", short(name)));
-                if (c - want).abs() > TOLERANCE {
+                let d = if c < want {
+                    (c - want + stopped).min(0.0)
+                } else {
+                    c - want
+                };
+                w.see(d, || format!("{} Children", short(name)));
+                if d.abs() > TOLERANCE {
                     misses.push(format!(
                         "{mode:?}: {name} Children {c:.2}%, by its clock {want:.2}%"
                     ));
@@ -324,7 +339,6 @@ fn check_with(recorder: Recorder<'_>, case: &Case<'_>, dir: &Path, program: &[Os
                 }
             }
         }
-        let (n, outermost, at_leaf, st) = stacks(&j);
         let warnings = j["warnings"].to_string();
         let checked = if children && !unknown.is_empty() {
             // Stacks through code without frame pointers: the report must say they fall
@@ -367,12 +381,12 @@ fn check_with(recorder: Recorder<'_>, case: &Case<'_>, dir: &Path, program: &[Os
             )
         } else if children {
             // The stacks reached their threads' first functions: no warning.
-            if 100 * outermost < 98 * n {
+            if !case.fp_stops && 100 * outermost < 98 * n {
                 misses.push(format!(
                     "{mode:?}: {outermost} of {n} stacks reached the outermost frame: {st}"
                 ));
             }
-            if warnings.contains("call stacks") {
+            if !case.fp_stops && warnings.contains("call stacks") {
                 misses.push(format!("{mode:?}: a warning on good stacks: {warnings}"));
             }
             format!(
@@ -785,7 +799,11 @@ fn shell_pipeline_forks_and_execs_both_ends() {
         how: "sh -c: produce piped into consume, gcc -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer",
         fp: true,
         fp_unknown: &[],
-        fp_stops: false,
+        // Both ends call glibc's stdio, which keeps no frame pointers: a few of their stacks
+        // stop there (seen: 43 of 2,055, in libc and the loader; more on a busy machine,
+        // where the pipe fills and empties more often), and main's Children fall short by
+        // that share, which the report states.
+        fp_stops: true,
         dwarf_unknown: &[],
         timed: &[
             Timed("main", "total", Some(&["produce", "consume"])),

@@ -593,6 +593,19 @@ fn agents_another_user_could_have_put_there_are_refused() {
             "world-writable" => chmod(&agents, 0o777),
             _ => chmod(&agents, 0o775),
         }
+        // `labperf agents` lists it and fails, as a record with it would.
+        let o = Command::new(d.join("labperf"))
+            .env_remove("LABPERF_AGENT")
+            .env("LABPERF_AGENTS_DIR", &agents)
+            .arg("agents")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "agents, {what}: {err}");
+        assert!(
+            err.contains("of the agents listed would be refused by record"),
+            "agents, {what}: {err}"
+        );
         for env in [None, Some(agents.as_path())] {
             let o = record(env);
             let err = String::from_utf8_lossy(&o.stderr);

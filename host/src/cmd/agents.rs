@@ -258,6 +258,9 @@ pub fn run(a: &Args) -> Result<()> {
         .collect();
     entries.sort();
     let mut bad = Vec::new();
+    // Agents labperf will not run (another user could have put or replaced them): an error
+    // with or without --check, as a record with them would be.
+    let mut refused = Vec::new();
     println!(
         "{:<30} {:<14} {:<8} {:<7} {:>9}",
         "target", "binary", "machine", "static", "KiB"
@@ -274,7 +277,9 @@ pub fn run(a: &Args) -> Result<()> {
             }
             if let Err(e) = check_trusted(&p) {
                 eprintln!("labperf: {e:#}");
-                bad.push(format!("{e:#}"));
+                refused.push(format!("{e:#}"));
+                println!("{name:<30} {bin:<14} refused (see above)");
+                continue;
             }
             let i = inspect(&p)?;
             let is_static = i.interpreter.is_none() && !i.dynamic;
@@ -299,6 +304,12 @@ pub fn run(a: &Args) -> Result<()> {
                 ));
             }
         }
+    }
+    if !refused.is_empty() {
+        bail!(
+            "{} of the agents listed would be refused by record, stat and --host (above)",
+            refused.len()
+        );
     }
     if a.check && !bad.is_empty() {
         bail!("{}", bad.join("; "));

@@ -283,24 +283,75 @@ fn expand_range(pattern: &str, out: &mut Vec<String>, line: usize) -> Result<(),
     if b < a {
         return one(out);
     }
+    // Ansible's ranges: `[01:50]` (leading zeros kept), `[a:f]` (letters), either with a
+    // step (`[0:10:2]`), bounds included.
     let inner = &pattern[a + 1..b];
-    let Some((lo, hi)) = inner.split_once(':') else {
+    let parts: Vec<&str> = inner.split(':').collect();
+    if !(2..=3).contains(&parts.len()) {
         return one(out);
+    }
+    let bad = |why: &str| {
+        format!(
+            "{}the host pattern '{}': {why}",
+            at_line(line),
+            show(pattern)
+        )
     };
-    let (Ok(l), Ok(h)) = (lo.parse::<u32>(), hi.parse::<u32>()) else {
-        return one(out);
+    let step = match parts.get(2) {
+        None => 1,
+        Some(s) => match s.parse::<u32>() {
+            Ok(0) => return Err(bad("its range's step is 0")),
+            Ok(n) => n,
+            Err(_) => return Err(bad("its range's step is not a number")),
+        },
     };
-    if h < l || h - l > MAX_HOSTS as u32 {
+    let (lo, hi) = (parts[0], parts[1]);
+    let letter = |s: &str| {
+        let mut c = s.chars();
+        match (c.next(), c.next()) {
+            (Some(l), None) if l.is_ascii_alphabetic() => Some(l as u32),
+            _ => None,
+        }
+    };
+    let (l, h, letters) = match (lo.parse::<u32>(), hi.parse::<u32>()) {
+        (Ok(l), Ok(h)) => (l, h, false),
+        _ => match (letter(lo), letter(hi)) {
+            (Some(l), Some(h))
+                if (l as u8).is_ascii_lowercase() == (h as u8).is_ascii_lowercase() =>
+            {
+                (l, h, true)
+            }
+            _ => {
+                return Err(bad(
+                    "a range is [FIRST:LAST] or [FIRST:LAST:STEP] of numbers or of single letters of one case",
+                ))
+            }
+        },
+    };
+    if h < l {
+        return Err(bad(&format!("its range runs backwards ({lo} after {hi})")));
+    }
+    if (h - l) / step >= MAX_HOSTS as u32 {
         return Err(too_many());
     }
     let width = if lo.starts_with('0') { lo.len() } else { 0 };
-    for n in l..=h {
+    for n in (l..=h).step_by(step as usize) {
+        let mid = match letters {
+            true => char::from_u32(n).unwrap_or('?').to_string(),
+            false => format!("{n:0width$}"),
+        };
         expand_range(
-            &format!("{}{n:0width$}{}", &pattern[..a], &pattern[b + 1..]),
+            &format!("{}{mid}{}", &pattern[..a], &pattern[b + 1..]),
             out,
             line,
         )
-        .map_err(|_| too_many())?;
+        .map_err(|e| {
+            if e.contains("names over") {
+                too_many()
+            } else {
+                e
+            }
+        })?;
     }
     Ok(())
 }
@@ -835,6 +886,26 @@ mod tests {
 
     /// Nested ranges and YAML alias bombs are refused within a bound of memory and time.
     #[test]
+    fn letter_and_step_ranges_expand_as_ansible_expands_them() {
+        let d = std::env::temp_dir().join(format!("lp-inv-ranges-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(
+            d.join("inv"),
+            "[lab]\nweb[a:c].lab ansible_user=root\ndb[01:09:4]\n",
+        )
+        .unwrap();
+        let f = load(Some(&d.join("inv"))).unwrap();
+        let names: Vec<&String> = f.hosts.keys().collect();
+        assert_eq!(
+            names,
+            ["db01", "db05", "db09", "weba.lab", "webb.lab", "webc.lab"],
+            "{:?}",
+            f.hosts
+        );
+        std::fs::remove_dir_all(d).unwrap();
+    }
+
+    #[test]
     fn range_and_alias_bombs_are_refused() {
         let d = std::env::temp_dir().join(format!("lp-inv-bomb-{}", std::process::id()));
         std::fs::create_dir_all(&d).unwrap();
@@ -842,6 +913,19 @@ mod tests {
         std::fs::write(d.join("ranges"), "[lab]\nh[0:9999]x[0:9999]\n").unwrap();
         let e = load(Some(&d.join("ranges"))).unwrap_err().to_string();
         assert!(e.ends_with("line 2: the host pattern 'h[0:9999]x[0:9999]' names over 4096 hosts: a hosts file names at most 4096"), "{e}");
+        // A backwards range and a zero step say so, with their line.
+        for (pattern, why) in [
+            ("h[9:1]", "its range runs backwards (9 after 1)"),
+            ("h[0:9:0]", "its range's step is 0"),
+            ("h[a:Z]", "a range is [FIRST:LAST] or [FIRST:LAST:STEP]"),
+        ] {
+            std::fs::write(d.join("ranges"), format!("[lab]\n{pattern}\n")).unwrap();
+            let e = load(Some(&d.join("ranges"))).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("line 2: the host pattern '{pattern}': {why}")),
+                "{e}"
+            );
+        }
         std::fs::write(
             d.join("ranges.yml"),
             "lab:\n  hosts:\n    h[0:70]x[0:70]:\n",

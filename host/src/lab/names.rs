@@ -53,6 +53,15 @@ fn at(c: char, pos: usize) -> String {
 /// A host name as labperf connects to it: ASCII letters, digits and `-._:%`, not starting
 /// with `-`, at most [`MAX_HOST`] characters.
 pub fn check_host(name: &str) -> Result<(), BadName> {
+    // One ':' is no IPv6 address (they have two at least): [`split_spec`] left a port that
+    // is no number from 1 to 65535 in the name.
+    if let Some((_, port)) = name.split_once(':').filter(|(_, p)| !p.contains(':')) {
+        return Err(bad(
+            "host name",
+            name,
+            format!("has the port ':{port}', which is no number from 1 to 65535"),
+        ));
+    }
     check(
         "host name",
         name,
@@ -112,13 +121,13 @@ pub fn split_spec(spec: &str) -> (Option<String>, String, Option<u16>) {
     };
     if let Some((h, after)) = rest.strip_prefix('[').and_then(|r| r.split_once(']')) {
         match after.strip_prefix(':').map(str::parse::<u16>) {
-            Some(Ok(p)) => return (user, h.to_string(), Some(p)),
+            Some(Ok(p)) if p > 0 => return (user, h.to_string(), Some(p)),
             None if after.is_empty() => return (user, h.to_string(), None),
             _ => {}
         }
     }
     match rest.rsplit_once(':') {
-        Some((h, p)) if !h.contains(':') && p.parse::<u16>().is_ok() => {
+        Some((h, p)) if !h.contains(':') && p.parse::<u16>().is_ok_and(|p| p > 0) => {
             (user, h.to_string(), p.parse().ok())
         }
         _ => (user, rest.to_string(), None),
@@ -128,6 +137,25 @@ pub fn split_spec(spec: &str) -> (Option<String>, String, Option<u16>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_port_that_is_no_port_is_said_as_such() {
+        for spec in ["x.example:99999", "j:abc", "root@lab1:0", "lab1:"] {
+            let (_, host, port) = split_spec(spec);
+            assert_eq!(port, None, "{spec}");
+            let e = check_host(&host).unwrap_err();
+            assert!(
+                e.problem.starts_with("has the port ':")
+                    && e.problem.ends_with("which is no number from 1 to 65535"),
+                "{spec}: {e:?}"
+            );
+        }
+        assert_eq!(
+            split_spec("root@lab1:2222"),
+            (Some("root".into()), "lab1".into(), Some(2222))
+        );
+        assert!(check_host("fe80::1%eth0").is_ok());
+    }
 
     #[test]
     fn host_names_as_openssh_takes_them() {

@@ -137,6 +137,13 @@ fn dwarf_stacks_of_the_bench_built_without_frame_pointers_give_its_known_inclusi
 
 /// The tree's inclusive shares in `report --children` rows against the bench's clock.
 fn check_shares(rows: &BTreeMap<String, (f64, f64)>, clock: &BenchClock) {
+    check_shares_losing(rows, clock, 0.0);
+}
+
+/// [`check_shares`] of a recording whose kernel lost `lost_pct` percent of its samples (the
+/// trailer counts them, the report says so): they fall in bursts while the agent waits for a
+/// CPU, so in one block of the bench's cycle, and a share may be off by that much more.
+fn check_shares_losing(rows: &BTreeMap<String, (f64, f64)>, clock: &BenchClock, lost_pct: f64) {
     // The tree's inclusive shares (of calls_a + calls_b: main's calibration before the
     // tree is outside it) against the bench's own account, within 2 points: cpu-clock
     // samples every 250 µs of the same CPU time the bench measures; a 3 s run's ~600
@@ -152,8 +159,8 @@ fn check_shares(rows: &BTreeMap<String, (f64, f64)>, clock: &BenchClock) {
         let want = clock.pct_of(name, TREE_TOP);
         eprintln!("{name}: {got:.2}% of the tree in the profile, {want:.2}% by the bench's clock");
         assert!(
-            (got - want).abs() <= 2.0,
-            "{name}: {got:.2}% of the tree in the profile, {want:.2}% by the bench's clock"
+            (got - want).abs() <= 2.0 + lost_pct,
+            "{name}: {got:.2}% of the tree in the profile, {want:.2}% by the bench's clock ({lost_pct:.2}% of the samples lost)"
         );
     }
 }
@@ -977,7 +984,8 @@ fn dwarf_stacks_of_processes_a_shell_forks_and_execs_unwind_each_in_its_own_mapp
     let main = rows["labperf_bench::main"].0;
     assert!(main >= 98.0, "labperf_bench::main: children {main:.2}%");
     // The tree's shares, both processes together, against both benches' clocks.
-    check_shares(&rows, &clock);
+    let lost_pct = 100.0 * lost as f64 / (got + lost).max(1) as f64;
+    check_shares_losing(&rows, &clock, lost_pct);
 }
 
 /// `report --call-graph callee --depth 2 --format json` of a metrics recording: (symbol,
@@ -1201,4 +1209,53 @@ fn stacks_of_three_threads_give_the_trees_shares_by_fp_and_by_dwarf() {
         );
         check_shares(&rows, &clock);
     }
+}
+
+/// A program `sh -c` execs is named by its own name in the stack views as in the flat ones:
+/// the agent writes each CPU's records as they come, so the child's exec (its Comm) may come
+/// before its fork in the file, and the fork must not rename the child after the shell.
+#[test]
+fn a_program_a_shell_execs_keeps_its_name_in_the_stack_views() {
+    let d = scratch("stacks-exec-name");
+    let f = d.join("exec.lpr");
+    // Whether the exec comes before the fork in the file depends on the CPUs the shell and
+    // its child run on: the code before this test's fix failed it in 1 of 3 runs here.
+    // (With a second exec on another CPU, `taskset -c 0 prog` in the child, both views still
+    // name the samples by the order the agent drained its rings in: an open item.)
+    let script = format!("{} --duration 0.5", bin("labperf-bench").display());
+    let o = Command::new(bin("labperf"))
+        .args(["record", "--local", "--no-report", "-g", "-o"])
+        .arg(&f)
+        .args(["--", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let by_comm = |children: bool| -> BTreeMap<String, u64> {
+        let j = report_json(&f, 0, |c| {
+            c.args(["--by", "comm"]);
+            if children {
+                c.arg("--children");
+            }
+        });
+        j["tables"][0]["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                let name = r["comm"].as_str().or(r["name"].as_str()).unwrap_or("?");
+                // Self samples: `samples` in the flat table, `self` beside Children.
+                let n = r["samples"].as_u64().or(r["self"].as_u64()).unwrap();
+                (name.to_string(), n)
+            })
+            .collect()
+    };
+    let (flat, stacks) = (by_comm(false), by_comm(true));
+    let bench = "labperf-bench";
+    let (a, b) = (flat.get(bench).copied(), stacks.get(bench).copied());
+    // The samples before the exec (the shell's image in the child) are the only ones the
+    // two views may place apart: a handful of 2,000.
+    assert!(
+        a.is_some_and(|a| a > 1000) && b.is_some_and(|b| b + 20 >= a.unwrap()),
+        "flat {flat:?}, stack views {stacks:?}"
+    );
 }

@@ -723,8 +723,11 @@ impl RawStacks {
                 self.comm_of.insert(c.tid, i);
             }
             Record::Fork(t) => {
+                // The parent's name, for a child not named yet. The agent writes each CPU's
+                // records as they come, so a child's exec (`sh -c sort`: Comm sort) may
+                // come before its fork in the file: the fork must not name sort's samples sh.
                 if let Some(&i) = self.comm_of.get(&t.ptid) {
-                    self.comm_of.insert(t.tid, i);
+                    self.comm_of.entry(t.tid).or_insert(i);
                 }
                 if t.pid != t.ppid {
                     self.forks.push((t.pid, t.ppid));

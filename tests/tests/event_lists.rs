@@ -131,12 +131,14 @@ fn header_events(file: &Path) -> Vec<(String, Option<u32>)> {
 }
 
 /// task-clock against the program's own CPU clock (which also holds the forked child's time
-/// before exec, a millisecond or two), page-faults at least the pages it touched.
+/// before exec, a millisecond or two; task-clock holds the exit's freeing of the pages it
+/// touched, after the program's last reading of its clock: 3.5 ms over it once, for 2,000
+/// pages on a busy run), page-faults at least the pages it touched.
 fn check_counts(e: &str, pages: f64) {
     let own = cpu_ms(e);
     let ms = count(e, "task-clock");
     assert!(
-        (own - 5.0..=own + 2.0).contains(&ms),
+        (own - 5.0..=own + 5.0).contains(&ms),
         "task-clock {ms} msec, the program's clock {own} ms:\n{e}"
     );
     let faults = count(e, "page-faults");

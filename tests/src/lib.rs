@@ -360,3 +360,23 @@ pub const BENCH_LEAF_PATHS: &[(&str, &str, &str)] = &[
         "calls_b;calls_b_inlined;fp_divider_stalls",
     ),
 ];
+
+/// The time the machine's CPUs have spent so far in interrupts and stolen by the hypervisor
+/// (/proc/stat's irq, softirq and steal fields, in USER_HZ ticks), in ns. perf's clock
+/// events (task-clock, cpu-clock) run on while an interrupt or the hypervisor holds a task's
+/// CPU; the task's own CPU clock (CLOCK_PROCESS_CPUTIME_ID, rusage) does not count that time.
+pub fn irq_and_steal_ns() -> f64 {
+    let s = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let ticks: f64 = s
+        .lines()
+        .next()
+        .map(|l| {
+            l.split_whitespace()
+                .skip(6)
+                .take(3)
+                .filter_map(|v| v.parse::<f64>().ok())
+                .sum()
+        })
+        .unwrap_or(0.0);
+    ticks * 1e7
+}

@@ -252,22 +252,23 @@ fn summary(got: &labperf::import::Imported) -> (String, String) {
 /// The record file `path` as `report`, `export` and `diff` read it: a labperf recording as
 /// it is; perf's perf.data (a whole file or a saved `perf record -o -` stream) imported in
 /// memory first, said on standard error with the command that keeps the import.
+///
+/// The file is opened and mapped once, here: the views' passes over it read the mapping. A
+/// file that cannot be mapped (missing, a directory, a FIFO) is left for the view to open,
+/// whose error says why.
 pub fn source(path: &Path) -> Result<labperf::record::load::Source> {
-    use std::io::Read;
-    let mut magic = [0u8; 8];
-    let perf = std::fs::metadata(path).is_ok_and(|m| m.is_file())
-        && std::fs::File::open(path)
-            .and_then(|mut f| f.read_exact(&mut magic))
-            .is_ok()
-        && (&magic == b"PERFILE2" || &magic == b"2ELIFREP");
-    if !perf {
+    let Ok(src) = labperf::record::load::Source::mapped(path) else {
         return Ok(path.into());
+    };
+    let data = src.data()?;
+    let bytes: &[u8] = (*data).as_ref();
+    let perf = bytes.starts_with(b"PERFILE2") || bytes.starts_with(b"2ELIFREP");
+    if !perf {
+        return Ok(src);
     }
-    let (f, _, _) = labperf::files::mapped::open_regular(path, u64::MAX)
-        .with_context(|| format!("cannot open {}", path.display()))?;
     let mut lpr = Vec::new();
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        labperf::import::import_to(f, &mut lpr)
+        labperf::import::import_to(std::io::Cursor::new(bytes), &mut lpr)
     }));
     let name = path.display().to_string();
     let shown = labperf::text::show(&name);

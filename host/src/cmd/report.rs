@@ -114,7 +114,7 @@ pub fn run(a: &Args) -> Result<()> {
         .map(labperf::files::output::Output::create)
         .transpose()?;
     let (text, damaged) = render(
-        &a.files()?,
+        &sources(&a.files()?)?,
         (&a.opts, Some(&a.narrow)),
         graph,
         a.event.select(),
@@ -174,21 +174,19 @@ pub fn recorded_out(text: &str) {
 /// call stacks) the Children table with the caller tree under each row, as `perf report`
 /// shows a `perf record -g` recording; none when --no-children, another view, --by, --pc,
 /// --discard or --split is asked, or the recordings hold no stacks.
-fn recorded_graph(files: &[PathBuf], o: &ReportOpts) -> Option<labperf::views::report::Graph> {
+fn recorded_graph(
+    srcs: &[labperf::record::load::Source],
+    o: &ReportOpts,
+) -> Option<labperf::views::report::Graph> {
     if o.no_children {
         return None;
     }
-    let srcs: Vec<_> = files
-        .iter()
-        .map(|f| super::import::source(f))
-        .collect::<Result<_>>()
-        .ok()?;
     let vo = labperf::views::view::Options {
         children: false,
         ..o.view_options()
     };
     // The HTML page's rule: Children where every recording is plain and one has stacks.
-    let page = labperf::views::view::page_options(&srcs, &vo).ok()?;
+    let page = labperf::views::view::page_options(srcs, &vo).ok()?;
     page.children.then_some(labperf::views::report::Graph {
         order: labperf::views::report::Order::Caller,
         depth: 0,
@@ -204,7 +202,8 @@ pub fn print(file: &std::path::Path, o: &ReportOpts, heading: Option<&str>) -> R
 
 /// [`print`] of one report of several files; returns whether any was damaged.
 pub fn print_many(files: &[PathBuf], o: &ReportOpts, heading: Option<&str>) -> Result<bool> {
-    let (text, damaged) = render(files, (o, None), recorded_graph(files, o), None)?;
+    let srcs = sources(files)?;
+    let (text, damaged) = render(&srcs, (o, None), recorded_graph(&srcs, o), None)?;
     // The heading right above its report, after the warnings (one stream when redirected).
     let heading = heading.map(|h| format!("{h}\n")).unwrap_or_default();
     recorded_out(&format!("{heading}{text}"));
@@ -213,18 +212,18 @@ pub fn print_many(files: &[PathBuf], o: &ReportOpts, heading: Option<&str>) -> R
 
 /// The report of one file or several merged, rendered; warnings go to stderr. HTML adds
 /// the recordings' facts and, when they hold samples, their flame graph.
+/// The files opened, each once (perf.data imported on the fly: `import::source`).
+fn sources(files: &[PathBuf]) -> Result<Vec<labperf::record::load::Source>> {
+    files.iter().map(|f| super::import::source(f)).collect()
+}
+
 fn render(
-    files: &[PathBuf],
+    srcs: &[labperf::record::load::Source],
     (o, narrow): (&ReportOpts, Option<&NarrowOpts>),
     graph: Option<labperf::views::report::Graph>,
     event: Option<labperf::record::events::Select>,
 ) -> Result<(String, bool)> {
-    // perf.data is imported on the fly (`import::source`).
-    let srcs: Vec<labperf::record::load::Source> = files
-        .iter()
-        .map(|f| super::import::source(f))
-        .collect::<Result<_>>()?;
-    super::opts::warn_wall(&srcs, event.as_ref());
+    super::opts::warn_wall(srcs, event.as_ref());
     let mut vo = labperf::views::view::Options {
         graph,
         event,
@@ -237,20 +236,20 @@ fn render(
     let vo = match o.format.get() {
         // (A file that cannot be read is the build's to explain.)
         labperf::render::table::Format::Html => {
-            labperf::views::view::page_options(&srcs, &vo).unwrap_or(vo)
+            labperf::views::view::page_options(srcs, &vo).unwrap_or(vo)
         }
         _ => vo,
     };
-    let r = match &srcs[..] {
+    let r = match srcs {
         [one] => labperf::views::view::build(one, &vo)
             .with_context(|| format!("cannot report {}", one.name.display()))?,
-        _ => labperf::views::view::build_many(&srcs, &vo)
+        _ => labperf::views::view::build_many(srcs, &vo)
             .context("cannot report these files together: check the paths")?,
     };
     for w in r.warnings.iter().filter(|_| !super::quiet()) {
         eprintln!("{}", labperf::text::show_text(w));
     }
-    let text = r.render_page(o.format.get(), o.top, colour(), || html_page(&srcs, &vo, o))?;
+    let text = r.render_page(o.format.get(), o.top, colour(), || html_page(srcs, &vo, o))?;
     Ok((text, r.damaged))
 }
 

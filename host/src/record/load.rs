@@ -85,12 +85,14 @@ impl FileInfo {
     }
 }
 
-/// A recording to read: a file (read when needed), or bytes already in memory (tests,
-/// fuzzing); its name is what messages say.
+/// A recording to read: a file (opened when read, or mapped once by [`Source::mapped`]),
+/// or bytes already in memory (an import, tests, fuzzing); its name is what messages say.
 #[derive(Clone)]
 pub struct Source {
     pub name: PathBuf,
     bytes: Option<Shared>,
+    /// Whether `name` is the file these bytes are (a mapped file), not a label.
+    file: bool,
 }
 
 impl Source {
@@ -98,6 +100,7 @@ impl Source {
         Source {
             name: p.into(),
             bytes: None,
+            file: true,
         }
     }
 
@@ -105,12 +108,23 @@ impl Source {
         Source {
             name: name.into(),
             bytes: Some(b),
+            file: false,
         }
     }
 
-    /// The file this source reads, when it is one (not bytes already in memory).
+    /// The file at `p`, opened and memory-mapped now, once: every later pass over it (the
+    /// header's peek, each view's stream) reads this mapping, not the path again.
+    pub fn mapped(p: &Path) -> Result<Source, FileError> {
+        Ok(Source {
+            name: p.into(),
+            bytes: Some(map_file(p)?),
+            file: true,
+        })
+    }
+
+    /// The file this source reads, when it is one (not bytes of an import or a test).
     pub fn file(&self) -> Option<&Path> {
-        self.bytes.is_none().then_some(self.name.as_path())
+        self.file.then_some(self.name.as_path())
     }
 
     /// The whole input, shared (the file memory-mapped).

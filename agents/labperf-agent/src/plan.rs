@@ -3,9 +3,10 @@
 
 use crate::prelude::*;
 
+use crate::opts::Opts;
 use crate::perf::{self, AttrPlan};
 use crate::topdown::{self, Kind};
-use crate::{events, record, stat, sys, Opts};
+use crate::{events, record, stat, sys};
 use core::fmt::Write;
 use labperf_common::ATTR_FLAG_NAMES;
 

@@ -5,13 +5,14 @@ use crate::prelude::*;
 use crate::convert::{Conv, Layout};
 use crate::events::{self, EventSpec};
 use crate::offcpu::{self, Pairer};
+use crate::opts::Opts;
 use crate::out::Out;
 use crate::perf::{self, AttrPlan, Fd, Ring};
 use crate::rt::Instant;
 use crate::status::Fail;
 use crate::usage::Meter;
 use crate::workload::{self, Workload, SIGNALLED};
-use crate::{strobe, sys, Opts};
+use crate::{strobe, sys};
 use core::sync::atomic::Ordering;
 use core::time::Duration;
 use labperf_common::*;
@@ -26,7 +27,7 @@ pub fn header(
 ) -> Header {
     let u = sys::uname();
     Header {
-        agent_version: crate::VERSION.into(),
+        agent_version: crate::opts::VERSION.into(),
         arch: sys::arch(),
         endian: sys::endian(),
         kernel_release: u.release,
@@ -53,7 +54,7 @@ pub fn header(
         },
         clock_id: libc::CLOCK_MONOTONIC,
         start_time_ns: start,
-        start_realtime_ns: sys::clock_ns(libc::CLOCK_REALTIME),
+        start_realtime_ns: crate::rt::clock_ns(libc::CLOCK_REALTIME),
         events,
         mode: mode.into(),
         notes,
@@ -819,7 +820,7 @@ impl Sink {
         start: u64,
         usage: Option<labperf_common::Usage>,
     ) -> Result<(u64, Trailer), Fail> {
-        let end = sys::clock_ns(libc::CLOCK_MONOTONIC);
+        let end = crate::rt::clock_ns(libc::CLOCK_MONOTONIC);
         if let Some(p) = self.offcpu.as_mut() {
             let done = p.finish(end);
             self.offcpu_samples(done)?;
@@ -933,7 +934,7 @@ pub fn clamp_freq(o: &Opts, max: Option<u64>) -> (Opts, Option<String>) {
 
 /// Drains every ring into the sink; the first record the file cannot take stops it.
 fn drain_all(rings: &mut [(Fd, Ring)], sink: &mut Sink) -> Result<(), Fail> {
-    let round = sys::clock_ns(libc::CLOCK_MONOTONIC);
+    let round = crate::rt::clock_ns(libc::CLOCK_MONOTONIC);
     for (_, ring) in rings.iter_mut() {
         let mut err = Ok(());
         ring.drain(|rec| {
@@ -1062,7 +1063,7 @@ pub fn run(o: &Opts) -> Result<i32, Fail> {
         }
     };
     opened.notes.extend(rate_note);
-    let start = sys::clock_ns(libc::CLOCK_MONOTONIC);
+    let start = crate::rt::clock_ns(libc::CLOCK_MONOTONIC);
     let path = o.output.clone().unwrap_or_else(|| "labperf.lpr".into());
     let out = match create(o, &opened, start, &path) {
         Ok(out) => out,
@@ -1202,7 +1203,7 @@ pub fn replay(o: &Opts, ring: &str) -> Result<i32, Fail> {
             }
         })
         .collect();
-    let start = sys::clock_ns(libc::CLOCK_MONOTONIC);
+    let start = crate::rt::clock_ns(libc::CLOCK_MONOTONIC);
     let path = o.output.clone().unwrap_or_else(|| "labperf.lpr".into());
     let recipe = recipe(o, strobe, read_format);
     let hdr = header(

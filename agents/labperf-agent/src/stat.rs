@@ -13,13 +13,14 @@
 use crate::prelude::*;
 
 use crate::events;
+use crate::opts::Opts;
 use crate::out::Out;
 use crate::perf::{self, AttrPlan, Fd};
 use crate::record::{header, Target};
 use crate::rt::Instant;
 use crate::status::Fail;
+use crate::sys;
 use crate::workload::{self, SIGNALLED};
-use crate::{sys, Opts};
 use core::sync::atomic::Ordering;
 use core::time::Duration;
 use labperf_common::topdown::seconds;
@@ -179,7 +180,7 @@ pub fn run(o: &Opts) -> Result<i32, Fail> {
             return Err(e);
         }
     };
-    let start = sys::clock_ns(libc::CLOCK_MONOTONIC);
+    let start = crate::rt::clock_ns(libc::CLOCK_MONOTONIC);
     let mut out = create(o, descs, Recipe::Stat, false, notes, start)?;
     let meter = target.meter(o);
     // The elapsed time starts before the counters are enabled and the workload's exec, as
@@ -438,7 +439,7 @@ fn run_topdown(o: &Opts) -> Result<i32, Fail> {
         legacy: r.kind == Kind::Legacy,
         pmu: r.pmu.clone(),
     };
-    let start = sys::clock_ns(libc::CLOCK_MONOTONIC);
+    let start = crate::rt::clock_ns(libc::CLOCK_MONOTONIC);
     let out = create(o, descs, recipe, replay, notes, start)?;
     let meter = target.meter(o);
     if o.interval_ms.is_none() {
@@ -590,7 +591,7 @@ fn finish(
                 agent_cpu_ns: cpu_ns,
                 agent_peak_rss_kib: rss,
                 exit: exit.clone(),
-                duration_ns: sys::clock_ns(libc::CLOCK_MONOTONIC).saturating_sub(start),
+                duration_ns: crate::rt::clock_ns(libc::CLOCK_MONOTONIC).saturating_sub(start),
                 ..Default::default()
             },
             &ext,

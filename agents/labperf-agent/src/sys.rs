@@ -47,17 +47,6 @@ pub fn endian() -> Endian {
     }
 }
 
-/// A clock's value in ns.
-pub fn clock_ns(clock: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: valid timespec pointer.
-    unsafe { libc::clock_gettime(clock, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 /// The agent's own CPU time (ns) and peak RSS (KiB). The peak is /proc/self/status's
 /// VmHWM, the high-water mark of the agent's own address space: getrusage's ru_maxrss also
 /// holds that of the process that started it (fork copies the mark, exec keeps it in

@@ -65,7 +65,7 @@ impl Meter {
             thread: tid.is_some(),
             first,
             last: None,
-            read_at: crate::sys::clock_ns(libc::CLOCK_MONOTONIC),
+            read_at: crate::rt::clock_ns(libc::CLOCK_MONOTONIC),
         }
     }
 
@@ -91,7 +91,7 @@ impl Meter {
             ..
         } = self
         {
-            let now = crate::sys::clock_ns(libc::CLOCK_MONOTONIC);
+            let now = crate::rt::clock_ns(libc::CLOCK_MONOTONIC);
             if now.saturating_sub(*read_at) >= REREAD_NS {
                 *read_at = now;
                 if let Some(t) = read_proc(path, *thread) {

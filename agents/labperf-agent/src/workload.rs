@@ -2,7 +2,7 @@
 
 use crate::prelude::*;
 
-use core::sync::atomic::{AtomicI32, Ordering};
+use core::sync::atomic::Ordering;
 
 /// A spawned workload, stopped before `execve` until [`Workload::go`].
 pub struct Workload {
@@ -12,8 +12,8 @@ pub struct Workload {
     argv0: String,
 }
 
-/// The last SIGINT/SIGTERM received (0 if none).
-pub static SIGNALLED: AtomicI32 = AtomicI32::new(0);
+/// The last SIGINT/SIGTERM received (0 if none): the runtime's, whose blocking opens it ends.
+pub use crate::rt::SIGNALLED;
 
 extern "C" fn on_signal(sig: libc::c_int) {
     SIGNALLED.store(sig, Ordering::SeqCst);

@@ -76,8 +76,13 @@ fn record_host_split(name: &str, event: &str, classes: &str, names: &[&str]) {
             .map_or(0, |r| r["samples"].as_u64().unwrap())
     };
     let total: u64 = names.iter().map(|f| n(f)).sum();
-    // 4 s at 250 µs a sample: about 16,000 samples, most in the classes.
-    assert!(total > 5000, "{total} samples in the classes: {j}");
+    // 4 s at 250 µs a sample: about 16,000 samples, most in the classes, when the emulator
+    // keeps up. On a busy host the guest's timer fires late and the periods it skipped are
+    // not sampled: 3,527 in the classes once (beside three builds), about one a 1,024 Hz
+    // tick, the report saying that 76 % of the CPU time was missed. The shares hold (the
+    // skips fall alike on every class); 2,500 samples put a 50 % share's standard
+    // deviation at 1 point, within the 3 points asked below.
+    assert!(total > 2500, "{total} samples in the classes: {j}");
     let clock = BenchClock::parse(&o.stderr);
     let got: BTreeMap<String, f64> = names.iter().map(|f| (f.to_string(), n(f) as f64)).collect();
     assert_split(&got, &clock, names, 3.0);

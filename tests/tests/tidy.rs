@@ -406,14 +406,14 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// A `pub const NAME: &[&str] = &[...]` list of `host/src/lab/remote.rs`.
+/// A `pub const NAME: &[&str] = &[...]` list of `host/src/lab/remote/mod.rs`.
 fn remote_list(name: &str) -> Vec<String> {
-    let src = std::fs::read_to_string(root().join("host/src/lab/remote.rs")).unwrap();
+    let src = std::fs::read_to_string(root().join("host/src/lab/remote/mod.rs")).unwrap();
     let t = lex(&src);
     let at = t
         .iter()
         .position(|x| *x == Tok::Ident(name.into()))
-        .unwrap_or_else(|| panic!("host/src/lab/remote.rs has no {name}"));
+        .unwrap_or_else(|| panic!("host/src/lab/remote/mod.rs has no {name}"));
     t[at..]
         .iter()
         .take_while(|x| **x != Tok::Punct(';'))
@@ -501,7 +501,7 @@ fn every_program_started_has_its_package_in_xtask_setup() {
     needed.retain(|(_, u)| !fallbacks.contains(&u.program));
     needed.extend(lab.iter().map(|p| {
         (
-            PathBuf::from("host/src/lab/remote.rs"),
+            PathBuf::from("host/src/lab/remote/mod.rs"),
             Use {
                 program: p.clone(),
                 context: "LAB_PROGRAMS".into(),

@@ -1253,9 +1253,10 @@ fn a_program_a_shell_execs_keeps_its_name_in_the_stack_views() {
     let bench = "labperf-bench";
     let (a, b) = (flat.get(bench).copied(), stacks.get(bench).copied());
     // The samples before the exec (the shell's image in the child) are the only ones the
-    // two views may place apart: a handful of 2,000.
+    // two views may place apart: a handful of about 2,000 (970 on a host running three
+    // builds beside the suite: the bench's 0.5 s are wall-clock time).
     assert!(
-        a.is_some_and(|a| a > 1000) && b.is_some_and(|b| b + 20 >= a.unwrap()),
+        a.is_some_and(|a| a > 400) && b.is_some_and(|b| b + 20 >= a.unwrap()),
         "flat {flat:?}, stack views {stacks:?}"
     );
 }

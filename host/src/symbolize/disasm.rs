@@ -90,7 +90,12 @@ pub fn disassemble(
         return Err(DisasmError::Failed {
             program,
             file: shown,
-            why: err.trim().lines().last().unwrap_or("no message").to_string(),
+            why: err
+                .trim()
+                .lines()
+                .last()
+                .unwrap_or("no message")
+                .to_string(),
         });
     }
     let insns = parse(&String::from_utf8_lossy(&out.stdout));

@@ -30,7 +30,7 @@ pub enum AnnotateError {
     Event(#[from] events::NoSuchEvent),
     #[error(transparent)]
     Disasm(#[from] DisasmError),
-    #[error("{file} has no sample in a named function{of}: nothing to annotate")]
+    #[error("{file} has no sample in a named function{of}")]
     NoSamples { file: String, of: String },
     #[error("{file} has no sample in a function named '{symbol}'{hint}")]
     NoSymbol {
@@ -95,6 +95,77 @@ struct Sampled {
     probe: (u32, u64, u64),
 }
 
+/// The sampled functions of the events `picked` takes, the busiest first (as reports rank
+/// them); and the samples of files not found here, by file, whose functions are unknown.
+fn gather(
+    counts: &crate::record::counts::Counts,
+    sym: &mut Symbolizer,
+    picked: impl Fn(u32) -> bool,
+) -> (Vec<Sampled>, BTreeMap<Arc<str>, u64>) {
+    let mut groups: HashMap<(Arc<str>, Arc<str>), Sampled> = HashMap::new();
+    let mut missing: BTreeMap<Arc<str>, u64> = BTreeMap::new();
+    for (&(pid, _, ip, ev), &(n, period)) in &counts.by_ip {
+        if !picked(ev) {
+            continue;
+        }
+        let loc = sym.resolve(pid, ip);
+        let Some(name) = loc.sym else {
+            if !loc.dso.starts_with('[') && sym.found(pid, ip) == Some(false) {
+                *missing.entry(loc.dso).or_default() += n;
+            }
+            continue;
+        };
+        let g = groups.entry((loc.dso.clone(), name.clone())).or_default();
+        g.dso = loc.dso;
+        g.name = name;
+        let a = g.at.entry(loc.vaddr).or_default();
+        a.0 += n;
+        a.1 = a.1.saturating_add(period);
+        g.samples += n;
+        g.period = g.period.saturating_add(period);
+        if a.0 > g.probe.2 {
+            g.probe = (pid, ip, a.0);
+        }
+    }
+    let mut groups: Vec<Sampled> = groups.into_values().collect();
+    groups.sort_by(|a, b| {
+        (b.period, b.samples)
+            .cmp(&(a.period, a.samples))
+            .then_with(|| a.name.cmp(&b.name))
+            .then_with(|| a.dso.cmp(&b.dso))
+    });
+    (groups, missing)
+}
+
+/// What an error names of the recording: its file, the event asked for (` of event E`),
+/// and the file not found here with the most samples (`; N of its samples …`).
+struct Asked<'a> {
+    file: &'a str,
+    of: String,
+    missing: String,
+}
+
+impl Asked<'_> {
+    /// Says which file not found here holds the most samples (none: "").
+    fn missing(missing: &BTreeMap<Arc<str>, u64>) -> String {
+        let Some((path, n)) = missing
+            .iter()
+            .max_by_key(|(p, n)| (**n, std::cmp::Reverse(*p)))
+        else {
+            return String::new();
+        };
+        format!(
+            "; {n} of its samples are in a file whose functions are unknown: {}",
+            not_found(path)
+        )
+    }
+}
+
+/// Why a file's functions cannot be read: it is not here.
+fn not_found(path: &str) -> String {
+    format!("{path} is not found here with the recorded build-id, nor in labperf's binary cache: pass --symfs DIR holding it")
+}
+
 /// Where a function is: its file here, its range and its source lines.
 struct Located {
     elf: Arc<Elf>,
@@ -143,39 +214,22 @@ pub fn annotate(src: &load::Source, o: &Options) -> Result<Annotation, AnnotateE
             sampled.len()
         ));
     }
-    let mut groups: HashMap<(Arc<str>, Arc<str>), Sampled> = HashMap::new();
-    for (&(pid, _, ip, ev), &(n, period)) in &counts.by_ip {
-        if !picked(ev) {
-            continue;
-        }
-        let loc = sym.resolve(pid, ip);
-        let Some(name) = loc.sym else { continue };
-        let g = groups.entry((loc.dso.clone(), name.clone())).or_default();
-        g.dso = loc.dso;
-        g.name = name;
-        let a = g.at.entry(loc.vaddr).or_default();
-        a.0 += n;
-        a.1 = a.1.saturating_add(period);
-        g.samples += n;
-        g.period = g.period.saturating_add(period);
-        if a.0 > g.probe.2 {
-            g.probe = (pid, ip, a.0);
-        }
-    }
-    let mut groups: Vec<Sampled> = groups.into_values().collect();
-    // The busiest first, as reports rank them.
-    groups.sort_by(|a, b| {
-        (b.period, b.samples)
-            .cmp(&(a.period, a.samples))
-            .then_with(|| a.name.cmp(&b.name))
-            .then_with(|| a.dso.cmp(&b.dso))
-    });
-    let of = match &o.event {
-        Some(_) => format!(" of event {event}"),
-        None => String::new(),
+    let (groups, missing) = gather(&counts, &mut sym, picked);
+    let asked = Asked {
+        file: &file,
+        of: match &o.event {
+            Some(_) => format!(" of event {event}"),
+            None => String::new(),
+        },
+        missing: Asked::missing(&missing),
     };
-    let (g, at) = choose(&mut sym, &groups, o.symbol.as_deref(), (&file, &of), &mut notes)?;
-    let insns = disasm::disassemble(&at.file, at.elf.machine.unwrap_or("unknown"), at.start, at.end)?;
+    let (g, at) = choose(&mut sym, &groups, o.symbol.as_deref(), &asked, &mut notes)?;
+    let insns = disasm::disassemble(
+        &at.file,
+        at.elf.machine.unwrap_or("unknown"),
+        at.start,
+        at.end,
+    )?;
     let (lines, outside) = listing(&insns, g, at.elf.dwarf.as_deref());
     if outside > 0 {
         notes.push(format!(
@@ -219,7 +273,7 @@ fn choose<'a>(
     sym: &mut Symbolizer,
     groups: &'a [Sampled],
     symbol: Option<&str>,
-    (file, of): (&str, &str),
+    asked: &Asked<'_>,
     notes: &mut Vec<String>,
 ) -> Result<(&'a Sampled, Located), AnnotateError> {
     let cannot = |g: &Sampled, why: String| AnnotateError::Cannot {
@@ -237,6 +291,9 @@ fn choose<'a>(
                             g.name
                         ));
                     }
+                    if !asked.missing.is_empty() {
+                        notes.push(format!("note: {}", asked.missing.trim_start_matches("; ")));
+                    }
                     return Ok((g, at));
                 }
                 Err(why) => {
@@ -245,8 +302,8 @@ fn choose<'a>(
             }
         }
         return Err(first_err.unwrap_or_else(|| AnnotateError::NoSamples {
-            file: file.to_string(),
-            of: of.to_string(),
+            file: asked.file.to_string(),
+            of: format!("{}{}", asked.of, asked.missing),
         }));
     };
     let named: Vec<&Sampled> = groups.iter().filter(|g| &*g.name == symbol).collect();
@@ -258,13 +315,17 @@ fn choose<'a>(
             .take(5)
             .collect();
         let hint = match like[..] {
-            [] => format!(": `labperf report {file}` lists the sampled functions"),
+            [] if !asked.missing.is_empty() => asked.missing.clone(),
+            [] => format!(
+                ": `labperf report {}` lists the sampled functions",
+                asked.file
+            ),
             _ => format!("; sampled functions named like it: {}", like.join(", ")),
         };
         return Err(AnnotateError::NoSymbol {
-            file: file.to_string(),
+            file: asked.file.to_string(),
             symbol: symbol.to_string(),
-            hint: format!("{of}{hint}"),
+            hint: format!("{}{hint}", asked.of),
         });
     };
     for other in &named[1..] {
@@ -286,9 +347,9 @@ fn locate(sym: &mut Symbolizer, g: &Sampled) -> Result<Located, String> {
         ));
     }
     let (pid, ip, _) = g.probe;
-    let (elf, vaddr) = sym.file_at(pid, ip).ok_or_else(|| {
-        format!("its file {dso} is not found here with the recorded build-id, nor in labperf's binary cache: pass --symfs DIR holding it")
-    })?;
+    let (elf, vaddr) = sym
+        .file_at(pid, ip)
+        .ok_or_else(|| format!("its file {}", not_found(dso)))?;
     let file = elf
         .file
         .clone()
@@ -438,7 +499,11 @@ impl Annotation {
                 } => {
                     let _ = match samples {
                         true => writeln!(s, "{n:>8} :   {addr:x}:   {text}"),
-                        false => writeln!(s, "{:>8.2} :   {addr:x}:   {text}", self.percent(*n, *period)),
+                        false => writeln!(
+                            s,
+                            "{:>8.2} :   {addr:x}:   {text}",
+                            self.percent(*n, *period)
+                        ),
                     };
                 }
             }

@@ -470,3 +470,70 @@ fn annotate_names_what_is_not_there() {
         "labperf: error: no labperf.lpr or perf.data in this directory: name a file (`labperf annotate FILE SYMBOL`), or record one (`labperf record ./my-prog`)\n"
     );
 }
+
+#[test]
+fn a_strobed_recording_shows_each_instruction_s_windows_and_their_cpi() {
+    use labperf_tests::views::{cxx_map, file, sample, views, CXX_FIND, PLAIN_AT};
+    // cxx.elf's find: 40010e mov, 400112 mov, 400116 cmp, 400119 jg. Alternating periods
+    // (900 cycles, then a 100-cycle window whose counts are the window's) of the group
+    // {cycles, instructions, branch-misses}, cumulative: two windows 40010e → 400112 of 50
+    // instructions (CPI 2), one 400112 → 400116 of 100 and 3 branch misses (CPI 1, 30 per
+    // 1000), one from plain_c to 400119 (functions differ: discarded, as report's).
+    let mut r = vec![cxx_map()];
+    let mut t = [0u64; 3];
+    for (start, end, ins, bm) in [
+        (0x40_010e, 0x40_0112, 50, 0),
+        (0x40_010e, 0x40_0112, 50, 0),
+        (0x40_0112, 0x40_0116, 100, 3),
+        (PLAIN_AT, 0x40_0119, 80, 0),
+    ] {
+        t[0] += 900;
+        t[1] += 900;
+        r.push(sample(start, 900, t.to_vec()));
+        t[0] += 100;
+        t[1] += ins;
+        t[2] += bm;
+        r.push(sample(end, 100, t.to_vec()));
+    }
+    let bytes = file(
+        vec![
+            event("cycles", None, 0x117),
+            event("instructions", Some(0), 0),
+            event("branch-misses", Some(0), 0),
+        ],
+        Recipe::Strobe {
+            mode: StrobeMode::KernelV4,
+            period: 1000,
+            window: 100,
+            jitter: false,
+        },
+        &r,
+    );
+    let d = scratch("annotate-strobed");
+    std::fs::write(d.join("m.lpr"), bytes).unwrap();
+    let symfs = views().display().to_string();
+    let out = ok(
+        labperf(&d, &["annotate", "m.lpr", CXX_FIND, "--symfs", &symfs]),
+        "annotate",
+    );
+    let line = |addr: &str| {
+        out.lines()
+            .find(|l| l.contains(&format!(" :   {addr}:   ")))
+            .unwrap_or_else(|| panic!("no {addr}:\n{out}"))
+            .split(" :   ")
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    assert!(
+        out.starts_with(" Percent Windows     CPI   BM/KI |\tSource code & Disassembly of "),
+        "{out}"
+    );
+    // Percent: of the function's period (7 samples, 3100 cycles); then the windows kept
+    // that end at the instruction, their CPI and branch misses per 1000 instructions.
+    assert_eq!(line("40010e"), "   58.06       0       -       -");
+    assert_eq!(line("400112"), "   35.48       2    2.00    0.00");
+    assert_eq!(line("400116"), "    3.23       1    1.00   30.00");
+    assert_eq!(line("400119"), "    3.23       0       -       -");
+    assert_eq!(line("400127"), "    0.00       0       -       -");
+}

@@ -30,6 +30,8 @@ pub enum AnnotateError {
     Event(#[from] events::NoSuchEvent),
     #[error(transparent)]
     Disasm(#[from] DisasmError),
+    #[error(transparent)]
+    Metrics(#[from] crate::views::metrics::MetricsError),
     #[error("{file} has no sample in a named function{of}")]
     NoSamples { file: String, of: String },
     #[error("{file} has no sample in a function named '{symbol}'{hint}")]
@@ -79,6 +81,8 @@ pub struct Annotation {
     pub period: u64,
     pub lines: Vec<Line>,
     /// What the reader should know: other functions of the name, samples left out.
+    /// A strobed recording's windows per instruction (`None`: not strobed).
+    pub strobed: Option<Strobed>,
     pub notes: Vec<String>,
 }
 
@@ -231,6 +235,7 @@ pub fn annotate(src: &load::Source, o: &Options) -> Result<Annotation, AnnotateE
         at.end,
     )?;
     let (lines, outside) = listing(&insns, g, at.elf.dwarf.as_deref());
+    let strobed = strobed(src, &o.search, info, &g.name, &insns)?;
     if outside > 0 {
         notes.push(format!(
             "note: {outside} of {}'s samples are outside its range {:#x}..{:#x} and are left out",
@@ -263,6 +268,7 @@ pub fn annotate(src: &load::Source, o: &Options) -> Result<Annotation, AnnotateE
         samples: kept,
         period,
         lines,
+        strobed,
         notes,
     })
 }
@@ -460,25 +466,32 @@ impl Annotation {
 
     /// The `perf annotate --stdio` text: a heading, then each source line (`: LINE TEXT`,
     /// its file named where it changes) and each instruction with its percent of the
-    /// function's samples (`samples`: their number instead, as perf's `-n`).
+    /// function's samples (`samples`: their number instead, as perf's `-n`); a strobed
+    /// recording's instructions with their windows' columns after it ([`Strobed::columns`]).
     pub fn render(&self, samples: bool) -> String {
         use std::fmt::Write;
         let mut s = String::new();
         let basis = if self.period > 0 { "period" } else { "hits" };
         let column = if samples { "Samples" } else { "Percent" };
+        let names = self
+            .strobed
+            .as_ref()
+            .map(Strobed::names)
+            .unwrap_or_default();
+        let blank = " ".repeat(names.len());
         let _ = writeln!(
             s,
-            " {column} |\tSource code & Disassembly of {} for {} ({} samples, percent: local {basis})",
+            " {column}{names} |\tSource code & Disassembly of {} for {} ({} samples, percent: local {basis})",
             self.name, self.event, self.samples
         );
         let _ = writeln!(s, "{}", "-".repeat(100));
         let _ = writeln!(
             s,
-            "         : Disassembly of {} ({})",
+            "        {blank} : Disassembly of {} ({})",
             self.file.display(),
             self.machine
         );
-        let _ = writeln!(s, "         : {:016x} <{}>:", self.start, self.name);
+        let _ = writeln!(s, "        {blank} : {:016x} <{}>:", self.start, self.name);
         let mut shown: Option<&str> = None;
         for l in &self.lines {
             match l {
@@ -488,7 +501,10 @@ impl Annotation {
                         _ => format!("{}:{line}", crate::text::file_name(file)),
                     };
                     shown = Some(file);
-                    let l = format!("         : {at:<4} {}", text.as_deref().unwrap_or(""));
+                    let l = format!(
+                        "        {blank} : {at:<4} {}",
+                        text.as_deref().unwrap_or("")
+                    );
                     let _ = writeln!(s, "{}", l.trim_end());
                 }
                 Line::Insn {
@@ -497,17 +513,124 @@ impl Annotation {
                     samples: n,
                     period,
                 } => {
-                    let _ = match samples {
-                        true => writeln!(s, "{n:>8} :   {addr:x}:   {text}"),
-                        false => writeln!(
-                            s,
-                            "{:>8.2} :   {addr:x}:   {text}",
-                            self.percent(*n, *period)
-                        ),
+                    let value = match samples {
+                        true => format!("{n:>8}"),
+                        false => format!("{:>8.2}", self.percent(*n, *period)),
                     };
+                    let cells = self
+                        .strobed
+                        .as_ref()
+                        .map(|st| st.cells(*addr))
+                        .unwrap_or_default();
+                    let _ = writeln!(s, "{value}{cells} :   {addr:x}:   {text}");
                 }
             }
         }
         s
     }
+}
+
+/// The windows of a strobed recording (`record --metrics`) per instruction of the
+/// annotated function: those whose end sample is at it, as `report`'s metrics view counts
+/// them per function (a window whose start and end functions differ is discarded).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Strobed {
+    /// Which counts the recording has: cycles, instructions, branch-misses,
+    /// cache-references, cache-misses.
+    pub have: [bool; 5],
+    /// Instruction address → (windows ending there, of them discarded, the kept ones'
+    /// summed counts in the order of `have`).
+    pub at: BTreeMap<u64, (u64, u64, [u64; 5])>,
+}
+
+impl Strobed {
+    /// The columns shown: windows kept, and those of CPI, branch-misses and cache-misses
+    /// per 1000 instructions the recording's counts give.
+    fn columns(&self) -> Vec<&'static str> {
+        let h = self.have;
+        let mut v = vec!["Windows"];
+        for (name, on) in [
+            ("CPI", h[0] && h[1]),
+            ("BM/KI", h[2] && h[1]),
+            ("CM/KI", h[4] && h[1]),
+        ] {
+            if on {
+                v.push(name);
+            }
+        }
+        v
+    }
+
+    /// The columns' heading, each 8 wide.
+    fn names(&self) -> String {
+        self.columns().iter().map(|c| format!(" {c:>7}")).collect()
+    }
+
+    /// The columns of the instruction at `addr` (`-` where it ends no kept window).
+    fn cells(&self, addr: u64) -> String {
+        let (windows, discarded, sums) = self.at.get(&addr).copied().unwrap_or_default();
+        let kept = windows - discarded;
+        let per = |v: u64, scale: f64| match sums[1] {
+            0 => "-".to_string(),
+            i => format!("{:.2}", scale * v as f64 / i as f64),
+        };
+        self.columns()
+            .iter()
+            .map(|c| {
+                let v = match *c {
+                    "Windows" => kept.to_string(),
+                    "CPI" => per(sums[0], 1.0),
+                    "BM/KI" => per(sums[2], 1000.0),
+                    _ => per(sums[4], 1000.0),
+                };
+                format!(" {v:>7}")
+            })
+            .collect()
+    }
+}
+
+/// The windows of the strobed recording `src` (`None`: it is not one) that end in the
+/// function `name`, per instruction of `insns` (an address between two counts for the one
+/// before it).
+fn strobed(
+    src: &load::Source,
+    search: &Search,
+    info: &load::FileInfo,
+    name: &str,
+    insns: &[Insn],
+) -> Result<Option<Strobed>, AnnotateError> {
+    use crate::views::metrics;
+    let Some(h) = info.header.as_ref() else {
+        return Ok(None);
+    };
+    if metrics::strobe_of(h, info.header_ext.as_ref()).is_none() {
+        return Ok(None);
+    }
+    let c = metrics::Columns::from_header(h);
+    let have = [
+        c.cycles,
+        c.instructions,
+        c.branch_misses,
+        c.cache_refs,
+        c.cache_misses,
+    ]
+    .map(|i| i.is_some());
+    let (m, _) = metrics::by_address(src, search.clone(), metrics::DiscardMode::Discard)?;
+    let mut at = BTreeMap::new();
+    for r in m.callers.iter().flatten().filter(|r| r.symbol == name) {
+        let addr = r.caller.as_deref().and_then(|c| c.strip_prefix("0x"));
+        let Some(a) = addr.and_then(|a| u64::from_str_radix(a, 16).ok()) else {
+            continue;
+        };
+        let Some(k) = insns.partition_point(|i| i.addr <= a).checked_sub(1) else {
+            continue;
+        };
+        let e = at.entry(insns[k].addr).or_insert((0, 0, [0u64; 5]));
+        e.0 += r.samples;
+        e.1 += r.discarded;
+        for (s, v) in e.2.iter_mut().zip(r.sums) {
+            *s = s.saturating_add(v);
+        }
+    }
+    Ok(Some(Strobed { have, at }))
 }

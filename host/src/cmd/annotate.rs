@@ -12,7 +12,9 @@ use std::path::{Path, PathBuf};
 (`objdump` here, `aarch64-linux-gnu-objdump` or `alpha-linux-gnu-objdump` for a lab machine's), \
 the source lines from its DWARF (or its separate debug file), as perf annotate shows them. Each \
 instruction's percent is its share of the function's samples (of their period: perf's `local \
-period`); the binary is found as report finds it (the path recorded, the binary cache, --symfs).
+period`); a strobed recording (`record --metrics`) adds each instruction's windows, their CPI and \
+misses per 1000 instructions. The binary is found as report finds it (the path recorded, the binary \
+cache, --symfs).
 
 EXAMPLES:
   labperf annotate                                 # labperf.lpr (else perf.data): the busiest function

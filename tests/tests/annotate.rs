@@ -260,6 +260,23 @@ fn annotate_of_a_labperf_recording_gives_report_by_pc_s_shares_of_the_function()
     }
     let samples: u64 = rows.iter().map(|r| r.1).sum();
     assert_eq!(heading_samples(&ours), samples);
+    // The HTML page annotates the busiest functions, hot first, with the same text.
+    let page = ok(
+        labperf(&d, &["report", "hot.lpr", "--format", "html"]),
+        "report --format html",
+    );
+    let html = |s: &str| {
+        s.replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+            .replace('"', "&quot;")
+            .replace('\'', "&#39;")
+    };
+    let first = format!(
+        "<section id=\"annotate\"><h2>Busiest functions, instruction by instruction</h2>\n<details class=\"annotate\"><summary>hot</summary><pre>{}</pre></details>\n",
+        html(&ours)
+    );
+    assert!(page.contains(&first), "{page}");
 }
 
 /// A crafted recording of `machine` whose process maps `elf` (built for it) as its

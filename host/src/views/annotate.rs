@@ -178,8 +178,68 @@ struct Located {
     end: u64,
 }
 
+/// A recording's sampled functions, read once: what [`annotate`] and [`busiest`] choose from.
+struct Read {
+    info: load::FileInfo,
+    sym: Symbolizer,
+    /// The busiest first.
+    groups: Vec<Sampled>,
+    file: String,
+    event: String,
+    /// ` of event E` where --event names one, for errors.
+    of: String,
+    /// The file not found here with the most samples, for errors ([`Asked::missing`]).
+    missing: String,
+    notes: Vec<String>,
+}
+
 /// Annotates the function `o` names (or the busiest one) of the recording `src`.
 pub fn annotate(src: &load::Source, o: &Options) -> Result<Annotation, AnnotateError> {
+    let mut r = read(src, o)?;
+    let asked = Asked {
+        file: &r.file,
+        of: r.of.clone(),
+        missing: r.missing.clone(),
+    };
+    let (g, at) = choose(
+        &mut r.sym,
+        &r.groups,
+        o.symbol.as_deref(),
+        &asked,
+        &mut r.notes,
+    )?;
+    let mut a = finish(src, o, (&r.info, &r.event), (g, at), &mut r.sym)?;
+    r.notes.append(&mut a.notes);
+    a.notes = r.notes;
+    Ok(a)
+}
+
+/// The `n` busiest functions of the recording `src` that can be annotated, annotated (for
+/// the HTML page; the others are left out without a word).
+pub fn busiest(
+    src: &load::Source,
+    o: &Options,
+    n: usize,
+) -> Result<Vec<Annotation>, AnnotateError> {
+    let mut r = read(src, o)?;
+    let mut out = Vec::new();
+    // A bounded search: a recording of many files not found here names none.
+    for g in r.groups.iter().take(n.saturating_mul(8)) {
+        if out.len() == n {
+            break;
+        }
+        let Ok(at) = locate(&mut r.sym, g) else {
+            continue;
+        };
+        if let Ok(a) = finish(src, o, (&r.info, &r.event), (g, at), &mut r.sym) {
+            out.push(a);
+        }
+    }
+    Ok(out)
+}
+
+/// Reads the samples of `src` that `o` asks for, by function.
+fn read(src: &load::Source, o: &Options) -> Result<Read, AnnotateError> {
     let threads = std::env::var("LABPERF_THREADS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -219,15 +279,31 @@ pub fn annotate(src: &load::Source, o: &Options) -> Result<Annotation, AnnotateE
         ));
     }
     let (groups, missing) = gather(&counts, &mut sym, picked);
-    let asked = Asked {
-        file: &file,
+    Ok(Read {
+        info: counts.info,
+        sym,
+        groups,
+        file,
         of: match &o.event {
             Some(_) => format!(" of event {event}"),
             None => String::new(),
         },
+        event,
         missing: Asked::missing(&missing),
-    };
-    let (g, at) = choose(&mut sym, &groups, o.symbol.as_deref(), &asked, &mut notes)?;
+        notes,
+    })
+}
+
+/// The annotation of `g`, found at `at`, of the recording `src` (its `info`, the `event`
+/// counted).
+fn finish(
+    src: &load::Source,
+    o: &Options,
+    (info, event): (&load::FileInfo, &str),
+    (g, at): (&Sampled, Located),
+    sym: &mut Symbolizer,
+) -> Result<Annotation, AnnotateError> {
+    let mut notes = Vec::new();
     let insns = disasm::disassemble(
         &at.file,
         at.elf.machine.unwrap_or("unknown"),
@@ -264,7 +340,7 @@ pub fn annotate(src: &load::Source, o: &Options) -> Result<Annotation, AnnotateE
         machine: at.elf.machine.unwrap_or("unknown"),
         start: at.start,
         end: at.end,
-        event,
+        event: event.to_string(),
         samples: kept,
         period,
         lines,

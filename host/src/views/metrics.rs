@@ -362,11 +362,7 @@ impl Windows {
                 bm_pct: pct(bm, totals[2], have[2]),
                 l1da_pct: pct(cr, totals[3], have[3]),
                 l1dm_pct: pct(cm, totals[4], have[4]),
-                discarded_pct: if a.windows > 0 {
-                    100.0 * a.discarded as f64 / a.windows as f64
-                } else {
-                    0.0
-                },
+                discarded_pct: pct(a.discarded, a.windows, true).unwrap_or(0.0),
                 sums: a.sums,
                 discarded: a.discarded,
             }

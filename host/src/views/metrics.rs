@@ -470,9 +470,9 @@ pub fn build(
     by_caller: Option<usize>,
 ) -> Result<(Metrics, load::FileInfo), MetricsError> {
     let under = match by_caller {
-        Some(depth) => Some(Under::Callers(crate::symbolize::callers::Callers::of(
-            src, &search, depth,
-        )?)),
+        Some(depth) => Some(Under::Callers(Box::new(
+            crate::symbolize::callers::Callers::of(src, &search, depth)?,
+        ))),
         None => None,
     };
     build_under(src, search, (discard, split), under)
@@ -492,7 +492,7 @@ pub fn by_address(
 /// What the second table of [`build_under`] splits each function's windows by.
 enum Under {
     /// The caller path of the end sample, N frames up.
-    Callers(crate::symbolize::callers::Callers),
+    Callers(Box<crate::symbolize::callers::Callers>),
     /// The end sample's address.
     Address,
 }

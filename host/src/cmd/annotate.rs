@@ -8,6 +8,12 @@ use std::path::{Path, PathBuf};
 /// Show a function's instructions and source lines with their share of its samples.
 #[derive(Debug, clap::Args)]
 #[command(
+    mut_arg(
+        "event",
+        super::opts::help(
+            "Only the samples of this event (its name, or its index in `labperf info`'s list) [default: the first event with samples]"
+        )
+    ),
     after_help = "The function's instructions come from binutils' objdump for the binary's machine \
 (`objdump` here, `aarch64-linux-gnu-objdump` or `alpha-linux-gnu-objdump` for a lab machine's), \
 the source lines from its DWARF (or its separate debug file), as perf annotate shows them. Each \

@@ -233,7 +233,8 @@ fn annotate_of_a_labperf_recording_gives_report_by_pc_s_shares_of_the_function()
         "labperf report --by pc",
     );
     // percent,samples,period,name,dso: `74.4116,1739,434750000,0x11c4 <hot>,/…/hot`.
-    let rows: Vec<(f64, u64, u64)> = csv
+    // (percent, samples, period, address)
+    let rows: Vec<(f64, u64, u64, u64)> = csv
         .lines()
         .skip(1)
         .map(|r| {
@@ -242,21 +243,35 @@ fn annotate_of_a_labperf_recording_gives_report_by_pc_s_shares_of_the_function()
             (
                 c[0].parse().unwrap(),
                 c[1].parse().unwrap(),
+                c[2].parse().unwrap(),
                 u64::from_str_radix(addr, 16).unwrap(),
             )
         })
         .collect();
-    let (pct, _, addr) = rows[0];
+    // Each address's share of the function's period, which both round: CSV's percent to
+    // 4 places (rounded again to 2, 73.2750 would be 73.28 for an exact 73.27497), the
+    // text to 2.
+    let total: u64 = rows.iter().map(|r| r.2).sum();
+    let share = |period: u64| 100.0 * period as f64 / total as f64;
+    let (pct, _, period, addr) = rows[0];
     let (la, lp) = top(&l);
     eprintln!("top line: report --by pc {addr:#x} {pct}%, annotate {la:#x} {lp}%");
     assert_eq!(
         (la, format!("{lp:.2}")),
-        (addr, format!("{pct:.2}")),
+        (addr, format!("{:.2}", share(period))),
         "{csv}\n{ours}"
     );
     // Every sampled address's share, and the count of the function's samples.
-    for &(pct, _, a) in &rows {
-        assert_eq!(format!("{:.2}", l[&a].0), format!("{pct:.2}"), "{a:#x}");
+    for &(pct, _, period, a) in &rows {
+        assert!(
+            (pct - share(period)).abs() < 0.0001,
+            "{a:#x}: {pct} of {csv}"
+        );
+        assert_eq!(
+            format!("{:.2}", l[&a].0),
+            format!("{:.2}", share(period)),
+            "{a:#x}"
+        );
     }
     let samples: u64 = rows.iter().map(|r| r.1).sum();
     assert_eq!(heading_samples(&ours), samples);

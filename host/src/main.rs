@@ -47,6 +47,7 @@ struct Cli {
 enum Cmd {
     Record(Box<cmd::record::Args>),
     Report(cmd::report::Args),
+    Annotate(cmd::annotate::Args),
     Dump(cmd::dump::Args),
     Export(cmd::export::Args),
     Diff(cmd::diff::Args),
@@ -156,6 +157,7 @@ fn main() {
             })
         }),
         Cmd::Report(a) => cmd::report::run(a),
+        Cmd::Annotate(a) => cmd::annotate::run(a),
         Cmd::Dump(a) => cmd::dump::run(a),
         Cmd::Export(a) => cmd::export::run(a),
         Cmd::Diff(a) => cmd::diff::run(a),

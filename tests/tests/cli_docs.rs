@@ -101,8 +101,9 @@ fn labperf_man_writes_pages_that_man_reads() {
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert_eq!(
         text(&o.stderr),
-        format!("labperf: 18 manual pages written to {}\n", man1.display())
+        format!("labperf: 19 manual pages written to {}\n", man1.display())
     );
+    assert!(man1.join("labperf-annotate.1").is_file());
     let page = ok(
         Command::new("man")
             .env("MANWIDTH", "200")

@@ -232,16 +232,6 @@ fn refused_perf_verbs_and_options_name_what_labperf_has() {
             &["export", &g, "--format", "folded"],
         ),
         (
-            &["annotate"],
-            "`labperf report FILE --by pc`",
-            &["report", &g, "--by", "pc"],
-        ),
-        (
-            &["annotate", "main"],
-            "`labperf report FILE --by srcline`",
-            &["report", &g, "--by", "srcline"],
-        ),
-        (
             &["top"],
             "`labperf record -a --duration 5 -o box.lpr`",
             &["report", &g, "--by", "comm,dso"],
@@ -272,6 +262,16 @@ fn refused_perf_verbs_and_options_name_what_labperf_has() {
             &["report", &g, "-F", "overhead,sym"],
             "`--by KEYS`",
             &["report", &g, "--by", "comm,dso"],
+        ),
+        (
+            &["annotate", &g, "--tui"],
+            "perf's `--stdio`",
+            &["annotate", "--stdio", "--help"],
+        ),
+        (
+            &["annotate", "--percent-type", "global-period"],
+            "`local-period`",
+            &["annotate", "-n", "--help"],
         ),
         (
             &["report", &g, "--tui"],
@@ -327,11 +327,13 @@ fn refused_perf_verbs_and_options_name_what_labperf_has() {
         "labperf: error: `report --symbol-filter` (perf's match of part of a name) is `--symbols NAMES` here, whole names as the report shows them\n"
     );
     assert_eq!(
-        text(&labperf(&["annotate"]).stderr),
-        "labperf: error: labperf has no `annotate` yet: `labperf report FILE --by pc` ranks the \
-         sampled instructions by address, and `labperf report FILE --by srcline` the source lines \
-         (file:line)\n"
+        text(&labperf(&["top"]).stderr),
+        "labperf: error: labperf has no `top` yet: record a while, then report (`labperf record -a \
+         --duration 5 -o box.lpr`, then `labperf report box.lpr --by comm,dso`; a lab machine's: \
+         `--host H`)\n"
     );
+    // perf's annotate is labperf's too (tests/tests/annotate.rs).
+    assert!(labperf(&["annotate", "--help"]).status.success());
     // An option perf does not have either is clap's to answer, with its usage.
     let o = labperf(&["report", &g, "--no-such-option"]);
     assert_eq!(o.status.code(), Some(2));

@@ -187,6 +187,10 @@ const PERF: Why = why(
     "the reference profiler of the tests and the benchmarks; fuzz records its seeds with it",
 );
 const SYMBOLS: Why = why(&[Test], "the symbol tests' workloads and tools");
+const ANNOTATE: Why = why(
+    &[Test],
+    "`labperf annotate` disassembles with binutils' objdump of the binary's machine, as perf annotate does (tests/tests/annotate.rs: x86_64, aarch64 and Alpha)",
+);
 const JIT: Why = why(
     &[Test],
     "JIT compilers that write perf's map files, run by tests/tests/jit.rs",
@@ -303,6 +307,22 @@ pub const PROGRAMS: &[(&str, &str, Why)] = &[
     ("chromium", "chromium", CHROMIUM),
     ("objcopy", "binutils", SYMBOLS),
     ("addr2line", "binutils", SYMBOLS),
+    ("objdump", "binutils", ANNOTATE),
+    (
+        "x86_64-linux-gnu-objdump",
+        "binutils-x86-64-linux-gnu",
+        ANNOTATE,
+    ),
+    (
+        "aarch64-linux-gnu-objdump",
+        "binutils-aarch64-linux-gnu",
+        ANNOTATE,
+    ),
+    (
+        "alpha-linux-gnu-objdump",
+        "binutils-alpha-linux-gnu",
+        ANNOTATE,
+    ),
     ("debuginfod", "debuginfod", DEBUGINFOD),
     ("openssl", "openssl", DEBUGINFOD),
     ("node", "nodejs", JIT),

@@ -2,6 +2,7 @@
 //! ways the agent runs: on this machine (`local.rs`) and on lab machines (`lab.rs`).
 
 pub mod agents;
+pub mod annotate;
 pub mod completions;
 pub mod deploy;
 pub mod diff;

@@ -11,10 +11,6 @@ const VERBS: &[(&str, &str)] = &[
         "labperf has no `script` yet: `labperf dump FILE` prints every record (each sample's time, pid/tid, address and period), and `labperf export FILE --format folded` each call stack on one line, as `perf script | stackcollapse-perf.pl` does",
     ),
     (
-        "annotate",
-        "labperf has no `annotate` yet: `labperf report FILE --by pc` ranks the sampled instructions by address, and `labperf report FILE --by srcline` the source lines (file:line)",
-    ),
-    (
         "top",
         "labperf has no `top` yet: record a while, then report (`labperf record -a --duration 5 -o box.lpr`, then `labperf report box.lpr --by comm,dso`; a lab machine's: `--host H`)",
     ),
@@ -55,6 +51,16 @@ const VERBS: &[(&str, &str)] = &[
 /// perf's options of a verb that labperf's same verb refuses: (verbs, spellings, what
 /// labperf has, said after "`VERB OPTION` ").
 const OPTIONS: &[(&[&str], &[&str], &str)] = &[
+    (
+        &["annotate"],
+        &["--tui", "--gtk"],
+        "(an interactive browser) is not there: `labperf annotate` prints the text of perf's `--stdio`",
+    ),
+    (
+        &["annotate"],
+        &["--percent-type"],
+        "is not there: each percent is of the function's period, perf's default `local-period` (`-n`: the samples)",
+    ),
     (
         &["report"],
         &["--symbol-filter"],

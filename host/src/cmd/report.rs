@@ -254,15 +254,14 @@ fn render(
 }
 
 /// What the HTML page adds to a report: the recordings' facts and, when they hold samples,
-/// their flame graphs (one per sampled event, the busiest `MAX_FLAMES`).
+/// their flame graphs (one per sampled event, the busiest `MAX_FLAMES`) and, of one
+/// recording, its busiest functions annotated (`MAX_ANNOTATED`, as `labperf annotate`
+/// shows them).
 fn html_page(
     srcs: &[labperf::record::load::Source],
     vo: &labperf::views::view::Options,
     o: &ReportOpts,
-) -> Result<(
-    Vec<labperf::symbolize::facts::Run>,
-    Vec<labperf::render::html::Flame>,
-)> {
+) -> Result<labperf::render::html::Extras> {
     let sel = vo.event.as_ref();
     let st = labperf::symbolize::stacks::collect_filtered(
         srcs,
@@ -319,7 +318,36 @@ fn html_page(
         let mut st = st;
         std::mem::take(&mut st.runs)
     };
-    Ok((runs, flames))
+    Ok(labperf::render::html::Extras {
+        runs,
+        flames,
+        annotated: annotated(srcs, vo),
+    })
+}
+
+/// The busiest functions of a single recording, annotated for the HTML page (none for
+/// several, or where none can be: no samples, no binary, no objdump).
+fn annotated(
+    srcs: &[labperf::record::load::Source],
+    vo: &labperf::views::view::Options,
+) -> Vec<labperf::render::html::Annotated> {
+    use labperf::views::annotate;
+    let [src] = srcs else {
+        return Vec::new();
+    };
+    let o = annotate::Options {
+        symbol: None,
+        search: vo.search.clone(),
+        event: vo.event.clone(),
+    };
+    annotate::busiest(src, &o, labperf::render::html::MAX_ANNOTATED)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|a| labperf::render::html::Annotated {
+            name: a.name.clone(),
+            text: a.render(false),
+        })
+        .collect()
 }
 
 /// Colours for a table on a terminal, unless NO_COLOR is set.

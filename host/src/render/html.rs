@@ -63,9 +63,28 @@ pub struct Flame {
     pub svg: String,
 }
 
-/// The whole page: `runs` give the header facts (empty: none), `flames` the SVG flame
-/// graphs, one per event.
-pub fn page(r: &Report, runs: &[Run], flames: &[Flame], top: usize) -> String {
+/// How many functions a page annotates (the busiest whose binaries are found).
+pub const MAX_ANNOTATED: usize = 3;
+
+/// One function of a page annotated: its name and `labperf annotate`'s text of it.
+pub struct Annotated {
+    pub name: String,
+    pub text: String,
+}
+
+/// What a page shows besides the report: `runs` give the header facts (empty: none),
+/// `flames` the SVG flame graphs, one per event, `annotated` the busiest functions'
+/// instructions.
+#[derive(Default)]
+pub struct Extras {
+    pub runs: Vec<Run>,
+    pub flames: Vec<Flame>,
+    pub annotated: Vec<Annotated>,
+}
+
+/// The whole page of `r` and its `extras`.
+pub fn page(r: &Report, extras: &Extras, top: usize) -> String {
+    let (runs, flames) = (&extras.runs, &extras.flames);
     let mut s = String::new();
     let title = runs
         .first()
@@ -135,6 +154,20 @@ pub fn page(r: &Report, runs: &[Run], flames: &[Flame], top: usize) -> String {
         escape(r.view),
         tables(r, top)
     );
+    if !extras.annotated.is_empty() {
+        s.push_str(
+            "<section id=\"annotate\"><h2>Busiest functions, instruction by instruction</h2>\n",
+        );
+        for a in &extras.annotated {
+            let _ = writeln!(
+                s,
+                "<details class=\"annotate\"><summary>{}</summary><pre>{}</pre></details>",
+                escape(&a.name),
+                escape(&a.text)
+            );
+        }
+        s.push_str("</section>\n");
+    }
     s.push_str("</body></html>\n");
     s
 }

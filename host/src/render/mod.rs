@@ -4,7 +4,6 @@ pub mod flame;
 pub mod html;
 pub mod table;
 
-use crate::symbolize::facts::Run;
 use table::{Format, Report};
 
 impl Report {
@@ -12,7 +11,7 @@ impl Report {
     /// `colour` paints the text table. HTML here is the page without the recordings' facts
     /// or flame graphs (see [`Report::render_page`]).
     pub fn render(&self, format: Format, top: usize, colour: bool) -> String {
-        let none = || Ok::<_, std::convert::Infallible>((Vec::new(), Vec::new()));
+        let none = || Ok::<_, std::convert::Infallible>(html::Extras::default());
         match self.render_page(format, top, colour, none) {
             Ok(s) => s,
             Err(never) => match never {},
@@ -20,21 +19,18 @@ impl Report {
     }
 
     /// Renders the report as [`Report::render`] does, the HTML page with the recordings'
-    /// facts and flame graphs that `page` gives, asked for only when the format is HTML.
+    /// facts, flame graphs and annotated functions that `page` gives, asked for only when the format is HTML.
     pub fn render_page<E>(
         &self,
         format: Format,
         top: usize,
         colour: bool,
-        page: impl FnOnce() -> Result<(Vec<Run>, Vec<html::Flame>), E>,
+        page: impl FnOnce() -> Result<html::Extras, E>,
     ) -> Result<String, E> {
         Ok(match format {
             Format::Table => self.to_text(top, colour),
             Format::Csv => self.to_csv(top),
-            Format::Html => {
-                let (runs, flames) = page()?;
-                html::page(self, &runs, &flames, top)
-            }
+            Format::Html => html::page(self, &page()?, top),
             Format::Json => self.to_json(top),
         })
     }

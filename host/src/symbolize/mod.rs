@@ -1,7 +1,8 @@
-//! Addresses named and stacks made whole: symbols, DWARF unwinding, frame-pointer chains restored, how far stacks reach, the one stack model and the facts of a recording.
+//! Addresses named and stacks made whole: symbols, disassembly (objdump), DWARF unwinding, frame-pointer chains restored, how far stacks reach, the one stack model and the facts of a recording.
 
 pub mod callers;
 pub mod debuginfod;
+pub mod disasm;
 pub mod executable;
 pub mod facts;
 pub mod fpchain;

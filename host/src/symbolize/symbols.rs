@@ -812,6 +812,13 @@ impl Lines {
         Some(Lines { ctx })
     }
 
+    /// The innermost source line of `vaddr` (the file's own address): for code inlined
+    /// there, the inlined function's own line, as `objdump -S` and `perf annotate` show it.
+    pub fn location(&self, vaddr: u64) -> Option<(Arc<str>, u32)> {
+        let l = self.ctx.find_location(vaddr).ok()??;
+        Some((Arc::from(l.file?), l.line?))
+    }
+
     /// The source of `vaddr` (the file's own address); `full`: inlined functions' names
     /// with their parameter lists ([`demangle_as`]).
     pub fn source(&self, vaddr: u64, full: bool) -> Source {

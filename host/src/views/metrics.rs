@@ -114,6 +114,12 @@ pub struct MetricsRow {
     pub l1da_pct: Option<f64>,
     pub l1dm_pct: Option<f64>,
     pub discarded_pct: f64,
+    /// The kept windows' summed counts (cycles, instructions, branch-misses,
+    /// cache-references, cache-misses; 0 where not recorded), and the windows discarded.
+    #[serde(skip)]
+    pub sums: [u64; 5],
+    #[serde(skip)]
+    pub discarded: u64,
 }
 
 /// The finished table with its notes.
@@ -356,11 +362,9 @@ impl Windows {
                 bm_pct: pct(bm, totals[2], have[2]),
                 l1da_pct: pct(cr, totals[3], have[3]),
                 l1dm_pct: pct(cm, totals[4], have[4]),
-                discarded_pct: if a.windows > 0 {
-                    100.0 * a.discarded as f64 / a.windows as f64
-                } else {
-                    0.0
-                },
+                discarded_pct: pct(a.discarded, a.windows, true).unwrap_or(0.0),
+                sums: a.sums,
+                discarded: a.discarded,
             }
         };
         let mut rows: Vec<MetricsRow> = order
@@ -465,11 +469,42 @@ pub fn build(
     split: Split,
     by_caller: Option<usize>,
 ) -> Result<(Metrics, load::FileInfo), MetricsError> {
-    let path = src.name.as_path();
-    let mut callers = match by_caller {
-        Some(depth) => Some(crate::symbolize::callers::Callers::of(src, &search, depth)?),
+    let under = match by_caller {
+        Some(depth) => Some(Under::Callers(Box::new(
+            crate::symbolize::callers::Callers::of(src, &search, depth)?,
+        ))),
         None => None,
     };
+    build_under(src, search, (discard, split), under)
+}
+
+/// Each function's windows per instruction (`labperf annotate`): the metrics with the
+/// second table ([`Metrics::callers`]) keyed by the address of each window's end sample in
+/// its file's own address space (`0x…`), the discard rule still the functions'.
+pub fn by_address(
+    src: &load::Source,
+    search: Search,
+    discard: DiscardMode,
+) -> Result<(Metrics, load::FileInfo), MetricsError> {
+    build_under(src, search, (discard, Split::None), Some(Under::Address))
+}
+
+/// What the second table of [`build_under`] splits each function's windows by.
+enum Under {
+    /// The caller path of the end sample, N frames up.
+    Callers(Box<crate::symbolize::callers::Callers>),
+    /// The end sample's address.
+    Address,
+}
+
+/// [`build`], its second table split by `under`.
+fn build_under(
+    src: &load::Source,
+    search: Search,
+    (discard, split): (DiscardMode, Split),
+    mut under: Option<Under>,
+) -> Result<(Metrics, load::FileInfo), MetricsError> {
+    let path = src.name.as_path();
     // Every side-band record first (a pass of its own): a sample can come before the
     // mapping it is in (another CPU's ring), and a name is held once made. Shared by the
     // namers of sampled functions and of callers.
@@ -490,7 +525,7 @@ pub fn build(
             windows = h.and_then(|h| {
                 strobe_of(h, ext).map(|s| {
                     let w = Windows::new(s, &Columns::from_header(h), discard, split);
-                    if by_caller.is_some() {
+                    if under.is_some() {
                         w.by_caller()
                     } else {
                         w
@@ -510,8 +545,9 @@ pub fn build(
                 })
                 .clone()
         };
-        let mut caller = |s: &Sample| match callers.as_mut() {
-            Some(c) => c.caller(&mut sym.borrow_mut(), s),
+        let mut caller = |s: &Sample| match under.as_mut() {
+            Some(Under::Callers(c)) => c.caller(&mut sym.borrow_mut(), s),
+            Some(Under::Address) => format!("{:#x}", sym.borrow_mut().resolve(s.pid, s.ip).vaddr),
             None => String::new(),
         };
         match r {
@@ -531,7 +567,9 @@ pub fn build(
     };
     let mut m = w.finish();
     m.warnings.extend(std::mem::take(&mut sym.warnings));
-    m.warnings.extend(callers.and_then(|c| c.note()));
+    if let Some(Under::Callers(c)) = under {
+        m.warnings.extend(c.note());
+    }
     Ok((m, info))
 }
 

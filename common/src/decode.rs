@@ -201,11 +201,6 @@ impl Decoder {
         self.finished = true;
     }
 
-    /// How far into the input decoding has got, in bytes (for progress).
-    pub fn offset(&self) -> u64 {
-        self.abs(self.pos)
-    }
-
     /// Totals of the damage reported so far.
     pub fn losses(&self) -> &Losses {
         &self.losses

@@ -145,7 +145,11 @@ impl From<&Path> for Source {
 /// Streams every record of `src` to `f`, in file order.
 pub fn stream(src: &Source, mut f: impl FnMut(&Record)) -> Result<FileInfo, LoadError> {
     let path = &src.name;
-    let info = read(src, |e, info| info.take(e, &mut f))?;
+    let info = read(src, |dec, info| {
+        while let Some(e) = dec.poll() {
+            info.take(e, &mut f);
+        }
+    })?;
     check_labperf(path, &info)?;
     Ok(info)
 }
@@ -181,7 +185,11 @@ pub fn stream_until(
     mut f: impl FnMut(&Record),
 ) -> Result<FileInfo, LoadError> {
     let path = &src.name;
-    let info = read_until(src, stop, |e, info| info.take(e, &mut f))?;
+    let info = read_until(src, stop, |dec, info| {
+        while let Some(e) = dec.poll() {
+            info.take(e, &mut f);
+        }
+    })?;
     check_labperf(path, &info)?;
     Ok(info)
 }
@@ -193,13 +201,17 @@ pub fn stream_with_header(
     mut f: impl FnMut(Option<&Header>, Option<&HeaderExt>, &Record),
 ) -> Result<FileInfo, LoadError> {
     let path = &src.name;
-    let info = read(src, |e, info| match e {
-        Event::Record(r) => {
-            info.records += 1;
-            info.count(&r);
-            f(info.header.as_ref(), info.header_ext.as_ref(), &r)
+    let info = read(src, |dec, info| {
+        while let Some(e) = dec.poll() {
+            match e {
+                Event::Record(r) => {
+                    info.records += 1;
+                    info.count(&r);
+                    f(info.header.as_ref(), info.header_ext.as_ref(), &r)
+                }
+                other => info.take(other, &mut |_| {}),
+            }
         }
-        other => info.take(other, &mut |_| {}),
     })?;
     check_labperf(path, &info)?;
     Ok(info)
@@ -303,25 +315,31 @@ pub(crate) fn check_labperf(path: &Path, info: &FileInfo) -> Result<(), LoadErro
     Ok(())
 }
 
-/// Reads `src` and gives each decoded event to `each`: a file mapped or bytes in memory
-/// through one decoder over all of it (records and their user stacks are slices of the
-/// input, never copied); else in 1 MiB pieces pushed into a decoder.
-fn read(src: &Source, each: impl FnMut(Event, &mut FileInfo)) -> Result<FileInfo, LoadError> {
-    read_until(src, &|| false, each)
+/// Reads `src` in 1 MiB pieces into a decoder; `drain` takes out what is decodable.
+fn read(
+    src: &Source,
+    drain: impl FnMut(&mut Decoder, &mut FileInfo),
+) -> Result<FileInfo, LoadError> {
+    read_until(src, &|| false, drain)
 }
 
 fn read_until(
     src: &Source,
     stop: &dyn Fn() -> bool,
-    mut each: impl FnMut(Event, &mut FileInfo),
+    mut drain: impl FnMut(&mut Decoder, &mut FileInfo),
 ) -> Result<FileInfo, LoadError> {
     let path = &src.name;
-    if let Some(b) = &src.bytes {
-        return read_whole(path, b.clone(), stop, each);
-    }
-    let (file, total, _) = open_regular(path, u64::MAX)?;
-    // Read no further than the size the file had when opened, even if it grows.
-    let mut file = file.take(total);
+    let (mut file, total): (Box<dyn Read + '_>, u64) = match &src.bytes {
+        Some(b) => {
+            let v: &[u8] = (**b).as_ref();
+            (Box::new(v), v.len() as u64)
+        }
+        None => {
+            let (file, total, _) = open_regular(path, u64::MAX)?;
+            // Read no further than the size the file had when opened, even if it grows.
+            (Box::new(file.take(total)), total)
+        }
+    };
     let mut dec = Decoder::new();
     let mut info = FileInfo {
         bytes: total,
@@ -344,48 +362,10 @@ fn read_until(
         done += n as u64;
         progress.update(done, total);
         dec.push(&buf[..n]);
-        while let Some(e) = dec.poll() {
-            each(e, &mut info);
-        }
+        drain(&mut dec, &mut info);
     }
     dec.finish();
-    while let Some(e) = dec.poll() {
-        each(e, &mut info);
-    }
-    finish_read(path, dec, info)
-}
-
-/// [`read_until`] over input already in memory: `stop` asked and the progress said every
-/// 4,096 events.
-fn read_whole(
-    path: &Path,
-    data: Shared,
-    stop: &dyn Fn() -> bool,
-    mut each: impl FnMut(Event, &mut FileInfo),
-) -> Result<FileInfo, LoadError> {
-    let total = (*data).as_ref().len() as u64;
-    let mut dec = Decoder::whole(data);
-    let mut info = FileInfo {
-        bytes: total,
-        ..Default::default()
-    };
-    let mut progress = Progress::new("reading");
-    let mut n = 0u32;
-    while let Some(e) = dec.poll() {
-        each(e, &mut info);
-        n = n.wrapping_add(1);
-        if n.is_multiple_of(4096) {
-            if stop() {
-                return Err(LoadError::Stopped { path: path.into() });
-            }
-            progress.update(dec.offset(), total);
-        }
-    }
-    finish_read(path, dec, info)
-}
-
-/// The decoder's losses kept; a file of nothing labperf knows is an error.
-fn finish_read(path: &Path, dec: Decoder, mut info: FileInfo) -> Result<FileInfo, LoadError> {
+    drain(&mut dec, &mut info);
     info.losses = dec.losses().clone();
     if info.wire_version.is_none()
         && info.header.is_none()

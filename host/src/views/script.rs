@@ -299,7 +299,8 @@ impl<'a> Pass<'a> {
             Some(e) => (e.0.clone(), e.1, e.2),
             None => ("[unknown]".to_string(), Fields::default().set, false),
         };
-        let leaf = self.sym.spot(s.pid, s.ip);
+        let mut leaf = self.sym.spot(s.pid, s.ip);
+        anonymous_as_perf(&mut leaf, s.pid);
         if (!f.dsos.is_empty() && !f.keeps_dso(&leaf.loc.dso))
             || (!f.symbols.is_empty()
                 && !leaf.loc.sym.as_deref().is_some_and(|n| f.keeps_symbol(n)))
@@ -341,7 +342,9 @@ impl<'a> Pass<'a> {
                     in_map: None,
                 }
             } else {
-                self.sym.spot(s.pid, a)
+                let mut spot = self.sym.spot(s.pid, a);
+                anonymous_as_perf(&mut spot, s.pid);
+                spot
             };
             let _ = write!(t, "\t{:16x}", spot.in_map.unwrap_or(a));
             place(t, &spot, set);
@@ -387,6 +390,22 @@ fn head(t: &mut String, s: &Sample, set: u32, (comm, chain, ev, width, ns): (&st
     }
     if set & EVENT != 0 {
         let _ = write!(t, "{ev:>width$}: ");
+    }
+}
+
+
+/// perf's naming of code in memory without a file (its `is_anon_memory` and
+/// `is_no_dso_memory`): the process's JIT map file `/tmp/perf-PID.map`, addresses as they
+/// are (not offsets into a file).
+fn anonymous_as_perf(spot: &mut Spot, pid: u32) {
+    let d = &*spot.loc.dso;
+    let anon = ["//anon", "/dev/zero", "/anon_hugepage", "[stack", "/SYSV"]
+        .iter()
+        .any(|p| d.starts_with(p))
+        || d == "[heap]";
+    if anon {
+        spot.loc.dso = crate::symbolize::perfmap::path_of(pid).into();
+        spot.in_map = None;
     }
 }
 

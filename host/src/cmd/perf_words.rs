@@ -7,10 +7,6 @@ use clap::error::{ContextKind, ContextValue, ErrorKind};
 /// perf's verbs that labperf has not, and what to use instead.
 const VERBS: &[(&str, &str)] = &[
     (
-        "script",
-        "labperf has no `script` yet: `labperf dump FILE` prints every record (each sample's time, pid/tid, address and period), and `labperf export FILE --format folded` each call stack on one line, as `perf script | stackcollapse-perf.pl` does",
-    ),
-    (
         "annotate",
         "labperf has no `annotate` yet: `labperf report FILE --by pc` ranks the sampled instructions by address, and `labperf report FILE --by srcline` the source lines (file:line)",
     ),

@@ -17,7 +17,9 @@ fn perf_here(test: &str) -> bool {
         .output()
         .is_ok_and(|o| o.status.success());
     if !ok {
-        eprintln!("{test}: skipped: perf is not installed (`cargo xtask setup` installs linux-perf)");
+        eprintln!(
+            "{test}: skipped: perf is not installed (`cargo xtask setup` installs linux-perf)"
+        );
     }
     ok
 }
@@ -56,7 +58,13 @@ fn perf_record(out: &Path, prog: &Path, g: bool) {
     if g {
         c.arg("-g");
     }
-    let o = c.arg("-o").arg(out).arg("--").arg(prog).arg(ITERATIONS).output();
+    let o = c
+        .arg("-o")
+        .arg(out)
+        .arg("--")
+        .arg(prog)
+        .arg(ITERATIONS)
+        .output();
     ok(o.expect("perf record"), "perf record");
 }
 
@@ -129,9 +137,16 @@ fn script_of_perf_data_is_perf_script_line_for_line() {
         assert!(n > 500, "-g {g}: only {n} samples");
         let ours = perf
             .lines()
-            .filter(|l| [" fn_a+0x", " fn_b+0x", " fn_c+0x"].iter().any(|f| l.contains(f)))
+            .filter(|l| {
+                [" fn_a+0x", " fn_b+0x", " fn_c+0x"]
+                    .iter()
+                    .any(|f| l.contains(f))
+            })
             .count();
-        assert!(2 * ours > n, "-g {g}: {ours} of {n} samples in fn_a/b/c:\n{perf}");
+        assert!(
+            2 * ours > n,
+            "-g {g}: {ours} of {n} samples in fn_a/b/c:\n{perf}"
+        );
         if g {
             // Frames under each sample: the callers reach main in the program.
             assert!(perf.contains(" main+0x") && perf.contains(&format!(" ({})", prog.display())));
@@ -258,8 +273,14 @@ fn script_of_a_labperf_recording_counts_as_its_report() {
                 .filter(|l| l.contains(&format!(" {name}+0x")))
                 .count() as u64;
             let self_samples = report_samples(&j, name);
-            assert!(self_samples > 50, "-g {g}: {name} has {self_samples} samples");
-            assert_eq!(lines, self_samples, "-g {g}: {name}'s lines against its Self");
+            assert!(
+                self_samples > 50,
+                "-g {g}: {name} has {self_samples} samples"
+            );
+            assert_eq!(
+                lines, self_samples,
+                "-g {g}: {name}'s lines against its Self"
+            );
             eprintln!("-g {g}: {name}: {lines} lines, the report's Self {self_samples} samples");
         }
         // The fields of a labperf recording: comm, tid, cpu (the agent records it), time.
@@ -284,15 +305,31 @@ fn script_refuses_fields_it_cannot_print() {
     };
     let fields = "comm,tid,pid,time,cpu,period,event,ip,sym,symoff,dso";
     for (args, code, want) in [
-        (&["-F", "foo"][..], 2, format!("no field 'foo': the fields are {fields}")),
+        (
+            &["-F", "foo"][..],
+            2,
+            format!("no field 'foo': the fields are {fields}"),
+        ),
         (
             &["-F", "brstack"],
             2,
             format!("perf's field 'brstack' is not one labperf prints; it prints {fields}"),
         ),
-        (&["-F", "symoff"], 2, "symoff is the offset after the function's name: ask for sym too".into()),
-        (&["-F", "sw:comm"], 2, "labperf takes no event type before the fields ('sw:')".into()),
-        (&["-F", "comm,+tid"], 2, "cannot mix +field or -field with plain fields".into()),
+        (
+            &["-F", "symoff"],
+            2,
+            "symoff is the offset after the function's name: ask for sym too".into(),
+        ),
+        (
+            &["-F", "sw:comm"],
+            2,
+            "labperf takes no event type before the fields ('sw:')".into(),
+        ),
+        (
+            &["-F", "comm,+tid"],
+            2,
+            "cannot mix +field or -field with plain fields".into(),
+        ),
     ] {
         let o = run(args);
         let e = String::from_utf8_lossy(&o.stderr);

@@ -10,7 +10,12 @@ use std::path::PathBuf;
 /// `perf script` does.
 #[derive(Debug, clap::Args)]
 #[command(
-    mut_arg("max_stack", super::opts::help("At most N frames of each call stack (perf's --max-stack; default: whole)")),
+    mut_arg(
+        "max_stack",
+        super::opts::help(
+            "At most N frames of each call stack (perf's --max-stack; default: whole)"
+        )
+    ),
     after_help = "Each sample prints as perf 6.1's `perf script` prints it: the thread's name, \
 its thread id, the CPU (for recordings that kept it, as `-a`'s), the time in seconds, the \
 period, the event, then the sampled address, its function+offset and its file; a recording \
@@ -32,7 +37,12 @@ pub struct Args {
     /// [default: labperf.lpr, else ./perf.data as perf script reads it].
     pub file: Option<PathBuf>,
     /// The record file, as perf script -i names it.
-    #[arg(short = 'i', long = "input", value_name = "FILE", conflicts_with = "file")]
+    #[arg(
+        short = 'i',
+        long = "input",
+        value_name = "FILE",
+        conflicts_with = "file"
+    )]
     pub input: Option<PathBuf>,
     /// The fields to print, as perf's -F names them: `f1,f2` (these only, in perf's order)
     /// or `+f1,-f2` (the default ones with some added or taken away). labperf prints comm,

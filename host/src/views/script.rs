@@ -287,8 +287,7 @@ impl<'a> Pass<'a> {
     /// The text of sample `s` (its lines, each ended), or `None` when the filters drop it.
     fn sample(&mut self, s: &Sample) -> Option<String> {
         let f = &self.o.filter;
-        if !f.keeps_thread(s.pid, s.tid) || self.window.as_ref().is_some_and(|w| !w.keeps(s.time))
-        {
+        if !f.keeps_thread(s.pid, s.tid) || self.window.as_ref().is_some_and(|w| !w.keeps(s.time)) {
             return None;
         }
         let comm = self.comm(s.tid);
@@ -354,7 +353,12 @@ impl<'a> Pass<'a> {
 }
 
 /// A sample's fields before its address: `comm tid [cpu] time: period event: `.
-fn head(t: &mut String, s: &Sample, set: u32, (comm, chain, ev, width, ns): (&str, bool, &str, usize, bool)) {
+fn head(
+    t: &mut String,
+    s: &Sample,
+    set: u32,
+    (comm, chain, ev, width, ns): (&str, bool, &str, usize, bool),
+) {
     if set & COMM != 0 {
         if chain {
             let _ = write!(t, "{comm} ");
@@ -392,7 +396,6 @@ fn head(t: &mut String, s: &Sample, set: u32, (comm, chain, ev, width, ns): (&st
         let _ = write!(t, "{ev:>width$}: ");
     }
 }
-
 
 /// perf's naming of code in memory without a file (its `is_anon_memory` and
 /// `is_no_dso_memory`): the process's JIT map file `/tmp/perf-PID.map`, addresses as they

@@ -374,3 +374,80 @@ fn script_refuses_a_field_the_samples_lack() {
         "{e}"
     );
 }
+
+/// Each sample's heading and frame addresses, a line each; with `collapse`, a run of one
+/// address as one (perf prints a frame's address once more for each function DWARF says
+/// was inlined there, which labperf does not print).
+fn addresses(text: &str, collapse: bool) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for l in text.lines() {
+        let a = match l.strip_prefix('\t') {
+            Some(f) => f.split_whitespace().next().unwrap_or("").to_string(),
+            None => l.to_string(),
+        };
+        if !collapse || out.last() != Some(&a) || !l.starts_with('\t') {
+            out.push(a);
+        }
+    }
+    out
+}
+
+#[test]
+fn script_of_a_dwarf_recording_unwinds_as_perf() {
+    if !perf_here("script_of_a_dwarf_recording_unwinds_as_perf") {
+        return;
+    }
+    let d = scratch("script-dwarf");
+    let prog = tiny(&d);
+    let data = d.join("dwarf.data");
+    let o = Command::new("perf")
+        .args([
+            "record",
+            "-q",
+            "-e",
+            "cpu-clock",
+            "--call-graph",
+            "dwarf",
+            "-o",
+        ])
+        .arg(&data)
+        .arg("--")
+        .arg(&prog)
+        .arg("30000000")
+        .output()
+        .expect("perf record");
+    ok(o, "perf record --call-graph dwarf");
+    let perf = perf_script(&data, &[]);
+    let lab = labperf_script(&data, &[], &d.join("cache"));
+    // The same samples, and under each the same frames (the interrupted address, then
+    // each caller one byte back); perf's `(inlined)` lines are not printed.
+    let (l, p) = (addresses(&lab, false), addresses(&perf, true));
+    let differ: Vec<(usize, &String, &String)> = l
+        .iter()
+        .zip(&p)
+        .enumerate()
+        .filter(|(_, (a, b))| a != b)
+        .map(|(i, (a, b))| (i, a, b))
+        .take(5)
+        .collect();
+    assert!(
+        differ.is_empty() && l.len() == p.len(),
+        "{} against {} addresses; first differences {differ:?}",
+        l.len(),
+        p.len()
+    );
+    let mains = lab.lines().filter(|l| l.contains(" main+0x")).count();
+    assert!(mains > 50, "only {mains} frames in main:\n{lab}");
+    eprintln!(
+        "--call-graph dwarf: {} addresses identical, {mains} frames in main",
+        l.len()
+    );
+    // Lines without DWARF's inlined functions are perf's.
+    let plain: Vec<&str> = perf
+        .lines()
+        .filter(|l| !l.ends_with(" (inlined)"))
+        .collect();
+    let fn_a = |v: &[&str]| v.iter().filter(|l| l.contains(" fn_a+0x")).count();
+    let ours: Vec<&str> = lab.lines().collect();
+    assert_eq!(fn_a(&ours), fn_a(&plain), "fn_a's frames");
+}

@@ -5,6 +5,7 @@
 use crate::record::filter::{Filter, Window};
 use crate::record::load::{self, LoadError, Source};
 use crate::symbolize::symbols::{Search, Spot, Symbolizer};
+use crate::symbolize::unwind::Unwind;
 use labperf_common::{Header, Record, Sample};
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -223,6 +224,8 @@ struct Pass<'a> {
     /// The longest event name (perf pads names to it).
     width: usize,
     window: Option<Window>,
+    /// `--call-graph dwarf` recordings: the unwinder of their user stacks.
+    unwind: Option<Unwind>,
     /// (time, file order, text) of each sample kept.
     lines: Vec<(u64, u64, String)>,
 }
@@ -250,6 +253,7 @@ impl<'a> Pass<'a> {
             width: h.events.iter().map(|e| e.name.len()).max().unwrap_or(0),
             events,
             window: None,
+            unwind: None,
             lines: Vec::new(),
         })
     }
@@ -328,7 +332,19 @@ impl<'a> Pass<'a> {
     fn frames(&mut self, t: &mut String, s: &Sample, set: u32) {
         let mut user = false;
         let max = self.o.max_stack.unwrap_or(usize::MAX);
-        for &a in s.callchain.iter().take(max) {
+        let mut addrs: Vec<u64> = s.callchain.clone();
+        // `--call-graph dwarf`: the user stack unwound, from the interrupted user address
+        // (its callers one byte back, inside their call, as perf's libdw unwinder gives
+        // them). The unwinder gives a kernel sample's interrupted user address one byte
+        // on, as a return address.
+        if let (Some(un), Some(_)) = (self.unwind.as_mut(), &s.user_stack) {
+            if s.ip >> 63 == 0 && addrs.last() != Some(&s.ip) {
+                addrs.push(s.ip);
+            }
+            let rets = un.unwind(&mut self.sym, s);
+            addrs.extend(rets.into_iter().map(|r| r.wrapping_sub(1)));
+        }
+        for &a in addrs.iter().take(max) {
             user |= a >> 63 == 0;
             let spot = if user && a >> 63 == 1 {
                 Spot {
@@ -459,8 +475,15 @@ pub fn write(
     };
     let mut sym = Symbolizer::new(search);
     sym.recorded_on(src, peek.header.as_ref(), peek.header_ext.as_ref());
-    load::stream_side_band(src, |r| sym.observe(r))?;
+    let mut unwind = Unwind::of(peek.header.as_ref(), peek.header_ext.as_ref());
+    load::stream_side_band(src, |r| {
+        sym.observe(r);
+        if let Some(u) = unwind.as_mut() {
+            u.observe(r);
+        }
+    })?;
     let mut pass = Pass::new(o, sym, &header).map_err(ScriptError::Fields)?;
+    pass.unwind = unwind;
     if let Some(t) = &o.filter.time {
         pass.window = Some(t.window(src)?);
     }

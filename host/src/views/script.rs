@@ -507,3 +507,56 @@ pub fn write(
         warnings,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// IP, TID, TIME, PERIOD: a `perf record` of one task (no CPU).
+    const TASK: u64 = SAMPLE_IP | SAMPLE_TID | SAMPLE_TIME | 1 << 8;
+
+    #[test]
+    fn fields_are_perf_s_default_set_or_what_f_makes_of_it() {
+        let d = Fields::default();
+        assert_eq!(
+            d.set,
+            COMM | TID | CPU | TIME | PERIOD | EVENT | IP | SYM | SYMOFF | DSO
+        );
+        assert_eq!(Fields::parse("comm,tid").unwrap().set, COMM | TID);
+        assert_eq!(Fields::parse("+pid").unwrap().set, d.set | PID);
+        assert_eq!(
+            Fields::parse("-cpu,-period").unwrap().set,
+            d.set & !(CPU | PERIOD)
+        );
+        for (spec, err) in [
+            ("comm,+tid", "cannot mix"),
+            ("symoff", "ask for sym too"),
+            ("sw:comm", "no event type"),
+            ("iregs", "perf's field 'iregs' is not one labperf prints"),
+            ("tim", "no field 'tim'"),
+            ("", "at least one field"),
+        ] {
+            let e = Fields::parse(spec).unwrap_err();
+            assert!(e.contains(err), "{spec}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_field_the_samples_lack_is_left_out_unless_named() {
+        // perf's default leaves out the CPU of a recording without it, quietly.
+        let set = Fields::default().of_event("cpu-clock", TASK).unwrap();
+        assert_eq!(set & CPU, 0);
+        assert_eq!(set & TIME, TIME);
+        // Named, it is an error; with the CPU recorded, it is printed.
+        let named = Fields::parse("comm,cpu").unwrap();
+        let e = named.of_event("cpu-clock", TASK).unwrap_err();
+        assert!(
+            e.contains("'cpu-clock' do not carry the CPU attribute"),
+            "{e}"
+        );
+        assert_eq!(
+            named.of_event("cpu-clock", TASK | SAMPLE_CPU).unwrap(),
+            COMM | CPU
+        );
+    }
+}

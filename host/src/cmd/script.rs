@@ -11,6 +11,18 @@ use std::path::PathBuf;
 #[derive(Debug, clap::Args)]
 #[command(
     mut_arg(
+        "comms",
+        super::opts::help(
+            "Only the samples of these threads' names, as the first column shows them (comma-separated; perf's -c/--comms)"
+        )
+    ),
+    mut_arg(
+        "symbols",
+        super::opts::help(
+            "Only the samples whose sampled function is one of these, named as the lines name them (comma-separated, but for the commas within <>, () or [] of a C++ name; perf script's -S)"
+        )
+    ),
+    mut_arg(
         "max_stack",
         super::opts::help(
             "At most N frames of each call stack (perf's --max-stack; default: whole)"

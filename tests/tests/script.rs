@@ -204,6 +204,8 @@ fn script_filters_are_perf_script_s() {
         vec!["--comm", "nothing"],
         vec!["--tid", &tid],
         vec!["--time", &window],
+        vec!["--time", "10%/2"],
+        vec!["--time", "50%-100%"],
         vec!["-S", "fn_a"],
         vec!["--dsos", "[kernel.kallsyms]"],
     ] {

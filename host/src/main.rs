@@ -21,7 +21,7 @@ use clap::{CommandFactory, Parser, Subcommand};
 #[command(
     name = "labperf",
     version,
-    after_help = "EXAMPLES:\n  labperf record --local -- ./target/release/labperf-bench --duration 2\n  labperf report labperf.lpr --by dso\n  labperf export labperf.lpr --format svg -o flame.svg\n  labperf info labperf.lpr\n  labperf dump labperf.lpr | head\n  labperf list                      # the events -e takes here\n  labperf completions bash > ~/.local/share/bash-completion/completions/labperf\n  labperf man ~/.local/share/man/man1   # then: man labperf-record\n\nExit status: 0 success, 1 error, 2 usage error, 3 a damaged file with --strict; `record`\nand `stat` pass on a failing workload's status; output into a closed pipe (`| head`) ends\nlabperf quietly by SIGPIPE, as coreutils and perf end (the shell's 141)."
+    after_help = "EXAMPLES:\n  labperf record --local -- ./target/release/labperf-bench --duration 2\n  labperf report labperf.lpr --by dso\n  labperf export labperf.lpr --format svg -o flame.svg\n  labperf info labperf.lpr\n  labperf dump labperf.lpr | head\n  labperf script labperf.lpr | head   # each sample, as perf script prints it\n  labperf list                      # the events -e takes here\n  labperf completions bash > ~/.local/share/bash-completion/completions/labperf\n  labperf man ~/.local/share/man/man1   # then: man labperf-record\n\nExit status: 0 success, 1 error, 2 usage error, 3 a damaged file with --strict; `record`\nand `stat` pass on a failing workload's status; output into a closed pipe (`| head`) ends\nlabperf quietly by SIGPIPE, as coreutils and perf end (the shell's 141)."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -50,6 +50,7 @@ enum Cmd {
     Annotate(cmd::annotate::Args),
     Dump(cmd::dump::Args),
     Export(cmd::export::Args),
+    Script(cmd::script::Args),
     Diff(cmd::diff::Args),
     Import(cmd::import::Args),
     Info(cmd::info::Args),
@@ -160,6 +161,7 @@ fn main() {
         Cmd::Annotate(a) => cmd::annotate::run(a),
         Cmd::Dump(a) => cmd::dump::run(a),
         Cmd::Export(a) => cmd::export::run(a),
+        Cmd::Script(a) => cmd::script::run(a),
         Cmd::Diff(a) => cmd::diff::run(a),
         Cmd::Import(a) => cmd::import::run(a),
         Cmd::Info(a) => cmd::info::run(a),

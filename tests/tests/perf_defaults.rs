@@ -225,12 +225,6 @@ fn refused_perf_verbs_and_options_name_what_labperf_has() {
     let g = golden().to_string_lossy().into_owned();
     let s = stacks();
     let cases: &[(&[&str], &str, &[&str])] = &[
-        (&["script"], "`labperf dump FILE`", &["dump", &g]),
-        (
-            &["script", "-i", "x"],
-            "`labperf export FILE --format folded`",
-            &["export", &g, "--format", "folded"],
-        ),
         (
             &["top"],
             "`labperf record -a --duration 5 -o box.lpr`",

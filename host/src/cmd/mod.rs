@@ -21,6 +21,7 @@ pub mod perf_words;
 pub mod probe;
 pub mod record;
 pub mod report;
+pub mod script;
 pub mod stat;
 
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -7,10 +7,6 @@ use clap::error::{ContextKind, ContextValue, ErrorKind};
 /// perf's verbs that labperf has not, and what to use instead.
 const VERBS: &[(&str, &str)] = &[
     (
-        "script",
-        "labperf has no `script` yet: `labperf dump FILE` prints every record (each sample's time, pid/tid, address and period), and `labperf export FILE --format folded` each call stack on one line, as `perf script | stackcollapse-perf.pl` does",
-    ),
-    (
         "top",
         "labperf has no `top` yet: record a while, then report (`labperf record -a --duration 5 -o box.lpr`, then `labperf report box.lpr --by comm,dso`; a lab machine's: `--host H`)",
     ),

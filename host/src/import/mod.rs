@@ -101,8 +101,20 @@ pub struct Imported {
     pub left_out: Vec<(&'static str, String)>,
 }
 
-/// Callchain context markers (PERF_CONTEXT_*) are the top 4095 values.
-const CONTEXT_MAX: u64 = u64::MAX - 4095;
+/// Callchain context markers (PERF_CONTEXT_*) are the top 4095 values, from PERF_CONTEXT_MAX
+/// (-4095) up.
+const CONTEXT_MAX: u64 = -4095i64 as u64;
+
+/// The context markers perf knows (PERF_CONTEXT_HV, KERNEL, USER, GUEST, GUEST_KERNEL,
+/// GUEST_USER: -32, -128, -512, -2048, -2176, -2560).
+const CONTEXTS: [u64; 6] = [
+    -32i64 as u64,
+    -128i64 as u64,
+    -512i64 as u64,
+    -2048i64 as u64,
+    -2176i64 as u64,
+    -2560i64 as u64,
+];
 
 /// Most bytes of a kallsyms text read (this machine's is about 5 MiB with every module).
 const MAX_KALLSYMS: u64 = 64 << 20;
@@ -788,6 +800,14 @@ impl<'h> Writer<'h> {
                 .filter_map(|i| cc.get(i))
                 .filter(|&a| a < CONTEXT_MAX)
                 .collect();
+            // A word in the markers' range that names no context (the kernel's walk read
+            // garbage): perf takes the chain as corrupted and discards it all.
+            if (0..cc.len())
+                .filter_map(|i| cc.get(i))
+                .any(|a| a >= CONTEXT_MAX && !CONTEXTS.contains(&a))
+            {
+                callchain.clear();
+            }
             // A labperf sample holds the innermost MAX_CALLCHAIN frames (a perf
             // record of 64 KiB holds up to 8,190).
             if callchain.len() > MAX_CALLCHAIN {

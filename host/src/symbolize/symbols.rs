@@ -216,9 +216,14 @@ impl Elf {
 
     /// The (mangled) name of the function containing `vaddr`.
     pub fn symbol(&self, vaddr: u64) -> Option<&str> {
+        self.symbol_at(vaddr).map(|(_, name)| name)
+    }
+
+    /// [`Elf::symbol`] with the function's start.
+    pub fn symbol_at(&self, vaddr: u64) -> Option<(u64, &str)> {
         let i = self.syms.partition_point(|s| s.0 <= vaddr).checked_sub(1)?;
         let (a, size, name) = &self.syms[i];
-        (*size == 0 || vaddr < a.saturating_add(*size)).then_some(name)
+        (*size == 0 || vaddr < a.saturating_add(*size)).then_some((*a, &**name))
     }
 
     /// The start and end of the function of (mangled) name `name`, the first of that name
@@ -1522,7 +1527,7 @@ impl Symbolizer {
     }
 
     /// A kernel address's function, from the file's KSYMS records.
-    fn kernel_symbol(&mut self, ip: u64) -> Option<Location> {
+    fn kernel_symbol(&mut self, ip: u64) -> Option<(Location, u64)> {
         if !self.kernel_sorted {
             self.kernel.sort_by_key(|k| (k.0, k.1));
             self.kernel.dedup_by_key(|k| k.0);
@@ -1530,19 +1535,32 @@ impl Symbolizer {
         }
         let i = self.kernel.partition_point(|k| k.0 <= ip).checked_sub(1)?;
         let (start, end, name, dso) = &self.kernel[i];
-        (ip < *end || *end <= *start).then(|| Location {
-            dso: dso.clone(),
-            sym: Some(name.clone()),
-            vaddr: ip,
+        (ip < *end || *end <= *start).then(|| {
+            let l = Location {
+                dso: dso.clone(),
+                sym: Some(name.clone()),
+                vaddr: ip,
+            };
+            (l, *start)
         })
     }
 
     /// Resolves `ip` of process `pid`.
     pub fn resolve(&mut self, pid: u32, ip: u64) -> Location {
+        self.spot(pid, ip).loc
+    }
+
+    /// [`Symbolizer::resolve`] with what `perf script` prints of the place besides: the
+    /// start of its function and the address in its mapped file ([`Spot`]).
+    pub fn spot(&mut self, pid: u32, ip: u64) -> Spot {
         let Some(m) = self.find_map(pid, ip).cloned() else {
             if ip >> 63 == 1 {
-                if let Some(l) = self.kernel_symbol(ip) {
-                    return l;
+                if let Some((loc, start)) = self.kernel_symbol(ip) {
+                    return Spot {
+                        loc,
+                        start: Some(start),
+                        in_map: None,
+                    };
                 }
                 if let Some(v) = self.kernel_hidden.take() {
                     self.warnings.push(if v == 0 {
@@ -1553,32 +1571,34 @@ impl Symbolizer {
                         format!("note: kernel functions are shown as addresses: the recording machine's /proc/kallsyms hid them (kernel.kptr_restrict = {v}); record as root, or run `sysctl kernel.kptr_restrict=0` there")
                     });
                 }
-                return Location {
+                return Spot::of(Location {
                     dso: self.intern(KERNEL_DSO),
                     sym: None,
                     vaddr: ip,
-                };
+                });
             }
             if let Some(l) = self.jit_symbol(pid, ip, false) {
-                return l;
+                return Spot::of(l);
             }
-            return Location {
+            return Spot::of(Location {
                 dso: self.unknown.clone(),
                 sym: None,
                 vaddr: ip,
-            };
+            });
         };
         let exec = m.prot & PROT_EXEC != 0 || m.prot == 0;
         if exec && crate::symbolize::perfmap::anonymous(&m.path) {
             if let Some(l) = self.jit_symbol(pid, ip, true) {
-                return l;
+                return Spot::of(l);
             }
         }
         let off = ip.wrapping_sub(m.start).wrapping_add(m.pgoff);
         match self.named_elf(&m.path, m.build_id.as_ref()) {
             Some(elf) => {
                 let vaddr = self.file_vaddr(&m, &elf, ip).unwrap_or(off);
-                let sym = elf.symbol(vaddr).map(|raw| {
+                let found = elf.symbol_at(vaddr);
+                let start = found.map(|(a, _)| a);
+                let sym = found.map(|(_, raw)| {
                     if let Some(d) = self.demangled.get(raw) {
                         return d.clone();
                     }
@@ -1586,17 +1606,49 @@ impl Symbolizer {
                     self.demangled.insert(raw.into(), d.clone());
                     d
                 });
-                Location {
-                    sym,
-                    dso: m.path,
-                    vaddr,
+                Spot {
+                    loc: Location {
+                        sym,
+                        dso: m.path,
+                        vaddr,
+                    },
+                    start,
+                    in_map: Some(off),
                 }
             }
-            None => Location {
-                dso: m.path,
-                sym: None,
-                vaddr: off,
+            None => Spot {
+                loc: Location {
+                    dso: m.path,
+                    sym: None,
+                    vaddr: off,
+                },
+                start: None,
+                in_map: Some(off),
             },
+        }
+    }
+}
+
+/// Where an address lands, as `perf script` prints it ([`Symbolizer::spot`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Spot {
+    pub loc: Location,
+    /// The start of its function, in the address space of `loc.vaddr` (the offset perf
+    /// prints after the name is `loc.vaddr - start`); `None` when unnamed, or named from a
+    /// JIT map.
+    pub start: Option<u64>,
+    /// In a mapped file: the address as perf's map gives it, `ip - map start + pgoff` (the
+    /// offset into the file), which `perf script` prints for a callchain's user frames.
+    pub in_map: Option<u64>,
+}
+
+impl Spot {
+    /// A place without a function start or a mapped file.
+    fn of(loc: Location) -> Spot {
+        Spot {
+            loc,
+            start: None,
+            in_map: None,
         }
     }
 }

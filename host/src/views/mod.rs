@@ -7,6 +7,7 @@ pub mod intervals;
 pub mod metrics;
 pub mod profileme;
 pub mod report;
+pub mod script;
 pub mod stat;
 pub mod topdown;
 pub mod view;

@@ -445,7 +445,10 @@ impl StackTable {
         // `--max-stack N` cuts callchains as the kernel's limit does (which counts its
         // context markers too): a chain it cut is said to be cut, not to stop short.
         if let (Some(q), Some(n)) = (quality.as_mut(), narrow.max_stack) {
-            q.max_frames = q.max_frames.min(n as u64 + 2);
+            if n as u64 + 2 < q.max_frames {
+                q.max_frames = n as u64 + 2;
+                q.max_stack = Some(n as u64);
+            }
         }
         let mut raws = RawStacks::new(run, keep, events);
         let (arena, threads) = (&mut self.arena, &mut self.threads);

@@ -437,3 +437,41 @@ fn freq_max_is_the_kernel_s_limit() {
          its /proc/sys/kernel/perf_event_max_sample_rate)\n"
     );
 }
+
+/// `-F 0` and `-c 0` are refused before anything runs, as perf refuses them ("frequency and
+/// count are zero, aborting"); before, the agent refused them and labperf said "the agent
+/// was killed before it finished".
+#[test]
+fn a_zero_frequency_or_period_is_refused_up_front() {
+    for (opt, long, what) in [
+        (
+            "-F",
+            "--freq <HZ>",
+            "takes samples per second, 1 or more, or `max`: a frequency of 0 is invalid",
+        ),
+        (
+            "-c",
+            "--period <N>",
+            "takes events per sample, 1 or more: a period of 0 is invalid",
+        ),
+    ] {
+        let o = labperf(&[
+            "record",
+            opt,
+            "0",
+            "--no-report",
+            "-o",
+            "/dev/null",
+            "--",
+            "true",
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{opt}");
+        assert_eq!(
+            text(&o.stderr),
+            format!(
+                "error: invalid value '0' for '{long}': {what}\n\nFor more information, try '--help'.\n"
+            ),
+            "{opt}"
+        );
+    }
+}

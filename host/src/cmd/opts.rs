@@ -250,9 +250,17 @@ impl std::str::FromStr for Freq {
     fn from_str(s: &str) -> Result<Freq, String> {
         match s {
             "max" => Ok(Freq::Max),
-            _ => s.parse().map(Freq::Hz).map_err(|_| {
-                format!("takes samples per second (a whole number) or `max`, not '{s}'")
-            }),
+            _ => match s.parse() {
+                // perf refuses it too ("frequency and count are zero, aborting").
+                Ok(0) => Err(
+                    "takes samples per second, 1 or more, or `max`: a frequency of 0 is invalid"
+                        .into(),
+                ),
+                Ok(n) => Ok(Freq::Hz(n)),
+                Err(_) => Err(format!(
+                    "takes samples per second (a whole number) or `max`, not '{s}'"
+                )),
+            },
         }
     }
 }
@@ -272,6 +280,17 @@ impl Freq {
                     anyhow::anyhow!("-F max: cannot read {MAX_SAMPLE_RATE}: give -F HZ")
                 }),
         }
+    }
+}
+
+/// `-c`: events a sample, 1 or more (the agent refuses 0 as a frequency of 0).
+fn period(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(0) => Err("takes events per sample, 1 or more: a period of 0 is invalid".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!(
+            "takes events per sample (a whole number, 1 or more), not '{s}'"
+        )),
     }
 }
 
@@ -298,7 +317,7 @@ pub struct RecordOpts {
     #[arg(short = 'F', long, value_name = "HZ")]
     pub freq: Option<Freq>,
     /// Sample every N events (ns for cpu-clock).
-    #[arg(short = 'c', long, value_name = "N", conflicts_with = "freq")]
+    #[arg(short = 'c', long, value_name = "N", conflicts_with = "freq", value_parser = period)]
     pub period: Option<u64>,
     /// Record each sample's call stack (as --call-graph fp).
     #[arg(short = 'g')]

@@ -215,6 +215,30 @@ fn report_names_a_file_that_is_not_a_recording() {
         );
         assert!(e.contains(&want), "{f}: {e}");
     }
+    // A program given as the record file: the command that records it runs it, `./NAME`
+    // for a name in the current directory (before: `labperf record prog`, which a shell
+    // looks up in PATH); a path with a slash as it is.
+    std::fs::copy(bin("labperf-bench"), d.join("prog")).unwrap();
+    let elf = "an ELF program or library, not a recording";
+    for (verb, tail) in [
+        (
+            "report",
+            format!("It is {elf}: record it: `labperf record ./prog`.\n"),
+        ),
+        (
+            "import",
+            format!("it is {elf}, not perf's perf.data; record it: `labperf record ./prog`\n"),
+        ),
+    ] {
+        let e = text(&labperf_in(&d, &[verb, "prog"]).stderr);
+        assert!(e.ends_with(&tail), "{verb}: {e}");
+    }
+    let abs = d.join("prog").display().to_string();
+    let e = text(&labperf_in(&d, &["report", &abs]).stderr);
+    assert!(
+        e.ends_with(&format!("record it: `labperf record {abs}`.\n")),
+        "{e}"
+    );
 }
 
 /// Each refused perf spelling: its arguments, what the message must name, and that

@@ -51,7 +51,8 @@ pub struct EventsOpt {
     /// Events to sample, as perf spells them: a comma list (-e cpu-clock,page-faults) or -e
     /// repeated; each cycles, cpu-clock, rHEX, pmu/event/ or a group {a,b} (its leader
     /// samples, the others are read in each sample: perf's :S); :u, :k modifiers.
-    /// Without a hardware PMU, hardware events fall back to cpu-clock. User and kernel mode
+    /// Without a hardware PMU, record samples cpu-clock in place of a hardware event, and
+    /// stat shows it <not supported>. User and kernel mode
     /// are both sampled where the kernel allows it (root, CAP_PERFMON, or
     /// perf_event_paranoid <= 1), as perf does: `:u` samples user mode only, `:k` kernel
     /// mode only. Every report says what the samples cover of the workload's CPU time.

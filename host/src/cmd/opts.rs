@@ -295,6 +295,32 @@ fn period(s: &str) -> Result<u64, String> {
     }
 }
 
+/// Refuses a file named twice among the record files a command merges (`report A B`,
+/// `export A B`): by another name too (a hard or symbolic link, `./A`), as the same device
+/// and inode. Merged with itself, its samples would count twice.
+pub fn once_each(files: &[PathBuf]) -> anyhow::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let mut seen: Vec<((u64, u64), &PathBuf)> = Vec::new();
+    for f in files {
+        // One that cannot be read is said by the reading.
+        let Ok(m) = std::fs::metadata(f) else {
+            continue;
+        };
+        let id = (m.dev(), m.ino());
+        if let Some((_, first)) = seen.iter().find(|(i, _)| *i == id) {
+            let (a, b) = (first.display().to_string(), f.display().to_string());
+            let (a, b) = (labperf::text::show(&a), labperf::text::show(&b));
+            anyhow::bail!(if a == b {
+                format!("{a} is named twice: merged with itself, its samples would count twice; name it once")
+            } else {
+                format!("{a} and {b} are the same file (same inode): merged with itself, its samples would count twice; name it once")
+            });
+        }
+        seen.push((id, f));
+    }
+    Ok(())
+}
+
 /// `-m/--mmap-pages`: a power of two from 1 to 65536 (the agent's range).
 fn mmap_pages(s: &str) -> Result<u32, String> {
     match s.parse::<u32>() {

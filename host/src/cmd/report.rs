@@ -219,6 +219,7 @@ fn render(
     graph: Option<labperf::views::report::Graph>,
     event: Option<labperf::record::events::Select>,
 ) -> Result<(String, bool)> {
+    super::opts::once_each(files)?;
     // perf.data is imported on the fly (`import::source`).
     let srcs: Vec<labperf::record::load::Source> = files
         .iter()

@@ -334,6 +334,36 @@ fn filters_children_max_stack_and_inverted_graph() {
                 16 stopped (16 frame pointer missing in cxx.elf, 16 of them at the sampled function)"),
         "{text}"
     );
+    // --depth N: N levels of each function's call graph, its own row the first (before:
+    // N levels under it, --depth 1 showed map_find under plain_c).
+    let levels = |depth: &str| -> Vec<(String, u64, String)> {
+        let j = json(&["-G", "--depth", depth], &f);
+        let t = j["tables"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == "call_graph")
+            .unwrap()
+            .clone();
+        t["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["function"] == "plain_c")
+            .map(|r| {
+                (
+                    r["name"].as_str().unwrap().to_string(),
+                    r["depth"].as_u64().unwrap(),
+                    r["samples"].to_string(),
+                )
+            })
+            .collect()
+    };
+    let root = ("plain_c".to_string(), 0, "17".to_string());
+    assert_eq!(levels("1"), [root.clone()]);
+    let two = vec![root, (CXX_FIND.to_string(), 1, "5".to_string())];
+    assert_eq!(levels("2"), two);
+    assert_eq!(levels("0"), two);
     // Filters in --children: thread 1 only (5 map_find under plain_c, 2 plain_c).
     let t1 = children(&json(&["--children", "--tid", "1"], &f));
     assert_eq!(t1["plain_c"], (7, 2));

@@ -499,3 +499,38 @@ fn a_zero_frequency_or_period_is_refused_up_front() {
         );
     }
 }
+
+/// `-q`, before or after the verb, silences the agent's "wrote N samples" line too (before:
+/// `labperf record -q` still printed "labperf-agent: wrote 2 samples (9005 bytes) to
+/// q.lpr"); the file is written all the same.
+#[test]
+fn quiet_silences_the_agent_s_wrote_line() {
+    let d = scratch("quiet_record");
+    let record = |q: &[&str]| {
+        let mut args = q.to_vec();
+        args.extend([
+            "--no-report",
+            "-e",
+            "cpu-clock",
+            "-o",
+            "q.lpr",
+            "--",
+            "true",
+        ]);
+        let _ = std::fs::remove_file(d.join("q.lpr"));
+        let o = labperf_in(&d, &args);
+        assert!(o.status.success(), "{q:?}: {}", text(&o.stderr));
+        assert!(d.join("q.lpr").is_file(), "{q:?}");
+        text(&o.stderr)
+    };
+    let loud = record(&["record"]);
+    assert!(
+        loud.lines()
+            .any(|l| l.starts_with("labperf-agent: wrote ") && l.ends_with(" to q.lpr")),
+        "{loud}"
+    );
+    for q in [&["-q", "record"][..], &["record", "-q"]] {
+        let e = record(q);
+        assert!(!e.contains("wrote"), "{q:?}: {e}");
+    }
+}

@@ -69,6 +69,7 @@ OPTIONS (`labperf record --help` and `labperf stat --help` say more):
   -p PID | -t TID  attach; -a | -C 0,2-3: every task on the CPUs; --duration SECS
   -I MS          stat: counts every MS ms
   --mmap-pages N --no-inherit --progress --flush-ms MS --status-file F
+  -q             record: no \"wrote N samples\" line at the end
   --metrics --window N --jitter --strobe MODE --topdown --level N --per-thread
   --sample-type HEX --read-format HEX (replay)
 ENVIRONMENT: LABPERF_SYSFS (default /sys)
@@ -94,6 +95,8 @@ pub struct Opts {
     pub tid: Option<i32>,
     /// `stat --no-summary`: no table at the end (labperf prints perf's from the file).
     pub no_summary: bool,
+    /// `-q/--quiet` (`labperf -q record`): no "wrote N samples" line at the end.
+    pub quiet: bool,
     /// `-a` (every online CPU: empty) or `-C LIST`: record every task on these CPUs.
     pub cpus: Option<Vec<i32>>,
     /// `--duration SECS` of a whole-machine recording, in ms.
@@ -244,6 +247,7 @@ fn parse_opts(args: Vec<crate::rt::OsString>) -> Result<Opts, String> {
                 crate::rt::exit(0)
             }
             "--no-summary" => o.no_summary = true,
+            "-q" | "--quiet" => o.quiet = true,
             "-a" | "--all-cpus" => o.cpus = Some(o.cpus.take().unwrap_or_default()),
             "-C" | "--cpu" => o.cpus = Some(cpu_list(&val().unwrap_or_default())?),
             "--duration" => o.duration_ms = Some(millis(&val().unwrap_or_default())?),

@@ -41,7 +41,6 @@ static const char USAGE[] =
     "      --off-cpu        time off the CPU too (no stack)\n"
     "      --no-inherit     do not follow children\n"
     "      --progress       print progress every second on stderr\n"
-    "  -q, --quiet          record: no \"wrote N samples\" line at the end\n"
     "  -a, --all-cpus       every task on every CPU (root, CAP_PERFMON or paranoid <= 0)\n"
     "  -C, --cpu LIST       as -a on these CPUs only (0,2-3)\n"
     "      --duration SECS  with -a/-C: record SECS seconds (or until CMD ends)\n"
@@ -105,7 +104,8 @@ struct opts {
     u64 sample_type, read_format; /* replay overrides; 0: from the options */
     const char *output, *dump, *replay;
     u64 mmap_pages, flush_ms;
-    int no_inherit, profileme, mem, callgraph, progress, off_cpu, quiet;
+    int no_inherit, profileme, mem, callgraph, progress, off_cpu;
+    int quiet; /* -q: no "wrote N samples" line (labperf -q) */
     const char *replay_ring;
     char **command;
     int ncommand;
@@ -416,7 +416,7 @@ static void parse_opts(int argc, char **argv, int i, struct opts *o) {
             o->no_inherit = 1;
         } else if (lp_streq(a, "--progress")) {
             o->progress = 1;
-        } else if (lp_streq(a, "-q") || lp_streq(a, "--quiet")) {
+        } else if (lp_streq(a, "-q")) {
             o->quiet = 1;
         } else if (lp_streq(a, "-a") || lp_streq(a, "--all-cpus")) {
             o->system = 1;

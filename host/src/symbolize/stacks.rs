@@ -451,6 +451,11 @@ impl StackTable {
             }
         }
         let mut raws = RawStacks::new(run, keep, events);
+        raws.groups = crate::record::group::GroupReads::of(
+            peek.header.as_ref(),
+            peek.header_ext.as_ref(),
+            event,
+        );
         let (arena, threads) = (&mut self.arena, &mut self.threads);
         let info = load::stream(src, |r| {
             raws.record(r, (user.as_mut(), narrow), &mut quality, arena, threads)
@@ -673,6 +678,8 @@ struct RawStacks {
     /// Per event, the samples (and period) in the window of the threads the filter leaves
     /// out.
     dropped: Vec<(u64, u64)>,
+    /// A group recording's members, read in each sample of their leader.
+    groups: Option<crate::record::group::GroupReads>,
 }
 
 impl RawStacks {
@@ -698,6 +705,7 @@ impl RawStacks {
             executable: Executable::default(),
             read: (0, 0),
             dropped: Vec::new(),
+            groups: None,
         }
     }
 
@@ -736,7 +744,18 @@ impl RawStacks {
                     self.forks.push((t.pid, t.ppid));
                 }
             }
-            Record::Sample(s) => self.sample(s, (user, narrow), quality, arena, threads),
+            Record::Sample(s) => {
+                let members = match self.groups.as_mut() {
+                    Some(g) if !s.values.is_empty() => g.samples(s),
+                    _ => Vec::new(),
+                };
+                let mut user = user;
+                self.sample(s, (user.as_deref_mut(), narrow), quality, arena, threads);
+                // The members' samples count no stack twice in how far the stacks reach.
+                for m in &members {
+                    self.sample(m, (user.as_deref_mut(), narrow), &mut None, arena, threads);
+                }
+            }
             _ => {}
         }
     }
@@ -780,7 +799,7 @@ impl RawStacks {
                 q.without += 1;
             }
         }
-        let fp = !unwinds && !s.callchain.is_empty();
+        let fp = !unwinds && !s.callchain.is_empty() && quality.is_some();
         let mut rets = std::mem::take(&mut self.rets);
         return_addresses(user, s, &mut rets);
         // `--max-stack N`: the sampled address and N - 1 return addresses.

@@ -20,6 +20,9 @@ pub struct GroupReads {
     per_cpu: bool,
     /// The last count read of (thread or CPU, member).
     last: HashMap<(u32, u32), u64, Fx>,
+    /// Members that sample themselves too (a crafted file): their own samples are theirs,
+    /// their reads are not made samples.
+    sampling: Vec<u32>,
 }
 
 impl GroupReads {
@@ -52,7 +55,19 @@ impl GroupReads {
             members,
             per_cpu: h.command.first().is_some_and(|c| c == "-a" || c == "-C"),
             last: HashMap::default(),
+            sampling: Vec::new(),
         })
+    }
+
+    /// Members with samples of their own (`samples_of(event)` > 0) keep them alone.
+    pub fn leave_sampling(&mut self, samples_of: impl Fn(u32) -> u64) {
+        self.sampling = self
+            .members
+            .iter()
+            .flatten()
+            .copied()
+            .filter(|&m| samples_of(m) > 0)
+            .collect();
     }
 
     /// The members' samples of leader sample `s`.
@@ -66,7 +81,7 @@ impl GroupReads {
         for (&m, &count) in members.iter().zip(s.values.iter().skip(1)) {
             let last = self.last.insert((key, m), count).unwrap_or(0);
             let period = count.saturating_sub(last);
-            if period > 0 {
+            if period > 0 && !self.sampling.contains(&m) {
                 v.push(Sample {
                     event: m,
                     period,

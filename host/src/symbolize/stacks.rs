@@ -456,6 +456,16 @@ impl StackTable {
             peek.header_ext.as_ref(),
             event,
         );
+        if let Some(g) = raws.groups.as_mut() {
+            // (A pass of its own, with --event MEMBER of a group recording only.)
+            let mut own: HashMap<u32, u64> = HashMap::new();
+            load::stream(src, |r| {
+                if let Record::Sample(s) = r {
+                    *own.entry(s.event).or_default() += 1;
+                }
+            })?;
+            g.leave_sampling(|m| own.get(&m).copied().unwrap_or(0));
+        }
         let (arena, threads) = (&mut self.arena, &mut self.threads);
         let info = load::stream(src, |r| {
             raws.record(r, (user.as_mut(), narrow), &mut quality, arena, threads)

@@ -254,6 +254,8 @@ impl Merged {
             event,
         );
         if let Some(mut g) = group {
+            let per_event = &counts.info.per_event;
+            g.leave_sampling(|m| per_event.get(m as usize).map_or(0, |t| t.samples));
             let cap = Names::of(counts.info.header.as_ref()).cap();
             let (by_ip, info) = (&mut counts.by_ip, &mut counts.info);
             load::stream(src, |r| {

@@ -462,7 +462,7 @@ fn freq_max_is_the_kernel_s_limit() {
     );
 }
 
-/// `-F 0` and `-c 0` are refused before anything runs, as perf refuses them ("frequency and
+/// `-F 0` and `-c 0` (here `--period 0`) are refused before anything runs, as perf refuses them ("frequency and
 /// count are zero, aborting"); before, the agent refused them and labperf said "the agent
 /// was killed before it finished".
 #[test]
@@ -474,7 +474,7 @@ fn a_zero_frequency_or_period_is_refused_up_front() {
             "takes samples per second, 1 or more, or `max`: a frequency of 0 is invalid",
         ),
         (
-            "-c",
+            "--period",
             "--period <N>",
             "takes events per sample, 1 or more: a period of 0 is invalid",
         ),

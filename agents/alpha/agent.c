@@ -105,6 +105,7 @@ struct opts {
     const char *output, *dump, *replay;
     u64 mmap_pages, flush_ms;
     int no_inherit, profileme, mem, callgraph, progress, off_cpu;
+    int quiet; /* -q: no "wrote N samples" line (labperf -q) */
     const char *replay_ring;
     char **command;
     int ncommand;
@@ -415,6 +416,8 @@ static void parse_opts(int argc, char **argv, int i, struct opts *o) {
             o->no_inherit = 1;
         } else if (lp_streq(a, "--progress")) {
             o->progress = 1;
+        } else if (lp_streq(a, "-q")) {
+            o->quiet = 1;
         } else if (lp_streq(a, "-a") || lp_streq(a, "--all-cpus")) {
             o->system = 1;
         } else if (lp_streq(a, "-C") || lp_streq(a, "--cpu")) {
@@ -1754,11 +1757,13 @@ static int finish_file(struct rec *r, struct opts *o) {
         lp_puts(2, o->events[i].name);
         lp_puts(2, "' opened but produced no sample: its counter never reached the period (a PMU that does not count, as under an emulator, or a period longer than the run)\n");
     }
-    lp_puts(2, "labperf-agent: wrote ");
-    lp_putu(2, c->samples);
-    lp_puts(2, c->samples == 1 ? " sample to " : " samples to ");
-    lp_puts(2, o->output);
-    lp_puts(2, "\n");
+    if (!o->quiet) {
+        lp_puts(2, "labperf-agent: wrote ");
+        lp_putu(2, c->samples);
+        lp_puts(2, c->samples == 1 ? " sample to " : " samples to ");
+        lp_puts(2, o->output);
+        lp_puts(2, "\n");
+    }
     return sig ? 128 + sig : code;
 }
 

@@ -485,9 +485,10 @@ fn source_lines_inlined_frames_and_call_graphs_of_the_bench_call_tree() {
         "calls_b_inlined: {got:.2}% of the tree, {want:.2}% by the bench's clock"
     );
     // --call-graph caller: under calls_b, calls_b_inlined with every sample of calls_b,
-    // then run_slice; under calls_a, run_slice, then its two leaves.
+    // then run_slice; under calls_a, run_slice, then its two leaves (--depth 3: three
+    // levels, the function's own row the first).
     let caller = report_json(&f, 0, |c| {
-        c.args(["--call-graph", "caller", "--depth", "2"]);
+        c.args(["--call-graph", "caller", "--depth", "3"]);
     });
     let tree = |j: &serde_json::Value, top: &str| -> Vec<(u64, String, u64)> {
         rows(j, "call_graph")
@@ -510,7 +511,7 @@ fn source_lines_inlined_frames_and_call_graphs_of_the_bench_call_tree() {
     assert_eq!(tb[1], (1, "calls_b_inlined".into(), nb - nb_self), "{tb:?}");
     assert_eq!(tb[2].0, 2, "{tb:?}");
     assert_eq!(tb[2].1, "labperf_bench::run_slice", "{tb:?}");
-    assert!(tb.iter().all(|r| r.0 <= 2), "--depth 2: {tb:?}");
+    assert!(tb.iter().all(|r| r.0 <= 2), "--depth 3: {tb:?}");
     let ta = tree(&caller, "labperf_bench::calls_a");
     // Its two leaves (a clock read of run_slice's can pass the 0.5% limit: not a leaf of
     // the tree's design).
@@ -556,7 +557,7 @@ fn source_lines_inlined_frames_and_call_graphs_of_the_bench_call_tree() {
     // calls_b call, every sample of it once, split as the bench's clock says (within
     // 2 points of the tree: cpu-clock samples the same CPU time the bench measures).
     let callee = report_json(&f, 0, |c| {
-        c.args(["--call-graph", "callee", "--depth", "2"]);
+        c.args(["--call-graph", "callee", "--depth", "3"]);
     });
     let tn = tree(&callee, "nops");
     let nn = count(&callee, "children")["nops"];

@@ -101,7 +101,7 @@ fn labperf_man_writes_pages_that_man_reads() {
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert_eq!(
         text(&o.stderr),
-        format!("labperf: 19 manual pages written to {}\n", man1.display())
+        format!("labperf: 20 manual pages written to {}\n", man1.display())
     );
     assert!(man1.join("labperf-annotate.1").is_file());
     let page = ok(

@@ -333,6 +333,28 @@ fn alpha_agent_replays_under_qemu_alpha_to_the_same_records() {
     );
 }
 
+/// The C agent's `-q` (what `labperf -q record` passes the agent on a lab machine): no
+/// "wrote N samples" line, the file written all the same.
+#[test]
+fn the_c_agent_s_quiet_option_leaves_out_its_wrote_line() {
+    let d = scratch("c-quiet");
+    let lpr = d.join("q.lpr");
+    for (q, said) in [(&[][..], true), (&["-q"][..], false)] {
+        let o = Command::new(agent("x86_64-unknown-linux-none", "labperf-agent"))
+            .arg("record")
+            .args(q)
+            .args(["-e", "cpu-clock", "-o"])
+            .arg(&lpr)
+            .args(["--", "/bin/true"])
+            .output()
+            .unwrap();
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{q:?}: {e}");
+        assert_eq!(e.contains("labperf-agent: wrote "), said, "{q:?}: {e}");
+        assert!(lpr.is_file());
+    }
+}
+
 #[test]
 fn the_c_bench_prints_its_known_answer_and_the_c_agent_s_profile_matches_it() {
     // The freestanding C bench (the Alpha one's source, built for x86_64) recorded by the C

@@ -916,6 +916,112 @@ fn a_group_read_by_its_leader_stays_one_table() {
     );
 }
 
+/// `--event MEMBER` of a group recording (`{cpu-clock,page-faults}`): the member's counts,
+/// read in each sample of the leader, per function, as perf delivers them: each sample
+/// where a thread's count grew is one of the member's, its period the growth (before: "the
+/// file holds no samples"). A crafted recording of known counts, two threads.
+#[test]
+fn a_group_member_s_counts_are_reported_per_function_with_event() {
+    use labperf_common::{Recipe, Record, Sample};
+    use labperf_tests::views::{cxx_map, event, file, views, CXX_FIND, FIND_AT, PLAIN_AT};
+    let d = scratch("events-group-member");
+    // (tid, ip, page-faults count read): thread 1 from 10 to 30, thread 2 from 4 to 7.
+    let reads: &[(u32, u64, u64)] = &[
+        (1, FIND_AT, 10),  // +10 (from 0)
+        (2, FIND_AT, 4),   // +4 (thread 2's own count, from 0)
+        (1, PLAIN_AT, 10), // +0: no sample of page-faults
+        (1, PLAIN_AT, 25), // +15
+        (2, PLAIN_AT, 7),  // +3
+        (1, FIND_AT, 30),  // +5
+    ];
+    let mut records = vec![cxx_map()];
+    for (i, &(tid, ip, faults)) in reads.iter().enumerate() {
+        records.push(Record::Sample(Sample {
+            pid: 1,
+            tid,
+            ip,
+            time: 1_000 * (i as u64 + 1),
+            period: 1000,
+            values: vec![1000 * (i as u64 + 1), faults],
+            ..Default::default()
+        }));
+    }
+    let st = 0x107 | 0x10;
+    let f = d.join("group.lpr");
+    std::fs::write(
+        &f,
+        file(
+            vec![
+                event("cpu-clock", None, st),
+                event("page-faults", Some(0), st),
+            ],
+            Recipe::Sample { group_read: true },
+            &records,
+        ),
+    )
+    .unwrap();
+    let symfs = views();
+    let symfs = symfs.to_str().unwrap();
+    // (samples, period) per function: map_find 10 + 4 + 5, plain_c 15 + 3.
+    let want = BTreeMap::from([
+        (CXX_FIND.to_string(), (3, 19)),
+        ("plain_c".to_string(), (2, 18)),
+    ]);
+    for more in [&[][..], &["--children"]] {
+        let mut args = vec!["report", "--event", "page-faults", "--symfs", symfs];
+        args.extend_from_slice(more);
+        let j = json(&args, &[&f]);
+        // --children: Self's samples, and its share of the 37 faults.
+        let (n, p) = match more.is_empty() {
+            true => ("samples", "period"),
+            false => ("self", "self_pct"),
+        };
+        let rows: BTreeMap<String, (u64, u64)> = j["tables"][0]["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                let period = match more.is_empty() {
+                    true => r[p].as_u64().unwrap(),
+                    false => (r[p].as_f64().unwrap() * 37.0 / 100.0).round() as u64,
+                };
+                (
+                    r["name"].as_str().unwrap().to_string(),
+                    (r[n].as_u64().unwrap(), period),
+                )
+            })
+            .collect();
+        assert_eq!(rows, want, "{more:?}: {j}");
+    }
+    let o = labperf(
+        &["report", "--event", "page-faults", "--symfs", symfs],
+        &[&f],
+    );
+    let (out, e) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert!(o.status.success(), "{e}");
+    assert!(
+        out.starts_with("# 5 samples of event 'page-faults', total period 37\n"),
+        "{out}"
+    );
+    assert!(e.contains("note: page-faults was read in each sample of cpu-clock (its group's leader): a row's samples are those of cpu-clock in which page-faults's count grew, its period by how much"), "{e}");
+    // Without --event: the leader's table alone, as perf's group view, and where the
+    // member is.
+    let o = labperf(&["report", "--symfs", symfs], &[&f]);
+    let (out, e) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert!(
+        out.starts_with("# 6 samples of event 'cpu-clock', total period 6000\n"),
+        "{out}"
+    );
+    assert!(!out.contains("page-faults"), "{out}");
+    assert!(e.contains("note: page-faults is read in each sample of cpu-clock (its group's leader): `--event page-faults` shows its counts per function"), "{e}");
+}
+
 #[test]
 fn event_indexes_past_the_header_s_list_are_one_unknown_event() {
     // A crafted file: one event in its header, samples naming 20,000 different events.

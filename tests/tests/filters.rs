@@ -323,6 +323,47 @@ fn filters_children_max_stack_and_inverted_graph() {
         assert_eq!(c, s, "{name}");
     }
     assert_eq!(one["plain_c"], (12, 12));
+    // --max-stack 2: the 5 two-frame stacks are cut there, and the line says so by N
+    // (before: "5 cut at the 4-frame limit", the kernel's count with its context markers).
+    let o = labperf(&["report", "--children", "--max-stack", "2"], &f);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.lines().any(|l| l
+            == "# call stacks (fp): 21 samples, 0 reached the outermost frame, 5 cut at --max-stack 2, \
+                16 stopped (16 frame pointer missing in cxx.elf, 16 of them at the sampled function)"),
+        "{text}"
+    );
+    // --depth N: N levels of each function's call graph, its own row the first (before:
+    // N levels under it, --depth 1 showed map_find under plain_c).
+    let levels = |depth: &str| -> Vec<(String, u64, String)> {
+        let j = json(&["-G", "--depth", depth], &f);
+        let t = j["tables"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == "call_graph")
+            .unwrap()
+            .clone();
+        t["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["function"] == "plain_c")
+            .map(|r| {
+                (
+                    r["name"].as_str().unwrap().to_string(),
+                    r["depth"].as_u64().unwrap(),
+                    r["samples"].to_string(),
+                )
+            })
+            .collect()
+    };
+    let root = ("plain_c".to_string(), 0, "17".to_string());
+    assert_eq!(levels("1"), std::slice::from_ref(&root));
+    let two = vec![root, (CXX_FIND.to_string(), 1, "5".to_string())];
+    assert_eq!(levels("2"), two);
+    assert_eq!(levels("0"), two);
     // Filters in --children: thread 1 only (5 map_find under plain_c, 2 plain_c).
     let t1 = children(&json(&["--children", "--tid", "1"], &f));
     assert_eq!(t1["plain_c"], (7, 2));

@@ -954,3 +954,89 @@ fn an_import_with_q_writes_its_file_and_says_nothing() {
         );
     }
 }
+
+/// `labperf info perf.data` and `labperf report perf.data --header-only` show perf's file's
+/// header, imported for the command as `report` imports it (before: "perf.data is not a
+/// labperf record file … `labperf import FILE -o FILE.lpr` makes              a labperf
+/// recording of it"); `dump`, which reads labperf's frames only, names the file in its
+/// remedy.
+#[test]
+fn info_and_header_only_show_a_perf_data_s_header() {
+    let d = scratch("import-info");
+    let data = d.join("perf.data");
+    perf_record(&data, "cpu-clock:u", "500000", "0.1", "nops");
+    let perf_samples = {
+        let o = Command::new("perf")
+            .args(["script", "-F", "period", "-i"])
+            .arg(&data)
+            .output()
+            .unwrap();
+        assert!(o.status.success());
+        String::from_utf8_lossy(&o.stdout).lines().count()
+    };
+    let size = std::fs::metadata(&data).unwrap().len();
+    for args in [&["info"][..], &["report", "--header-only"]] {
+        let o = Command::new(bin("labperf"))
+            .args(args)
+            .arg("perf.data")
+            .current_dir(&d)
+            .output()
+            .unwrap();
+        let (out, e) = (
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr),
+        );
+        assert!(o.status.success(), "{args:?}: {e}");
+        assert!(
+            out.starts_with(&format!(
+                "file:            perf.data ({size} bytes; perf's perf.data, imported for this command: "
+            )),
+            "{args:?}: {out}"
+        );
+        for line in [
+            "agent:           perf ".to_string(),
+            format!("command:         {}", perf_command(&data)),
+            "event 0:         cpu-clock:u ".to_string(),
+            format!("totals:          {perf_samples} samples, 0 lost"),
+        ] {
+            assert!(
+                out.lines().any(|l| l.starts_with(&line)),
+                "{args:?}: no line {line:?} in\n{out}"
+            );
+        }
+        assert!(
+            e.contains("perf.data is perf's perf.data: imported for this command"),
+            "{args:?}: {e}"
+        );
+    }
+    let o = Command::new(bin("labperf"))
+        .args(["dump", "perf.data"])
+        .current_dir(&d)
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(
+        e.ends_with(
+            "It is perf's perf.data: `labperf import perf.data` makes a labperf recording of it.\n"
+        ),
+        "{e}"
+    );
+}
+
+/// The command line `perf record` wrote into `data`'s header, as `perf report --header-only`
+/// prints it (`# cmdline : …`).
+fn perf_command(data: &Path) -> String {
+    let o = Command::new("perf")
+        .args(["report", "--header-only", "-i"])
+        .arg(data)
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("# cmdline : "))
+        .expect("perf's header has a cmdline")
+        .trim_end()
+        .to_string()
+}

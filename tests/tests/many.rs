@@ -124,6 +124,50 @@ fn only_plain_recordings_merge_and_the_error_says_which() {
     );
 }
 
+/// A file named twice among those `report` and `export` merge, by the same name or another
+/// (a hard link), is refused naming it (before: merged with itself without a word, every
+/// count doubled); `diff A A` compares, it does not merge, and stays.
+#[test]
+fn a_file_named_twice_is_not_merged_with_itself() {
+    let d = scratch("many-twice");
+    std::fs::copy(
+        root().join("tests/data/v2-every-record/record.lpr"),
+        d.join("a.lpr"),
+    )
+    .unwrap();
+    std::fs::hard_link(d.join("a.lpr"), d.join("b.lpr")).unwrap();
+    let twice =
+        "a.lpr is named twice: merged with itself, its samples would count twice; name it once";
+    let same = "a.lpr and b.lpr are the same file (same inode): merged with itself, its samples would count twice; name it once";
+    for (args, what) in [
+        (&["report", "a.lpr", "a.lpr"][..], twice),
+        (&["report", "a.lpr", "b.lpr"], same),
+        (
+            &["export", "--format", "folded", "-o", "-", "a.lpr", "b.lpr"],
+            same,
+        ),
+    ] {
+        let o = Command::new(bin("labperf"))
+            .args(args)
+            .current_dir(&d)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&o.stderr),
+            format!("labperf: error: {what}\n"),
+            "{args:?}"
+        );
+        assert!(o.stdout.is_empty(), "{args:?}");
+    }
+    let o = Command::new(bin("labperf"))
+        .args(["diff", "a.lpr", "a.lpr"])
+        .current_dir(&d)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
 #[test]
 fn diff_shows_each_function_s_share_and_its_change() {
     let d = scratch("many-diff");

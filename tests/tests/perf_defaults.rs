@@ -215,6 +215,30 @@ fn report_names_a_file_that_is_not_a_recording() {
         );
         assert!(e.contains(&want), "{f}: {e}");
     }
+    // A program given as the record file: the command that records it runs it, `./NAME`
+    // for a name in the current directory (before: `labperf record prog`, which a shell
+    // looks up in PATH); a path with a slash as it is.
+    std::fs::copy(bin("labperf-bench"), d.join("prog")).unwrap();
+    let elf = "an ELF program or library, not a recording";
+    for (verb, tail) in [
+        (
+            "report",
+            format!("It is {elf}: record it: `labperf record ./prog`.\n"),
+        ),
+        (
+            "import",
+            format!("it is {elf}, not perf's perf.data; record it: `labperf record ./prog`\n"),
+        ),
+    ] {
+        let e = text(&labperf_in(&d, &[verb, "prog"]).stderr);
+        assert!(e.ends_with(&tail), "{verb}: {e}");
+    }
+    let abs = d.join("prog").display().to_string();
+    let e = text(&labperf_in(&d, &["report", &abs]).stderr);
+    assert!(
+        e.ends_with(&format!("record it: `labperf record {abs}`.\n")),
+        "{e}"
+    );
 }
 
 /// Each refused perf spelling: its arguments, what the message must name, and that
@@ -432,4 +456,77 @@ fn freq_max_is_the_kernel_s_limit() {
         "labperf: error: -F max with --host is not there yet: give -F HZ (a lab machine's limit is \
          its /proc/sys/kernel/perf_event_max_sample_rate)\n"
     );
+}
+
+/// `-F 0` and `-c 0` (here `--period 0`) are refused before anything runs, as perf refuses them ("frequency and
+/// count are zero, aborting"); before, the agent refused them and labperf said "the agent
+/// was killed before it finished".
+#[test]
+fn a_zero_frequency_or_period_is_refused_up_front() {
+    for (opt, long, what) in [
+        (
+            "-F",
+            "--freq <HZ>",
+            "takes samples per second, 1 or more, or `max`: a frequency of 0 is invalid",
+        ),
+        (
+            "--period",
+            "--period <N>",
+            "takes events per sample, 1 or more: a period of 0 is invalid",
+        ),
+    ] {
+        let o = labperf(&[
+            "record",
+            opt,
+            "0",
+            "--no-report",
+            "-o",
+            "/dev/null",
+            "--",
+            "true",
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{opt}");
+        assert_eq!(
+            text(&o.stderr),
+            format!(
+                "error: invalid value '0' for '{long}': {what}\n\nFor more information, try '--help'.\n"
+            ),
+            "{opt}"
+        );
+    }
+}
+
+/// `-q`, before or after the verb, silences the agent's "wrote N samples" line too (before:
+/// `labperf record -q` still printed "labperf-agent: wrote 2 samples (9005 bytes) to
+/// q.lpr"); the file is written all the same.
+#[test]
+fn quiet_silences_the_agent_s_wrote_line() {
+    let d = scratch("quiet_record");
+    let record = |q: &[&str]| {
+        let mut args = q.to_vec();
+        args.extend([
+            "--no-report",
+            "-e",
+            "cpu-clock",
+            "-o",
+            "q.lpr",
+            "--",
+            "true",
+        ]);
+        let _ = std::fs::remove_file(d.join("q.lpr"));
+        let o = labperf_in(&d, &args);
+        assert!(o.status.success(), "{q:?}: {}", text(&o.stderr));
+        assert!(d.join("q.lpr").is_file(), "{q:?}");
+        text(&o.stderr)
+    };
+    let loud = record(&["record"]);
+    assert!(
+        loud.lines()
+            .any(|l| l.starts_with("labperf-agent: wrote ") && l.ends_with(" to q.lpr")),
+        "{loud}"
+    );
+    for q in [&["-q", "record"][..], &["record", "-q"]] {
+        let e = record(q);
+        assert!(!e.contains("wrote"), "{q:?}: {e}");
+    }
 }

@@ -480,6 +480,40 @@ fn list_names_this_machine_s_events_as_the_agent_knows_them() {
     let pmu = labperf_tests::hardware_cycles_open();
     assert_eq!(out.contains("cpu-cycles OR cycles"), pmu, "{out}");
     assert_eq!(out.contains("no hardware events"), !pmu, "{out}");
+    if !pmu {
+        // What record and stat do then, as they do it (before: "cycles and the other
+        // hardware events fall back to cpu-clock", while stat shows them <not supported>).
+        assert!(out.contains("\n  (no hardware events: no CPU PMU here; `record` samples cpu-clock in place of cycles and the other hardware events, `stat` shows them <not supported>)\n"), "{out}");
+        let o = labperf(&["stat", "-e", "cycles,cpu-clock", "--", "true"]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        assert!(
+            text(&o.stderr)
+                .lines()
+                .any(|l| l.split_whitespace().collect::<Vec<_>>()
+                    == ["<not", "supported>", "cycles"]),
+            "{}",
+            text(&o.stderr)
+        );
+        let d = labperf_tests::scratch("list-no-pmu");
+        let lpr = d.join("c.lpr");
+        let lpr = lpr.to_str().unwrap();
+        let o = labperf(&[
+            "record",
+            "-e",
+            "cycles",
+            "--no-report",
+            "-o",
+            lpr,
+            "--",
+            "true",
+        ]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        assert!(
+            text(&o.stderr).contains("'cycles' is not available here (no such event on this machine's PMU): sampling cpu-clock instead"),
+            "{}",
+            text(&o.stderr)
+        );
+    }
     // Every PMU event of this machine's sysfs, as -e spells it.
     let sys = Path::new("/sys/bus/event_source/devices");
     let mut n = 0;

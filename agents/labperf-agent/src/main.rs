@@ -62,6 +62,7 @@ OPTIONS (`labperf record --help` and `labperf stat --help` say more):
   -p PID | -t TID  attach; -a | -C 0,2-3: every task on the CPUs; --duration SECS
   -I MS          stat: counts every MS ms
   --mmap-pages N --no-inherit --progress --flush-ms MS --status-file F
+  -q             record: no \"wrote N samples\" line at the end
   --metrics --window N --jitter --strobe MODE --topdown --level N --per-thread
   --sample-type HEX --read-format HEX (replay)
 ENVIRONMENT: LABPERF_SYSFS (default /sys)
@@ -192,6 +193,7 @@ fn parse_opts(args: Vec<crate::rt::OsString>) -> Result<Opts, String> {
                 crate::rt::exit(0)
             }
             "--no-summary" => o.no_summary = true,
+            "-q" | "--quiet" => o.quiet = true,
             "-a" | "--all-cpus" => o.cpus = Some(o.cpus.take().unwrap_or_default()),
             "-C" | "--cpu" => o.cpus = Some(cpu_list(&val().unwrap_or_default())?),
             "--duration" => o.duration_ms = Some(millis(&val().unwrap_or_default())?),

@@ -16,6 +16,8 @@ pub struct Opts {
     pub tid: Option<i32>,
     /// `stat --no-summary`: no table at the end (labperf prints perf's from the file).
     pub no_summary: bool,
+    /// `-q/--quiet` (`labperf -q record`): no "wrote N samples" line at the end.
+    pub quiet: bool,
     /// `-a` (every online CPU: empty) or `-C LIST`: record every task on these CPUs.
     pub cpus: Option<Vec<i32>>,
     /// `--duration SECS` of a whole-machine recording, in ms.

@@ -1153,7 +1153,9 @@ pub fn run(o: &Opts) -> Result<i32, Fail> {
     }
     let sampled = sink.conv.sampled;
     let (bytes, trailer) = sink.finish(&exit, start, meter.finish())?;
-    wrote(&trailer, bytes, &path);
+    if !o.quiet {
+        wrote(&trailer, bytes, &path);
+    }
     unsampled(&opened, sampled);
     Ok(if stopped {
         0
@@ -1229,7 +1231,9 @@ pub fn replay(o: &Opts, ring: &str) -> Result<i32, Fail> {
         sink.take(rec?)?;
     }
     let (bytes, trailer) = sink.finish(&ExitStatus::default(), start, None)?;
-    wrote(&trailer, bytes, &path);
+    if !o.quiet {
+        wrote(&trailer, bytes, &path);
+    }
     Ok(0)
 }
 

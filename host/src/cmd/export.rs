@@ -102,6 +102,7 @@ fn format(a: &Args) -> Result<Format> {
 
 pub fn run(a: &Args) -> Result<()> {
     let format = format(a)?;
+    super::opts::once_each(&a.files)?;
     // perf.data is imported on the fly (`import::source`).
     let srcs: Vec<labperf::record::load::Source> = a
         .files

@@ -30,18 +30,28 @@ pub struct Args {
 
 pub fn run(a: &Args) -> Result<()> {
     let (mut samples, mut lost, mut mmaps, mut other) = (0u64, 0u64, 0u64, 0u64);
-    let info = labperf::record::load::stream(&a.file.file.as_path().into(), |r| match r {
+    // perf's perf.data is imported in memory first, as `report` reads it.
+    let src = super::import::source(&a.file.file)?;
+    let info = labperf::record::load::stream(&src, |r| match r {
         Record::Sample(_) => samples += 1,
         Record::Lost(l) => lost = lost.saturating_add(l.lost),
         Record::Mmap2(_) => mmaps += 1,
         _ => other += 1,
     })
     .with_context(|| format!("cannot read {}", a.file.file.display()))?;
-    println!(
-        "file:            {} ({} bytes)",
-        a.file.file.display(),
-        info.bytes
-    );
+    match src.file() {
+        Some(_) => println!(
+            "file:            {} ({} bytes)",
+            a.file.file.display(),
+            info.bytes
+        ),
+        None => println!(
+            "file:            {} ({} bytes; perf's perf.data, imported for this command: {} bytes as a labperf recording)",
+            a.file.file.display(),
+            std::fs::metadata(&a.file.file).map_or(0, |m| m.len()),
+            info.bytes
+        ),
+    }
     println!(
         "wire version:    {}",
         info.wire_version
@@ -77,7 +87,6 @@ pub fn run(a: &Args) -> Result<()> {
         }
     }
     // How far the call stacks reach, as every report says it.
-    let src: labperf::record::load::Source = a.file.file.as_path().into();
     if let Ok(Some(q)) = labperf::symbolize::measure::measure(&src, &a.symbols.search()) {
         println!("stacks:          {}", show(&q.line()));
         for w in q.warnings() {

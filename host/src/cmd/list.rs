@@ -49,7 +49,7 @@ fn render(pmus: &Pmus, filter: Option<&str>) -> String {
                 }
             }
             None => out.push_str(
-                "  (no hardware events: no CPU PMU here; cycles and the other hardware events fall back to cpu-clock)\n",
+                "  (no hardware events: no CPU PMU here; `record` samples cpu-clock in place of cycles and the other hardware events, `stat` shows them <not supported>)\n",
             ),
         }
     }

@@ -51,7 +51,8 @@ pub struct EventsOpt {
     /// Events to sample, as perf spells them: a comma list (-e cpu-clock,page-faults) or -e
     /// repeated; each cycles, cpu-clock, rHEX, pmu/event/ or a group {a,b} (its leader
     /// samples, the others are read in each sample: perf's :S); :u, :k modifiers.
-    /// Without a hardware PMU, hardware events fall back to cpu-clock. User and kernel mode
+    /// Without a hardware PMU, record samples cpu-clock in place of a hardware event, and
+    /// stat shows it <not supported>. User and kernel mode
     /// are both sampled where the kernel allows it (root, CAP_PERFMON, or
     /// perf_event_paranoid <= 1), as perf does: `:u` samples user mode only, `:k` kernel
     /// mode only. Every report says what the samples cover of the workload's CPU time.
@@ -250,9 +251,17 @@ impl std::str::FromStr for Freq {
     fn from_str(s: &str) -> Result<Freq, String> {
         match s {
             "max" => Ok(Freq::Max),
-            _ => s.parse().map(Freq::Hz).map_err(|_| {
-                format!("takes samples per second (a whole number) or `max`, not '{s}'")
-            }),
+            _ => match s.parse() {
+                // perf refuses it too ("frequency and count are zero, aborting").
+                Ok(0) => Err(
+                    "takes samples per second, 1 or more, or `max`: a frequency of 0 is invalid"
+                        .into(),
+                ),
+                Ok(n) => Ok(Freq::Hz(n)),
+                Err(_) => Err(format!(
+                    "takes samples per second (a whole number) or `max`, not '{s}'"
+                )),
+            },
         }
     }
 }
@@ -273,6 +282,43 @@ impl Freq {
                 }),
         }
     }
+}
+
+/// `-c`: events a sample, 1 or more (the agent refuses 0 as a frequency of 0).
+fn period(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(0) => Err("takes events per sample, 1 or more: a period of 0 is invalid".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!(
+            "takes events per sample (a whole number, 1 or more), not '{s}'"
+        )),
+    }
+}
+
+/// Refuses a file named twice among the record files a command merges (`report A B`,
+/// `export A B`): by another name too (a hard or symbolic link, `./A`), as the same device
+/// and inode. Merged with itself, its samples would count twice.
+pub fn once_each(files: &[PathBuf]) -> anyhow::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let mut seen: Vec<((u64, u64), &PathBuf)> = Vec::new();
+    for f in files {
+        // One that cannot be read is said by the reading.
+        let Ok(m) = std::fs::metadata(f) else {
+            continue;
+        };
+        let id = (m.dev(), m.ino());
+        if let Some((_, first)) = seen.iter().find(|(i, _)| *i == id) {
+            let (a, b) = (first.display().to_string(), f.display().to_string());
+            let (a, b) = (labperf::text::show(&a), labperf::text::show(&b));
+            anyhow::bail!(if a == b {
+                format!("{a} is named twice: merged with itself, its samples would count twice; name it once")
+            } else {
+                format!("{a} and {b} are the same file (same inode): merged with itself, its samples would count twice; name it once")
+            });
+        }
+        seen.push((id, f));
+    }
+    Ok(())
 }
 
 /// `-m/--mmap-pages`: a power of two from 1 to 65536 (the agent's range).
@@ -298,7 +344,7 @@ pub struct RecordOpts {
     #[arg(short = 'F', long, value_name = "HZ")]
     pub freq: Option<Freq>,
     /// Sample every N events (ns for cpu-clock).
-    #[arg(short = 'c', long, value_name = "N", conflicts_with = "freq")]
+    #[arg(short = 'c', long, value_name = "N", conflicts_with = "freq", value_parser = period)]
     pub period: Option<u64>,
     /// Record each sample's call stack (as --call-graph fp).
     #[arg(short = 'g')]

@@ -59,6 +59,10 @@ pub struct Args {
 fn agent_args(r: &RecordOpts, s: &SpecialOpts) -> Result<Vec<String>> {
     let metrics = s.metrics;
     let mut v = Vec::new();
+    // -q: the agent's "wrote N samples" line goes unsaid too.
+    if super::quiet() {
+        v.push("-q".to_string());
+    }
     if metrics {
         v.extend([
             "--metrics".to_string(),

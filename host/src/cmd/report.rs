@@ -58,8 +58,8 @@ pub struct Args {
     /// stack of each window's end sample: `run_slice <- calls_a`.
     #[arg(long, value_enum, value_name = "ORDER", conflicts_with = "by")]
     pub call_graph: Option<labperf::views::report::Order>,
-    /// Levels of the call graph under each function (0: all, at most 127 as perf's
-    /// --max-stack); metrics and TopDown: frames of each caller path (0: 1).
+    /// Levels of the call graph of each function, its own row the first (0: all, at most
+    /// 127 as perf's --max-stack); metrics and TopDown: frames of each caller path (0: 1).
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub depth: usize,
     /// As perf report -G (--inverted, perf's caller-based call graph): --call-graph
@@ -210,13 +210,15 @@ pub fn print_many(files: &[PathBuf], o: &ReportOpts, heading: Option<&str>) -> R
     Ok(damaged)
 }
 
-/// The report of one file or several merged, rendered; warnings go to stderr. HTML adds
-/// the recordings' facts and, when they hold samples, their flame graph.
-/// The files opened, each once (perf.data imported on the fly: `import::source`).
+/// The files opened, each once (perf.data imported on the fly: `import::source`); a file
+/// named twice is refused.
 fn sources(files: &[PathBuf]) -> Result<Vec<labperf::record::load::Source>> {
+    super::opts::once_each(files)?;
     files.iter().map(|f| super::import::source(f)).collect()
 }
 
+/// The report of one file or several merged, rendered; warnings go to stderr. HTML adds
+/// the recordings' facts and, when they hold samples, their flame graph.
 fn render(
     srcs: &[labperf::record::load::Source],
     (o, narrow): (&ReportOpts, Option<&NarrowOpts>),

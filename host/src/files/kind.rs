@@ -65,7 +65,10 @@ impl Kind {
                 "decompress it first (`zstd -d {path} -o FILE`); labperf reads perf.data and labperf record files"
             ),
             Kind::Json => "labperf reads record files, not JSON (its own `--format json` reports are output only)".into(),
-            Kind::Elf => format!("record it: `labperf record {path}`"),
+            // A name without a slash is looked up in PATH as a command: `./NAME` runs the
+            // file in the current directory, as the shell would.
+            Kind::Elf if path.contains('/') => format!("record it: `labperf record {path}`"),
+            Kind::Elf => format!("record it: `labperf record ./{path}`"),
         }
     }
 }

@@ -290,8 +290,6 @@ fn not_labperf(path: &Path) -> LoadError {
         // A labperf file without a frame that decodes is damaged from its start: the
         // error says what it lacks.
         None | Some(Kind::Labperf) => String::new(),
-        Some(Kind::PerfData) => " It is perf's perf.data: `labperf import FILE -o FILE.lpr` makes              a labperf recording of it."
-            .into(),
         Some(k) => format!(
             " It is {}: {}.",
             k.what(),

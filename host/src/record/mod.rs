@@ -5,5 +5,6 @@ pub mod counts;
 pub mod cpu;
 pub mod events;
 pub mod filter;
+pub mod group;
 pub mod load;
 pub mod sideband;

@@ -118,6 +118,9 @@ pub struct Quality {
     pub stack_bytes: u64,
     /// The most frames a stack holds.
     pub max_frames: u64,
+    /// `report --max-stack N`: the N frames a stack was cut to here (`max_frames` is then
+    /// N + 2, the kernel's count with its context markers); the line states N.
+    pub max_stack: Option<u64>,
     /// Samples with a stack.
     pub samples: u64,
     /// Samples without one (a kernel thread's, say).
@@ -171,6 +174,7 @@ impl Quality {
             mode,
             stack_bytes: dwarf.unwrap_or(0),
             max_frames: fp.unwrap_or(KERNEL_MAX_STACK),
+            max_stack: None,
             samples: 0,
             without: 0,
             outermost: 0,
@@ -268,12 +272,15 @@ impl Quality {
                     s += &format!(", {} at the {}-frame limit", self.cut_frames, MAX_FRAMES);
                 }
             }
-            Mode::Fp => {
-                s += &format!(
-                    "{} cut at the {}-frame limit",
-                    self.cut_frames, self.max_frames
-                )
-            }
+            Mode::Fp => match self.max_stack {
+                Some(n) => s += &format!("{} cut at --max-stack {n}", self.cut_frames),
+                None => {
+                    s += &format!(
+                        "{} cut at the {}-frame limit",
+                        self.cut_frames, self.max_frames
+                    )
+                }
+            },
         }
         let stopped = self.stopped_total();
         s += &format!(", {stopped} stopped");
@@ -349,7 +356,10 @@ impl Quality {
                 why.push(format!("{} ran out of copied stack: record with a larger copy (--call-graph dwarf,SIZE, up to 65528 bytes)", self.cut_bytes));
             }
             if self.cut_frames > 0 {
-                why.push(format!("{} reached the frame limit", self.cut_frames));
+                why.push(match self.max_stack {
+                    Some(m) => format!("{} reached --max-stack {m}", self.cut_frames),
+                    None => format!("{} reached the frame limit", self.cut_frames),
+                });
             }
             for (stop, file, k) in self.stops().into_iter().take(3) {
                 let fix = match stop {

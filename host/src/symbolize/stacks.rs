@@ -445,9 +445,27 @@ impl StackTable {
         // `--max-stack N` cuts callchains as the kernel's limit does (which counts its
         // context markers too): a chain it cut is said to be cut, not to stop short.
         if let (Some(q), Some(n)) = (quality.as_mut(), narrow.max_stack) {
-            q.max_frames = q.max_frames.min(n as u64 + 2);
+            if n as u64 + 2 < q.max_frames {
+                q.max_frames = n as u64 + 2;
+                q.max_stack = Some(n as u64);
+            }
         }
         let mut raws = RawStacks::new(run, keep, events);
+        raws.groups = crate::record::group::GroupReads::of(
+            peek.header.as_ref(),
+            peek.header_ext.as_ref(),
+            event,
+        );
+        if let Some(g) = raws.groups.as_mut() {
+            // (A pass of its own, with --event MEMBER of a group recording only.)
+            let mut own: HashMap<u32, u64> = HashMap::new();
+            load::stream(src, |r| {
+                if let Record::Sample(s) = r {
+                    *own.entry(s.event).or_default() += 1;
+                }
+            })?;
+            g.leave_sampling(|m| own.get(&m).copied().unwrap_or(0));
+        }
         let (arena, threads) = (&mut self.arena, &mut self.threads);
         let info = load::stream(src, |r| {
             raws.record(r, (user.as_mut(), narrow), &mut quality, arena, threads)
@@ -670,6 +688,8 @@ struct RawStacks {
     /// Per event, the samples (and period) in the window of the threads the filter leaves
     /// out.
     dropped: Vec<(u64, u64)>,
+    /// A group recording's members, read in each sample of their leader.
+    groups: Option<crate::record::group::GroupReads>,
 }
 
 impl RawStacks {
@@ -695,6 +715,7 @@ impl RawStacks {
             executable: Executable::default(),
             read: (0, 0),
             dropped: Vec::new(),
+            groups: None,
         }
     }
 
@@ -733,7 +754,18 @@ impl RawStacks {
                     self.forks.push((t.pid, t.ppid));
                 }
             }
-            Record::Sample(s) => self.sample(s, (user, narrow), quality, arena, threads),
+            Record::Sample(s) => {
+                let members = match self.groups.as_mut() {
+                    Some(g) if !s.values.is_empty() => g.samples(s),
+                    _ => Vec::new(),
+                };
+                let mut user = user;
+                self.sample(s, (user.as_deref_mut(), narrow), quality, arena, threads);
+                // The members' samples count no stack twice in how far the stacks reach.
+                for m in &members {
+                    self.sample(m, (user.as_deref_mut(), narrow), &mut None, arena, threads);
+                }
+            }
             _ => {}
         }
     }
@@ -777,7 +809,7 @@ impl RawStacks {
                 q.without += 1;
             }
         }
-        let fp = !unwinds && !s.callchain.is_empty();
+        let fp = !unwinds && !s.callchain.is_empty() && quality.is_some();
         let mut rets = std::mem::take(&mut self.rets);
         return_addresses(user, s, &mut rets);
         // `--max-stack N`: the sampled address and N - 1 return addresses.

@@ -160,6 +160,11 @@ pub fn build_many(
             &events,
         ));
     }
+    for (_, i) in &infos {
+        if let Some(h) = &i.header {
+            warnings.extend(crate::record::group::notes(h, i.header_ext.as_ref(), event));
+        }
+    }
     warnings.sort();
     warnings.dedup();
     let (_, info) = infos.remove(0);
@@ -239,8 +244,36 @@ impl Merged {
             None => None,
         };
         let per_thread = by.contains(&By::Tid) || !self.filter.tids.is_empty();
-        let counts =
+        let mut counts =
             crate::record::counts::sample_counts(src, threads, per_thread, window.as_ref())?;
+        // `--event MEMBER` of a group recording: the member's counts read in its leader's
+        // samples, each thread's in file order (a pass of their own).
+        let group = crate::record::group::GroupReads::of(
+            counts.info.header.as_ref(),
+            counts.info.header_ext.as_ref(),
+            event,
+        );
+        if let Some(mut g) = group {
+            let per_event = &counts.info.per_event;
+            g.leave_sampling(|m| per_event.get(m as usize).map_or(0, |t| t.samples));
+            let cap = Names::of(counts.info.header.as_ref()).cap();
+            let (by_ip, info) = (&mut counts.by_ip, &mut counts.info);
+            load::stream(src, |r| {
+                let labperf_common::Record::Sample(s) = r else {
+                    return;
+                };
+                for x in g.samples(s) {
+                    let ev = x.event.min(cap);
+                    info.tally(ev, x.pid, x.ip, 1, x.period);
+                    if window.as_ref().is_none_or(|w| w.keeps(x.time)) {
+                        let tid = if per_thread { x.tid } else { 0 };
+                        let e = by_ip.entry((x.pid, tid, x.ip, ev)).or_default();
+                        e.0 += 1;
+                        e.1 = e.1.saturating_add(x.period);
+                    }
+                }
+            })?;
+        }
         // Addresses are resolved once every side-band record (mmap2, fork) is known.
         let mut sym = Symbolizer::new(search.clone());
         let info = &counts.info;
@@ -938,7 +971,8 @@ fn children_warnings(st: &StackTable, cuts: Option<Cut>, stacked_all: u64) -> Ve
     let mut warnings: Vec<String> = st.warnings.clone();
     warnings.extend(cuts.map(|(f, depth, why)| {
         format!(
-            "note: the call graph stops at depth {depth} (under {}), as deep as {why} allows; --depth N shows fewer levels",
+            "note: the call graph stops at {} levels (under {}), as deep as {why} allows; --depth N shows fewer",
+            depth + 1,
             crate::text::show(&f)
         )
     }));
@@ -1022,7 +1056,9 @@ pub enum Order {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Graph {
     pub order: Order,
-    /// Levels below each listed function (0: all).
+    /// Levels of each listed function's tree, its own row the first (0: all, at most
+    /// [`GRAPH_MAX_DEPTH`]): `--depth 3` is the function, what it calls (or its callers) and
+    /// theirs.
     pub depth: usize,
 }
 
@@ -1030,7 +1066,8 @@ pub struct Graph {
 /// period) are left out of a call graph (perf's default `--call-graph graph,0.5`).
 pub const GRAPH_PERCENT_LIMIT: f64 = 0.5;
 
-/// The deepest level of a call graph (perf's default `--max-stack`).
+/// The most levels of a call graph, the listed function's own row the first (perf's
+/// default `--max-stack`, which counts the sampled function too).
 pub const GRAPH_MAX_DEPTH: usize = 127;
 
 /// What the `call_graph` tables may hold, in bytes of their rows (estimated: each row's
@@ -1065,10 +1102,11 @@ fn call_graph(
         g,
         weigh,
         limit: ((GRAPH_PERCENT_LIMIT / 100.0 * weigh.total() as f64).ceil() as u64).max(1),
+        // The levels under the function's own row.
         levels: match g.depth {
             0 => GRAPH_MAX_DEPTH,
             d => d.min(GRAPH_MAX_DEPTH),
-        },
+        } - 1,
         budget: budget / rows.len().max(1) as u64,
     };
     let mut cut: Option<Cut> = None;
@@ -1208,7 +1246,8 @@ impl Grow<'_> {
             let more: u64 = next.iter().map(|n| self.row_cost(top, n.1, depth)).sum();
             let why = if depth > self.levels {
                 // As deep as asked, or as perf's --max-stack.
-                (self.g.depth == 0 || self.g.depth > self.levels).then_some("perf's --max-stack")
+                (self.g.depth == 0 || self.g.depth > GRAPH_MAX_DEPTH)
+                    .then_some("perf's --max-stack")
             } else if cost + more > self.budget {
                 Some("the call graph's size")
             } else {

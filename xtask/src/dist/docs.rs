@@ -244,7 +244,7 @@ mod tests {
         for d in [&tree.join("bin"), &home, &unpacked] {
             std::fs::create_dir_all(d).unwrap();
         }
-        assert_eq!(write(&labperf(), &tree).unwrap(), 19);
+        assert_eq!(write(&labperf(), &tree).unwrap(), 20);
         let tarball = dir.join("t.tar.gz");
         run(Command::new("tar")
             .arg("-C")

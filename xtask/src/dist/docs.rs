@@ -265,6 +265,7 @@ mod tests {
         pages.sort();
         let verbs = [
             "agents",
+            "annotate",
             "completions",
             "deploy",
             "diff",
@@ -280,6 +281,7 @@ mod tests {
             "probe",
             "record",
             "report",
+            "script",
             "stat",
         ];
         let mut want: Vec<String> = verbs.iter().map(|v| format!("labperf-{v}.1")).collect();

@@ -62,6 +62,7 @@ OPTIONS (`labperf record --help` and `labperf stat --help` say more):
   -p PID | -t TID  attach; -a | -C 0,2-3: every task on the CPUs; --duration SECS
   -I MS          stat: counts every MS ms
   --mmap-pages N --no-inherit --progress --flush-ms MS --status-file F
+  --discard      record: read the rings, keep no record (the kernel's own cost)
   -q             record: no \"wrote N samples\" line at the end
   --metrics --window N --jitter --strobe MODE --topdown --level N --per-thread
   --sample-type HEX --read-format HEX (replay)
@@ -201,6 +202,7 @@ fn parse_opts(args: Vec<crate::rt::OsString>) -> Result<Opts, String> {
             "--mmap-pages" => o.mmap_pages = num(&flag, val())?,
             "--flush-ms" => o.flush_ms = ms_arg(&flag, val(), 0)?,
             "--no-inherit" => o.no_inherit = true,
+            "--discard" => o.discard = true,
             "--metrics" => o.metrics = true,
             "--window" => o.window = num(&flag, val())?,
             "--jitter" => o.jitter = true,

@@ -30,6 +30,10 @@ pub struct Opts {
     pub interval_ms: Option<u64>,
     pub mmap_pages: usize,
     pub no_inherit: bool,
+    /// `record --discard`: the rings read and their records dropped, nothing kept but the
+    /// header and trailer: what the kernel's sampling costs under the lightest reader
+    /// (`cargo xtask bench`'s floor for the agent's cost).
+    pub discard: bool,
     pub progress: bool,
     pub flush_ms: u64,
     pub command: Vec<crate::rt::OsString>,

@@ -932,10 +932,15 @@ pub fn clamp_freq(o: &Opts, max: Option<u64>) -> (Opts, Option<String>) {
     }
 }
 
-/// Drains every ring into the sink; the first record the file cannot take stops it.
-fn drain_all(rings: &mut [(Fd, Ring)], sink: &mut Sink) -> Result<(), Fail> {
+/// Drains every ring into the sink; the first record the file cannot take stops it. With
+/// `discard` (`--discard`) the records are dropped as they are read.
+fn drain_all(rings: &mut [(Fd, Ring)], sink: &mut Sink, discard: bool) -> Result<(), Fail> {
     let round = crate::rt::clock_ns(libc::CLOCK_MONOTONIC);
     for (_, ring) in rings.iter_mut() {
+        if discard {
+            ring.drain(|_| {});
+            continue;
+        }
         let mut err = Ok(());
         ring.drain(|rec| {
             if err.is_ok() {
@@ -1109,7 +1114,7 @@ pub fn run(o: &Opts) -> Result<i32, Fail> {
     };
     loop {
         poll(&ring_fds, exited);
-        if let Err(e) = drain_all(&mut rings, &mut sink).and_then(|_| sink.out.tick()) {
+        if let Err(e) = drain_all(&mut rings, &mut sink, o.discard).and_then(|_| sink.out.tick()) {
             pending_err = Some(e);
             break;
         }
@@ -1131,7 +1136,7 @@ pub fn run(o: &Opts) -> Result<i32, Fail> {
     for fd in rings.iter().map(|(f, _)| f).chain(&opened.fds) {
         fd.disable();
     }
-    if let Err(e) = drain_all(&mut rings, &mut sink) {
+    if let Err(e) = drain_all(&mut rings, &mut sink, o.discard) {
         pending_err.get_or_insert(e);
     }
     // --duration ended first: the command is stopped with the recording, which is what
@@ -1156,7 +1161,10 @@ pub fn run(o: &Opts) -> Result<i32, Fail> {
     if !o.quiet {
         wrote(&trailer, bytes, &path);
     }
-    unsampled(&opened, sampled);
+    // (--discard keeps no sample on purpose.)
+    if !o.discard {
+        unsampled(&opened, sampled);
+    }
     Ok(if stopped {
         0
     } else {

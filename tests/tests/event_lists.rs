@@ -422,3 +422,40 @@ fn record_takes_comma_lists_and_groups() {
         text(&o.stderr)
     );
 }
+
+/// `tsc` of x86's `msr` PMU per ms of task-clock, and the summary, from `tool` (labperf
+/// or perf) counting `prog`.
+fn tsc_rate(tool: &[&str], prog: &str) -> (f64, String) {
+    let o = Command::new(tool[0])
+        .args(&tool[1..])
+        .args(["stat", "-e", "msr/tsc/,task-clock", "--", prog, "200", "1"])
+        .env("LC_ALL", "C")
+        .output()
+        .unwrap();
+    let e = text(&o.stderr);
+    assert!(o.status.success(), "{tool:?}: {e}");
+    (count(&e, "msr/tsc/") / count(&e, "task-clock"), e)
+}
+
+/// A PMU that takes no exclusion bit (the `msr` PMU refuses even exclude_hv: EINVAL) is
+/// opened without it, as perf's fallback opens it: `msr/tsc/` counts the time-stamp
+/// counter while the task runs, so per ms of task-clock it is the TSC's frequency, a
+/// constant of this machine, which perf measures the same way (within 5 %: each run's
+/// task-clock and tsc start and stop a few µs apart around the task's switches).
+#[test]
+fn an_msr_event_counts_as_perf_counts_it() {
+    if !Path::new("/sys/bus/event_source/devices/msr").is_dir() {
+        eprintln!("skipped: this machine has no msr PMU (x86 only)");
+        return;
+    }
+    let d = scratch("evlist-msr");
+    let p = prog(&d);
+    let p = p.to_str().unwrap();
+    let l = bin("labperf");
+    let (ours, e) = tsc_rate(&[l.to_str().unwrap()], p);
+    let (perfs, pe) = tsc_rate(&["perf"], p);
+    assert!(
+        (ours / perfs - 1.0).abs() < 0.05,
+        "labperf: {ours:.0} tsc a ms, perf: {perfs:.0}:\n{e}\n{pe}"
+    );
+}

@@ -246,11 +246,23 @@ pub struct OpenError {
     pub errno: i32,
 }
 
+/// Opens `attr`. A PMU that takes no exclusion bit at all (x86's `msr`: `msr/tsc/`) refuses
+/// `exclude_hv` with EINVAL: the open is tried again without it, as perf's fallback does,
+/// and `attr` keeps the bit cleared for the event's other opens (hypervisor mode exists
+/// only under a hypervisor that gives the PMU to its guests, which labperf does not count).
 pub fn open(attr: &mut perf_event_attr, pid: i32, cpu: i32, group: i32) -> Result<Fd, OpenError> {
     // SAFETY: attr points to a valid, fully initialised perf_event_attr.
-    let fd = unsafe {
+    let mut fd = unsafe {
         sys::perf_event_open(attr, pid, cpu, group, 8 /* PERF_FLAG_FD_CLOEXEC */)
     };
+    if fd < 0 && crate::sys::errno() == libc::EINVAL && attr.exclude_hv() == 1 {
+        attr.set_exclude_hv(0);
+        // SAFETY: as above.
+        fd = unsafe { sys::perf_event_open(attr, pid, cpu, group, 8) };
+        if fd < 0 {
+            attr.set_exclude_hv(1);
+        }
+    }
     if fd < 0 {
         return Err(OpenError {
             errno: crate::sys::errno(),

@@ -16,6 +16,9 @@ const SAMPLE_TID: u64 = 1 << 1;
 const SAMPLE_TIME: u64 = 1 << 2;
 const SAMPLE_ADDR: u64 = 1 << 3;
 const SAMPLE_CALLCHAIN: u64 = 1 << 5;
+/// PERF_SAMPLE_STACK_USER: labperf's `--call-graph dwarf` recordings carry the user stack
+/// alone (perf's also a callchain, for the kernel's frames).
+const SAMPLE_STACK_USER: u64 = 1 << 13;
 const SAMPLE_CPU: u64 = 1 << 7;
 
 /// The fields labperf prints, as perf's `-F` names them, in the order perf prints them.
@@ -241,7 +244,7 @@ impl<'a> Pass<'a> {
                 Ok((
                     e.name.clone(),
                     o.fields.of_event(&e.name, st)?,
-                    st & SAMPLE_CALLCHAIN != 0,
+                    st & (SAMPLE_CALLCHAIN | SAMPLE_STACK_USER) != 0,
                 ))
             })
             .collect::<Result<Vec<_>, String>>()?;
@@ -333,6 +336,11 @@ impl<'a> Pass<'a> {
         let mut user = false;
         let max = self.o.max_stack.unwrap_or(usize::MAX);
         let mut addrs: Vec<u64> = s.callchain.clone();
+        // A sample in the kernel with no callchain (labperf's `--call-graph dwarf` records
+        // the user stack alone): its own address first, the user's frames under it.
+        if addrs.is_empty() && s.ip >> 63 == 1 {
+            addrs.push(s.ip);
+        }
         // `--call-graph dwarf`: the user stack unwound, from the interrupted user address
         // (its callers one byte back, inside their call, as perf's libdw unwinder gives
         // them). The unwinder gives a kernel sample's interrupted user address one byte

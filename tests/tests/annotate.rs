@@ -569,3 +569,73 @@ fn a_strobed_recording_shows_each_instruction_s_windows_and_their_cpi() {
     assert_eq!(line("400119"), "    3.23       0       -       -");
     assert_eq!(line("400127"), "    0.00       0       -       -");
 }
+
+/// A program that maps and touches fresh pages in one function, `touch`.
+const PAGES_C: &str = r#"#include <stdlib.h>
+#include <sys/mman.h>
+__attribute__((noinline)) long touch(long rounds) {
+    long s = 0;
+    for (long r = 0; r < rounds; r++) {
+        char *p = mmap(0, 1 << 22, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        for (long k = 0; k < (1 << 22); k += 4096) p[k] = (char)k;
+        s += p[8192];
+        munmap(p, 1 << 22);
+    }
+    return s;
+}
+int main(int c, char **v) { return touch(atol(v[1])) == 3; }
+"#;
+
+/// `--event MEMBER` of a group recording (`{cpu-clock:u,page-faults}`, the member read in
+/// each of the leader's samples): annotate counts the member's reads as report does (it
+/// said "no sample in a function named 'touch'" before, found by the new-user trial).
+#[test]
+fn annotate_event_member_of_a_group_counts_as_report() {
+    let d = scratch("annotate-group");
+    std::fs::write(d.join("pf.c"), PAGES_C).unwrap();
+    compile(&d, "gcc", &["-O2", "-g", "-o", "pf", "pf.c"]);
+    let o = Command::new(bin("labperf"))
+        .current_dir(&d)
+        .args([
+            "record",
+            "--local",
+            "--no-report",
+            "-e",
+            "{cpu-clock:u,page-faults}",
+        ])
+        .args(["-o", "g.lpr", "--", "./pf", "300"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "labperf record: {}", text(&o.stderr));
+    let ours = ok(
+        labperf(
+            &d,
+            &["annotate", "g.lpr", "touch", "--event", "page-faults"],
+        ),
+        "labperf annotate --event page-faults",
+    );
+    let rows = ok(
+        labperf(
+            &d,
+            &[
+                "report",
+                "g.lpr",
+                "--event",
+                "page-faults",
+                "--format",
+                "csv",
+                "--top",
+                "0",
+            ],
+        ),
+        "labperf report --event page-faults",
+    );
+    let touch: u64 = rows
+        .lines()
+        .find(|l| l.split(',').any(|c| c == "touch"))
+        .and_then(|l| l.split(',').nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no touch row in:\n{rows}"));
+    assert!(touch > 20, "touch has {touch} page-faults samples:\n{rows}");
+    assert_eq!(heading_samples(&ours), touch, "{ours}");
+}

@@ -27,6 +27,46 @@ pub struct Counts {
 }
 
 impl Counts {
+    /// `--event MEMBER` of a group recording: the member's counts read in its leader's
+    /// samples ([`crate::record::group::GroupReads`]), each thread's in file order (a pass
+    /// of their own), added as the member's samples; nothing for another recording.
+    pub fn add_group_reads(
+        &mut self,
+        src: &Source,
+        event: Option<&crate::record::events::Select>,
+        per_thread: bool,
+        window: Option<&crate::record::filter::Window>,
+    ) -> Result<(), LoadError> {
+        let group = crate::record::group::GroupReads::of(
+            self.info.header.as_ref(),
+            self.info.header_ext.as_ref(),
+            event,
+        );
+        let Some(mut g) = group else {
+            return Ok(());
+        };
+        let per_event = &self.info.per_event;
+        g.leave_sampling(|m| per_event.get(m as usize).map_or(0, |t| t.samples));
+        let cap = crate::record::events::Names::of(self.info.header.as_ref()).cap();
+        let (by_ip, info) = (&mut self.by_ip, &mut self.info);
+        crate::record::load::stream(src, |r| {
+            let labperf_common::Record::Sample(s) = r else {
+                return;
+            };
+            for x in g.samples(s) {
+                let ev = x.event.min(cap);
+                info.tally(ev, x.pid, x.ip, 1, x.period);
+                if window.is_none_or(|w| w.keeps(x.time)) {
+                    let tid = if per_thread { x.tid } else { 0 };
+                    let e = by_ip.entry((x.pid, tid, x.ip, ev)).or_default();
+                    e.0 += 1;
+                    e.1 = e.1.saturating_add(x.period);
+                }
+            }
+        })?;
+        Ok(())
+    }
+
     /// The name of process `pid`: its own `COMM`, else the nearest forking ancestor's
     /// (a child keeps its parent's name until it execs), else `:PID` as perf shows it.
     pub fn comm(&self, pid: u32, parents: &HashMap<u32, u32>) -> String {

@@ -244,13 +244,15 @@ fn read(src: &load::Source, o: &Options) -> Result<Read, AnnotateError> {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let counts = crate::record::counts::sample_counts(src, threads, false, None)?;
-    let info = &counts.info;
+    let mut counts = crate::record::counts::sample_counts(src, threads, false, None)?;
     let file = src.name.display().to_string();
-    let names = Names::of(info.header.as_ref());
+    let names = Names::of(counts.info.header.as_ref());
     if let Some(s) = &o.event {
         events::check(s, [(file.clone(), &names)])?;
     }
+    // `--event MEMBER` of a group recording: the member's reads, as report counts them.
+    counts.add_group_reads(src, o.event.as_ref(), false, None)?;
+    let info = &counts.info;
     let mut sym = Symbolizer::new(o.search.clone());
     sym.recorded_on(src, info.header.as_ref(), info.header_ext.as_ref());
     for r in counts.others.iter().cloned() {

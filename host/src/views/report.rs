@@ -246,34 +246,7 @@ impl Merged {
         let per_thread = by.contains(&By::Tid) || !self.filter.tids.is_empty();
         let mut counts =
             crate::record::counts::sample_counts(src, threads, per_thread, window.as_ref())?;
-        // `--event MEMBER` of a group recording: the member's counts read in its leader's
-        // samples, each thread's in file order (a pass of their own).
-        let group = crate::record::group::GroupReads::of(
-            counts.info.header.as_ref(),
-            counts.info.header_ext.as_ref(),
-            event,
-        );
-        if let Some(mut g) = group {
-            let per_event = &counts.info.per_event;
-            g.leave_sampling(|m| per_event.get(m as usize).map_or(0, |t| t.samples));
-            let cap = Names::of(counts.info.header.as_ref()).cap();
-            let (by_ip, info) = (&mut counts.by_ip, &mut counts.info);
-            load::stream(src, |r| {
-                let labperf_common::Record::Sample(s) = r else {
-                    return;
-                };
-                for x in g.samples(s) {
-                    let ev = x.event.min(cap);
-                    info.tally(ev, x.pid, x.ip, 1, x.period);
-                    if window.as_ref().is_none_or(|w| w.keeps(x.time)) {
-                        let tid = if per_thread { x.tid } else { 0 };
-                        let e = by_ip.entry((x.pid, tid, x.ip, ev)).or_default();
-                        e.0 += 1;
-                        e.1 = e.1.saturating_add(x.period);
-                    }
-                }
-            })?;
-        }
+        counts.add_group_reads(src, event, per_thread, window.as_ref())?;
         // Addresses are resolved once every side-band record (mmap2, fork) is known.
         let mut sym = Symbolizer::new(search.clone());
         let info = &counts.info;

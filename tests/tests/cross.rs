@@ -977,10 +977,22 @@ fn c_agent_records_call_stacks_on_x86_64_and_says_alpha_has_none() {
             .as_f64()
             .unwrap()
     };
-    // Every stack from main; the tree's two halves as the bench's clock split them (5
-    // points against the asked half each before; 2 against the clock, as the Rust agent's
-    // call-stack tests: cpu-clock samples the CPU time the bench measures).
-    assert!(share("labperf_bench::main") >= 99.0);
+    // Every stack that reached the outermost frame came through main, exactly; the ones
+    // that stopped (a sample in a function before it set up its frame: 30 of 5,376 here,
+    // and enough in one CI run to put main under 99 %) are the report's to say, and stay
+    // few. The tree's two halves as the bench's clock split them (5 points against the
+    // asked half each before; 2 against the clock, as the Rust agent's call-stack tests:
+    // cpu-clock samples the CPU time the bench measures).
+    let main_row = j["tables"][0]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "labperf_bench::main")
+        .unwrap_or_else(|| panic!("labperf_bench::main missing: {j}"));
+    let stacks = &j["summary"]["stacks"];
+    let outermost = stacks["outermost"].as_u64().unwrap();
+    assert_eq!(main_row["children"].as_u64(), Some(outermost), "{stacks}");
+    assert!(outermost as f64 >= 0.97 * total as f64, "{stacks}");
     let clock = BenchClock::parse(&o.stderr);
     let tree = ["labperf_bench::calls_a", "labperf_bench::calls_b"];
     let got: BTreeMap<String, f64> = tree.iter().map(|n| (n.to_string(), share(n))).collect();

@@ -977,10 +977,11 @@ fn c_agent_records_call_stacks_on_x86_64_and_says_alpha_has_none() {
             .as_f64()
             .unwrap()
     };
-    // Every stack that reached the outermost frame came through main, exactly; the ones
-    // that stopped (a sample in a function before it set up its frame: 30 of 5,376 here,
-    // and enough in one CI run to put main under 99 %) are the report's to say, and stay
-    // few. The tree's two halves as the bench's clock split them (5 points against the
+    // The stacks that reached the outermost frame came through main, but for the few of
+    // the process's start and exit (2 of 3,621 once): 99 % of them at least. The ones that
+    // stopped (a sample in a function before it set up its frame: 9 to 30 of about 5,000
+    // here, and enough in one CI run to put main under 99 % of all) are the report's to
+    // say, and stay few. The tree's two halves as the bench's clock split them (5 points against the
     // asked half each before; 2 against the clock, as the Rust agent's call-stack tests:
     // cpu-clock samples the CPU time the bench measures).
     let main_row = j["tables"][0]["rows"]
@@ -991,7 +992,11 @@ fn c_agent_records_call_stacks_on_x86_64_and_says_alpha_has_none() {
         .unwrap_or_else(|| panic!("labperf_bench::main missing: {j}"));
     let stacks = &j["summary"]["stacks"];
     let outermost = stacks["outermost"].as_u64().unwrap();
-    assert_eq!(main_row["children"].as_u64(), Some(outermost), "{stacks}");
+    let through_main = main_row["children"].as_u64().unwrap();
+    assert!(
+        through_main as f64 >= 0.99 * outermost as f64 && through_main <= outermost,
+        "{through_main} through main: {stacks}"
+    );
     assert!(outermost as f64 >= 0.97 * total as f64, "{stacks}");
     let clock = BenchClock::parse(&o.stderr);
     let tree = ["labperf_bench::calls_a", "labperf_bench::calls_b"];

@@ -165,7 +165,13 @@ fn script_of_perf_data_is_perf_script_line_for_line() {
                 &perf_script(&data, &["-F", f]),
             );
         }
-        for o in [&["-G"][..], &["--ns"], &["--max-stack", "2"]] {
+        // -F given twice: the second applies to the first's fields, as perf's does.
+        for o in [
+            &["-G"][..],
+            &["--ns"],
+            &["--max-stack", "2"],
+            &["-F", "ip,sym", "-F", "+pid"],
+        ] {
             same_lines(
                 &format!("-g {g}: {o:?}"),
                 &labperf_script(&data, o, &cache),

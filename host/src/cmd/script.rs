@@ -60,8 +60,10 @@ pub struct Args {
     /// or `+f1,-f2` (the default ones with some added or taken away). labperf prints comm,
     /// tid, pid, time, cpu, period, event, ip, sym, symoff and dso [default: comm, tid, cpu
     /// (when recorded), time, period, event, ip, sym, symoff, dso].
-    #[arg(short = 'F', long = "fields", value_name = "FIELDS", value_parser = fields, allow_hyphen_values = true)]
-    pub fields: Option<Fields>,
+    /// Given again, each one applies to the fields before it, as perf's -F does (`-F ip,sym
+    /// -F +pid`).
+    #[arg(short = 'F', long = "fields", value_name = "FIELDS", value_parser = fields, allow_hyphen_values = true, action = clap::ArgAction::Append)]
+    pub fields: Vec<String>,
     /// As perf script -G (--hide-call-graph): one line per sample, no call stack.
     #[arg(short = 'G', long = "hide-call-graph")]
     pub hide_call_graph: bool,
@@ -75,12 +77,20 @@ pub struct Args {
     pub filter: FilterOpts,
 }
 
-/// `-F`'s value.
-fn fields(s: &str) -> Result<Fields, String> {
-    Fields::parse(s)
+/// `-F`'s value, checked alone (as the first `-F`); [`Args::fields`] applies them in order.
+fn fields(s: &str) -> Result<String, String> {
+    Fields::parse(s).map(|_| s.to_string())
 }
 
 impl Args {
+    /// The fields of every `-F`, each applied to those before it (the default first).
+    fn fields(&self) -> Result<Fields> {
+        self.fields
+            .iter()
+            .try_fold(Fields::default(), |f, s| f.then(s))
+            .map_err(|e| anyhow::anyhow!(e))
+    }
+
     /// FILE or `-i FILE`; when neither is given, labperf.lpr, else perf's perf.data (as
     /// `perf script` reads it), in the current directory.
     fn file(&self) -> Result<PathBuf> {
@@ -103,7 +113,7 @@ pub fn run(a: &Args) -> Result<()> {
     // perf.data is imported on the fly (`import::source`).
     let src = super::import::source(&file)?;
     let o = Options {
-        fields: a.fields.unwrap_or_default(),
+        fields: a.fields()?,
         hide_call_graph: a.hide_call_graph,
         ns: a.ns,
         max_stack: a.filter.max_stack.map(|n| n as usize),

@@ -111,6 +111,12 @@ impl Fields {
     /// default set with fields added or taken away). An event type's prefix (`sw:`) is
     /// refused: the fields apply to every event.
     pub fn parse(spec: &str) -> Result<Fields, String> {
+        Fields::default().then(spec)
+    }
+
+    /// A further `-F` after these fields (perf takes several, in order): `+f1,-f2` changes
+    /// them, a plain list replaces them.
+    pub fn then(self, spec: &str) -> Result<Fields, String> {
         if let Some((ty, _)) = spec.split_once(':') {
             return Err(format!(
                 "-F {spec}: labperf takes no event type before the fields ('{ty}:'): the fields apply to every event"
@@ -121,7 +127,7 @@ impl Fields {
         }
         let modify = spec.contains('+') || spec.contains('-');
         let mut f = if modify {
-            Fields::default()
+            self
         } else {
             Fields { set: 0, named: 0 }
         };

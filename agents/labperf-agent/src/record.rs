@@ -883,8 +883,9 @@ pub fn plural(n: u64, one: &str, many: &str) -> String {
 /// An event that opened but never sampled (its own samples; not a group's members, whose
 /// values ride on the leader's) is said, as the C agent says it, rather than a silent 0.
 /// Its reason is said by labperf report: the x86_64 agent is 56 bytes under its budget.
-fn unsampled(opened: &Opened, sampled: u64) {
-    if opened.read_format & perf::FORMAT_GROUP == 0 && opened.strobe.is_none() {
+/// (`--discard` keeps no sample on purpose: nothing is said.)
+fn unsampled(opened: &Opened, sampled: u64, discard: bool) {
+    if opened.read_format & perf::FORMAT_GROUP == 0 && opened.strobe.is_none() && !discard {
         for (i, d) in opened.descs.iter().enumerate() {
             if i < 64 && sampled >> i & 1 == 0 {
                 eprintln!(
@@ -1161,10 +1162,7 @@ pub fn run(o: &Opts) -> Result<i32, Fail> {
     if !o.quiet {
         wrote(&trailer, bytes, &path);
     }
-    // (--discard keeps no sample on purpose.)
-    if !o.discard {
-        unsampled(&opened, sampled);
-    }
+    unsampled(&opened, sampled, o.discard);
     Ok(if stopped {
         0
     } else {

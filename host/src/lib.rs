@@ -2,17 +2,16 @@
 //!
 //! Layers, each using only those above it in this list (`ARCHITECTURE.md` says what each owns):
 //! the base modules (`text`, `progress`, `interrupt`, `fxhash`), [`files`], [`record`],
-//! [`symbolize`], [`import`], [`render`], [`views`], [`export`], [`lab`].
+//! [`symbolize`], [`import`], [`render`], [`views`], [`export`], [`lab`]. The lowest are crates
+//! of their own (`host/crates/`), re-exported here, so that Cargo keeps their order:
+//! `labperf-record` (the base, `files`, `record`).
+
+// The lowest layers are their own crate; re-exported so that `crate::files::…` paths resolve.
+pub use labperf_record::{files, fxhash, interrupt, progress, record, text};
 
 pub mod export;
-pub mod files;
-pub mod fxhash;
 pub mod import;
-pub mod interrupt;
 pub mod lab;
-pub mod progress;
-pub mod record;
 pub mod render;
 pub mod symbolize;
-pub mod text;
 pub mod views;

@@ -5,6 +5,7 @@
 //! the reports see what a checksum would otherwise stop.
 #![no_main]
 
+use labperf::export::{ToFirefox, ToFolded, ToParquet, ToPprof};
 use labperf::record::load::Source;
 use labperf::symbolize::symbols::Search;
 use labperf_common::*;

@@ -1036,6 +1036,7 @@ fn layer_violations(src: &Path, layers: &[&str]) -> Vec<String> {
 
 #[test]
 fn host_layers_use_only_the_layers_below_them() {
+    let mut problems = String::new();
     for (dir, layers) in HOST_LAYERS {
         let src = root().join(dir);
         for l in &layers[1..] {
@@ -1045,13 +1046,18 @@ fn host_layers_use_only_the_layers_below_them() {
             );
         }
         let bad = layer_violations(&src, layers);
-        assert!(
-            bad.is_empty(),
-            "in {dir}, a lower layer uses a higher one (layers, lowest first: base, {}):\n{}",
-            layers[1..].join(", "),
-            bad.join("\n")
-        );
+        if !bad.is_empty() {
+            problems += &format!(
+                "in {dir} (layers, lowest first: base, {}):\n{}\n",
+                layers[1..].join(", "),
+                bad.join("\n")
+            );
+        }
     }
+    assert!(
+        problems.is_empty(),
+        "a lower layer uses a higher one:\n{problems}"
+    );
 }
 
 #[test]

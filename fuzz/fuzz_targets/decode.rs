@@ -5,6 +5,7 @@
 //! the reports see what a checksum would otherwise stop.
 #![no_main]
 
+use labperf::export::{ToFirefox, ToFolded, ToParquet, ToPprof};
 use labperf::record::load::Source;
 use labperf::symbolize::symbols::Search;
 use labperf_common::*;
@@ -238,6 +239,8 @@ fuzz_target!(|data: &[u8]| {
             // One event of several (by index; a file without it is an error).
             event: (view == Some(View::Plain) && pick & 2 != 0)
                 .then(|| labperf::record::events::Select("1".into())),
+            // No --comm/--pid/... filter, --max-stack or --percent-limit.
+            ..Options::default()
         };
         if let Ok(r) = labperf::views::view::build(&src, &o) {
             for &f in fmts {

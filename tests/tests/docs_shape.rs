@@ -123,14 +123,21 @@ fn named_paths(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// Whether a named path exists: with a `/`, from the root or from `host/src/` (the host's
-/// folders are named as the library names them); a bare file name, anywhere in the tree.
+/// Whether a named path exists: with a `/`, from the root, from `host/src/` or from a host
+/// crate's `host/crates/NAME/src/` (the host's folders are named as the library names them);
+/// a bare file name, anywhere in the tree.
 fn exists(name: &str, tree: &BTreeSet<String>) -> bool {
+    let crates = tree.iter().filter(|p| {
+        p.starts_with("host/crates/") && p.ends_with("/src/") && p.matches('/').count() == 4
+    });
     if name.contains('/') {
-        ["", "host/src/"].iter().any(|base| {
-            let p = format!("{base}{name}");
-            tree.contains(&p) || tree.contains(&format!("{p}/"))
-        })
+        ["", "host/src/"]
+            .into_iter()
+            .chain(crates.map(String::as_str))
+            .any(|base| {
+                let p = format!("{base}{name}");
+                tree.contains(&p) || tree.contains(&format!("{p}/"))
+            })
     } else {
         tree.iter()
             .any(|p| p == name || p.ends_with(&format!("/{name}")))

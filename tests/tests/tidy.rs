@@ -406,14 +406,15 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// A `pub const NAME: &[&str] = &[...]` list of `host/src/lab/remote/mod.rs`.
+/// A `pub const NAME: &[&str] = &[...]` list of `host/crates/lab/src/lab/remote/mod.rs`.
 fn remote_list(name: &str) -> Vec<String> {
-    let src = std::fs::read_to_string(root().join("host/src/lab/remote/mod.rs")).unwrap();
+    let src =
+        std::fs::read_to_string(root().join("host/crates/lab/src/lab/remote/mod.rs")).unwrap();
     let t = lex(&src);
     let at = t
         .iter()
         .position(|x| *x == Tok::Ident(name.into()))
-        .unwrap_or_else(|| panic!("host/src/lab/remote/mod.rs has no {name}"));
+        .unwrap_or_else(|| panic!("host/crates/lab/src/lab/remote/mod.rs has no {name}"));
     t[at..]
         .iter()
         .take_while(|x| **x != Tok::Punct(';'))
@@ -501,7 +502,7 @@ fn every_program_started_has_its_package_in_xtask_setup() {
     needed.retain(|(_, u)| !fallbacks.contains(&u.program));
     needed.extend(lab.iter().map(|p| {
         (
-            PathBuf::from("host/src/lab/remote/mod.rs"),
+            PathBuf::from("host/crates/lab/src/lab/remote/mod.rs"),
             Use {
                 program: p.clone(),
                 context: "LAB_PROGRAMS".into(),
@@ -971,7 +972,12 @@ fn no_import_cycle_in_host_common_or_the_agent() {
     let mut cycles = String::new();
     for (src, at_least) in [
         ("common/src", 15),
-        ("host/src", 100),
+        ("host/src", 60),
+        ("host/crates/record/src", 20),
+        ("host/crates/symbolize/src", 30),
+        ("host/crates/import/src", 5),
+        ("host/crates/report/src", 40),
+        ("host/crates/lab/src", 30),
         ("agents/labperf-agent/src", 30),
     ] {
         let g = import_graph(&root().join(src));
@@ -990,22 +996,22 @@ fn no_import_cycle_in_host_common_or_the_agent() {
     );
 }
 
-/// The host library's layers, lowest first: a file may use its own layer's files and those
-/// of layers before it, never one after (`ARCHITECTURE.md`'s "Layers"). The first, the
-/// base, is the files directly in `host/src/`; the binary (`main.rs`, `cmd/`) is above all.
-const HOST_LAYERS: &[&str] = &[
-    "",
-    "files",
-    "record",
-    "symbolize",
-    "import",
-    "render",
-    "views",
-    "export",
-    "lab",
+/// The host's layers, lowest first, per crate: a file may use its own layer's files and
+/// those of layers before it, never one after (`ARCHITECTURE.md`'s "Layers"). In each crate
+/// the first, its base, is the files directly in its `src/`. Between crates Cargo keeps the
+/// order (a crate cannot use one that depends on it), so a layer that is a crate of its own
+/// is checked here only against the other layers of its crate: labperf-record (`host/crates/record/`)
+/// holds the base, `files` and `record`; labperf-symbolize (`host/crates/symbolize/`) and
+/// labperf-import (`host/crates/import/`) are one layer each, so nothing is checked here;
+/// labperf-report (`host/crates/report/`) holds `render`, `views` and `export`; labperf-lab
+/// (`host/crates/lab/`) is one layer. The `labperf` library (`host/src/lib.rs`) only re-exports
+/// them, and its binary (`main.rs`, `cmd/`) is above all.
+const HOST_LAYERS: &[(&str, &[&str])] = &[
+    ("host/crates/record/src", &["", "files", "record"]),
+    ("host/crates/report/src", &["", "render", "views", "export"]),
 ];
 
-/// Every use in `host/src` of a later layer from an earlier one, as "file:line uses file".
+/// Every use in `src` (a crate's source folder) of a later layer from an earlier one, as "file:line uses file".
 fn layer_violations(src: &Path, layers: &[&str]) -> Vec<String> {
     let layer_of = |p: &Path| {
         let folder = match p.components().count() {
@@ -1030,19 +1036,27 @@ fn layer_violations(src: &Path, layers: &[&str]) -> Vec<String> {
 
 #[test]
 fn host_layers_use_only_the_layers_below_them() {
-    let src = root().join("host/src");
-    for l in &HOST_LAYERS[1..] {
-        assert!(
-            src.join(l).join("mod.rs").is_file(),
-            "host/src/{l}/ is no module folder"
-        );
+    let mut problems = String::new();
+    for (dir, layers) in HOST_LAYERS {
+        let src = root().join(dir);
+        for l in &layers[1..] {
+            assert!(
+                src.join(l).join("mod.rs").is_file(),
+                "{dir}/{l}/ is no module folder"
+            );
+        }
+        let bad = layer_violations(&src, layers);
+        if !bad.is_empty() {
+            problems += &format!(
+                "in {dir} (layers, lowest first: base, {}):\n{}\n",
+                layers[1..].join(", "),
+                bad.join("\n")
+            );
+        }
     }
-    let bad = layer_violations(&src, HOST_LAYERS);
     assert!(
-        bad.is_empty(),
-        "a lower layer uses a higher one (layers, lowest first: base, {}):\n{}",
-        HOST_LAYERS[1..].join(", "),
-        bad.join("\n")
+        problems.is_empty(),
+        "a lower layer uses a higher one:\n{problems}"
     );
 }
 
@@ -1286,6 +1300,7 @@ fn all_fn_lengths() -> Vec<(String, String, usize)> {
     let mut files = Vec::new();
     for d in [
         "host/src",
+        "host/crates",
         "common/src",
         "agents/labperf-agent/src",
         "agents/labperf-bench/src",

@@ -3,7 +3,7 @@
 
 use super::opts::{help, EventOpt, FilterOpts, OutputOpt, SymbolOpts};
 use anyhow::{bail, Context, Result};
-use labperf::export::Format;
+use labperf::export::{Format, ToFirefox, ToFolded, ToParquet, ToPprof};
 use labperf::files::output::{Dest, Output};
 use labperf::record::events::Select;
 use labperf::symbolize::stacks::StackTable;

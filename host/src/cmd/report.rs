@@ -3,6 +3,7 @@
 
 use super::opts::{EventOpt, NarrowOpts, OutputOpt, ReportOpts};
 use anyhow::{Context, Result};
+use labperf::export::ToFolded;
 use labperf::files::output::Dest;
 use std::io::Write;
 use std::path::PathBuf;

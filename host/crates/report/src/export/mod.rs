@@ -6,17 +6,16 @@
 //! Several recordings export as one: each sample keeps its recording's host, architecture
 //! and run. This file: the formats, and what several of them say of the recordings.
 
-use crate::symbolize::stacks::StackTable;
-
+mod facts;
 mod firefox;
 mod folded;
 mod parquet;
 pub mod pprof;
 
-pub use self::parquet::parquet_schema;
-pub use firefox::{FIREFOX_NODES, FIREFOX_THREADS};
-pub use folded::folded_name;
-pub use pprof::PPROF_EVENTS;
+pub use self::parquet::{parquet_schema, ToParquet};
+pub use firefox::{ToFirefox, FIREFOX_NODES, FIREFOX_THREADS};
+pub use folded::{folded_name, ToFolded};
+pub use pprof::{ToPprof, PPROF_EVENTS};
 
 /// The formats `labperf export` writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -40,36 +39,11 @@ impl Format {
     }
 }
 
-impl StackTable {
-    /// The first recording's header, if any.
-    fn header(&self) -> Option<&labperf_common::Header> {
-        self.runs.first().and_then(|r| r.info.header.as_ref())
-    }
-
-    /// The first event with samples (what the weights count), else the first recording's
-    /// first event.
-    fn event(&self) -> Option<&str> {
-        match self.sampled_events().first() {
-            Some(e) => Some(self.events.names[e.0 as usize].as_str()),
-            None => self
-                .runs
-                .first()
-                .and_then(|r| r.events.first())
-                .map(String::as_str),
-        }
-    }
-
-    /// Whether the weights are nanoseconds (cpu-clock and task-clock periods).
-    fn weights_are_ns(&self) -> bool {
-        self.event().is_some_and(crate::record::events::is_ns)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::symbolize::facts::Run;
-    use crate::symbolize::stacks::Frame;
+    use crate::symbolize::stacks::{Frame, StackTable};
 
     fn stacks() -> StackTable {
         let f = |n: &str| Frame {

@@ -376,7 +376,7 @@ fn read_until(
 }
 
 impl FileInfo {
-    pub(crate) fn take(&mut self, e: Event, f: &mut impl FnMut(&Record)) {
+    pub fn take(&mut self, e: Event, f: &mut impl FnMut(&Record)) {
         match e {
             Event::Version(v) => self.wire_version = Some(v),
             Event::Header(h) => self.header = Some(*h),

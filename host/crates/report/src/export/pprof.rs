@@ -2,6 +2,7 @@
 //! fields labperf writes, as `prost` messages (no `protoc`), and the profile of a
 //! [`StackTable`], its samples written one by one.
 
+use super::facts::StackFacts;
 use crate::symbolize::stacks::StackTable;
 use std::collections::HashMap;
 use std::io::Write;
@@ -166,13 +167,19 @@ impl Strings {
     }
 }
 
-impl StackTable {
+/// pprof's format of a [`StackTable`] (a trait: `StackTable` is labperf-symbolize's, and a
+/// type's inherent methods belong to its own crate).
+pub trait ToPprof {
+    fn pprof(&self, w: impl Write) -> std::io::Result<()>;
+}
+
+impl ToPprof for StackTable {
     /// pprof's profile.proto, gzipped. Values: samples, then the sum of periods of each
     /// event, a sample type per event named after it (`cpu-clock/nanoseconds`,
     /// `page-faults/count`: nanoseconds for cpu-clock and task-clock, events otherwise), a
     /// stack's samples counting in its own event's only. Every sample carries its
     /// recording's labels `host`, `arch` and `run`, and with several events `event`.
-    pub fn pprof(&self, w: impl Write) -> std::io::Result<()> {
+    fn pprof(&self, w: impl Write) -> std::io::Result<()> {
         let mut strings = Strings::default();
         let sampled = self.sampled_events();
         if sampled.len() > PPROF_EVENTS {
@@ -231,7 +238,27 @@ impl StackTable {
         gz.finish()?;
         Ok(())
     }
+}
 
+/// What [`ToPprof`] builds a profile from.
+trait PprofParts {
+    fn pprof_sample_types(
+        &self,
+        strings: &mut Strings,
+        sampled: &[(u32, u64, u64)],
+    ) -> (Vec<ValueType>, HashMap<u32, usize>);
+    fn pprof_frames(&self, strings: &mut Strings) -> (Vec<Mapping>, Vec<Function>, Vec<Location>);
+    fn pprof_period(&self) -> i64;
+    fn pprof_samples(
+        &self,
+        gz: &mut impl Write,
+        sample_types: usize,
+        value_of: &HashMap<u32, usize>,
+        labels: &Labels,
+    ) -> std::io::Result<()>;
+}
+
+impl PprofParts for StackTable {
     /// The sample types: samples, then each sampled event's periods (the first event's
     /// when none is sampled); and the value index of each event's periods (1 + its place
     /// among the sampled ones).

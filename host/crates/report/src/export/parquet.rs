@@ -9,10 +9,20 @@ use ::parquet::file::writer::SerializedFileWriter;
 use std::io::Write;
 use std::sync::Arc;
 
-impl StackTable {
+/// The Parquet tables of a [`StackTable`] (a trait: `StackTable` is labperf-symbolize's, and
+/// a type's inherent methods belong to its own crate).
+pub trait ToParquet {
+    fn parquet(
+        &self,
+        samples: impl Write + Send,
+        stacks: impl Write + Send,
+    ) -> Result<(), ParquetError>;
+}
+
+impl ToParquet for StackTable {
     /// The Parquet tables of [`parquet_schema`] (needs [`StackTable::samples`]): the samples
     /// to `samples`, the stacks to `stacks`. Snappy-compressed, strings dictionary-encoded.
-    pub fn parquet(
+    fn parquet(
         &self,
         samples: impl Write + Send,
         stacks: impl Write + Send,

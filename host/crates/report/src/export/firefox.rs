@@ -2,6 +2,7 @@
 //! recording and pid, a thread per tid (per event with several), its busiest threads and
 //! stack nodes within a budget.
 
+use super::facts::StackFacts;
 use crate::symbolize::stacks::{SampleRow, StackTable};
 use fxprof_processed_profile as fx;
 use std::collections::HashMap;
@@ -396,7 +397,13 @@ impl<'a> Builder<'a> {
     }
 }
 
-impl StackTable {
+/// The Firefox Profiler's format of a [`StackTable`] (a trait: `StackTable` is
+/// labperf-symbolize's, and a type's inherent methods belong to its own crate).
+pub trait ToFirefox {
+    fn firefox(&self, w: impl Write) -> serde_json::Result<Option<String>>;
+}
+
+impl ToFirefox for StackTable {
     /// The Firefox Profiler's processed profile (needs [`StackTable::samples`]): a process per
     /// recording and pid, a thread per tid, each sample at its wall-clock time with its
     /// stack's function names embedded (no symbol server needed). For cpu-clock and
@@ -408,7 +415,7 @@ impl StackTable {
     /// thread's name); and it holds at most about [`FIREFOX_NODES`] stack nodes (deeper
     /// stacks keep their outermost frames, then `[deeper frames left out]` and the sampled
     /// function). Returns a note when either had to be done.
-    pub fn firefox(&self, w: impl Write) -> serde_json::Result<Option<String>> {
+    fn firefox(&self, w: impl Write) -> serde_json::Result<Option<String>> {
         let mut b = Builder::new(self);
         for i in b.order() {
             b.add(&self.samples[i as usize]);

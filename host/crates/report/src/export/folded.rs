@@ -1,6 +1,7 @@
 //! Folded stacks (`thread;outer;…;leaf WEIGHT` per line, [`folded_name`] the one place a
 //! name becomes folded text) and the SVG flame graph of them, drawn by [`crate::render::flame`].
 
+use super::facts::StackFacts;
 use crate::symbolize::stacks::{Stack, StackTable};
 use std::collections::HashMap;
 use std::io::Write;
@@ -43,7 +44,27 @@ pub fn folded_name(name: &str, thread: bool) -> String {
     s
 }
 
-impl StackTable {
+/// Folded stacks and SVG flame graphs of a [`StackTable`] (a trait: `StackTable` is
+/// labperf-symbolize's, and a type's inherent methods belong to its own crate).
+pub trait ToFolded {
+    fn write_folded(&self, w: impl Write) -> std::io::Result<()>;
+    fn folded(&self) -> String;
+    fn svg(&self, w: impl Write) -> std::io::Result<Option<String>>;
+    fn svg_of(
+        &self,
+        event: Option<u32>,
+        direction: inferno::flamegraph::Direction,
+        w: impl Write,
+    ) -> std::io::Result<Option<String>>;
+}
+
+/// What [`ToFolded`] builds its lines from.
+trait FoldedParts {
+    fn folded_names(&self) -> Vec<String>;
+    fn lines(&self, event: Option<u32>, weight: impl Fn(&Stack) -> u64) -> Vec<(&[u32], u64)>;
+}
+
+impl FoldedParts for StackTable {
     /// Each frame's name as folded text ([`folded_name`]).
     fn folded_names(&self) -> Vec<String> {
         self.frames
@@ -73,11 +94,13 @@ impl StackTable {
         }
         lines
     }
+}
 
+impl ToFolded for StackTable {
     /// Writes folded stacks to `w`, one line per distinct stack (recordings merged), as it
     /// goes: `thread;outer;…;leaf PERIOD` (the sum of the samples' periods, as
     /// `perf script | inferno-collapse-perf` weighs them).
-    pub fn write_folded(&self, mut w: impl Write) -> std::io::Result<()> {
+    fn write_folded(&self, mut w: impl Write) -> std::io::Result<()> {
         let names = self.folded_names();
         for (path, n) in self.lines(None, |s| s.period) {
             for (k, &f) in path.iter().enumerate() {
@@ -91,8 +114,8 @@ impl StackTable {
         Ok(())
     }
 
-    /// The folded stacks of [`StackTable::write_folded`] as one string.
-    pub fn folded(&self) -> String {
+    /// The folded stacks of [`ToFolded::write_folded`] as one string.
+    fn folded(&self) -> String {
         let mut v = Vec::new();
         self.write_folded(&mut v).expect("writing to memory");
         String::from_utf8(v).expect("folded names are text")
@@ -100,15 +123,15 @@ impl StackTable {
 
     /// An SVG flame graph of the folded stacks, titled with the recorded command, drawn
     /// within [`crate::render::flame::BUDGET`]; returns a note when narrow frames had to be left out.
-    pub fn svg(&self, w: impl Write) -> std::io::Result<Option<String>> {
+    fn svg(&self, w: impl Write) -> std::io::Result<Option<String>> {
         self.svg_of(None, inferno::flamegraph::Direction::Straight, w)
     }
 
-    /// [`StackTable::svg`] of the stacks of one event (`Some`: its index into
+    /// [`ToFolded::svg`] of the stacks of one event (`Some`: its index into
     /// [`StackTable::events`]; its periods never add up with another's), or of all, the
     /// root at the bottom (`Straight`) or on top (`Inverted`, an icicle: the HTML page's,
     /// whose first screen then shows the root row however deep the stacks).
-    pub fn svg_of(
+    fn svg_of(
         &self,
         event: Option<u32>,
         direction: inferno::flamegraph::Direction,

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub(crate) use crate::symbolize::intervals::Intervals;
+pub use crate::symbolize::intervals::Intervals;
 
 /// Largest ELF file read for symbols.
 pub const MAX_ELF: u64 = 2 << 30;

@@ -139,9 +139,13 @@ fn dd_as_root(agent: &Path, name: &str) {
     let n = total / tick;
     let p = ((covered - covered_kernel) / covered.max(1.0)).clamp(1.0 / n.max(1.0), 0.5);
     let bound = (0.05 * total).max((4.0 * (n * p * (1.0 - p)).sqrt() + 1.0) * tick);
+    // Above, also the samples' excess over the whole rusage that the check before accepts:
+    // it falls in kernel mode (510 ms of kernel samples for 460 ms of system time once, in a
+    // full clean-clone run, passing on its retry).
+    let excess = (covered - total).max(0.0);
     assert!(
-        (covered_kernel - system).abs() <= bound,
-        "{name}: samples cover {covered_kernel} ns in the kernel of the workload's {system} ns of system time (bound {bound:.0} ns)"
+        covered_kernel - system <= bound + excess && system - covered_kernel <= bound,
+        "{name}: samples cover {covered_kernel} ns in the kernel of the workload's {system} ns of system time (bound {bound:.0} ns, and {excess:.0} ns of excess above)"
     );
     // The text report says it under its heading, and no warning.
     let o = Command::new(bin("labperf"))

@@ -477,7 +477,9 @@ fn annotate_names_what_is_not_there() {
     assert!(n.parse::<u64>().unwrap() > 10, "{e}");
     assert_eq!(&tail[1 + n.len()..], not_found);
     // Without SYMBOL: the busiest function whose file is here (the C library's, the dynamic
-    // loader's), and a note of the samples in the file that is not.
+    // loader's), and a note of the samples in the file that is not. A run may have none
+    // there (the loader's start is a few samples at most: 1 of 5 runs had none, its other
+    // samples in the kernel): then the error says so, with the same words of the file.
     let o = Command::new(bin("labperf"))
         .current_dir(&d)
         .env("HOME", &d)
@@ -488,13 +490,21 @@ fn annotate_names_what_is_not_there() {
         .output()
         .unwrap();
     let (out, e) = (text(&o.stdout), text(&o.stderr));
-    assert!(o.status.success(), "{e}");
     assert!(!out.contains("Disassembly of hot "), "{out}");
-    assert!(
-        e.lines()
-            .any(|l| l.starts_with("note: ") && format!("{l}\n").ends_with(&not_found)),
-        "{e}"
-    );
+    if o.status.success() {
+        assert!(
+            e.lines()
+                .any(|l| l.starts_with("note: ") && format!("{l}\n").ends_with(&not_found)),
+            "{e}"
+        );
+    } else {
+        assert!(
+            e.starts_with(
+                "labperf: error: no sampled function can be annotated here (cannot annotate "
+            ) && e.ends_with(&not_found),
+            "{e}"
+        );
+    }
     // One word naming no file is the function, of labperf.lpr (else perf.data) here.
     let o = labperf(&d, &["annotate", "hot"]);
     assert_eq!(

@@ -42,6 +42,10 @@ pub enum AnnotateError {
     },
     #[error("cannot annotate {symbol}: {why}")]
     Cannot { symbol: String, why: String },
+    /// No sampled function can be annotated here: the busiest one's reason, and the samples
+    /// in files not found here (`; N of its samples are in …`).
+    #[error("no sampled function can be annotated here ({first}){missing}")]
+    Nothing { first: String, missing: String },
 }
 
 /// One line of an annotation.
@@ -385,10 +389,18 @@ fn choose<'a>(
                 }
             }
         }
-        return Err(first_err.unwrap_or_else(|| AnnotateError::NoSamples {
-            file: asked.file.to_string(),
-            of: format!("{}{}", asked.of, asked.missing),
-        }));
+        return Err(match first_err {
+            // What the files not found here hold is said too: the busiest may be there.
+            Some(e) if !asked.missing.is_empty() => AnnotateError::Nothing {
+                first: e.to_string(),
+                missing: asked.missing.clone(),
+            },
+            Some(e) => e,
+            None => AnnotateError::NoSamples {
+                file: asked.file.to_string(),
+                of: format!("{}{}", asked.of, asked.missing),
+            },
+        });
     };
     let named: Vec<&Sampled> = groups.iter().filter(|g| &*g.name == symbol).collect();
     let Some(g) = named.first() else {

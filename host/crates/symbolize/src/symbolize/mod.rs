@@ -2,11 +2,14 @@
 
 pub mod callers;
 pub mod debuginfod;
+pub mod demangle;
 pub mod disasm;
+pub mod elf;
 pub mod executable;
 pub mod facts;
 pub mod fpchain;
 pub mod intervals;
+pub mod lines;
 pub mod measure;
 pub mod perfmap;
 pub mod quality;
